@@ -1,0 +1,185 @@
+package bot
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/whypending/whypending/triage"
+)
+
+// maxTableRows caps the per-node table; the rest is summarised as "and N more nodes".
+const maxTableRows = 15
+
+// DiagnosisMessage renders a diagnosis for a person reading at 3 a.m.: the cause first, then
+// the per-node table, the evidence, the fix as commands to paste, and other findings last.
+// Remediations the diagnosis offers (Finding.Actions) become buttons whose ActionID is
+// "plan:<kind>" and whose Value is the cluster-neutral argument string "kind[;k=v...]".
+func DiagnosisMessage(d *triage.Diagnosis) Message {
+	p := d.Primary()
+	m := Message{
+		Title:    titleFor(d),
+		Severity: severityFor(d),
+		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
+	}
+	cause := Section{Heading: "Cause", Text: p.Summary}
+	if d.Uncertain {
+		cause.Text = "Uncertain: " + cause.Text
+	}
+	cause.Fields = append(cause.Fields, Field{Name: "code", Value: string(p.Code)})
+	if d.State != "" {
+		cause.Fields = append(cause.Fields, Field{Name: "state", Value: d.State})
+	}
+	if d.Node != "" {
+		cause.Fields = append(cause.Fields, Field{Name: "node", Value: d.Node})
+	}
+	m.Sections = append(m.Sections, cause)
+
+	if t := nodeTable(p.Nodes); t != nil {
+		m.Sections = append(m.Sections, Section{Heading: "Why not here (per node)", Table: t})
+	}
+	if lines := evidenceLines(p.Evidence, d.CollectedAt); len(lines) > 0 {
+		m.Sections = append(m.Sections, Section{Heading: "Evidence", Lines: lines})
+	}
+	if len(p.Fix) > 0 {
+		m.Sections = append(m.Sections, Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
+	}
+	if len(d.Findings) > 1 {
+		var also []string
+		for _, f := range d.Findings[1:] {
+			also = append(also, fmt.Sprintf("[%s] %s: %s", f.Severity, f.Code, f.Summary))
+		}
+		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
+	}
+	for _, f := range d.Findings {
+		for _, a := range f.Actions {
+			m.Buttons = append(m.Buttons, Button{
+				ActionID: "plan:" + a.Kind,
+				Label:    a.Label,
+				Value:    ActionValue(a),
+				Style:    "primary",
+			})
+		}
+	}
+	return m
+}
+
+// ActionValue encodes an ActionRef as "kind" or "kind;key=value;…" (keys sorted), the value a
+// remediation button carries back on click.
+func ActionValue(a triage.ActionRef) string {
+	parts := []string{a.Kind}
+	keys := make([]string, 0, len(a.Args))
+	for k := range a.Args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+a.Args[k])
+	}
+	return strings.Join(parts, ";")
+}
+
+func titleFor(d *triage.Diagnosis) string {
+	p := d.Primary()
+	switch {
+	case p.Code == triage.CodePodNotFound:
+		return fmt.Sprintf("%s: pod not found", d.Pod)
+	case d.State != "":
+		return fmt.Sprintf("%s is %s: %s", d.Pod, d.State, p.Code)
+	default:
+		return fmt.Sprintf("%s: %s", d.Pod, p.Code)
+	}
+}
+
+func severityFor(d *triage.Diagnosis) string {
+	p := d.Primary()
+	if p.Code == triage.CodePodHealthy || p.Code == triage.CodePodCompleted {
+		return "ok"
+	}
+	return p.Severity.String()
+}
+
+// nodeTable builds the "why not here" table: nodes that fit first, then by name; every reason
+// of a node in one cell.
+func nodeTable(nodes []triage.NodeVerdict) *Table {
+	if len(nodes) == 0 {
+		return nil
+	}
+	sorted := append([]triage.NodeVerdict(nil), nodes...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Fits != sorted[j].Fits {
+			return sorted[i].Fits
+		}
+		return sorted[i].Node < sorted[j].Node
+	})
+	t := &Table{Columns: []string{"NODE", "FITS", "WHY NOT"}}
+	for i, v := range sorted {
+		if i == maxTableRows {
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-maxTableRows), "", ""})
+			break
+		}
+		fits := "no"
+		if v.Fits {
+			fits = "yes"
+		}
+		var reasons []string
+		for _, r := range v.Reasons {
+			reasons = append(reasons, r.Message)
+		}
+		t.Rows = append(t.Rows, []string{v.Node, fits, strings.Join(reasons, "; ")})
+	}
+	return t
+}
+
+// evidenceLines renders evidence like kubectl describe's events: reason, count, age, message.
+func evidenceLines(ev []triage.Evidence, now time.Time) []string {
+	var lines []string
+	for _, e := range ev {
+		var b strings.Builder
+		if e.Reason != "" {
+			b.WriteString(e.Reason)
+		}
+		if !e.LastSeen.IsZero() {
+			age := ShortDuration(now.Sub(e.LastSeen))
+			if e.Count > 1 {
+				fmt.Fprintf(&b, " (x%d, last %s ago)", e.Count, age)
+			} else {
+				fmt.Fprintf(&b, " (%s ago)", age)
+			}
+		}
+		if e.Field != "" {
+			if b.Len() > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(e.Field)
+		}
+		if e.Message != "" {
+			if b.Len() > 0 {
+				b.WriteString(": ")
+			}
+			b.WriteString(e.Message)
+		}
+		if e.Object != "" && e.Reason == "" && e.Field == "" {
+			b.WriteString(" [" + e.Object + "]")
+		}
+		lines = append(lines, b.String())
+	}
+	return lines
+}
+
+// ShortDuration formats d like kubectl's ages: 45s, 3m, 2h, 5d.
+func ShortDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}

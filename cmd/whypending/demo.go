@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/whypending/whypending"
+	"github.com/whypending/whypending/adapters/console"
+	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
+)
+
+// demoCluster is one scenario loaded into its own local control plane.
+type demoCluster struct {
+	scenario *testenv.Scenario
+	cluster  *testenv.Cluster
+	diag     *triage.Collector
+}
+
+func newDemoCommand() *cobra.Command {
+	var dir string
+	var only []string
+	var parallel int
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a local control plane with the demo scenarios and answer /why-pending in a console",
+		Long: `demo starts a real local control plane (etcd, kube-apiserver and kube-scheduler v1.37.2, built
+from the Go module proxy on first run, which takes about 5 minutes; later runs start in
+seconds), loads every demo scenario into its own cluster, waits for the real scheduler, and
+answers /why-pending in a local console.
+
+With a terminal on stdin it prompts for commands:
+  /why-pending [NAMESPACE/]POD     explain a pod (the namespace picks the scenario's cluster)
+  /help                            list the stuck pods
+  /quit
+Without a terminal it answers every scenario's stuck pod, then any commands piped on stdin,
+and exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var fsys fs.FS = whypending.Scenarios
+			root := "testdata/scenarios"
+			if dir != "" {
+				fsys, root = os.DirFS(dir), "."
+			}
+			return runDemo(cmd.Context(), fsys, root, only, parallel, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&dir, "scenarios", "", "load scenarios from this folder instead of the embedded ones (each subfolder: manifests.yaml, expected.yaml)")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "load only these scenarios (folder names)")
+	cmd.Flags().IntVar(&parallel, "parallel", 2, "how many clusters to start at once")
+	return cmd
+}
+
+func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parallel int, stdin io.Reader, stdout, stderr io.Writer) error {
+	scenarios, err := readScenarios(fsys, root, only)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "demo: %d scenarios, each in its own local control plane (etcd + kube-apiserver + kube-scheduler)\n", len(scenarios))
+	if _, err := testenv.BinDir(ctx, stderr); err != nil {
+		return fmt.Errorf("build the local control plane: %w", err)
+	}
+	start := time.Now()
+	clusters, err := startDemoClusters(ctx, scenarios, parallel, stderr)
+	defer func() {
+		for _, c := range clusters {
+			c.cluster.Stop()
+		}
+		testenv.Shutdown()
+	}()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "demo: %d clusters ready in %s\n\n", len(clusters), time.Since(start).Round(100*time.Millisecond))
+
+	handle := func(ctx context.Context, line string) []bot.Message {
+		return demoAnswer(ctx, clusters, line)
+	}
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		console.Render(stdout, demoHelp(clusters))
+		fmt.Fprintln(stdout)
+		return console.Run(ctx, stdin, stdout, "whypending> ", handle)
+	}
+	for _, c := range clusters {
+		line := "/why-pending " + c.scenario.Expected.Pod
+		fmt.Fprintf(stdout, "> %s\n", line)
+		for _, m := range handle(ctx, line) {
+			console.Render(stdout, m)
+			fmt.Fprintln(stdout)
+		}
+	}
+	return console.Run(ctx, stdin, stdout, "", handle)
+}
+
+// readScenarios reads every scenario folder under root (sorted by name), or only those named.
+func readScenarios(fsys fs.FS, root string, only []string) ([]*testenv.Scenario, error) {
+	entries, err := fs.ReadDir(fsys, root)
+	if err != nil {
+		return nil, fmt.Errorf("read scenarios: %w", err)
+	}
+	want := map[string]bool{}
+	for _, o := range only {
+		want[o] = true
+	}
+	var out []*testenv.Scenario
+	for _, e := range entries {
+		if !e.IsDir() || (len(want) > 0 && !want[e.Name()]) {
+			continue
+		}
+		s, err := testenv.ReadScenario(fsys, path.Join(root, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", e.Name(), err)
+		}
+		out = append(out, s)
+		delete(want, e.Name())
+	}
+	if len(want) > 0 {
+		var missing []string
+		for n := range want {
+			missing = append(missing, n)
+		}
+		sort.Strings(missing)
+		return nil, fmt.Errorf("no such scenario: %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// startDemoClusters starts one cluster per scenario, at most parallel at a time, loads the
+// scenario and waits for the scheduler where the scenario needs it. The result is in scenario
+// order and holds every cluster started, even on error, so the caller can stop them.
+func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, parallel int, progress io.Writer) ([]*demoCluster, error) {
+	if parallel < 1 {
+		parallel = 1
+	}
+	out := make([]*demoCluster, len(scenarios))
+	errs := make([]error, len(scenarios))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, s := range scenarios {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			t0 := time.Now()
+			c, err := testenv.Start(ctx, testenv.Options{Scheduler: !s.Expected.SchedulerMustBeStopped})
+			if err != nil {
+				errs[i] = fmt.Errorf("start cluster for %s: %w", s.Name, err)
+				return
+			}
+			dc := &demoCluster{scenario: s, cluster: c, diag: triage.NewCollector(c.Client)}
+			mu.Lock()
+			out[i] = dc
+			mu.Unlock()
+			if err := c.Load(ctx, s); err != nil {
+				errs[i] = fmt.Errorf("load %s: %w", s.Name, err)
+				return
+			}
+			if s.Expected.NeedsScheduler {
+				ns, name, _ := strings.Cut(s.Expected.Pod, "/")
+				if err := c.WaitForScheduler(ctx, ns, name); err != nil {
+					errs[i] = fmt.Errorf("wait for the scheduler in %s: %w", s.Name, err)
+					return
+				}
+			}
+			mu.Lock()
+			fmt.Fprintf(progress, "demo: %-26s ready (%s)\n", s.Name, time.Since(t0).Round(100*time.Millisecond))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	var started []*demoCluster
+	for _, c := range out {
+		if c != nil {
+			started = append(started, c)
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return started, err
+		}
+	}
+	return started, nil
+}
+
+// demoAnswer answers one console line against the demo clusters. The namespace picks the
+// cluster: every scenario lives in its own namespace(s).
+func demoAnswer(ctx context.Context, clusters []*demoCluster, line string) []bot.Message {
+	fields := strings.Fields(line)
+	switch {
+	case len(fields) == 0:
+		return nil
+	case fields[0] == "/help" || fields[0] == "/whypending":
+		return []bot.Message{demoHelp(clusters)}
+	case fields[0] != "/why-pending":
+		return []bot.Message{{Title: fmt.Sprintf("unknown command %q", fields[0]), Severity: "warning",
+			Sections: []bot.Section{{Text: "Try /why-pending NAMESPACE/POD or /help."}}}}
+	case len(fields) != 2:
+		return []bot.Message{{Title: "usage: /why-pending NAMESPACE/POD", Severity: "warning"}}
+	}
+	ns, name, ok := strings.Cut(fields[1], "/")
+	if !ok {
+		return []bot.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD", Severity: "warning",
+			Sections: []bot.Section{{Text: "Every demo scenario has its own namespace; /help lists them."}}}}
+	}
+	c := clusterFor(clusters, ns)
+	if c == nil {
+		return []bot.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: "warning",
+			Sections: []bot.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
+	}
+	d, err := triage.Diagnose(ctx, c.diag, ns, name)
+	if err != nil {
+		return []bot.Message{{Title: "could not diagnose " + fields[1], Severity: "warning",
+			Sections: []bot.Section{{Text: err.Error()}}}}
+	}
+	m := bot.DiagnosisMessage(d)
+	m.Footer += " · cluster " + c.scenario.Name
+	return []bot.Message{m}
+}
+
+func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
+	for _, c := range clusters {
+		for _, o := range c.scenario.Objects {
+			if o.GetNamespace() == ns || (o.GetKind() == "Namespace" && o.GetName() == ns) {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func demoHelp(clusters []*demoCluster) bot.Message {
+	t := &bot.Table{Columns: []string{"TRY", "EXPECTED"}}
+	for _, c := range clusters {
+		t.Rows = append(t.Rows, []string{"/why-pending " + c.scenario.Expected.Pod, c.scenario.Expected.Code})
+	}
+	return bot.Message{
+		Title:    "whypending demo: local clusters with stuck pods",
+		Severity: "info",
+		Sections: []bot.Section{
+			{Text: "Each scenario runs in its own local control plane. Ask about any pod; /quit leaves."},
+			{Table: t},
+		},
+	}
+}

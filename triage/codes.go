@@ -1,0 +1,160 @@
+package triage
+
+// Code is a stable diagnosis slug from shared/triage-codes.md. Never rename one: tests, the
+// digest and users' alert rules key on them. Each constant's comment says when it applies.
+type Code string
+
+// Pending (not scheduled).
+const (
+	// CodeInsufficientCPU (insufficient-cpu): no node has enough allocatable left for the pod's requests (say which nodes come closest, and whether the total would fit if it were not fragmented)
+	CodeInsufficientCPU Code = "insufficient-cpu"
+	// CodeInsufficientMemory (insufficient-memory): no node has enough allocatable left for the pod's requests (say which nodes come closest, and whether the total would fit if it were not fragmented)
+	CodeInsufficientMemory Code = "insufficient-memory"
+	// CodeInsufficientEphemeralStorage (insufficient-ephemeral-storage): no node has enough allocatable left for the pod's requests (say which nodes come closest, and whether the total would fit if it were not fragmented)
+	CodeInsufficientEphemeralStorage Code = "insufficient-ephemeral-storage"
+	// CodeInsufficientExtendedResource (insufficient-extended-resource): same for an extended resource such as nvidia.com/gpu (name it)
+	CodeInsufficientExtendedResource Code = "insufficient-extended-resource"
+	// CodeTooManyPods (too-many-pods): nodes at their `pods` capacity
+	CodeTooManyPods Code = "too-many-pods"
+	// CodeUntoleratedTaint (untolerated-taint): every candidate node has a taint the pod does not tolerate (name taint and node; includes not-ready, unreachable, disk-pressure, control-plane)
+	CodeUntoleratedTaint Code = "untolerated-taint"
+	// CodeNodeSelectorMismatch (node-selector-mismatch): nodeSelector or required node affinity matches no node
+	CodeNodeSelectorMismatch Code = "node-selector-mismatch"
+	// CodeNodeUnschedulable (node-unschedulable): nodes cordoned (spec.unschedulable)
+	CodeNodeUnschedulable Code = "node-unschedulable"
+	// CodePodAffinityUnsatisfiable (pod-affinity-unsatisfiable): inter-pod (anti-)affinity cannot be met
+	CodePodAffinityUnsatisfiable Code = "pod-affinity-unsatisfiable"
+	// CodePodAntiAffinityUnsatisfiable (pod-anti-affinity-unsatisfiable): inter-pod (anti-)affinity cannot be met
+	CodePodAntiAffinityUnsatisfiable Code = "pod-anti-affinity-unsatisfiable"
+	// CodeTopologySpreadUnsatisfiable (topology-spread-unsatisfiable): topologySpreadConstraints with DoNotSchedule cannot be met
+	CodeTopologySpreadUnsatisfiable Code = "topology-spread-unsatisfiable"
+	// CodeHostPortConflict (host-port-conflict): the hostPort/protocol/hostIP is taken on every candidate node
+	CodeHostPortConflict Code = "host-port-conflict"
+	// CodePVCUnbound (pvc-unbound): volume binding blocks scheduling
+	CodePVCUnbound Code = "pvc-unbound"
+	// CodePVCNotFound (pvc-not-found): volume binding blocks scheduling
+	CodePVCNotFound Code = "pvc-not-found"
+	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): volume binding blocks scheduling
+	CodeVolumeNodeAffinityConflict Code = "volume-node-affinity-conflict"
+	// CodeSchedulingGated (scheduling-gated): spec.schedulingGates not removed
+	CodeSchedulingGated Code = "scheduling-gated"
+	// CodeNoNodes (no-nodes): the cluster has no (ready) nodes
+	CodeNoNodes Code = "no-nodes"
+	// CodeSchedulerNotRunning (scheduler-not-running): Pending, unscheduled, and no scheduler has written any event for it
+	CodeSchedulerNotRunning Code = "scheduler-not-running"
+)
+
+// ContainerCreating (sandbox or volumes).
+const (
+	// CodeCalicoIPAMExhausted (calico-ipam-exhausted): "failed to request N IPv4 addresses. IPAM allocated only 0", "pools are likely exhausted": IPAM believes the pool is used up (often leaked IPs)
+	CodeCalicoIPAMExhausted Code = "calico-ipam-exhausted"
+	// CodeCalicoIPAMBlockLimit (calico-ipam-block-limit): "cannot allocate new block due to per host block limit" (maxBlocksPerHost, strictAffinity)
+	CodeCalicoIPAMBlockLimit Code = "calico-ipam-block-limit"
+	// CodeCalicoDatastoreLocked (calico-datastore-locked): "Calico is currently not ready to process requests": ClusterInformation datastoreReady=false
+	CodeCalicoDatastoreLocked Code = "calico-datastore-locked"
+	// CodeCalicoNodeNotReady (calico-node-not-ready): the node's calico-node pod is not ready or crash-looping (calico-system or kube-system)
+	CodeCalicoNodeNotReady Code = "calico-node-not-ready"
+	// CodeAWSVPCCNIIPExhausted (aws-vpc-cni-ip-exhausted): "failed to assign an IP address to container" (aws-node / ipamd)
+	CodeAWSVPCCNIIPExhausted Code = "aws-vpc-cni-ip-exhausted"
+	// CodeCNINotInitialized (cni-not-initialized): "network plugin is not ready: cni config uninitialized"
+	CodeCNINotInitialized Code = "cni-not-initialized"
+	// CodeSandboxCreationFailed (sandbox-creation-failed): any other FailedCreatePodSandBox
+	CodeSandboxCreationFailed Code = "sandbox-creation-failed"
+	// CodeConfigMapNotFound (configmap-not-found): a volume's ConfigMap or Secret does not exist (FailedMount)
+	CodeConfigMapNotFound Code = "configmap-not-found"
+	// CodeSecretNotFound (secret-not-found): a volume's ConfigMap or Secret does not exist (FailedMount)
+	CodeSecretNotFound Code = "secret-not-found"
+	// CodeMultiAttachRWO (multi-attach-rwo): "Multi-Attach error": a ReadWriteOnce volume is still attached elsewhere
+	CodeMultiAttachRWO Code = "multi-attach-rwo"
+	// CodeVolumeMountFailed (volume-mount-failed): any other FailedMount / FailedAttachVolume
+	CodeVolumeMountFailed Code = "volume-mount-failed"
+)
+
+// Waiting (image and container config).
+const (
+	// CodeImageNotFound (image-not-found): repository or tag does not exist ("manifest unknown", "not found")
+	CodeImageNotFound Code = "image-not-found"
+	// CodeImagePullUnauthorized (image-pull-unauthorized): "pull access denied", "unauthorized", "no basic auth credentials"
+	CodeImagePullUnauthorized Code = "image-pull-unauthorized"
+	// CodeImagePullRateLimited (image-pull-rate-limited): "toomanyrequests"
+	CodeImagePullRateLimited Code = "image-pull-rate-limited"
+	// CodeRegistryQuotaExceeded (registry-quota-exceeded): the registry refuses because a storage or pull quota is reached
+	CodeRegistryQuotaExceeded Code = "registry-quota-exceeded"
+	// CodeImagePlatformMismatch (image-platform-mismatch): "no matching manifest for linux/…"
+	CodeImagePlatformMismatch Code = "image-platform-mismatch"
+	// CodeImageNotPresentPullNever (image-not-present-pull-never): ErrImageNeverPull
+	CodeImageNotPresentPullNever Code = "image-not-present-pull-never"
+	// CodeInvalidImageName (invalid-image-name): InvalidImageName
+	CodeInvalidImageName Code = "invalid-image-name"
+	// CodeImagePullFailed (image-pull-failed): any other pull failure
+	CodeImagePullFailed Code = "image-pull-failed"
+	// CodeSecretKeyNotFound (secret-key-not-found): CreateContainerConfigError from env/envFrom
+	CodeSecretKeyNotFound Code = "secret-key-not-found"
+	// CodeConfigMapKeyNotFound (configmap-key-not-found): CreateContainerConfigError from env/envFrom
+	CodeConfigMapKeyNotFound Code = "configmap-key-not-found"
+	// CodeCreateContainerError (create-container-error): any other CreateContainerError / RunContainerError
+	CodeCreateContainerError Code = "create-container-error"
+)
+
+// Crashing or not ready.
+const (
+	// CodeOOMKilled (oom-killed): last termination OOMKilled (exit 137): show limit vs usage if known
+	CodeOOMKilled Code = "oom-killed"
+	// CodeLivenessProbeFailed (liveness-probe-failed): kubelet kills the container after failed liveness probes
+	CodeLivenessProbeFailed Code = "liveness-probe-failed"
+	// CodeStartupProbeFailed (startup-probe-failed): same for the startup probe
+	CodeStartupProbeFailed Code = "startup-probe-failed"
+	// CodeReadinessProbeNeverReady (readiness-probe-never-ready): Running but never Ready because the readiness probe fails
+	CodeReadinessProbeNeverReady Code = "readiness-probe-never-ready"
+	// CodeContainerExitsImmediately (container-exits-immediately): exits 0 ("Completed") and restartPolicy restarts it
+	CodeContainerExitsImmediately Code = "container-exits-immediately"
+	// CodeExecFormatError (exec-format-error): binary built for another CPU architecture
+	CodeExecFormatError Code = "exec-format-error"
+	// CodePermissionDenied (permission-denied): the process cannot read/write/exec what it needs (fsGroup, runAsUser, volume permissions)
+	CodePermissionDenied Code = "permission-denied"
+	// CodeAppError (app-error): any other non-zero exit: show exit code, reason and the last log lines
+	CodeAppError Code = "app-error"
+	// CodeInitContainerCrashloop (init-container-crashloop): an init container fails repeatedly
+	CodeInitContainerCrashloop Code = "init-container-crashloop"
+	// CodeInitContainerWaitingDependency (init-container-waiting-dependency): an init container keeps running, waiting for something
+	CodeInitContainerWaitingDependency Code = "init-container-waiting-dependency"
+)
+
+// Terminating, lost, evicted.
+const (
+	// CodeFinalizerBlocking (finalizer-blocking): deletionTimestamp set and finalizers remain (name them and the controller that owns each)
+	CodeFinalizerBlocking Code = "finalizer-blocking"
+	// CodeNodeUnreachableTerminating (node-unreachable-terminating): deleted, but its node is NotReady/unreachable so the kubelet never confirms
+	CodeNodeUnreachableTerminating Code = "node-unreachable-terminating"
+	// CodeVolumeTeardownStuck (volume-teardown-stuck): unmount/detach errors keep the pod from finishing
+	CodeVolumeTeardownStuck Code = "volume-teardown-stuck"
+	// CodeNodeLost (node-lost): status Unknown / NodeLost
+	CodeNodeLost Code = "node-lost"
+	// CodeEvicted (evicted): status.reason Evicted (say which pressure: memory, disk, ephemeral-storage, pids)
+	CodeEvicted Code = "evicted"
+)
+
+// Not stuck, or not found.
+const (
+	// CodePodHealthy (pod-healthy): Running and Ready: say so plainly
+	CodePodHealthy Code = "pod-healthy"
+	// CodePodCompleted (pod-completed): Succeeded
+	CodePodCompleted Code = "pod-completed"
+	// CodePodNotFound (pod-not-found): no such pod: suggest the closest names in that and other namespaces
+	CodePodNotFound Code = "pod-not-found"
+)
+
+// Context findings (never the primary cause on their own).
+const (
+	// CodeNodeNotReady (node-not-ready): the pod's node or candidate nodes are NotReady
+	CodeNodeNotReady Code = "node-not-ready"
+	// CodeKubeletVersionSkew (kubelet-version-skew): a node's kubelet is outside the supported skew of the API server
+	CodeKubeletVersionSkew Code = "kubelet-version-skew"
+	// CodeCalicoIPAMLeaks (calico-ipam-leaks): IPAM holds allocations no pod or node uses (count them; offer the release action)
+	CodeCalicoIPAMLeaks Code = "calico-ipam-leaks"
+	// CodeCalicoIPAMEmptyBlocks (calico-ipam-empty-blocks): affine blocks with 0 IPs in use (count them; offer the block release action)
+	CodeCalicoIPAMEmptyBlocks Code = "calico-ipam-empty-blocks"
+)
+
+// CodeUnknown is emitted when no rule is sure; the diagnosis is then marked Uncertain.
+const CodeUnknown Code = "unknown"

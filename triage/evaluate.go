@@ -1,0 +1,76 @@
+package triage
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Evaluate runs every rule over s and ranks the findings: the first blocker (in rules order) is
+// the primary cause, then the other blockers, then context findings. When no rule reports a
+// blocker the diagnosis is marked Uncertain with CodeUnknown first. Evaluate is pure: it reads
+// only s.
+func Evaluate(s *Snapshot) *Diagnosis {
+	d := &Diagnosis{CollectedAt: s.Now, Events: s.Events}
+	if s.Pod == nil {
+		d.Pod = s.Requested
+		d.Findings = []Finding{notFoundFinding(s)}
+		d.Summary = d.Findings[0].Summary
+		return d
+	}
+	d.Pod = PodRef{Namespace: s.Pod.Namespace, Name: s.Pod.Name, UID: string(s.Pod.UID)}
+	d.Phase = s.Pod.Status.Phase
+	d.State = PodState(s.Pod)
+	d.Node = s.Pod.Spec.NodeName
+
+	var blockers, context []Finding
+	for _, r := range rules {
+		for _, f := range r.check(s) {
+			if f.Severity == SeverityBlocker {
+				blockers = append(blockers, f)
+			} else {
+				context = append(context, f)
+			}
+		}
+	}
+	d.Findings = append(blockers, context...)
+	if len(blockers) == 0 {
+		d.Uncertain = true
+		d.Findings = append([]Finding{unknownFinding(s)}, d.Findings...)
+	}
+	d.Summary = d.Findings[0].Summary
+	return d
+}
+
+// unknownFinding is the honest fallback when no rule is sure: it shows the latest warning
+// events so the operator still has something to go on.
+func unknownFinding(s *Snapshot) Finding {
+	f := Finding{
+		Code:     CodeUnknown,
+		Severity: SeverityWarning,
+		Summary:  fmt.Sprintf("No rule is sure why this pod is %s; the evidence below is what the cluster says.", strings.ToLower(PodState(s.Pod))),
+	}
+	for _, e := range s.Events {
+		if e.Type == "Warning" && len(f.Evidence) < 5 {
+			f.Evidence = append(f.Evidence, EventEvidence(s.Pod, e))
+		}
+	}
+	f.Fix = []string{fmt.Sprintf("kubectl describe pod -n %s %s", s.Pod.Namespace, s.Pod.Name)}
+	return f
+}
+
+// notFoundFinding answers for a pod that does not exist, suggesting the closest names.
+func notFoundFinding(s *Snapshot) Finding {
+	f := Finding{
+		Code:     CodePodNotFound,
+		Severity: SeverityBlocker,
+		Summary:  fmt.Sprintf("There is no pod %q in namespace %q.", s.Requested.Name, s.Requested.Namespace),
+	}
+	if len(s.SimilarPods) > 0 {
+		f.Summary += " Did you mean " + strings.Join(s.SimilarPods, ", ") + "?"
+		for _, p := range s.SimilarPods {
+			f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + p, Message: "similar name"})
+		}
+	}
+	f.Fix = []string{fmt.Sprintf("kubectl get pods -A | grep %s", s.Requested.Name)}
+	return f
+}

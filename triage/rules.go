@@ -1,0 +1,38 @@
+package triage
+
+// rule is one family of checks over a Snapshot, in the shape of a scheduler filter plugin
+// without the framework: pure, no API calls. It returns every finding it is sure of. A finding
+// with SeverityBlocker is a candidate primary cause; others are context.
+type rule struct {
+	name  string
+	check func(s *Snapshot) []Finding
+}
+
+// rules lists every rule family in priority order: when several families report a blocker,
+// the first one here is the primary cause. Adding a rule means one file, one scenario folder
+// and one line here.
+var rules = []rule{
+	// Gone or going away: the pod's lifecycle outranks anything inside it.
+	// {"terminating", terminatingRules},
+	// {"evicted-or-lost", evictedRules},
+
+	// Not scheduled yet.
+	// {"scheduling", schedulingRules},
+
+	// Scheduled, not started: sandbox/network, volumes, image pulls, container config, init.
+	// {"network", networkRules},
+	// {"volumes", volumeRules},
+	// {"images", imageRules},
+	// {"container-config", containerConfigRules},
+	// {"init-containers", initContainerRules},
+
+	// Started, then crashing or not ready.
+	// {"crashloop", crashRules},
+
+	// Not stuck.
+	// {"healthy", healthyRules},
+
+	// Context: never primary on their own.
+	// {"nodes", nodeContextRules},
+	// {"calico-context", calicoContextRules},
+}

@@ -1,0 +1,114 @@
+package triage
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// Snapshot is everything the rules read, collected once by a Collector. Rules treat it as
+// read-only. Optional parts are nil or empty when they could not be read; the matching
+// *Err field then says why (best effort, like kubectl describe).
+type Snapshot struct {
+	// Now is the collection time; rules compute ages against it, never time.Now.
+	Now time.Time
+	// Requested is the pod asked about (namespace and name as given).
+	Requested PodRef
+	// Pod is the pod under diagnosis; nil when it does not exist (see SimilarPods).
+	Pod *corev1.Pod
+	// Events are all events whose involvedObject/regarding is the pod (matched by UID), from
+	// core/v1 and events.k8s.io/v1, merged and sorted newest first by Event.LastSeen.
+	Events []Event
+	// EventsErr is set when events could not be listed.
+	EventsErr error
+	// Nodes are all nodes in the cluster, sorted by name.
+	Nodes []*corev1.Node
+	// PodsByNode maps a node name to the pods bound to it that still hold resources
+	// (phase neither Succeeded nor Failed), excluding the pod under diagnosis.
+	PodsByNode map[string][]*corev1.Pod
+	// PVCs maps each claim name the pod's volumes reference to the claim; a name that maps
+	// to nil does not exist in the pod's namespace.
+	PVCs map[string]*corev1.PersistentVolumeClaim
+	// PVs maps a bound PV name to the PV, for the pod's bound claims.
+	PVs map[string]*corev1.PersistentVolume
+	// CalicoNodePods are the calico-node pods (k8s-app=calico-node) in calico-system and
+	// kube-system; empty when Calico is not installed that way.
+	CalicoNodePods []*corev1.Pod
+	// IPAM is a read-only summary of Calico IPAM state; nil when the cluster has no Calico
+	// IPAM CRDs or when the pod's state does not call for it.
+	IPAM *IPAMState
+	// IPAMErr is set when Calico IPAM state could not be read.
+	IPAMErr error
+	// PreviousLogs maps a container name to the last lines of its previous instance's log
+	// (pods/log?previous=true, tail-limited), for containers that restarted.
+	PreviousLogs map[string]LogTail
+	// ServerVersion is the API server's /version; nil if it could not be read.
+	ServerVersion *version.Info
+	// SimilarPods holds "namespace/name" of existing pods whose names are closest to the one
+	// asked for; filled only when Pod is nil (pod-not-found).
+	SimilarPods []string
+}
+
+// Event is one pod event, normalised from core/v1 Event or events.k8s.io/v1 Event.
+type Event struct {
+	// Type is "Normal" or "Warning".
+	Type string `json:"type"`
+	// Reason is the event reason, e.g. "FailedScheduling", "FailedCreatePodSandBox".
+	Reason string `json:"reason"`
+	// Message is the event message (core/v1 message, events.k8s.io note).
+	Message string `json:"message"`
+	// Count is how many times it was seen (series.count, else count, at least 1).
+	Count int32 `json:"count"`
+	// FirstSeen is firstTimestamp, else eventTime.
+	FirstSeen time.Time `json:"firstSeen,omitzero"`
+	// LastSeen is series.lastObservedTime if set, else lastTimestamp, else eventTime, else
+	// firstTimestamp: the one time events are sorted on.
+	LastSeen time.Time `json:"lastSeen,omitzero"`
+	// Source is the reporting component, e.g. "default-scheduler", "kubelet".
+	Source string `json:"source,omitempty"`
+	// FieldPath is involvedObject.fieldPath, e.g. "spec.containers{app}".
+	FieldPath string `json:"fieldPath,omitempty"`
+}
+
+// LogTail is the end of a container's previous log.
+type LogTail struct {
+	// Lines are the last lines, oldest first.
+	Lines []string
+	// Err says why the log could not be read (then Lines is empty).
+	Err error
+}
+
+// IPAMState is the part of Calico IPAM state triage reads (through package calico, read only).
+type IPAMState struct {
+	// DatastoreReady is ClusterInformation default spec.datastoreReady (nil when unset).
+	DatastoreReady *bool
+	// StrictAffinity and MaxBlocksPerHost come from IPAMConfig default (MaxBlocksPerHost is the
+	// effective limit: 0 in the object means Calico's default of 20).
+	StrictAffinity   bool
+	MaxBlocksPerHost int
+	// Pools is the usage of each IPPool.
+	Pools []PoolUsage
+	// NodeBlocks maps a node name to the number of blocks affine to it (confirmed affinities).
+	NodeBlocks map[string]int
+	// LeakedIPs is how many allocations no pod or node uses (calicoctl ipam check's
+	// "allocated but not in use"), cluster-wide.
+	LeakedIPs int
+	// LeakedIPsByNode counts those leaked allocations by the block's affine node.
+	LeakedIPsByNode map[string]int
+	// EmptyBlocks is how many affine blocks have 0 IPs in use.
+	EmptyBlocks int
+	// EmptyBlocksByNode counts those empty blocks by affine node.
+	EmptyBlocksByNode map[string]int
+}
+
+// PoolUsage is one IPPool's address usage.
+type PoolUsage struct {
+	// Name and CIDR come from the IPPool; Disabled is spec.disabled.
+	Name     string
+	CIDR     string
+	Disabled bool
+	// Total is the number of addresses in the pool; InUse is the number allocated in its blocks.
+	Total int
+	InUse int
+}

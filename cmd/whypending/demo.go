@@ -110,7 +110,7 @@ func readScenarios(fsys fs.FS, root string, only []string) ([]*testenv.Scenario,
 	if err != nil {
 		return nil, fmt.Errorf("read scenarios: %w", err)
 	}
-	want := map[string]bool{}
+	want, found := map[string]bool{}, map[string]bool{}
 	for _, o := range only {
 		want[o] = true
 	}
@@ -124,13 +124,15 @@ func readScenarios(fsys fs.FS, root string, only []string) ([]*testenv.Scenario,
 			return nil, fmt.Errorf("scenario %s: %w", e.Name(), err)
 		}
 		out = append(out, s)
-		delete(want, e.Name())
+		found[e.Name()] = true
 	}
-	if len(want) > 0 {
-		var missing []string
-		for n := range want {
+	var missing []string
+	for n := range want {
+		if !found[n] {
 			missing = append(missing, n)
 		}
+	}
+	if len(missing) > 0 {
 		sort.Strings(missing)
 		return nil, fmt.Errorf("no such scenario: %s", strings.Join(missing, ", "))
 	}

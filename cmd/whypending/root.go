@@ -81,6 +81,9 @@ func (f *kubeFlags) clientConfig() clientcmd.ClientConfig {
 // restConfig returns the REST config for the selected cluster.
 func (f *kubeFlags) restConfig() (*rest.Config, error) {
 	cfg, err := f.clientConfig().ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, errors.New("no kubeconfig found: pass --kubeconfig, set KUBECONFIG, or run inside a pod")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// runCLI runs the CLI in-process and returns its exit code, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestWhyPendingAgainstRealCluster(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{Scheduler: true})
+	s := testenv.LoadT(t, c, "seed-frontend-cpu")
+	ns, name, _ := strings.Cut(s.Expected.Pod, "/")
+	if err := c.WaitForScheduler(t.Context(), ns, name); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("json output names the primary cause and the node table", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", c.KubeconfigPath, "-n", ns, name, "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit code = %d, want 0; stderr: %s", code, errOut)
+		}
+		var d triage.Diagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode -o json: %v\n%s", err, out)
+		}
+		if got, want := d.Findings[0].Code, triage.Code(s.Expected.Code); got != want {
+			t.Errorf("findings[0].code = %q, want %q", got, want)
+		}
+		if got, want := len(d.Findings[0].Nodes), 3; got != want {
+			t.Errorf("node verdicts = %d, want %d", got, want)
+		}
+		for _, v := range d.Findings[0].Nodes {
+			if v.Fits {
+				t.Errorf("node %s fits, want every node rejected (the scheduler says 0/3)", v.Node)
+			}
+		}
+	})
+
+	t.Run("text output leads with the cause and carries the scheduler's message", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", c.KubeconfigPath, ns+"/"+name)
+		if code != 0 {
+			t.Fatalf("exit code = %d, want 0", code)
+		}
+		first := strings.SplitN(out, "\n", 2)[0]
+		if !strings.Contains(first, "insufficient-cpu") {
+			t.Errorf("first line = %q, want the primary code in it", first)
+		}
+		if !strings.Contains(out, s.Expected.ExpectSchedulerMessage) {
+			t.Errorf("output lacks the scheduler's message %q:\n%s", s.Expected.ExpectSchedulerMessage, out)
+		}
+	})
+
+	t.Run("unknown pod exits 2 and suggests the closest names", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", c.KubeconfigPath, "-n", ns, "frontnd", "-o", "json")
+		if code != exitPodNotFound {
+			t.Fatalf("exit code = %d, want %d", code, exitPodNotFound)
+		}
+		var d triage.Diagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if got := d.Findings[0].Code; got != triage.CodePodNotFound {
+			t.Errorf("code = %q, want pod-not-found", got)
+		}
+		if !strings.Contains(d.Summary, ns+"/frontend") {
+			t.Errorf("summary = %q, want it to suggest %s/frontend", d.Summary, ns)
+		}
+	})
+}
+
+func TestWhyPendingUnreachableServerIsOneLine(t *testing.T) {
+	kubeconfig := t.TempDir() + "/config"
+	writeFile(t, kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: nowhere, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: nowhere, context: {cluster: nowhere, user: u}}]
+current-context: nowhere
+users: [{name: u, user: {token: not-a-secret}}]
+`)
+	code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "web")
+	if code != 1 {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if out != "" {
+		t.Errorf("stdout = %q, want nothing", out)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "https://127.0.0.1:1") {
+		t.Errorf("stderr = %q, want one line naming https://127.0.0.1:1", errOut)
+	}
+	if strings.Contains(errOut, "not-a-secret") {
+		t.Errorf("stderr leaks the token: %q", errOut)
+	}
+}
+
+func TestWhyPendingWithoutKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", t.TempDir()+"/missing")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, errOut := runCLI(t, "why-pending", "web")
+	if code != 1 || !strings.Contains(errOut, "no kubeconfig found") {
+		t.Errorf("exit %d, stderr %q; want 1 and 'no kubeconfig found'", code, errOut)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -7,7 +7,8 @@ import (
 
 // Evaluate runs every rule over s and ranks the findings: the first blocker (in rules order) is
 // the primary cause, then the other blockers, then context findings. When no rule reports a
-// blocker the diagnosis is marked Uncertain with CodeUnknown first. Evaluate is pure: it reads
+// blocker, a not-stuck finding (pod-healthy, pod-completed) comes first if there is one; else
+// the diagnosis is marked Uncertain with CodeUnknown first. Evaluate is pure: it reads
 // only s.
 func Evaluate(s *Snapshot) *Diagnosis {
 	d := &Diagnosis{CollectedAt: s.Now, Events: s.Events}
@@ -34,11 +35,28 @@ func Evaluate(s *Snapshot) *Diagnosis {
 	}
 	d.Findings = append(blockers, context...)
 	if len(blockers) == 0 {
-		d.Uncertain = true
-		d.Findings = append([]Finding{unknownFinding(s)}, d.Findings...)
+		if i := notStuckIndex(context); i >= 0 {
+			// The pod is fine (pod-healthy, pod-completed): that is a sure answer, not a guess.
+			d.Findings = append([]Finding{context[i]}, append(context[:i:i], context[i+1:]...)...)
+		} else {
+			d.Uncertain = true
+			d.Findings = append([]Finding{unknownFinding(s)}, d.Findings...)
+		}
 	}
 	d.Summary = d.Findings[0].Summary
 	return d
+}
+
+// notStuckIndex returns the index of a finding that says the pod is not stuck (pod-healthy or
+// pod-completed), or -1. Such findings are SeverityInfo (they block nothing) but are the
+// answer when no rule found a blocker.
+func notStuckIndex(fs []Finding) int {
+	for i, f := range fs {
+		if f.Code == CodePodHealthy || f.Code == CodePodCompleted {
+			return i
+		}
+	}
+	return -1
 }
 
 // unknownFinding is the honest fallback when no rule is sure: it shows the latest warning

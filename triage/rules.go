@@ -12,27 +12,30 @@ type rule struct {
 // the first one here is the primary cause. Adding a rule means one file, one scenario folder
 // and one line here.
 var rules = []rule{
-	// Gone or going away: the pod's lifecycle outranks anything inside it.
-	// {"terminating", terminatingRules},
-	// {"evicted-or-lost", evictedRules},
+	// Gone or going away: the pod's lifecycle outranks anything inside it. Evicted and
+	// NodeLost come before terminating: a NodeLost pod that was then deleted is explained by
+	// its lost node (terminatingRules leaves it alone), and an evicted pod is never deleted
+	// by its own kubelet.
+	{"evicted-or-lost", evictedRules},
+	{"terminating", terminatingRules},
 
 	// Not scheduled yet.
-	// {"scheduling", schedulingRules},
+	{"scheduling", schedulingRules},
 
 	// Scheduled, not started: sandbox/network, volumes, image pulls, container config, init.
-	// {"network", networkRules},
-	// {"volumes", volumeRules},
-	// {"images", imageRules},
-	// {"container-config", containerConfigRules},
-	// {"init-containers", initContainerRules},
+	{"network", networkRules},
+	{"volumes", volumeRules},
+	{"images", imageRules},
+	{"container-config", containerConfigRules},
+	{"init-containers", initContainerRules},
 
 	// Started, then crashing or not ready.
-	// {"crashloop", crashRules},
+	{"crashloop", crashRules},
 
-	// Not stuck.
-	// {"healthy", healthyRules},
+	// Not stuck: SeverityInfo findings, the answer only when nobody found a blocker.
+	{"healthy", healthyRules},
 
 	// Context: never primary on their own.
-	// {"nodes", nodeContextRules},
-	// {"calico-context", calicoContextRules},
+	{"nodes", nodeContextRules},
+	{"calico-context", calicoContextRules},
 }

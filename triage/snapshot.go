@@ -22,11 +22,15 @@ type Snapshot struct {
 	Events []Event
 	// EventsErr is set when events could not be listed.
 	EventsErr error
-	// Nodes are all nodes in the cluster, sorted by name.
+	// Nodes are the nodes the rules need, sorted by name: every node for an unscheduled pod,
+	// only the pod's own node for a bound one.
 	Nodes []*corev1.Node
-	// PodsByNode maps a node name to the pods bound to it that still hold resources
-	// (phase neither Succeeded nor Failed), excluding the pod under diagnosis.
+	// PodsByNode maps a node name (of Nodes) to the pods bound to it that still hold
+	// resources (phase neither Succeeded nor Failed), excluding the pod under diagnosis.
 	PodsByNode map[string][]*corev1.Pod
+	// NodesErr is set when Nodes or PodsByNode could not be read (e.g. RBAC forbids listing
+	// nodes); Nodes is then not evidence that the cluster has no nodes.
+	NodesErr error
 	// PVCs maps each claim name the pod's volumes reference to the claim; a name that maps
 	// to nil does not exist in the pod's namespace.
 	PVCs map[string]*corev1.PersistentVolumeClaim
@@ -108,6 +112,9 @@ type PoolUsage struct {
 	Name     string
 	CIDR     string
 	Disabled bool
+	// BlockSize is spec.blockSize, the prefix length of the pool's blocks (26 by default for
+	// IPv4, 122 for IPv6); 0 when unknown.
+	BlockSize int
 	// Total is the number of addresses in the pool; InUse is the number allocated in its blocks.
 	Total int
 	InUse int

@@ -50,6 +50,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newWhyPendingCommand(kube),
 		newDemoCommand(),
+		newServeCommand(),
 	)
 	return root
 }

@@ -20,6 +20,20 @@ if [[ -x $bin/etcd && -x $bin/kube-apiserver && -x $bin/kube-scheduler ]]; then
 fi
 mkdir -p "$bin"
 say() { echo "controlplane: $*" >&2; }
+
+# Several test binaries may ask for the binaries at once on a cold cache: one builds, the
+# others wait for it and then find the cache warm.
+if command -v flock >/dev/null; then
+  exec 9>"$bin/../build.lock"
+  if ! flock -n 9; then
+    say "another build of the control plane is running; waiting for it"
+    flock 9
+  fi
+  if [[ -x $bin/etcd && -x $bin/kube-apiserver && -x $bin/kube-scheduler ]]; then
+    echo "$bin"
+    exit 0
+  fi
+fi
 say "building etcd $etcd_version, kube-apiserver and kube-scheduler $k8s_version from the Go module proxy into $bin"
 say "a cold build takes about 5 minutes on 2 cores; later runs reuse the cache"
 

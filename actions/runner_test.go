@@ -1,0 +1,203 @@
+package actions_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// leakedCluster starts a control plane with the seed-ipam-leaked scenario (181 leaked IPs)
+// and returns a Runner for it.
+func leakedCluster(t *testing.T, policy actions.LockPolicy) (*testenv.Cluster, *calico.Client, *actions.Runner) {
+	t.Helper()
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, "seed-ipam-leaked")
+	client, err := calico.NewClient(t.Context(), c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, client, &actions.Runner{Cluster: "test", IPAM: client, LockPolicy: policy, LockTTL: time.Minute, LockOwner: "whypending-test"}
+}
+
+func approve(p actions.Plan, at time.Time) actions.Approved {
+	return actions.Approved{Plan: p, By: "slack:T1/UBOB", At: at}
+}
+
+func leakedCount(t *testing.T, client *calico.Client) int {
+	t.Helper()
+	res, err := client.Check(t.Context(), calico.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(res.LeakedIPs)
+}
+
+func TestReleaseLeakedIPs(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy actions.LockPolicy
+	}{
+		{"with the datastore lock", actions.LockAlways},
+		{"without the datastore lock", actions.LockNever},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, client, r := leakedCluster(t, tt.policy)
+			ctx := t.Context()
+			p, err := r.Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if len(p.Items) != 181 || p.Total != 181 {
+				t.Fatalf("plan items, total = %d, %d, want 181, 181", len(p.Items), p.Total)
+			}
+			if got := actions.Fingerprint(p.Kind, p.Cluster, p.Items); got != p.Fingerprint {
+				t.Errorf("fingerprint = %s, want %s (recomputed)", p.Fingerprint, got)
+			}
+			p.ExpiresAt = time.Now().Add(15 * time.Minute)
+			res, err := r.Execute(ctx, approve(p, time.Now()))
+			if err != nil {
+				t.Fatalf("Execute: %v", err)
+			}
+			if res.Done != 181 || len(res.Skipped) != 0 || res.Remaining != 0 || res.Locked != (tt.policy == actions.LockAlways) {
+				t.Errorf("result done=%d skipped=%v remaining=%d locked=%v, want 181, none, 0, %v",
+					res.Done, res.Skipped, res.Remaining, res.Locked, tt.policy == actions.LockAlways)
+			}
+			if n := leakedCount(t, client); n != 0 {
+				t.Errorf("leaked IPs after release = %d, want 0", n)
+			}
+			if s, err := client.LockStatus(ctx); err != nil || !s.Ready || s.Marker != nil {
+				t.Errorf("datastore after release: %+v, %v; want unlocked with no marker", s, err)
+			}
+		})
+	}
+}
+
+func TestReleaseLeakedIPsSkipsWhatChanged(t *testing.T) {
+	c, client, r := leakedCluster(t, actions.LockAlways)
+	ctx := t.Context()
+	p, err := r.Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Between plan and approval a pod starts on worker-2 with one of the planned addresses.
+	var target actions.Item
+	for _, it := range p.Items {
+		if it.Node == "worker-2" {
+			target = it
+			break
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "late-starter", Namespace: "seed-ipam-leaked"},
+		Spec:       corev1.PodSpec{NodeName: "worker-2", Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+	}
+	created, err := c.Client.CoreV1().Pods("seed-ipam-leaked").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: target.Target, PodIPs: []corev1.PodIP{{IP: target.Target}}}
+	if _, err := c.Client.CoreV1().Pods("seed-ipam-leaked").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.ExpiresAt = time.Now().Add(15 * time.Minute)
+	res, err := r.Execute(ctx, approve(p, time.Now()))
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	want := actions.Skip{Target: target.Target, Reason: "now in use by Workload(seed-ipam-leaked/late-starter)"}
+	if res.Done != 180 || len(res.Skipped) != 1 || res.Skipped[0] != want {
+		t.Errorf("done=%d skipped=%+v, want 180 and %+v", res.Done, res.Skipped, want)
+	}
+	if n := leakedCount(t, client); n != 0 {
+		t.Errorf("leaked IPs after release = %d, want 0 (the in-use one is not leaked)", n)
+	}
+}
+
+func TestExecuteRefusals(t *testing.T) {
+	c, client, r := leakedCluster(t, actions.LockAlways)
+	ctx := t.Context()
+	p, err := r.Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ExpiresAt = time.Now().Add(-time.Second)
+
+	t.Run("an approval after the expiry changes nothing", func(t *testing.T) {
+		_, err := r.Execute(ctx, approve(p, time.Now()))
+		if !errors.Is(err, actions.ErrApprovalExpired) {
+			t.Errorf("Execute error = %v, want ErrApprovalExpired", err)
+		}
+		if n := leakedCount(t, client); n != 181 {
+			t.Errorf("leaked IPs = %d, want 181 (untouched)", n)
+		}
+	})
+
+	t.Run("a datastore locked by someone else changes nothing", func(t *testing.T) {
+		setDatastoreReady(t, c, false)
+		p.ExpiresAt = time.Now().Add(time.Minute)
+		_, err := r.Execute(ctx, approve(p, time.Now()))
+		if !errors.Is(err, actions.ErrDatastoreLocked) {
+			t.Errorf("Execute error = %v, want ErrDatastoreLocked", err)
+		}
+		if n := leakedCount(t, client); n != 181 {
+			t.Errorf("leaked IPs = %d, want 181 (untouched)", n)
+		}
+		if s, _ := client.LockStatus(ctx); s.Ready {
+			t.Errorf("datastore unlocked by a refused execution; want the other owner's lock kept")
+		}
+	})
+
+	t.Run("unlock plans and clears a foreign lock", func(t *testing.T) {
+		up, err := r.Plan(ctx, actions.KindUnlockDatastore, actions.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(up.Items) != 1 {
+			t.Fatalf("unlock plan items = %d, want 1", len(up.Items))
+		}
+		up.ExpiresAt = time.Now().Add(time.Minute)
+		res, err := r.Execute(ctx, approve(up, time.Now()))
+		if err != nil || res.Done != 1 || res.Remaining != 0 {
+			t.Errorf("unlock = done %d remaining %d, %v; want 1, 0, nil", res.Done, res.Remaining, err)
+		}
+		if s, _ := client.LockStatus(ctx); !s.Ready {
+			t.Errorf("datastore still locked after unlock")
+		}
+		again, err := r.Plan(ctx, actions.KindUnlockDatastore, actions.PlanOptions{})
+		if err != nil || len(again.Items) != 0 {
+			t.Errorf("unlock plan on an unlocked datastore = %d items, %v; want 0", len(again.Items), err)
+		}
+	})
+}
+
+// setDatastoreReady sets ClusterInformation default spec.datastoreReady as calicoctl would
+// (no whypending marker).
+func setDatastoreReady(t *testing.T, c *testenv.Cluster, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "clusterinformations"}
+	dyn := c.Dynamic
+	obj, err := dyn.Resource(gvr).Get(ctx, "default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(obj.Object, ready, "spec", "datastoreReady"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(gvr).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

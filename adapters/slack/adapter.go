@@ -1,0 +1,218 @@
+package slack
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/whypending/whypending/bot"
+)
+
+// Core is what the adapter needs from the bot; *bot.Bot implements it.
+type Core interface {
+	// Command answers a slash command.
+	Command(ctx context.Context, req bot.Request) bot.Reply
+	// Click handles a button click; progress shows intermediate versions of the clicked
+	// message (the "running" plan).
+	Click(ctx context.Context, c bot.Click, progress func(context.Context, bot.Message)) bot.Outcome
+	// Attach records where a plan message was posted.
+	Attach(ctx context.Context, planID, ref string) error
+}
+
+var _ Core = (*bot.Bot)(nil)
+
+// Options configures New.
+type Options struct {
+	// Core answers commands and clicks (required).
+	Core Core
+	// API is the Web API client built with the bot token (chat.postMessage, chat.update).
+	API *slack.Client
+	// SigningSecret verifies HTTP requests (HTTP mode; unused in Socket Mode).
+	SigningSecret string
+	// HTTPClient posts to response_url (default: 10 s timeout).
+	HTTPClient *http.Client
+	// Workers is how many commands and clicks are worked on at once (default 16).
+	Workers int
+	// QueueSize is how many acknowledged requests may wait for a worker (default 1024);
+	// beyond it requests are acknowledged with a "busy" reply and dropped.
+	QueueSize int
+	// JobTimeout bounds one command or click, including execution of an approved plan
+	// (default 10 min).
+	JobTimeout time.Duration
+	// Metrics may be nil.
+	Metrics *bot.Metrics
+	// Log is the operational log (nil: slog.Default()). Tokens and secrets are never logged.
+	Log *slog.Logger
+}
+
+// Adapter connects a Core to Slack. Requests are acknowledged at once and answered by a
+// bounded pool of workers started by Run.
+type Adapter struct {
+	core       Core
+	api        *slack.Client
+	secret     string
+	httpClient *http.Client
+	workers    int
+	jobTimeout time.Duration
+	jobs       chan job
+	metrics    *bot.Metrics
+	log        *slog.Logger
+
+	wg sync.WaitGroup
+}
+
+// job is one acknowledged request waiting for a worker.
+type job struct {
+	command *commandJob
+	click   *clickJob
+}
+
+// commandJob is a slash command to answer.
+type commandJob struct {
+	req         bot.Request
+	responseURL string
+}
+
+// clickJob is a button click to handle.
+type clickJob struct {
+	click       bot.Click
+	responseURL string
+	// channelID and messageTS locate the clicked message for chat.update; empty for
+	// ephemeral messages (only response_url can replace those).
+	channelID, messageTS string
+}
+
+// New returns an Adapter; call Run to start its workers.
+func New(o Options) *Adapter {
+	a := &Adapter{
+		core: o.Core, api: o.API, secret: o.SigningSecret, httpClient: o.HTTPClient,
+		workers: o.Workers, jobTimeout: o.JobTimeout, metrics: o.Metrics, log: o.Log,
+	}
+	if a.httpClient == nil {
+		a.httpClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if a.workers <= 0 {
+		a.workers = 16
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1024
+	}
+	if a.jobTimeout <= 0 {
+		a.jobTimeout = 10 * time.Minute
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.jobs = make(chan job, o.QueueSize)
+	return a
+}
+
+// Run works on acknowledged requests until ctx is done, then waits for jobs in progress.
+func (a *Adapter) Run(ctx context.Context) error {
+	for range a.workers {
+		a.wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case j := <-a.jobs:
+					a.work(ctx, j)
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	a.wg.Wait()
+	return nil
+}
+
+// enqueue hands j to the workers; false means the queue is full.
+func (a *Adapter) enqueue(j job) bool {
+	select {
+	case a.jobs <- j:
+		return true
+	default:
+		return false
+	}
+}
+
+func (a *Adapter) work(ctx context.Context, j job) {
+	ctx, cancel := context.WithTimeout(ctx, a.jobTimeout)
+	defer cancel()
+	switch {
+	case j.command != nil:
+		a.answerCommand(ctx, j.command)
+	case j.click != nil:
+		a.handleClick(ctx, j.click)
+	}
+}
+
+// answerCommand runs a command and delivers the reply: plans are posted to the channel with
+// chat.postMessage (so they can be updated with chat.update) and attached to their record;
+// everything else goes to response_url.
+func (a *Adapter) answerCommand(ctx context.Context, cj *commandJob) {
+	reply := a.core.Command(ctx, cj.req)
+	if reply.PlanID != "" {
+		a.postPlan(ctx, cj.req.Channel, cj.responseURL, reply)
+		return
+	}
+	a.respond(ctx, cj.responseURL, reply.Message, reply.Public, false)
+}
+
+// handleClick runs a click and shows its outcome.
+func (a *Adapter) handleClick(ctx context.Context, cj *clickJob) {
+	progress := func(ctx context.Context, m bot.Message) { a.updateClicked(ctx, cj, m) }
+	out := a.core.Click(ctx, cj.click, progress)
+	if out.Update != nil {
+		a.updateClicked(ctx, cj, *out.Update)
+	}
+	if out.Notice != "" {
+		a.respond(ctx, cj.responseURL, bot.Message{Title: out.Notice, Severity: "info"}, false, false)
+	}
+	if out.Post != nil {
+		a.postPlan(ctx, cj.click.Channel, cj.responseURL, *out.Post)
+	}
+}
+
+// postPlan posts a plan message to the channel and attaches its reference; if the bot cannot
+// post there (not in the channel), it falls back to an in-channel response_url reply, which
+// clicks can still replace.
+func (a *Adapter) postPlan(ctx context.Context, channel, responseURL string, reply bot.Reply) {
+	ref, err := a.post(ctx, channel, reply.Message)
+	if err != nil {
+		a.log.WarnContext(ctx, "post plan message; falling back to response_url",
+			slog.String("plan", reply.PlanID), slog.String("channel", channel), slog.Any("err", err))
+		a.respond(ctx, responseURL, reply.Message, true, false)
+		return
+	}
+	if err := a.core.Attach(ctx, reply.PlanID, ref); err != nil {
+		a.log.WarnContext(ctx, "attach plan message", slog.String("plan", reply.PlanID), slog.Any("err", err))
+	}
+}
+
+// updateClicked replaces the clicked message: chat.update when it is a channel message,
+// else (or if that fails) response_url with replace_original.
+func (a *Adapter) updateClicked(ctx context.Context, cj *clickJob, m bot.Message) {
+	if cj.channelID != "" && cj.messageTS != "" {
+		if err := a.update(ctx, cj.channelID, cj.messageTS, m); err == nil {
+			return
+		} else {
+			a.log.WarnContext(ctx, "chat.update failed; replacing through response_url", slog.Any("err", err))
+		}
+	}
+	a.respond(ctx, cj.responseURL, m, true, true)
+}
+
+// UpdateMessage replaces a message the adapter posted, given the reference it attached
+// ("slack:<channel>/<ts>"). The expiry sweeper uses it.
+func (a *Adapter) UpdateMessage(ctx context.Context, ref string, m bot.Message) error {
+	channel, ts, ok := parseRef(ref)
+	if !ok {
+		return errBadRef
+	}
+	return a.update(ctx, channel, ts, m)
+}

@@ -1,0 +1,475 @@
+package slack_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	goslack "github.com/slack-go/slack"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/adapters/slack"
+	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
+)
+
+// Users of the e2e workspace. Approvers: UALICE directly, members of SOPS (UBOB).
+const (
+	channel   = "C0OPS"
+	alice     = "UALICE"   // requester and approver
+	bob       = "UBOB"     // approver through user group SOPS
+	mallory   = "UMALLORY" // not an approver
+	opsGroup  = "SOPS"
+	storeNS   = "whypending"
+	clusterID = "test"
+)
+
+// countingExecutor counts executions of approved plans.
+type countingExecutor struct {
+	bot.Executor
+	runs *atomic.Int32
+}
+
+func (c countingExecutor) Execute(ctx context.Context, ap actions.Approved) (actions.Result, error) {
+	c.runs.Add(1)
+	return c.Executor.Execute(ctx, ap)
+}
+
+// e2eEnv is a real control plane with a scenario loaded, the RemediationRequest CRD, fake
+// Slack Web API and response_url endpoints, and one or more bot replicas serving HTTP.
+type e2eEnv struct {
+	cluster  *testenv.Cluster
+	calico   *calico.Client
+	store    *bot.CRDStore
+	slack    *fakeSlack
+	hooks    *hookRecorder
+	replicas []*httptest.Server
+	runs     atomic.Int32 // executions across replicas
+	seq      atomic.Int32 // response_url paths
+}
+
+type e2eOptions struct {
+	scenario string
+	replicas int
+	expiry   time.Duration
+	now      func() time.Time
+}
+
+func newE2E(t *testing.T, o e2eOptions) *e2eEnv {
+	t.Helper()
+	if o.replicas == 0 {
+		o.replicas = 1
+	}
+	e := &e2eEnv{}
+	e.cluster = testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, e.cluster, o.scenario)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := e.cluster.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "deploy", "crds")), "."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cluster.Client.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: storeNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e.calico, err = calico.NewClient(ctx, e.cluster.Config); err != nil {
+		t.Fatal(err)
+	}
+	e.store = bot.NewCRDStore(e.cluster.Dynamic, storeNS)
+	e.slack = newFakeSlack(t, map[string][]string{opsGroup: {bob}})
+	e.hooks = newHookRecorder(t)
+	collector := triage.NewCollector(e.cluster.Client)
+	for range o.replicas {
+		// Each replica has its own bot, runner, Slack client and worker pool; they share the
+		// cluster (and so the RemediationRequests) and the Slack workspace.
+		runner := &actions.Runner{Cluster: clusterID, IPAM: e.calico, LockPolicy: actions.LockAlways,
+			LockTTL: time.Minute, LockOwner: "whypending-e2e"}
+		api := e.slack.api()
+		b := bot.New(bot.Options{
+			Clusters: []*bot.Cluster{{
+				Name: clusterID,
+				Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
+					return triage.Diagnose(ctx, collector, ns, name)
+				}),
+				IPAM: e.calico, Planner: runner, Executor: countingExecutor{runner, &e.runs},
+			}},
+			Store:     e.store,
+			Policy:    bot.Policy{Users: []string{alice}, Groups: []string{opsGroup}, TwoPersonRule: true, Expiry: o.expiry},
+			Directory: slack.NewDirectory(api, time.Minute),
+			Log:       quietLog,
+			Now:       o.now,
+		})
+		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: quietLog,
+			Metrics: bot.NewMetrics(prometheus.NewRegistry())})
+		e.replicas = append(e.replicas, startAdapter(t, a))
+	}
+	return e
+}
+
+// command posts a signed slash command to replica 0 and returns the HTTP status, the ack
+// text and the response_url path its answers go to.
+func (e *e2eEnv) command(t *testing.T, user, command, text string) (int, string, string) {
+	t.Helper()
+	path := fmt.Sprintf("/commands/%d", e.seq.Add(1))
+	body := commandBody(command, text, user, strings.ToLower(user[1:]), channel, e.hooks.url(path))
+	resp, err := http.DefaultClient.Do(signedRequest(t, e.replicas[0].URL+"/slack/commands", testSecret, time.Now(), body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ack struct{ Text string }
+	raw, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(raw, &ack)
+	return resp.StatusCode, ack.Text, path
+}
+
+// click posts a signed block_actions payload for the plan message at ts to a replica and
+// returns the status and the response_url path.
+func (e *e2eEnv) click(t *testing.T, replica int, user, actionID, value, ts string) (int, string) {
+	t.Helper()
+	path := fmt.Sprintf("/clicks/%d", e.seq.Add(1))
+	body := clickBody(t, user, strings.ToLower(user[1:]), channel, ts, actionID, value, e.hooks.url(path))
+	resp, err := http.DefaultClient.Do(signedRequest(t, e.replicas[replica].URL+"/slack/interactions", testSecret, time.Now(), body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, path
+}
+
+// answer waits for the first post to a response_url path.
+func (e *e2eEnv) answer(t *testing.T, path string) hookPost {
+	t.Helper()
+	waitFor(t, 60*time.Second, "an answer on "+path, func() bool { return len(e.hooks.get(path)) > 0 })
+	return e.hooks.get(path)[0]
+}
+
+// planPost waits for the n-th chat.postMessage and returns it with its Approve button's value.
+func (e *e2eEnv) planPost(t *testing.T, n int) (webMessage, string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "the plan message", func() bool { posts, _ := e.slack.snapshot(); return len(posts) >= n })
+	posts, _ := e.slack.snapshot()
+	m := posts[n-1]
+	for _, b := range m.Blocks.BlockSet {
+		if ab, ok := b.(*goslack.ActionBlock); ok {
+			for _, el := range ab.Elements.ElementSet {
+				if btn, ok := el.(*goslack.ButtonBlockElement); ok && btn.ActionID == bot.ActionApprove {
+					if btn.Confirm == nil {
+						t.Errorf("Approve button has no confirm dialog")
+					}
+					return m, btn.Value
+				}
+			}
+		}
+	}
+	t.Fatalf("plan message %q has no Approve button", m.Text)
+	return m, ""
+}
+
+func (e *e2eEnv) record(t *testing.T, id string) *bot.Approval {
+	t.Helper()
+	a, err := e.store.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (e *e2eEnv) leaked(t *testing.T) int {
+	t.Helper()
+	res, err := e.calico.Check(t.Context(), calico.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(res.LeakedIPs)
+}
+
+// blocksText flattens Block Kit blocks to their text, for assertions on what users see.
+func blocksText(bs goslack.Blocks) string {
+	var parts []string
+	for _, b := range bs.BlockSet {
+		switch b := b.(type) {
+		case *goslack.HeaderBlock:
+			parts = append(parts, b.Text.Text)
+		case *goslack.SectionBlock:
+			if b.Text != nil {
+				parts = append(parts, b.Text.Text)
+			}
+			for _, f := range b.Fields {
+				parts = append(parts, f.Text)
+			}
+		case *goslack.ContextBlock:
+			for _, el := range b.ContextElements.Elements {
+				if tx, ok := el.(*goslack.TextBlockObject); ok {
+					parts = append(parts, tx.Text)
+				}
+			}
+		case *goslack.ActionBlock:
+			for _, el := range b.Elements.ElementSet {
+				if btn, ok := el.(*goslack.ButtonBlockElement); ok {
+					parts = append(parts, "["+btn.Text.Text+"]")
+				}
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func auditEvents(a *bot.Approval) []string {
+	var out []string
+	for _, r := range a.History {
+		out = append(out, string(r.Event))
+	}
+	return out
+}
+
+// TestE2EWhyPendingAndReleaseLeakedIPs is the main path on the seed-ipam-leaked
+// scenario: /why-pending answers on response_url; /ipam release-ips posts a plan with
+// buttons; refusals change nothing; an allowed second user approves; the IPs are released,
+// the message is updated, the RemediationRequest says Succeeded and a check shows 0 leaked.
+func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
+	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked"})
+
+	t.Run("/why-pending answers on response_url", func(t *testing.T) {
+		status, ack, path := e.command(t, alice, "/why-pending", "seed-ipam-leaked/shop-7frd7stjbt-2kq8r")
+		if status != 200 || ack != "Working on it…" {
+			t.Fatalf("ack = %d %q, want 200 Working on it…", status, ack)
+		}
+		got := e.answer(t, path)
+		text := blocksText(got.Blocks)
+		if got.ResponseType != "in_channel" || !strings.Contains(text, "calico-ipam-exhausted") {
+			t.Errorf("answer (%s):\n%s\nwant an in-channel diagnosis with code calico-ipam-exhausted", got.ResponseType, text)
+		}
+	})
+
+	t.Run("unknown command gets a clear reply", func(t *testing.T) {
+		_, _, path := e.command(t, alice, "/frobnicate", "now")
+		if got := e.answer(t, path); !strings.Contains(got.Text, "Unknown command /frobnicate") || got.ResponseType != "ephemeral" {
+			t.Errorf("answer = %q (%s), want an ephemeral Unknown command /frobnicate", got.Text, got.ResponseType)
+		}
+	})
+
+	_, ack, cmdPath := e.command(t, alice, "/ipam", "release-ips")
+	if ack != "Working on it…" {
+		t.Fatalf("ack = %q", ack)
+	}
+	plan, planID := e.planPost(t, 1)
+	if plan.Channel != channel || !strings.Contains(blocksText(plan.Blocks), "Approval needed: release 181 leaked IPs on test") {
+		t.Fatalf("plan message in %s:\n%s", plan.Channel, blocksText(plan.Blocks))
+	}
+	if n := len(e.hooks.get(cmdPath)); n != 0 {
+		t.Errorf("release-ips also answered on response_url %d times, want the plan in the channel only", n)
+	}
+	waitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.record(t, planID).MessageRef != "" })
+	if rec := e.record(t, planID); rec.State != bot.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
+		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, slack:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channel, plan.TS)
+	}
+
+	refusals := []struct {
+		name   string
+		user   string
+		notice string
+	}{
+		{"a user who is not an approver is refused", mallory, "Only approvers"},
+		{"the requester cannot approve their own plan", alice, "two-person rule"},
+	}
+	for _, r := range refusals {
+		t.Run(r.name, func(t *testing.T) {
+			status, path := e.click(t, 0, r.user, bot.ActionApprove, planID, plan.TS)
+			if status != 200 {
+				t.Fatalf("click = %d, want 200", status)
+			}
+			got := e.answer(t, path)
+			if !strings.Contains(got.Text, r.notice) || got.ResponseType != "ephemeral" || got.ReplaceOriginal {
+				t.Errorf("reply = %q (%s, replace %v), want an ephemeral notice containing %q", got.Text, got.ResponseType, got.ReplaceOriginal, r.notice)
+			}
+			if rec := e.record(t, planID); rec.State != bot.StatePending {
+				t.Errorf("state = %s, want Pending", rec.State)
+			}
+			if _, updates := e.slack.snapshot(); len(updates) != 0 {
+				t.Errorf("plan message updated %d times by a refusal, want 0", len(updates))
+			}
+			if n := e.leaked(t); n != 181 {
+				t.Errorf("leaked IPs = %d, want 181 (nothing changed)", n)
+			}
+		})
+	}
+
+	t.Run("a badly signed approval is refused", func(t *testing.T) {
+		body := clickBody(t, bob, "bob", channel, plan.TS, bot.ActionApprove, planID, e.hooks.url("/forged"))
+		resp, err := http.DefaultClient.Do(signedRequest(t, e.replicas[0].URL+"/slack/interactions", "guessed-secret", time.Now(), body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("forged click = %d, want 401", resp.StatusCode)
+		}
+		if rec := e.record(t, planID); rec.State != bot.StatePending {
+			t.Errorf("state = %s, want Pending", rec.State)
+		}
+	})
+
+	t.Run("an approver in the user group approves and the IPs are released", func(t *testing.T) {
+		status, _ := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+		if status != 200 {
+			t.Fatalf("click = %d, want 200", status)
+		}
+		waitFor(t, 120*time.Second, "the final plan message", func() bool {
+			_, updates := e.slack.snapshot()
+			return len(updates) > 0 && strings.Contains(updates[len(updates)-1].Text, "Done:")
+		})
+		_, updates := e.slack.snapshot()
+		if len(updates) != 2 || !strings.Contains(updates[0].Text, "Running:") {
+			t.Errorf("updates = %d (first %q), want 2: running, then done", len(updates), updates[0].Text)
+		}
+		final := updates[len(updates)-1]
+		text := blocksText(final.Blocks)
+		if final.Channel != channel || final.TS != plan.TS {
+			t.Errorf("chat.update at %s/%s, want the plan message %s/%s", final.Channel, final.TS, channel, plan.TS)
+		}
+		for _, want := range []string{"Done: released 181 of 181 leaked IPs on test", "Approved by", "bob", "0 leaked IPs remain", "Nothing changed between approval and execution"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("final message lacks %q:\n%s", want, text)
+			}
+		}
+		if strings.Contains(text, "[Approve]") {
+			t.Errorf("final message still has the Approve button")
+		}
+		rec := e.record(t, planID)
+		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
+			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by bob with 181 done", rec.State, rec.DecidedBy, rec.Result)
+		}
+		if got, want := strings.Join(auditEvents(rec), ","), "requested,approved,started,finished"; got != want {
+			t.Errorf("audit = %s, want %s", got, want)
+		}
+		if n := e.leaked(t); n != 0 {
+			t.Errorf("leaked IPs after release = %d, want 0", n)
+		}
+		if s, _ := e.calico.LockStatus(t.Context()); !s.Ready {
+			t.Errorf("datastore left locked")
+		}
+	})
+
+	t.Run("/ipam check shows 0 leaked", func(t *testing.T) {
+		_, _, path := e.command(t, mallory, "/ipam", "check")
+		if got := e.answer(t, path); !strings.Contains(blocksText(got.Blocks), "no problems found") {
+			t.Errorf("check answer:\n%s\nwant no problems found", blocksText(got.Blocks))
+		}
+	})
+
+	t.Run("approving again runs nothing", func(t *testing.T) {
+		_, path := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+		if got := e.answer(t, path); !strings.Contains(got.Text, "already approved by bob") {
+			t.Errorf("reply = %q, want already approved", got.Text)
+		}
+		if n := e.runs.Load(); n != 1 {
+			t.Errorf("executions = %d, want 1", n)
+		}
+		if _, updates := e.slack.snapshot(); len(updates) != 2 {
+			t.Errorf("plan message updates = %d, want still 2", len(updates))
+		}
+	})
+}
+
+// TestE2EConcurrentApprovalsRunOnce sends the same Approve click twice to each of two bot
+// replicas at once: exactly one execution, one final update, and the others told it was
+// already approved.
+func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
+	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", replicas: 2})
+	e.command(t, alice, "/ipam", "release-ips")
+	plan, planID := e.planPost(t, 1)
+
+	var wg sync.WaitGroup
+	paths := make([]string, 4)
+	for i := range paths {
+		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, bot.ActionApprove, planID, plan.TS) })
+	}
+	wg.Wait()
+	waitFor(t, 120*time.Second, "the final record", func() bool { return e.record(t, planID).State == bot.StateSucceeded })
+	already := 0
+	for _, p := range paths {
+		waitFor(t, 10*time.Second, "a reply or an update for every click", func() bool {
+			return len(e.hooks.get(p)) > 0 || e.record(t, planID).State == bot.StateSucceeded
+		})
+		for _, h := range e.hooks.get(p) {
+			if strings.Contains(h.Text, "already approved") {
+				already++
+			}
+		}
+	}
+	waitFor(t, 10*time.Second, "three already-approved notices", func() bool {
+		n := 0
+		for _, p := range paths {
+			for _, h := range e.hooks.get(p) {
+				if strings.Contains(h.Text, "already approved") {
+					n++
+				}
+			}
+		}
+		already = n
+		return n == 3
+	})
+	if n := e.runs.Load(); n != 1 {
+		t.Errorf("executions across replicas = %d, want 1", n)
+	}
+	_, updates := e.slack.snapshot()
+	done := 0
+	for _, u := range updates {
+		if strings.Contains(u.Text, "Done:") {
+			done++
+		}
+	}
+	if done != 1 || already != 3 {
+		t.Errorf("final updates, already-approved notices = %d, %d, want 1, 3", done, already)
+	}
+	if got, want := strings.Join(auditEvents(e.record(t, planID)), ","), "requested,approved,started,finished"; got != want {
+		t.Errorf("audit = %s, want %s", got, want)
+	}
+}
+
+// TestE2EExpiredPlan approves after the expiry: the plan message says Expired, the record is
+// Expired and nothing is released.
+func TestE2EExpiredPlan(t *testing.T) {
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", expiry: 15 * time.Minute, now: now})
+	e.command(t, alice, "/ipam", "release-ips")
+	plan, planID := e.planPost(t, 1)
+	offset.Store(int64(16 * time.Minute))
+	_, path := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+	if got := e.answer(t, path); !strings.Contains(got.Text, "expired") {
+		t.Errorf("reply = %q, want the plan expired", got.Text)
+	}
+	waitFor(t, 10*time.Second, "the expired plan message", func() bool {
+		_, updates := e.slack.snapshot()
+		return len(updates) == 1 && strings.Contains(updates[0].Text, "Expired:")
+	})
+	if rec := e.record(t, planID); rec.State != bot.StateExpired || strings.Join(auditEvents(rec), ",") != "requested,expired" {
+		t.Errorf("record = %s %v, want Expired with requested,expired", rec.State, auditEvents(rec))
+	}
+	if n := e.runs.Load(); n != 0 {
+		t.Errorf("executions = %d, want 0", n)
+	}
+	if n := e.leaked(t); n != 181 {
+		t.Errorf("leaked IPs = %d, want 181 (nothing changed)", n)
+	}
+}

@@ -1,0 +1,270 @@
+package slack_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slacktest"
+)
+
+// fakeSlack is the Slack Web API for tests: slacktest plus recording handlers for what it
+// lacks or does not record (chat.postMessage, chat.update, usergroups.users.list).
+type fakeSlack struct {
+	srv *slacktest.Server
+
+	mu      sync.Mutex
+	posts   []webMessage // chat.postMessage calls, in order
+	updates []webMessage // chat.update calls, in order
+	groups  map[string][]string
+	seq     atomic.Int64
+	// limitUpdates makes the next N chat.update calls answer 429 with Retry-After: 1.
+	limitUpdates atomic.Int32
+	changed      chan struct{} // signalled (non-blocking) on every recorded call
+}
+
+// webMessage is one recorded chat.postMessage or chat.update call.
+type webMessage struct {
+	Channel, TS, Text string
+	Blocks            slack.Blocks
+}
+
+func newFakeSlack(t *testing.T, groups map[string][]string) *fakeSlack {
+	t.Helper()
+	f := &fakeSlack{groups: groups, changed: make(chan struct{}, 1)}
+	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
+		c.Handle("/chat.postMessage", f.record(&f.posts, false))
+		c.Handle("/chat.update", f.record(&f.updates, true))
+		c.Handle("/usergroups.users.list", f.groupMembers)
+	})
+	f.srv.Start()
+	t.Cleanup(f.srv.Stop)
+	return f
+}
+
+// api returns a Web API client pointed at the fake.
+func (f *fakeSlack) api() *slack.Client {
+	return slack.New("xoxb-test-token", slack.OptionAPIURL(f.srv.GetAPIURL()))
+}
+
+func (f *fakeSlack) record(into *[]webMessage, isUpdate bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if isUpdate && f.limitUpdates.Load() > 0 {
+			f.limitUpdates.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		m := webMessage{Channel: r.PostForm.Get("channel"), TS: r.PostForm.Get("ts"), Text: r.PostForm.Get("text")}
+		if b := r.PostForm.Get("blocks"); b != "" {
+			if err := json.Unmarshal([]byte(b), &m.Blocks); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+		if !isUpdate {
+			m.TS = fmt.Sprintf("1764504000.%06d", f.seq.Add(1))
+		}
+		f.mu.Lock()
+		*into = append(*into, m)
+		f.mu.Unlock()
+		f.signal()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text})
+	}
+}
+
+func (f *fakeSlack) groupMembers(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "users": f.groups[r.PostForm.Get("usergroup")]})
+}
+
+func (f *fakeSlack) signal() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeSlack) snapshot() (posts, updates []webMessage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]webMessage(nil), f.posts...), append([]webMessage(nil), f.updates...)
+}
+
+// hookRecorder is a response_url endpoint: it records every JSON post by path.
+type hookRecorder struct {
+	srv *httptest.Server
+
+	mu    sync.Mutex
+	posts map[string][]hookPost
+	// limitNext makes the next N posts answer 429 with Retry-After: 1.
+	limitNext atomic.Int32
+	changed   chan struct{}
+}
+
+// hookPost is one message posted to a response_url.
+type hookPost struct {
+	Text            string       `json:"text"`
+	ResponseType    string       `json:"response_type"`
+	ReplaceOriginal bool         `json:"replace_original"`
+	Blocks          slack.Blocks `json:"blocks"`
+	At              time.Time    `json:"-"`
+}
+
+func newHookRecorder(t *testing.T) *hookRecorder {
+	t.Helper()
+	h := &hookRecorder{posts: map[string][]hookPost{}, changed: make(chan struct{}, 1)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.limitNext.Load() > 0 {
+			h.limitNext.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var p hookPost
+		if err := json.Unmarshal(body, &p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		p.At = time.Now()
+		h.mu.Lock()
+		h.posts[r.URL.Path] = append(h.posts[r.URL.Path], p)
+		h.mu.Unlock()
+		select {
+		case h.changed <- struct{}{}:
+		default:
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// url returns the response_url for a named conversation, e.g. "/commands/1".
+func (h *hookRecorder) url(path string) string { return h.srv.URL + path }
+
+func (h *hookRecorder) get(path string) []hookPost {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookPost(nil), h.posts[path]...)
+}
+
+func (h *hookRecorder) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, p := range h.posts {
+		n += len(p)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sign returns Slack's v0 signature of body at ts with secret.
+func sign(secret string, ts time.Time, body string) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%d:%s", ts.Unix(), body)
+	return "v0=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// signedRequest builds a POST as Slack sends it: form body, timestamp and signature headers.
+func signedRequest(t testing.TB, target, secret string, ts time.Time, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set("X-Slack-Signature", sign(secret, ts, body))
+	return req
+}
+
+// commandBody is a slash command form as Slack posts it.
+func commandBody(command, text, userID, userName, channelID, responseURL string) string {
+	return url.Values{
+		"token":                 {"deprecated-verification-token"},
+		"team_id":               {"T0001"},
+		"team_domain":           {"acme"},
+		"channel_id":            {channelID},
+		"channel_name":          {"ops"},
+		"user_id":               {userID},
+		"user_name":             {userName},
+		"command":               {command},
+		"text":                  {text},
+		"api_app_id":            {"A0WHYPEND"},
+		"is_enterprise_install": {"false"},
+		"response_url":          {responseURL},
+		"trigger_id":            {"13345224609.738474920.8088930838d88f008e0"},
+	}.Encode()
+}
+
+// clickBody is a block_actions interaction as Slack posts it (form field "payload").
+func clickBody(t testing.TB, userID, userName, channelID, messageTS, actionID, value, responseURL string) string {
+	t.Helper()
+	return url.Values{"payload": {string(clickPayload(t, userID, userName, channelID, messageTS, actionID, value, responseURL))}}.Encode()
+}
+
+// clickPayload is a block_actions interaction payload (JSON), as in the HTTP form field
+// "payload" and the Socket Mode "interactive" envelope.
+func clickPayload(t testing.TB, userID, userName, channelID, messageTS, actionID, value, responseURL string) []byte {
+	t.Helper()
+	payload := map[string]any{
+		"type":       "block_actions",
+		"user":       map[string]any{"id": userID, "username": userName, "name": userName, "team_id": "T0001"},
+		"api_app_id": "A0WHYPEND",
+		"token":      "deprecated-verification-token",
+		"container": map[string]any{
+			"type": "message", "message_ts": messageTS, "channel_id": channelID, "is_ephemeral": false,
+		},
+		"trigger_id": "13345224609.738474920.8088930838d88f008e0",
+		"team":       map[string]any{"id": "T0001", "domain": "acme"},
+		"enterprise": nil, "is_enterprise_install": false,
+		"channel":      map[string]any{"id": channelID, "name": "ops"},
+		"message":      map[string]any{"type": "message", "ts": messageTS, "text": "plan", "bot_id": "B0BOT"},
+		"state":        map[string]any{"values": map[string]any{}},
+		"response_url": responseURL,
+		"actions": []map[string]any{{
+			"action_id": actionID, "block_id": "b1", "value": value, "type": "button",
+			"text":      map[string]any{"type": "plain_text", "text": actionID, "emoji": true},
+			"action_ts": fmt.Sprintf("%d.000100", time.Now().Unix()),
+		}},
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

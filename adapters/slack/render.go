@@ -1,0 +1,320 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/whypending/whypending/bot"
+)
+
+// Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks), in characters.
+const (
+	maxBlocks        = 50   // blocks per message
+	maxHeaderText    = 150  // header block plain_text
+	maxSectionText   = 3000 // section text
+	maxFieldText     = 2000 // one section field
+	maxFields        = 10   // fields per section
+	maxContextText   = 2000 // our budget for a context element
+	maxButtons       = 25   // elements per actions block
+	maxButtonText    = 75   // button label
+	maxButtonValue   = 2000 // button value
+	maxActionID      = 255  // button action_id
+	maxConfirmTitle  = 100  // confirm dialog title
+	maxConfirmText   = 300  // confirm dialog text
+	maxConfirmButton = 30   // confirm dialog confirm/deny labels
+	maxFallbackText  = 3000 // our budget for the notification text
+	// maxTableRows and maxLines keep long tables and evidence readable in a channel; the
+	// rest is summarised as "… and N more".
+	maxTableRows = 20
+	maxLines     = 15
+	maxCellRunes = 48
+)
+
+// severityMark prefixes titles so the severity shows without colour (Block Kit has none).
+var severityMark = map[string]string{
+	"blocker": "\U0001F534 ", // red circle
+	"warning": "\U0001F7E0 ", // orange circle
+	"info":    "\u2139\ufe0f ",
+	"ok":      "\u2705 ",
+}
+
+// Render turns a bot.Message into Block Kit blocks plus the notification fallback text.
+// Every string from the message is escaped for mrkdwn (so "<!channel>", "<@U…>" and
+// "<http://…|…>" in pod names or log lines show as text) and sent with verbatim set (no
+// auto-linking or mention parsing); long tables, lists and code are cut to Slack's limits
+// with "… and N more". Buttons always survive the block limit.
+func Render(m bot.Message) (blocks []slack.Block, fallback string) {
+	title := severityMark[m.Severity] + m.Title
+	fallback = fitEscaped(title, maxFallbackText)
+	if m.Title != "" {
+		blocks = append(blocks, slack.NewHeaderBlock(plain(fitPlain(title, maxHeaderText))))
+	}
+	for _, s := range m.Sections {
+		blocks = append(blocks, sectionBlocks(s)...)
+	}
+	var tail []slack.Block
+	if len(m.Buttons) > 0 {
+		tail = append(tail, actionsBlock(m.Buttons))
+	}
+	if m.Footer != "" {
+		tail = append(tail, slack.NewContextBlock("", mrkdwn(fitEscaped(m.Footer, maxContextText))))
+	}
+	if room := maxBlocks - len(tail); len(blocks) > room {
+		dropped := len(blocks) - (room - 1)
+		blocks = append(blocks[:room-1], slack.NewContextBlock("",
+			mrkdwn(fmt.Sprintf("_… and %d more blocks not shown_", dropped))))
+	}
+	return append(blocks, tail...), fallback
+}
+
+// sectionBlocks renders one bot.Section: heading and text, fields (10 per block), the table
+// as a preformatted block, bullet lines and code.
+func sectionBlocks(s bot.Section) []slack.Block {
+	var out []slack.Block
+	var text string
+	if s.Heading != "" {
+		text = "*" + escape(s.Heading) + "*"
+	}
+	if s.Text != "" {
+		if text != "" {
+			text += "\n"
+		}
+		text += fitEscaped(s.Text, maxSectionText-utf8.RuneCountInString(text))
+	}
+	for i := 0; i < len(s.Fields); i += maxFields {
+		var fields []*slack.TextBlockObject
+		for _, f := range s.Fields[i:min(i+maxFields, len(s.Fields))] {
+			name := "*" + fitEscaped(f.Name, 100) + "*\n"
+			fields = append(fields, mrkdwn(name+fitEscaped(nonEmpty(f.Value), maxFieldText-utf8.RuneCountInString(name))))
+		}
+		var t *slack.TextBlockObject
+		if i == 0 && text != "" {
+			t = mrkdwn(text)
+			text = ""
+		}
+		out = append(out, slack.NewSectionBlock(t, fields, nil))
+	}
+	if text != "" {
+		out = append(out, slack.NewSectionBlock(mrkdwn(text), nil, nil))
+	}
+	if s.Table != nil && len(s.Table.Rows) > 0 {
+		out = append(out, slack.NewSectionBlock(mrkdwn(tableText(s.Table)), nil, nil))
+	}
+	if len(s.Lines) > 0 {
+		out = append(out, slack.NewSectionBlock(mrkdwn(linesText(s.Lines)), nil, nil))
+	}
+	if s.Code != "" {
+		out = append(out, slack.NewSectionBlock(mrkdwn(codeText(s.Code)), nil, nil))
+	}
+	return out
+}
+
+// tableText lays a table out as aligned, preformatted text: at most maxTableRows rows and
+// maxSectionText characters, then "… and N more rows".
+func tableText(t *bot.Table) string {
+	widths := make([]int, len(t.Columns))
+	cell := func(row []string, i int) string {
+		if i < len(row) {
+			return fitPlain(oneLine(row[i]), maxCellRunes)
+		}
+		return ""
+	}
+	for i, c := range t.Columns {
+		widths[i] = utf8.RuneCountInString(fitPlain(c, maxCellRunes))
+	}
+	shown := min(len(t.Rows), maxTableRows)
+	for _, r := range t.Rows[:shown] {
+		for i := range widths {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell(r, i)))
+		}
+	}
+	line := func(cells func(i int) string) string {
+		var b strings.Builder
+		for i, w := range widths {
+			c := cells(i)
+			b.WriteString(c)
+			if i < len(widths)-1 {
+				b.WriteString(strings.Repeat(" ", w-utf8.RuneCountInString(c)+2))
+			}
+		}
+		return escape(defuseFences(strings.TrimRight(b.String(), " ")))
+	}
+	const fence = "```"
+	more := func(n int) string { return fmt.Sprintf("\n… and %d more rows", n) }
+	var b strings.Builder
+	b.WriteString(fence + "\n" + line(func(i int) string { return fitPlain(t.Columns[i], maxCellRunes) }))
+	budget := maxSectionText - len(fence) - utf8.RuneCountInString(more(len(t.Rows))) - 1
+	n := 0
+	for ; n < shown; n++ {
+		l := "\n" + line(func(i int) string { return cell(t.Rows[n], i) })
+		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
+			break
+		}
+		b.WriteString(l)
+	}
+	b.WriteString("\n" + fence)
+	if n < len(t.Rows) {
+		b.WriteString(more(len(t.Rows) - n))
+	}
+	return b.String()
+}
+
+// linesText renders bullet lines: at most maxLines and maxSectionText characters.
+func linesText(lines []string) string {
+	var b strings.Builder
+	n := 0
+	budget := maxSectionText - 40
+	for ; n < len(lines) && n < maxLines; n++ {
+		l := "• " + fitEscaped(oneLine(lines[n]), 500)
+		if n > 0 {
+			l = "\n" + l
+		}
+		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
+			break
+		}
+		b.WriteString(l)
+	}
+	if n < len(lines) {
+		fmt.Fprintf(&b, "\n… and %d more", len(lines)-n)
+	}
+	return b.String()
+}
+
+// codeText renders preformatted text, keeping whole lines up to maxSectionText characters.
+func codeText(code string) string {
+	const fence = "```"
+	lines := strings.Split(strings.TrimRight(code, "\n"), "\n")
+	var b strings.Builder
+	budget := maxSectionText - 2*len(fence) - 40
+	n := 0
+	for ; n < len(lines); n++ {
+		l := escape(defuseFences(lines[n]))
+		if n > 0 {
+			l = "\n" + l
+		}
+		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
+			if n == 0 { // one huge line: cut it
+				b.WriteString(fitEscaped(defuseFences(lines[0]), budget))
+				n = 1
+			}
+			break
+		}
+		b.WriteString(l)
+	}
+	out := fence + "\n" + b.String() + "\n" + fence
+	if n < len(lines) {
+		out += fmt.Sprintf("\n… and %d more lines", len(lines)-n)
+	}
+	return out
+}
+
+// actionsBlock renders buttons. Duplicate action IDs get a "#n" suffix (Slack requires them
+// unique); ParseActionID strips it.
+func actionsBlock(buttons []bot.Button) *slack.ActionBlock {
+	var elems []slack.BlockElement
+	seen := map[string]int{}
+	for i, btn := range buttons {
+		if i >= maxButtons {
+			break
+		}
+		id := btn.ActionID
+		if n := seen[id]; n > 0 {
+			id = fmt.Sprintf("%s#%d", id, n)
+		}
+		seen[btn.ActionID]++
+		e := slack.NewButtonBlockElement(fitPlain(id, maxActionID), fitPlain(btn.Value, maxButtonValue),
+			plain(fitPlain(btn.Label, maxButtonText)))
+		switch btn.Style {
+		case "primary":
+			e.Style = slack.StylePrimary
+		case "danger":
+			e.Style = slack.StyleDanger
+		}
+		if c := btn.Confirm; c != nil {
+			e.Confirm = slack.NewConfirmationBlockObject(
+				plain(fitPlain(c.Title, maxConfirmTitle)),
+				plain(fitPlain(c.Text, maxConfirmText)),
+				plain(fitPlain(nonEmptyOr(c.Confirm, "Confirm"), maxConfirmButton)),
+				plain(fitPlain(nonEmptyOr(c.Deny, "Cancel"), maxConfirmButton)))
+			if btn.Style == "danger" {
+				e.Confirm.Style = slack.StyleDanger
+			}
+		}
+		elems = append(elems, e)
+	}
+	return slack.NewActionBlock("", elems...)
+}
+
+// ParseActionID undoes the "#n" suffix actionsBlock adds to duplicate action IDs.
+func ParseActionID(id string) string {
+	if i := strings.LastIndex(id, "#"); i > 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// escape makes text safe for mrkdwn: Slack reads "<…>" as links and mentions and "&" as the
+// start of an entity, so exactly these three are replaced (Slack's documented escaping).
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// fitEscaped escapes s and cuts it so the escaped text has at most limit characters,
+// never splitting an entity; a cut ends with "…".
+func fitEscaped(s string, limit int) string {
+	e := escape(s)
+	if utf8.RuneCountInString(e) <= limit {
+		return e
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		piece := escape(string(r))
+		if n+utf8.RuneCountInString(piece) > limit-1 {
+			break
+		}
+		b.WriteString(piece)
+		n += utf8.RuneCountInString(piece)
+	}
+	return b.String() + "…"
+}
+
+// fitPlain cuts plain text (no escaping: plain_text is not parsed) to limit characters.
+func fitPlain(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:limit-1]) + "…"
+}
+
+// defuseFences breaks "```" inside text so it cannot close our code block early.
+func defuseFences(s string) string {
+	return strings.ReplaceAll(s, "```", "`\u200b`\u200b`")
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+}
+
+func nonEmpty(s string) string { return nonEmptyOr(s, "-") }
+
+func nonEmptyOr(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}
+
+func plain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, nonEmpty(s), false, false)
+}
+
+// mrkdwn builds an mrkdwn text object with verbatim set: already-escaped text, no
+// auto-linking of URLs or channel names, no mention parsing.
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, nonEmpty(s), false, true)
+}

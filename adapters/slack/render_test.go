@@ -1,0 +1,168 @@
+package slack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/whypending/whypending/bot"
+)
+
+// rawJSON marshals v without HTML escaping, so "<" shows as it would reach Slack.
+func rawJSON(t *testing.T, v any) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// texts collects every text object in the blocks.
+func texts(blocks []slack.Block) []*slack.TextBlockObject {
+	var out []*slack.TextBlockObject
+	for _, b := range blocks {
+		switch b := b.(type) {
+		case *slack.HeaderBlock:
+			out = append(out, b.Text)
+		case *slack.SectionBlock:
+			if b.Text != nil {
+				out = append(out, b.Text)
+			}
+			out = append(out, b.Fields...)
+		case *slack.ContextBlock:
+			for _, e := range b.ContextElements.Elements {
+				if tx, ok := e.(*slack.TextBlockObject); ok {
+					out = append(out, tx)
+				}
+			}
+		case *slack.ActionBlock:
+			for _, e := range b.Elements.ElementSet {
+				if btn, ok := e.(*slack.ButtonBlockElement); ok {
+					out = append(out, btn.Text)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestRenderEscapesUserText(t *testing.T) {
+	evil := []string{"<!channel>", "<!here>", "<@U024BE7LH>", "<http://evil.example|click me>", "<#C123>"}
+	m := bot.Message{
+		Title:    "shop/<!channel> is Pending",
+		Severity: "blocker",
+		Sections: []bot.Section{{
+			Heading: "<@U024BE7LH>",
+			Text:    "log says <http://evil.example|click me> & more",
+			Fields:  []bot.Field{{Name: "pod", Value: "<!here>"}},
+			Table:   &bot.Table{Columns: []string{"Node", "Why"}, Rows: [][]string{{"<#C123>", "<!channel>"}}},
+			Lines:   []string{"event: <@U024BE7LH> did it"},
+			Code:    "panic: <!channel>\n``` escaped fence <!here>",
+		}},
+		Footer: "collected by <!subteam^S123>",
+	}
+	blocks, fallback := Render(m)
+	// plain_text (the header, button labels) is never parsed by Slack; every mrkdwn text
+	// and the notification fallback are.
+	out := fallback
+	for _, tx := range texts(blocks) {
+		if tx.Type == slack.MarkdownType {
+			out += "\n" + tx.Text
+		}
+	}
+	for _, s := range append(evil, "<!subteam^S123>") {
+		if strings.Contains(out, s) {
+			t.Errorf("rendered message contains %q unescaped", s)
+		}
+	}
+	if !strings.Contains(out, "&lt;!channel&gt;") {
+		t.Errorf("rendered message lost the escaped text &lt;!channel&gt;:\n%s", out)
+	}
+	if strings.Count(out, "```") != 4 { // one fenced table, one fenced code block
+		t.Errorf("code fences = %d, want 4 (a fence in the log line must not close the block)", strings.Count(out, "```"))
+	}
+	for _, tx := range texts(blocks) {
+		if tx.Type == slack.MarkdownType && !tx.Verbatim {
+			t.Errorf("mrkdwn text %q is not verbatim (Slack would parse mentions and links)", tx.Text)
+		}
+	}
+}
+
+func TestRenderKeepsWithinLimits(t *testing.T) {
+	table := &bot.Table{Columns: []string{"IP", "Node", "Allocated to"}}
+	for i := range 181 {
+		table.Rows = append(table.Rows, []string{fmt.Sprintf("172.16.0.%d", i), "worker-2", fmt.Sprintf("shop/web-%d", i)})
+	}
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("event %d: %s", i, strings.Repeat("x", 50)))
+	}
+	m := bot.Message{
+		Title:    strings.Repeat("very long title ", 20),
+		Sections: []bot.Section{{Heading: "Leaked IPs", Table: table}, {Heading: "Evidence", Lines: lines}, {Code: strings.Repeat("log line\n", 2000)}},
+	}
+	for i := range 60 {
+		m.Sections = append(m.Sections, bot.Section{Text: fmt.Sprintf("extra %d", i)})
+	}
+	for i := range 30 {
+		m.Buttons = append(m.Buttons, bot.Button{ActionID: "plan:x", Label: strings.Repeat("label ", 20), Value: fmt.Sprint(i),
+			Confirm: &bot.Confirm{Title: strings.Repeat("t", 200), Text: strings.Repeat("c", 500), Confirm: strings.Repeat("y", 40)}})
+	}
+	m.Footer = "footer"
+	blocks, _ := Render(m)
+	if len(blocks) > maxBlocks {
+		t.Errorf("blocks = %d, want at most %d", len(blocks), maxBlocks)
+	}
+	for _, tx := range texts(blocks) {
+		if n := utf8.RuneCountInString(tx.Text); n > maxSectionText {
+			t.Errorf("text of %d characters, want at most %d: %.60q…", n, maxSectionText, tx.Text)
+		}
+	}
+	out := rawJSON(t, blocks)
+	for _, want := range []string{"… and 161 more rows", "… and 25 more", "more lines", "more blocks not shown"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered message lacks %q", want)
+		}
+	}
+	actions, ok := blocks[len(blocks)-2].(*slack.ActionBlock)
+	if !ok {
+		t.Fatalf("block before the footer is %T, want the buttons (they must survive the block limit)", blocks[len(blocks)-2])
+	}
+	if n := len(actions.Elements.ElementSet); n != maxButtons {
+		t.Errorf("buttons = %d, want %d", n, maxButtons)
+	}
+	btn := actions.Elements.ElementSet[1].(*slack.ButtonBlockElement)
+	if utf8.RuneCountInString(btn.Text.Text) > maxButtonText || utf8.RuneCountInString(btn.Confirm.Title.Text) > maxConfirmTitle ||
+		utf8.RuneCountInString(btn.Confirm.Text.Text) > maxConfirmText || utf8.RuneCountInString(btn.Confirm.Confirm.Text) > maxConfirmButton {
+		t.Errorf("button texts exceed Slack's limits: %q / %q", btn.Text.Text, btn.Confirm.Title.Text)
+	}
+	if btn.ActionID != "plan:x#1" || ParseActionID(btn.ActionID) != "plan:x" {
+		t.Errorf("duplicate action ID = %q (parsed %q), want plan:x#1 (parsed plan:x)", btn.ActionID, ParseActionID(btn.ActionID))
+	}
+}
+
+func TestFitEscaped(t *testing.T) {
+	tests := []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"a<b", 10, "a&lt;b"},
+		{"a<b", 5, "a…"}, // never "a&lt…"
+		{"abcdef", 4, "abc…"},
+		{"ünïcödé", 4, "ünï…"},
+	}
+	for _, tt := range tests {
+		if got := fitEscaped(tt.in, tt.limit); got != tt.want {
+			t.Errorf("fitEscaped(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/whypending/whypending/actions"
+)
+
+var (
+	alice    = Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
+	bob      = Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
+	carol    = Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
+	mallory  = Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
+	testT0   = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+)
+
+// fakeExecutor counts executions and returns a canned result.
+type fakeExecutor struct {
+	runs  atomic.Int32
+	err   error
+	delay time.Duration
+}
+
+func (f *fakeExecutor) Execute(_ context.Context, ap actions.Approved) (actions.Result, error) {
+	f.runs.Add(1)
+	time.Sleep(f.delay)
+	r := actions.Result{PlanID: ap.Plan.ID, Kind: ap.Plan.Kind, Planned: len(ap.Plan.Items), Done: len(ap.Plan.Items)}
+	return r, f.err
+}
+
+// fakeDirectory maps groups to members.
+type fakeDirectory struct {
+	groups map[string][]string
+	err    error
+}
+
+func (d fakeDirectory) GroupMembers(_ context.Context, g string) ([]string, error) {
+	return d.groups[g], d.err
+}
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func testPlan(kind actions.Kind, n int) actions.Plan {
+	p := actions.Plan{ID: actions.NewID(), Kind: kind, Cluster: "prod"}
+	for i := range n {
+		p.Items = append(p.Items, actions.Item{Target: fmt.Sprintf("172.16.0.%d", i+1), Handle: fmt.Sprintf("k8s-pod-network.%d", i)})
+	}
+	p.Total = n
+	p.Fingerprint = actions.Fingerprint(p.Kind, p.Cluster, p.Items)
+	return p
+}
+
+type approvalsFixture struct {
+	ap    *Approvals
+	store *MemoryStore
+	exec  *fakeExecutor
+	clk   *clock
+}
+
+func newApprovalsFixture(t *testing.T, policy Policy, dir Directory) *approvalsFixture {
+	t.Helper()
+	f := &approvalsFixture{store: NewMemoryStore(), exec: &fakeExecutor{}, clk: &clock{t: testT0}}
+	f.ap = NewApprovals(ApprovalsOptions{
+		Store: f.store, Policy: policy, Directory: dir,
+		Executors: map[string]Executor{"prod": f.exec}, Now: f.clk.now, Log: quietLog,
+	})
+	return f
+}
+
+func events(a *Approval) []AuditEvent {
+	var out []AuditEvent
+	for _, r := range a.History {
+		out = append(out, r.Event)
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	policy := Policy{Users: []string{"UALICE", "UBOB"}, Groups: []string{"SOPS"}, TwoPersonRule: true, Expiry: 15 * time.Minute}
+	dir := fakeDirectory{groups: map[string][]string{"SOPS": {"UCAROL"}}}
+	tests := []struct {
+		name       string
+		policy     Policy
+		dir        Directory
+		kind       actions.Kind
+		requester  Principal
+		clicker    Principal
+		verdict    Verdict
+		after      time.Duration // clock advance before the click
+		wantState  State
+		wantRuns   int32
+		wantEvents []AuditEvent
+		wantNotice string // substring of the notice; "" means no notice
+	}{
+		{
+			name: "an approver other than the requester approves: the plan runs once and succeeds",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictApprove,
+			wantState: StateSucceeded, wantRuns: 1,
+			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+		},
+		{
+			name: "a member of an approver user group approves",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: VerdictApprove,
+			wantState: StateSucceeded, wantRuns: 1,
+			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+		},
+		{
+			name: "a user who is not an approver is refused and nothing runs",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: VerdictApprove,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers",
+		},
+		{
+			name: "the requester cannot approve their own destructive plan under the two-person rule",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: alice, verdict: VerdictApprove,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "two-person rule",
+		},
+		{
+			name:   "the requester may approve their own plan when the two-person rule is off",
+			policy: Policy{Users: []string{"UALICE"}}, kind: actions.KindReleaseEmptyBlocks,
+			requester: alice, clicker: alice, verdict: VerdictApprove,
+			wantState: StateSucceeded, wantRuns: 1,
+			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+		},
+		{
+			name: "the requester may approve their own unlock (not destructive) under the two-person rule",
+			kind: actions.KindUnlockDatastore, requester: alice, clicker: alice, verdict: VerdictApprove,
+			wantState: StateSucceeded, wantRuns: 1,
+			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+		},
+		{
+			name: "an approval after the expiry expires the plan and nothing runs",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictApprove,
+			after: 15 * time.Minute, wantState: StateExpired,
+			wantEvents: []AuditEvent{AuditRequested, AuditExpired}, wantNotice: "expired",
+		},
+		{
+			name: "an approver denies",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictDeny,
+			wantState: StateDenied, wantEvents: []AuditEvent{AuditRequested, AuditDenied},
+		},
+		{
+			name: "the requester withdraws their own plan",
+			kind: actions.KindReleaseLeakedIPs, requester: mallory, clicker: mallory, verdict: VerdictDeny,
+			wantState: StateDenied, wantEvents: []AuditEvent{AuditRequested, AuditDenied},
+		},
+		{
+			name: "a stranger cannot deny",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: VerdictDeny,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers",
+		},
+		{
+			name: "a failing group lookup refuses without deciding",
+			dir:  fakeDirectory{err: errors.New("usergroups.users.list: ratelimited")},
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: VerdictApprove,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "nothing was decided",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, d := policy, Directory(dir)
+			if tt.policy.Users != nil {
+				p = tt.policy
+			}
+			if tt.dir != nil {
+				d = tt.dir
+			}
+			f := newApprovalsFixture(t, p, d)
+			ctx := t.Context()
+			a, err := f.ap.Request(ctx, testPlan(tt.kind, 3), tt.requester, "C1")
+			if err != nil {
+				t.Fatalf("Request: %v", err)
+			}
+			f.clk.add(tt.after)
+			var progressed []string
+			out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker},
+				func(_ context.Context, m Message) { progressed = append(progressed, m.Title) })
+			got, err := f.store.Get(ctx, a.Plan.ID)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if got.State != tt.wantState {
+				t.Errorf("state = %s, want %s", got.State, tt.wantState)
+			}
+			if runs := f.exec.runs.Load(); runs != tt.wantRuns {
+				t.Errorf("executions = %d, want %d", runs, tt.wantRuns)
+			}
+			if diff := cmp.Diff(tt.wantEvents, events(got)); diff != "" {
+				t.Errorf("audit events (-want +got):\n%s", diff)
+			}
+			if tt.wantNotice == "" && out.Notice != "" {
+				t.Errorf("notice = %q, want none", out.Notice)
+			}
+			if !strings.Contains(out.Notice, tt.wantNotice) {
+				t.Errorf("notice = %q, want it to contain %q", out.Notice, tt.wantNotice)
+			}
+			refused := tt.wantState == StatePending
+			if refused && out.Update != nil {
+				t.Errorf("refusal updated the plan message to %q, want it left alone", out.Update.Title)
+			}
+			if !refused && out.Update == nil {
+				t.Errorf("decision did not update the plan message")
+			}
+			if tt.wantRuns > 0 && len(progressed) != 1 {
+				t.Errorf("progress messages = %q, want one (running)", progressed)
+			}
+		})
+	}
+}
+
+func TestDecideFailureIsRecorded(t *testing.T) {
+	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, TwoPersonRule: true}, nil)
+	f.exec.err = fmt.Errorf("lock: %w", actions.ErrDatastoreLocked)
+	ctx := t.Context()
+	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 2), alice, "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: bob}, nil)
+	got, _ := f.store.Get(ctx, a.Plan.ID)
+	if got.State != StateFailed || got.FailureCode != "datastore-locked" {
+		t.Errorf("state, failure code = %s, %q, want Failed, datastore-locked", got.State, got.FailureCode)
+	}
+	last := got.History[len(got.History)-1]
+	if last.Event != AuditFailed || !strings.Contains(last.Detail, "locked") {
+		t.Errorf("last audit record = %+v, want failed with the error", last)
+	}
+	if out.Update == nil || !strings.HasPrefix(out.Update.Title, "Failed:") {
+		t.Errorf("updated message = %+v, want a Failed title", out.Update)
+	}
+}
+
+func TestDecideConcurrentClicksRunOnce(t *testing.T) {
+	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB", "UCAROL"}, TwoPersonRule: true}, nil)
+	f.exec.delay = 20 * time.Millisecond
+	ctx := t.Context()
+	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 5), alice, "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clicks = 16
+	outs := make([]Outcome, clicks)
+	var wg sync.WaitGroup
+	for i := range clicks {
+		who := bob
+		if i%2 == 1 {
+			who = carol
+		}
+		wg.Go(func() {
+			outs[i] = f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: who}, nil)
+		})
+	}
+	wg.Wait()
+	if runs := f.exec.runs.Load(); runs != 1 {
+		t.Errorf("executions = %d, want 1", runs)
+	}
+	var updates, already int
+	for _, o := range outs {
+		if o.Update != nil {
+			updates++
+		}
+		if strings.Contains(o.Notice, "already approved") {
+			already++
+		}
+	}
+	if updates != 1 || already != clicks-1 {
+		t.Errorf("updates, already-approved notices = %d, %d, want 1, %d", updates, already, clicks-1)
+	}
+}
+
+func TestDecideTwoReplicasRunOnce(t *testing.T) {
+	store := NewMemoryStore()
+	clk := &clock{t: testT0}
+	policy := Policy{Users: []string{"UBOB"}, TwoPersonRule: true}
+	execs := []*fakeExecutor{{delay: 20 * time.Millisecond}, {delay: 20 * time.Millisecond}}
+	replicas := make([]*Approvals, 2)
+	for i := range replicas {
+		replicas[i] = NewApprovals(ApprovalsOptions{Store: store, Policy: policy,
+			Executors: map[string]Executor{"prod": execs[i]}, Now: clk.now, Log: quietLog})
+	}
+	ctx := t.Context()
+	a, err := replicas[0].Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 5), alice, "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same click (same user, same plan) reaches both replicas at once.
+	var wg sync.WaitGroup
+	for _, r := range replicas {
+		wg.Go(func() { r.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: bob}, nil) })
+	}
+	wg.Wait()
+	if total := execs[0].runs.Load() + execs[1].runs.Load(); total != 1 {
+		t.Errorf("executions across replicas = %d, want 1", total)
+	}
+	got, _ := store.Get(ctx, a.Plan.ID)
+	if diff := cmp.Diff([]AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished}, events(got)); diff != "" {
+		t.Errorf("audit events (-want +got):\n%s", diff)
+	}
+}
+
+func TestExpireDue(t *testing.T) {
+	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, Expiry: 10 * time.Minute}, nil)
+	ctx := t.Context()
+	old, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
+	f.clk.add(6 * time.Minute)
+	fresh, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
+	f.clk.add(5 * time.Minute)
+	expired, err := f.ap.ExpireDue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range expired {
+		ids = append(ids, a.Plan.ID)
+	}
+	if diff := cmp.Diff([]string{old.Plan.ID}, ids); diff != "" {
+		t.Errorf("expired plans (-want +got):\n%s", diff)
+	}
+	got, _ := f.store.Get(ctx, fresh.Plan.ID)
+	if got.State != StatePending {
+		t.Errorf("fresh plan state = %s, want Pending", got.State)
+	}
+}
+
+func TestMemoryStoreCompareAndSet(t *testing.T) {
+	s := NewMemoryStore()
+	ctx := t.Context()
+	a := &Approval{Plan: testPlan(actions.KindReleaseLeakedIPs, 1), State: StatePending}
+	if err := s.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.Get(ctx, a.Plan.ID)
+	second, _ := s.Get(ctx, a.Plan.ID)
+	first.State = StateRunning
+	if err := s.Update(ctx, first); err != nil {
+		t.Fatalf("first Update: %v", err)
+	}
+	second.State = StateDenied
+	if err := s.Update(ctx, second); !errors.Is(err, ErrConflict) {
+		t.Errorf("stale Update error = %v, want ErrConflict", err)
+	}
+	got, _ := s.Get(ctx, a.Plan.ID)
+	if got.State != StateRunning {
+		t.Errorf("state = %s, want Running", got.State)
+	}
+	if _, err := s.Get(ctx, "rr-missing"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,75 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// AuditEvent names a transition of an approval record.
+type AuditEvent string
+
+const (
+	// AuditRequested: a plan was made and posted for approval.
+	AuditRequested AuditEvent = "requested"
+	// AuditApproved: an allowed approver approved the plan (and this replica claimed it).
+	AuditApproved AuditEvent = "approved"
+	// AuditDenied: an approver denied the plan, or its requester withdrew it.
+	AuditDenied AuditEvent = "denied"
+	// AuditExpired: the plan passed its expiry undecided.
+	AuditExpired AuditEvent = "expired"
+	// AuditStarted: execution began.
+	AuditStarted AuditEvent = "started"
+	// AuditFinished: execution completed; Detail carries the counts.
+	AuditFinished AuditEvent = "finished"
+	// AuditFailed: execution stopped on an error; Detail carries the error.
+	AuditFailed AuditEvent = "failed"
+)
+
+// AuditRecord is one transition.
+type AuditRecord struct {
+	// Time is when the transition was recorded (bot clock, UTC).
+	Time time.Time `json:"time"`
+	// Event is the transition.
+	Event AuditEvent `json:"event"`
+	// Actor is the principal string of who caused it ("slack:T1/U2"), "" for the bot itself
+	// (expiry, execution).
+	Actor string `json:"actor,omitempty"`
+	// Detail is counts for finished ("done=179 skipped=2 new=0 remaining=0"), the error for
+	// failed, empty otherwise.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Auditor appends audit records to approval records and writes each to the log at Info with
+// the attribute audit=true, so the log is a second, append-only trail.
+type Auditor struct {
+	log     *slog.Logger
+	metrics *Metrics
+}
+
+// NewAuditor returns an Auditor writing to log (slog.Default() if nil); metrics may be nil.
+func NewAuditor(log *slog.Logger, metrics *Metrics) *Auditor {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Auditor{log: log, metrics: metrics}
+}
+
+// emit logs records that were just committed to the store (never before: a record whose
+// compare-and-set lost never happened).
+func (au *Auditor) emit(ctx context.Context, a *Approval, recs []AuditRecord) {
+	for _, rec := range recs {
+		au.log.InfoContext(ctx, "approval "+string(rec.Event),
+			slog.Bool("audit", true),
+			slog.String("plan", a.Plan.ID),
+			slog.String("kind", string(a.Plan.Kind)),
+			slog.String("cluster", a.Plan.Cluster),
+			slog.String("fingerprint", a.Plan.Fingerprint),
+			slog.String("actor", rec.Actor),
+			slog.String("detail", rec.Detail),
+		)
+		if au.metrics != nil {
+			au.metrics.transitions.WithLabelValues(string(rec.Event)).Inc()
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/triage"
+)
+
+// Diagnoser explains why a pod is stuck. triage.Diagnose with a Collector does it; see
+// DiagnoserFunc.
+type Diagnoser interface {
+	Diagnose(ctx context.Context, namespace, name string) (*triage.Diagnosis, error)
+}
+
+// DiagnoserFunc adapts a function to Diagnoser.
+type DiagnoserFunc func(ctx context.Context, namespace, name string) (*triage.Diagnosis, error)
+
+// Diagnose calls f.
+func (f DiagnoserFunc) Diagnose(ctx context.Context, namespace, name string) (*triage.Diagnosis, error) {
+	return f(ctx, namespace, name)
+}
+
+// IPAM is the read side of Calico IPAM that /ipam check and /ipam blocks show.
+// *calico.Client implements it.
+type IPAM interface {
+	Check(ctx context.Context, opts calico.CheckOptions) (*calico.CheckResult, error)
+	Utilization(ctx context.Context) (*calico.Utilization, error)
+}
+
+// Planner makes plans (dry runs) on one cluster. actions.Runner implements it.
+type Planner interface {
+	Plan(ctx context.Context, kind actions.Kind, opts actions.PlanOptions) (actions.Plan, error)
+}
+
+// Cluster is one configured cluster as the commands see it. Nil parts disable the commands
+// that need them.
+type Cluster struct {
+	// Name is the configured name users pass with --cluster.
+	Name string
+	// Namespace is the default namespace for "/why-pending pod" ("" means "default").
+	Namespace string
+	// Diagnoser answers /why-pending.
+	Diagnoser Diagnoser
+	// IPAM answers /ipam check and /ipam blocks.
+	IPAM IPAM
+	// Planner makes plans for /ipam release-ips|release-blocks|unlock and plan buttons.
+	Planner Planner
+	// Executor runs approved plans.
+	Executor Executor
+}
+
+// Options configures New.
+type Options struct {
+	// Clusters are the configured clusters; the first is the default for commands without
+	// --cluster. Names must be unique.
+	Clusters []*Cluster
+	// Store keeps approval records (nil: a new MemoryStore).
+	Store Store
+	// Policy is the approval policy.
+	Policy Policy
+	// Directory resolves approver groups (may be nil).
+	Directory Directory
+	// LockNote is shown on destructive plans to say how the datastore lock is used.
+	LockNote string
+	// AllowedChannels limits commands to these channel IDs (empty: all).
+	AllowedChannels []string
+	// Metrics may be nil.
+	Metrics *Metrics
+	// Log is the operational log (nil: slog.Default()).
+	Log *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Bot is the platform-neutral core adapters talk to: commands in, messages out, clicks to
+// decisions.
+type Bot struct {
+	router    *Router
+	approvals *Approvals
+	clusters  []*Cluster
+	log       *slog.Logger
+}
+
+// New builds a Bot with the /why-pending, /ipam and /whypending commands registered.
+func New(o Options) *Bot {
+	if o.Store == nil {
+		o.Store = NewMemoryStore()
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	executors := map[string]Executor{}
+	for _, c := range o.Clusters {
+		if c.Executor != nil {
+			executors[c.Name] = c.Executor
+		}
+	}
+	b := &Bot{
+		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
+		approvals: NewApprovals(ApprovalsOptions{
+			Store: o.Store, Policy: o.Policy, Directory: o.Directory, Executors: executors,
+			Audit: NewAuditor(o.Log, o.Metrics), Now: o.Now, Log: o.Log, LockNote: o.LockNote,
+		}),
+		clusters: o.Clusters,
+		log:      o.Log,
+	}
+	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod [--cluster C]",
+		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …)"}, b.whyPending)
+	b.router.Handle(Command{Name: "ipam", Usage: "check|blocks|release-ips|release-blocks|unlock [--cluster C] [--node N]",
+		Summary: "check Calico IPAM, or plan a repair that an approver runs"}, b.ipam)
+	b.router.Handle(Command{Name: "whypending", Usage: "help",
+		Summary: "show this help"}, b.help)
+	return b
+}
+
+// Command answers a slash command.
+func (b *Bot) Command(ctx context.Context, req Request) Reply {
+	return b.router.Serve(ctx, req)
+}
+
+// Commands lists the registered commands.
+func (b *Bot) Commands() []Command { return b.router.Commands() }
+
+// Approvals returns the approval workflow (for the expiry sweeper and tests).
+func (b *Bot) Approvals() *Approvals { return b.approvals }
+
+// Attach records where the adapter posted a plan message.
+func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
+	return b.approvals.Attach(ctx, planID, ref)
+}
+
+// Click is one button click on a message the bot posted.
+type Click struct {
+	// Principal is who clicked.
+	Principal Principal
+	// Channel is the channel ID of the message.
+	Channel string
+	// ActionID and Value are the button's (see Button).
+	ActionID string
+	Value    string
+}
+
+// Click handles a button click: Approve / Deny go to the approval workflow (progress gets
+// the "running" message), "plan:<kind>" makes a plan and asks for its approval.
+func (b *Bot) Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome {
+	switch {
+	case c.ActionID == ActionApprove:
+		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal}, progress)
+	case c.ActionID == ActionDeny:
+		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal}, progress)
+	case strings.HasPrefix(c.ActionID, ActionPlanPrefix):
+		kind, args := parseActionValue(c.Value)
+		if kind == "" {
+			kind = strings.TrimPrefix(c.ActionID, ActionPlanPrefix)
+		}
+		req := Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}
+		reply, err := b.plan(ctx, req, actions.Kind(kind), args["cluster"], actions.PlanOptions{Node: args["node"]})
+		if err != nil {
+			return Outcome{Notice: b.errorNotice(ctx, "make a plan", err)}
+		}
+		if reply.PlanID == "" {
+			return Outcome{Notice: reply.Message.Title}
+		}
+		return Outcome{Post: &reply}
+	}
+	return Outcome{Notice: fmt.Sprintf("Unknown button %q; nothing was done.", c.ActionID)}
+}
+
+// errorNotice turns an error into text for the clicker: a UserError as it is, anything else
+// as a log reference.
+func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
+	var ue *UserError
+	if errors.As(err, &ue) {
+		return ue.Text
+	}
+	ref := errorRef()
+	b.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
+	return "Could not " + what + "; nothing was changed. The bot's log has the details under ref " + ref + "."
+}
+
+// parseActionValue splits a remediation button value "kind;key=value;…" (see ActionValue).
+func parseActionValue(v string) (kind string, args map[string]string) {
+	args = map[string]string{}
+	parts := strings.Split(v, ";")
+	kind = parts[0]
+	for _, p := range parts[1:] {
+		if k, val, ok := strings.Cut(p, "="); ok {
+			args[k] = val
+		}
+	}
+	return kind, args
+}
+
+// cluster finds a configured cluster by name; "" means the default (first) one.
+func (b *Bot) cluster(name string) (*Cluster, error) {
+	if len(b.clusters) == 0 {
+		return nil, userErrorf("no cluster is configured")
+	}
+	if name == "" {
+		return b.clusters[0], nil
+	}
+	var names []string
+	for _, c := range b.clusters {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	return nil, userErrorf("unknown cluster %q (configured: %s)", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,210 @@
+package bot
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseConfigValid(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := `
+clusters:
+- name: prod-eu
+  kubeconfig: ` + kc + `
+  context: prod
+- name: local
+  inCluster: true
+slack:
+  mode: socket
+  botToken: {file: /run/secrets/slack/bot-token}
+channels:
+  allowed: [C0123ABCD]
+  digest: [C0123ABCD]
+approvals:
+  approvers:
+    users: [U024BE7LH]
+    groups: [S0614TZR7]
+  expiry: 10m
+  twoPersonRule: false
+digest:
+  schedule: "0 9 * * 1-5"
+  timezone: Europe/Berlin
+`
+	c, err := ParseConfig([]byte(data))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	got := struct {
+		Listen, Mode, StoreCluster, StoreBackend, Lock string
+		Expiry                                         time.Duration
+		TwoPerson                                      bool
+		BotToken, SigningSecret                        Secret
+	}{c.Listen, c.Slack.Mode, c.Store.Cluster, c.Store.Backend, c.Lock.Policy, c.Approvals.Expiry.Duration,
+		c.Policy().TwoPersonRule, c.Slack.BotToken, c.Slack.SigningSecret}
+	want := got
+	want.Listen, want.Mode, want.StoreCluster, want.StoreBackend, want.Lock = ":8080", "socket", "prod-eu", "kubernetes", "always"
+	want.Expiry, want.TwoPerson = 10*time.Minute, false
+	want.BotToken = Secret{File: "/run/secrets/slack/bot-token"}
+	want.SigningSecret = Secret{Env: "SLACK_SIGNING_SECRET"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Secret{})); diff != "" {
+		t.Errorf("parsed config (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseConfigProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string // one line per problem, in order
+	}{
+		{
+			name: "empty file lacks clusters and approvers",
+			yaml: ``,
+			want: []string{
+				"clusters: at least one cluster is required",
+				"approvals.approvers: name at least one user or group; otherwise nobody can approve a repair",
+			},
+		},
+		{
+			name: "unknown keys are reported with their paths",
+			yaml: "clusters:\n- name: a\n  kubeconfg: x\nslak: {}\napprovals: {approvers: {users: [U1A]}}\n",
+			want: []string{"clusters[0].kubeconfg: unknown key", "slak: unknown key"},
+		},
+		{
+			name: "a secret written inline is refused without echoing it",
+			yaml: "clusters: [{name: a}]\nslack: {botToken: xoxb-123-secret}\napprovals: {approvers: {users: [U1A]}}\n",
+			want: []string{"slack.botToken: secrets must not be written in the config file; use {env: NAME} or {file: PATH}"},
+		},
+		{
+			name: "every invalid value gets its own line",
+			yaml: `
+listen: nonsense
+clusters:
+- name: Prod_EU
+- name: b
+  inCluster: true
+  context: x
+- name: b
+slack: {mode: rtm, signingSecret: {env: A, file: /b}}
+channels: {allowed: [general]}
+approvals:
+  approvers: {users: [alice], groups: [ops]}
+  expiry: 48h
+lock: {policy: sometimes}
+digest: {schedule: "every day"}
+store: {backend: etcd}
+`,
+			want: []string{
+				`listen: "nonsense" is not host:port (e.g. ":8080")`,
+				`clusters[0].name: "Prod_EU" must be a DNS label (lower-case letters, digits, '-')`,
+				"clusters[1].inCluster: cannot be combined with kubeconfig or context",
+				`clusters[2].name: "b" is used by another cluster`,
+				`slack.mode: "rtm": want http or socket`,
+				"slack.signingSecret: give env or file, not both",
+				`channels.allowed[0]: "general" is not a Slack channel ID (C…, G… or D…)`,
+				`approvals.approvers.users[0]: "alice" is not a Slack user ID (U… or W…); user names are not accepted`,
+				`approvals.approvers.groups[0]: "ops" is not a Slack user group ID (S…)`,
+				"approvals.expiry: 48h0m0s is outside 1m..24h",
+				`lock.policy: "sometimes": want always or never`,
+				`digest.schedule: "every day" is not a 5-field cron expression: expected exactly 5 fields, found 2: [every day]`,
+				"channels.digest: required when digest.schedule is set",
+				`store.backend: "etcd": want kubernetes or memory`,
+			},
+		},
+		{
+			name: "a malformed duration names its key",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}, expiry: soon}\n",
+			want: []string{`approvals.expiry: "soon" is not a duration (e.g. "15m")`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("ParseConfig = nil error, want %d problems", len(tt.want))
+			}
+			got := strings.Split(err.Error(), "\n")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			if strings.Contains(err.Error(), "xoxb-123-secret") {
+				t.Errorf("error %q echoes the secret", err)
+			}
+		})
+	}
+}
+
+func TestResolveSlack(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("xoxb-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SLACK_SIGNING_SECRET": "s3cret"}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		name    string
+		slack   SlackConfig
+		want    SlackSecrets
+		wantErr string
+	}{
+		{
+			name:  "http mode reads the signing secret from env and the token from a file",
+			slack: SlackConfig{Mode: "http", SigningSecret: Secret{Env: "SLACK_SIGNING_SECRET"}, BotToken: Secret{File: tokenFile}},
+			want:  SlackSecrets{SigningSecret: "s3cret", BotToken: "xoxb-from-file"},
+		},
+		{
+			name:    "a missing variable names the key and the variable",
+			slack:   SlackConfig{Mode: "socket", BotToken: Secret{File: tokenFile}, AppToken: Secret{Env: "SLACK_APP_TOKEN"}},
+			wantErr: "slack.appToken: environment variable SLACK_APP_TOKEN is empty or unset",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Config{Slack: tt.slack}
+			got, err := c.ResolveSlack(getenv, os.ReadFile)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("ResolveSlack error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ResolveSlack: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("ResolveSlack = %+v, want %+v", []string{got.SigningSecret, got.BotToken}, []string{tt.want.SigningSecret, tt.want.BotToken})
+			}
+			if s := got.String(); s != "[redacted]" {
+				t.Errorf("String() = %q, want [redacted]", s)
+			}
+		})
+	}
+}
+
+func TestExampleConfigParses(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "config.example.yaml"))
+	if errors.Is(err, os.ErrNotExist) {
+		t.Fatal("config.example.yaml is missing")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if len(c.Clusters) == 0 {
+		t.Errorf("example has no clusters")
+	}
+}

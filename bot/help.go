@@ -1,0 +1,30 @@
+package bot
+
+import "context"
+
+// help answers "/whypending help" with every command's usage, visible only to the asker.
+func (b *Bot) help(_ context.Context, req Request) (Reply, error) {
+	f, err := parseFlags(req.Args)
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(f.positional) > 1 || (len(f.positional) == 1 && f.positional[0] != "help") {
+		return Reply{}, userErrorf("unknown subcommand %q", f.positional[0])
+	}
+	var names []string
+	for _, c := range b.clusters {
+		names = append(names, c.Name)
+	}
+	m := Message{
+		Title:    "whypending: why is my pod stuck, and safe Calico IPAM repairs",
+		Severity: "info",
+		Sections: []Section{
+			{Heading: "Commands", Lines: b.router.usageLines()},
+			{Heading: "Repairs", Text: "/ipam release-ips, release-blocks and unlock post a plan (a dry run) with Approve / Deny buttons. Only configured approvers can approve; plans expire; a plan runs at most once, re-checks every item and touches only what is still eligible."},
+		},
+	}
+	if len(names) > 0 {
+		m.Sections = append(m.Sections, Section{Heading: "Clusters", Text: "default " + names[0], Lines: names})
+	}
+	return Reply{Message: m}, nil
+}

@@ -1,0 +1,265 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/calico"
+)
+
+// ipamSubcommands maps /ipam subcommands that make plans to their action kinds.
+var ipamSubcommands = map[string]actions.Kind{
+	"release-ips":    actions.KindReleaseLeakedIPs,
+	"release-blocks": actions.KindReleaseEmptyBlocks,
+	"unlock":         actions.KindUnlockDatastore,
+}
+
+// ipam answers "/ipam check|blocks|release-ips|release-blocks|unlock [--cluster C]".
+func (b *Bot) ipam(ctx context.Context, req Request) (Reply, error) {
+	f, err := parseFlags(req.Args, "cluster", "node")
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(f.positional) != 1 {
+		return Reply{}, userErrorf("choose one of check, blocks, release-ips, release-blocks, unlock")
+	}
+	sub := f.positional[0]
+	if kind, ok := ipamSubcommands[sub]; ok {
+		node := f.values["node"]
+		if node != "" && kind == actions.KindUnlockDatastore {
+			return Reply{}, userErrorf("unlock is cluster-wide; --node does not apply")
+		}
+		return b.plan(ctx, req, kind, f.values["cluster"], actions.PlanOptions{Node: node})
+	}
+	if f.values["node"] != "" {
+		return Reply{}, userErrorf("--node applies to release-ips and release-blocks only")
+	}
+	c, err := b.cluster(f.values["cluster"])
+	if err != nil {
+		return Reply{}, err
+	}
+	if c.IPAM == nil {
+		return Reply{}, userErrorf("cluster %s has no Calico IPAM access configured", c.Name)
+	}
+	switch sub {
+	case "check":
+		res, err := c.IPAM.Check(ctx, calico.CheckOptions{})
+		if err != nil {
+			return Reply{}, fmt.Errorf("check calico ipam on %s: %w", c.Name, err)
+		}
+		return Reply{Message: CheckMessage(c.Name, res), Public: true}, nil
+	case "blocks":
+		u, err := c.IPAM.Utilization(ctx)
+		if err != nil {
+			return Reply{}, fmt.Errorf("read calico ipam utilization on %s: %w", c.Name, err)
+		}
+		return Reply{Message: BlocksMessage(c.Name, u), Public: true}, nil
+	}
+	return Reply{}, userErrorf("unknown subcommand %q: choose one of check, blocks, release-ips, release-blocks, unlock", sub)
+}
+
+// plan makes a plan of kind on the named cluster and stores it for approval. A plan with
+// nothing to change is answered without storing anything.
+func (b *Bot) plan(ctx context.Context, req Request, kind actions.Kind, clusterName string, opts actions.PlanOptions) (Reply, error) {
+	if !kind.Valid() {
+		return Reply{}, userErrorf("unknown repair %q", kind)
+	}
+	c, err := b.cluster(clusterName)
+	if err != nil {
+		return Reply{}, err
+	}
+	if c.Planner == nil || c.Executor == nil {
+		return Reply{}, userErrorf("cluster %s cannot run repairs (not configured)", c.Name)
+	}
+	if opts.Node != "" && len(validation.IsDNS1123Subdomain(opts.Node)) > 0 {
+		return Reply{}, userErrorf("%q is not a node name", opts.Node)
+	}
+	p, err := c.Planner.Plan(ctx, kind, opts)
+	if err != nil {
+		return Reply{}, fmt.Errorf("plan %s on %s: %w", kind, c.Name, err)
+	}
+	if len(p.Items) == 0 {
+		return Reply{Message: Message{
+			Title:    fmt.Sprintf("Nothing to do on %s: %s", c.Name, nothingToDo(kind)),
+			Severity: "ok",
+			Footer:   p.Basis,
+		}}, nil
+	}
+	a, err := b.approvals.Request(ctx, p, req.Principal, req.Channel)
+	if err != nil {
+		return Reply{}, err
+	}
+	return Reply{Message: b.approvals.Message(a), Public: true, PlanID: p.ID}, nil
+}
+
+// nothingToDo says why a plan of kind came out empty.
+func nothingToDo(kind actions.Kind) string {
+	switch kind {
+	case actions.KindReleaseLeakedIPs:
+		return "a fresh check found no leaked IPs"
+	case actions.KindReleaseEmptyBlocks:
+		return "a fresh check found no empty block that can be released"
+	case actions.KindUnlockDatastore:
+		return "the Calico datastore is not locked"
+	}
+	return "nothing is eligible"
+}
+
+// CheckMessage renders an IPAM check like `calicoctl ipam check`, with a button to plan the
+// release of leaked IPs when there are any.
+func CheckMessage(cluster string, r *calico.CheckResult) Message {
+	leaked := len(r.LeakedIPs)
+	m := Message{Footer: fmt.Sprintf("cluster %s · ClusterInformation rv %s · took %s", cluster, r.Report.ClusterInfoRevision, roundDuration(r.Took))}
+	switch {
+	case r.Problems == 0:
+		m.Title, m.Severity = fmt.Sprintf("Calico IPAM on %s: no problems found", cluster), "ok"
+	case leaked > 0:
+		m.Title, m.Severity = fmt.Sprintf("Calico IPAM on %s: %d leaked IPs (%d problems)", cluster, leaked, r.Problems), "warning"
+	default:
+		m.Title, m.Severity = fmt.Sprintf("Calico IPAM on %s: %d problems", cluster, r.Problems), "warning"
+	}
+	m.Sections = append(m.Sections, Section{Fields: []Field{
+		{Name: "IPAM blocks", Value: fmt.Sprint(r.Blocks)},
+		{Name: "Addresses in use", Value: fmt.Sprint(r.InUseIPs)},
+		{Name: "Leaked IPs", Value: fmt.Sprint(leaked)},
+		{Name: "Leaked handles", Value: fmt.Sprint(len(r.LeakedHandles))},
+		{Name: "In use, not allocated", Value: fmt.Sprint(len(r.InUseNotAllocated))},
+		{Name: "Active pools", Value: strings.Join(r.ActivePools, ", ")},
+	}})
+	if r.Report.DatastoreLocked {
+		m.Severity = "blocker"
+		m.Sections = append(m.Sections, Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
+	}
+	if leaked > 0 {
+		byNode := map[string]int{}
+		t := &Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+		for _, a := range r.LeakedIPs {
+			byNode[a.Node]++
+			t.Rows = append(t.Rows, []string{a.IP, dash(a.Node), dash(allocationOwner(a)), dash(a.Handle)})
+		}
+		m.Sections = append(m.Sections, Section{Heading: "Leaked IPs by node", Lines: countLines(byNode)},
+			Section{Heading: "Leaked IPs", Table: t})
+		m.Buttons = append(m.Buttons, Button{
+			ActionID: ActionPlanPrefix + string(actions.KindReleaseLeakedIPs),
+			Label:    fmt.Sprintf("Release %d leaked IPs", leaked),
+			Value:    string(actions.KindReleaseLeakedIPs) + ";cluster=" + cluster,
+			Style:    "primary",
+		})
+	}
+	if n := len(r.InUseNotAllocated); n > 0 {
+		var lines []string
+		for _, u := range r.InUseNotAllocated {
+			lines = append(lines, u.IP+" used by "+strings.Join(u.Owners, ", "))
+		}
+		m.Sections = append(m.Sections, Section{Heading: "In use but not allocated (never released automatically)", Lines: lines})
+	}
+	if len(r.InvalidBlocks) > 0 {
+		var lines []string
+		for _, b := range r.InvalidBlocks {
+			lines = append(lines, b.CIDR+": "+strings.Join(b.Problems, "; "))
+		}
+		m.Sections = append(m.Sections, Section{Heading: "Invalid blocks", Lines: lines})
+	}
+	if r.Report.DatastoreLocked {
+		m.Buttons = append(m.Buttons, Button{
+			ActionID: ActionPlanPrefix + string(actions.KindUnlockDatastore),
+			Label:    "Unlock the datastore",
+			Value:    string(actions.KindUnlockDatastore) + ";cluster=" + cluster,
+		})
+	}
+	return m
+}
+
+// BlocksMessage renders IPAM utilization like `calicoctl ipam show --show-blocks`, plus each
+// block's node and whether it is empty, with a button to plan the release of empty blocks.
+func BlocksMessage(cluster string, u *calico.Utilization) Message {
+	pools := &Table{Columns: []string{"Pool", "CIDR", "Total", "In use", "Free"}}
+	blocks := &Table{Columns: []string{"Block", "Node", "In use", "Free", "Note"}}
+	var inUse, total float64
+	nBlocks := 0
+	for _, p := range u.Pools {
+		if p.Name != "orphaned" || len(p.Blocks) > 0 {
+			pools.Rows = append(pools.Rows, []string{p.Name, p.CIDR.String(), fmt.Sprintf("%.0f", p.Total),
+				fmt.Sprintf("%.0f", p.InUse), fmt.Sprintf("%.0f", p.Free)})
+		}
+		inUse, total = inUse+p.InUse, total+p.Total
+		for _, b := range p.Blocks {
+			nBlocks++
+			note := ""
+			switch {
+			case b.Empty && b.LastAffineBlock:
+				note = "empty (node's last block: kept)"
+			case b.Empty:
+				note = "empty"
+			case b.Affinity == "":
+				note = "no affinity"
+			}
+			blocks.Rows = append(blocks.Rows, []string{b.CIDR.String(), dash(b.Node), fmt.Sprint(b.InUse), fmt.Sprint(b.Free), note})
+		}
+	}
+	nodes := map[string]int{}
+	for n, c := range u.NodeBlocks {
+		nodes[n] = c
+	}
+	var nodeLines []string
+	for _, l := range countLines(nodes) {
+		nodeLines = append(nodeLines, fmt.Sprintf("%s of %d blocks (maxBlocksPerHost)", l, u.MaxBlocksPerHost))
+	}
+	m := Message{
+		Title:    fmt.Sprintf("Calico IPAM blocks on %s: %d blocks, %.0f of %.0f addresses in use", cluster, nBlocks, inUse, total),
+		Severity: "info",
+		Sections: []Section{
+			{Heading: "Pools", Table: pools},
+			{Heading: "Blocks", Table: blocks},
+			{Heading: "Blocks per node", Lines: nodeLines},
+		},
+		Footer: fmt.Sprintf("cluster %s · strictAffinity %v · autoAllocateBlocks %v", cluster, u.StrictAffinity, u.AutoAllocateBlocks),
+	}
+	if len(u.Affinities) > 0 {
+		var lines []string
+		for _, a := range u.Affinities {
+			lines = append(lines, fmt.Sprintf("%s: node %s, %s, state %q, block exists %v", a.Name, a.Node, a.CIDR, a.State, a.BlockExists))
+		}
+		m.Sections = append(m.Sections, Section{Heading: "BlockAffinity problems", Lines: lines})
+	}
+	releasable := 0
+	for _, b := range u.EmptyBlocks {
+		if !b.LastAffineBlock {
+			releasable++
+		}
+	}
+	if releasable > 0 {
+		m.Buttons = append(m.Buttons, Button{
+			ActionID: ActionPlanPrefix + string(actions.KindReleaseEmptyBlocks),
+			Label:    fmt.Sprintf("Release %d empty blocks", releasable),
+			Value:    string(actions.KindReleaseEmptyBlocks) + ";cluster=" + cluster,
+			Style:    "primary",
+		})
+	}
+	return m
+}
+
+func allocationOwner(a calico.Allocation) string {
+	if a.Pod != "" {
+		return a.Namespace + "/" + a.Pod
+	}
+	return a.Type
+}
+
+func countLines(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: %d", dash(k), m[k]))
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package bot
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/whypending/whypending/actions"
+)
+
+// Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
+const (
+	// ActionApprove approves the plan named by the button value.
+	ActionApprove = "approve"
+	// ActionDeny denies the plan named by the button value.
+	ActionDeny = "deny"
+	// ActionPlanPrefix starts the action ID of a "make a plan" button: "plan:<kind>", with the
+	// cluster name as the button value.
+	ActionPlanPrefix = "plan:"
+)
+
+// PlanMessage renders an approval record as the message posted for approval and updated on
+// every transition: what would change (or did), who asked, who decided, the expiry, and the
+// Approve / Deny buttons while it is pending. lockNote says how the datastore lock is used.
+func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Message {
+	p := a.Plan
+	m := Message{Footer: fmt.Sprintf("plan %s · fingerprint %s", p.ID, p.Fingerprint)}
+	if p.Basis != "" {
+		m.Footer += " · " + p.Basis
+	}
+	facts := Section{Fields: []Field{
+		{Name: "Cluster", Value: p.Cluster},
+		{Name: "Action", Value: string(p.Kind)},
+		{Name: "Requested by", Value: a.RequestedBy.Display()},
+	}}
+	decider := "nobody"
+	if a.DecidedBy != nil {
+		decider = a.DecidedBy.Display()
+	}
+	switch a.State {
+	case StatePending:
+		m.Title = "Approval needed: " + p.Title()
+		m.Severity = "warning"
+		facts.Fields = append(facts.Fields, Field{Name: "Expires", Value: fmt.Sprintf("%s (in %s)",
+			p.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(p.ExpiresAt.Sub(now)))})
+		m.Sections = append(m.Sections, facts, itemsSection(p, "What would change"))
+		how := "Approving re-checks every item and changes only those still eligible, then checks again."
+		if lockNote != "" && p.Kind.Destructive() {
+			how += " " + lockNote
+		}
+		if policy.TwoPersonRule && p.Kind.Destructive() {
+			how += " The requester cannot approve their own plan."
+		}
+		m.Sections = append(m.Sections, Section{Text: how})
+		m.Buttons = []Button{
+			{ActionID: ActionApprove, Label: "Approve", Value: p.ID, Style: "primary", Confirm: &Confirm{
+				Title:   "Approve this plan?",
+				Text:    fmt.Sprintf("This will %s. Only items still eligible when it runs are touched.", p.Title()),
+				Confirm: "Approve",
+				Deny:    "Cancel",
+			}},
+			{ActionID: ActionDeny, Label: "Deny", Value: p.ID, Style: "danger"},
+		}
+	case StateRunning:
+		m.Title = "Running: " + p.Title()
+		m.Severity = "info"
+		facts.Fields = append(facts.Fields, Field{Name: "Approved by", Value: decider})
+		m.Sections = append(m.Sections, facts, itemsSection(p, "Changing"))
+	case StateSucceeded, StateFailed:
+		facts.Fields = append(facts.Fields, Field{Name: "Approved by", Value: decider})
+		if a.State == StateSucceeded {
+			m.Title, m.Severity = "Done: "+doneTitle(p, a.Result), "ok"
+		} else {
+			m.Title, m.Severity = "Failed: "+p.Title(), "blocker"
+		}
+		m.Sections = append(m.Sections, facts)
+		if a.State == StateFailed {
+			m.Sections = append(m.Sections, Section{Text: failureText(a)})
+		}
+		if a.Result != nil {
+			m.Sections = append(m.Sections, resultSections(p, *a.Result)...)
+		}
+	case StateDenied:
+		m.Title, m.Severity = "Denied: "+p.Title(), "info"
+		facts.Fields = append(facts.Fields, Field{Name: "Denied by", Value: decider})
+		m.Sections = append(m.Sections, facts, Section{Text: "Nothing was changed."})
+	case StateExpired:
+		m.Title, m.Severity = "Expired: "+p.Title(), "info"
+		m.Sections = append(m.Sections, facts, Section{Text: fmt.Sprintf(
+			"Nobody decided before %s; nothing was changed. Ask for a fresh plan.", p.ExpiresAt.UTC().Format("15:04:05Z"))})
+	}
+	return m
+}
+
+// itemsSection is the table of what the plan changes.
+func itemsSection(p actions.Plan, heading string) Section {
+	s := Section{Heading: heading}
+	switch p.Kind {
+	case actions.KindReleaseLeakedIPs:
+		s.Table = &Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+		for _, it := range p.Items {
+			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Node), dash(it.Owner), dash(it.Handle)})
+		}
+	case actions.KindReleaseEmptyBlocks:
+		s.Table = &Table{Columns: []string{"Block", "Node"}}
+		for _, it := range p.Items {
+			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Node)})
+		}
+	default:
+		for _, it := range p.Items {
+			s.Lines = append(s.Lines, it.Target)
+		}
+	}
+	if len(p.Items) == 0 {
+		s.Table = nil
+		s.Text = "Nothing: the check found no eligible items."
+	}
+	if p.Total > len(p.Items) {
+		s.Text = fmt.Sprintf("This plan covers the first %d of %d eligible items; make another plan for the rest.", len(p.Items), p.Total)
+	}
+	return s
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// doneTitle says what was done, e.g. "released 179 of 181 leaked IPs on prod-eu".
+func doneTitle(p actions.Plan, r *actions.Result) string {
+	if r == nil {
+		return p.Title()
+	}
+	switch p.Kind {
+	case actions.KindReleaseLeakedIPs:
+		return fmt.Sprintf("released %d of %d leaked IPs on %s", r.Done, r.Planned, p.Cluster)
+	case actions.KindReleaseEmptyBlocks:
+		return fmt.Sprintf("released %d of %d empty IPAM blocks on %s", r.Done, r.Planned, p.Cluster)
+	case actions.KindUnlockDatastore:
+		return "unlocked the Calico datastore on " + p.Cluster
+	}
+	return p.Title()
+}
+
+// resultSections say what changed since approval and what the check afterwards found.
+func resultSections(p actions.Plan, r actions.Result) []Section {
+	var out []Section
+	if r.Changed() {
+		s := Section{Heading: "Changed since approval"}
+		for _, sk := range r.Skipped {
+			s.Lines = append(s.Lines, sk.Target+": "+sk.Reason+" (left alone)")
+		}
+		if r.NewSince > 0 {
+			s.Lines = append(s.Lines, fmt.Sprintf("%d eligible items appeared after the plan was made; they were not touched.", r.NewSince))
+		}
+		out = append(out, s)
+	} else {
+		out = append(out, Section{Text: "Nothing changed between approval and execution."})
+	}
+	verify := Section{Heading: "Check afterwards"}
+	switch {
+	case r.Remaining < 0:
+		verify.Text = "The check after the repair could not run; run /ipam check."
+	case p.Kind == actions.KindReleaseLeakedIPs:
+		verify.Text = fmt.Sprintf("%d leaked IPs remain.", r.Remaining)
+	case p.Kind == actions.KindReleaseEmptyBlocks:
+		verify.Text = fmt.Sprintf("%d releasable empty blocks remain.", r.Remaining)
+	case p.Kind == actions.KindUnlockDatastore:
+		verify.Text = "The datastore is unlocked."
+		if r.Remaining > 0 {
+			verify.Text = "The datastore is still locked."
+		}
+	}
+	if r.Locked {
+		verify.Text += fmt.Sprintf(" The datastore was locked for %s and is unlocked again.", roundDuration(r.FinishedAt.Sub(r.StartedAt)))
+	}
+	return append(out, verify)
+}
+
+// failureText explains a failed execution without raw error text.
+func failureText(a *Approval) string {
+	switch a.FailureCode {
+	case "datastore-locked":
+		return "The Calico datastore was locked by someone else, so nothing was changed. Try again later or run /ipam unlock if the lock is stale."
+	case "approval-expired":
+		return "The approval came after the plan expired, so nothing was changed. Ask for a fresh plan."
+	}
+	return fmt.Sprintf("The repair stopped on an error; see RemediationRequest %s (status.error) or the bot's log.", a.Plan.ID)
+}
+
+// roundDuration rounds d for display: seconds under a minute, else minutes.
+func roundDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}

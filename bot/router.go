@@ -1,0 +1,158 @@
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Handler answers one command. A *UserError is shown to the user as it is; any other error
+// is logged and shown as a generic failure with a log reference.
+type Handler func(ctx context.Context, req Request) (Reply, error)
+
+// Reply is a handler's answer to the person who typed the command.
+type Reply struct {
+	// Message is the answer.
+	Message Message
+	// Public makes the answer visible to the whole channel; otherwise only the person who
+	// asked sees it (Slack ephemeral).
+	Public bool
+	// PlanID is set when Message shows a plan awaiting approval: the adapter posts it where
+	// it can update it later and records where with Bot.Attach.
+	PlanID string
+}
+
+// Command describes a registered command for help texts.
+type Command struct {
+	// Name is the command without its slash, e.g. "why-pending".
+	Name string
+	// Usage is the argument synopsis, e.g. "[ns/]pod [--cluster C]".
+	Usage string
+	// Summary is one sentence.
+	Summary string
+}
+
+// Router maps a command name to its handler.
+type Router struct {
+	routes   map[string]route
+	channels []string
+	metrics  *Metrics
+	log      *slog.Logger
+}
+
+type route struct {
+	cmd Command
+	h   Handler
+}
+
+// RouterOptions configures NewRouter.
+type RouterOptions struct {
+	// AllowedChannels limits commands to these channel IDs; empty allows every channel.
+	AllowedChannels []string
+	// Metrics may be nil.
+	Metrics *Metrics
+	// Log receives handler errors (nil: slog.Default()).
+	Log *slog.Logger
+}
+
+// NewRouter returns a Router with no commands.
+func NewRouter(o RouterOptions) *Router {
+	r := &Router{routes: map[string]route{}, channels: o.AllowedChannels, metrics: o.Metrics, log: o.Log}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	return r
+}
+
+// Handle registers h for the command named cmd.Name, replacing any earlier handler.
+func (r *Router) Handle(cmd Command, h Handler) {
+	r.routes[cmd.Name] = route{cmd: cmd, h: h}
+}
+
+// Commands lists the registered commands sorted by name.
+func (r *Router) Commands() []Command {
+	out := make([]Command, 0, len(r.routes))
+	for _, rt := range r.routes {
+		out = append(out, rt.cmd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Serve answers req. It never fails: unknown commands, refused channels and handler errors
+// all come back as a Reply that says what happened.
+func (r *Router) Serve(ctx context.Context, req Request) Reply {
+	start := time.Now()
+	rt, ok := r.routes[req.Command]
+	if !ok {
+		r.count("unknown", "user-error", start)
+		return Reply{Message: Message{
+			Title:    fmt.Sprintf("Unknown command /%s", req.Command),
+			Severity: "info",
+			Sections: []Section{{Text: "Nothing was done. These commands exist:", Lines: r.usageLines()}},
+		}}
+	}
+	if len(r.channels) > 0 && !slices.Contains(r.channels, req.Channel) {
+		r.count(req.Command, "user-error", start)
+		return Reply{Message: Message{
+			Title:    "whypending is not enabled in this channel",
+			Severity: "info",
+			Sections: []Section{{Text: "Ask in one of the channels the bot is configured for; nothing was done."}},
+		}}
+	}
+	reply, err := rt.h(ctx, req)
+	var ue *UserError
+	switch {
+	case err == nil:
+		r.count(req.Command, "ok", start)
+		return reply
+	case errors.As(err, &ue):
+		r.count(req.Command, "user-error", start)
+		return Reply{Message: Message{
+			Title:    fmt.Sprintf("/%s: %s", req.Command, ue.Text),
+			Severity: "info",
+			Sections: []Section{{Text: "Usage: /" + rt.cmd.Name + " " + rt.cmd.Usage}},
+		}}
+	default:
+		r.count(req.Command, "error", start)
+		ref := errorRef()
+		r.log.ErrorContext(ctx, "command failed", slog.String("command", req.Command),
+			slog.String("user", req.Principal.String()), slog.String("ref", ref), slog.Any("err", err))
+		return Reply{Message: Message{
+			Title:    fmt.Sprintf("/%s failed", req.Command),
+			Severity: "warning",
+			Sections: []Section{{Text: "Something went wrong; nothing was changed. The bot's log has the details under ref " + ref + "."}},
+		}}
+	}
+}
+
+func (r *Router) usageLines() []string {
+	var lines []string
+	for _, c := range r.Commands() {
+		lines = append(lines, fmt.Sprintf("/%s %s: %s", c.Name, c.Usage, c.Summary))
+	}
+	return lines
+}
+
+func (r *Router) count(command, outcome string, start time.Time) {
+	if r.metrics == nil {
+		return
+	}
+	r.metrics.commands.WithLabelValues(command, outcome).Inc()
+	if command != "unknown" {
+		r.metrics.commandSeconds.WithLabelValues(command).Observe(time.Since(start).Seconds())
+	}
+}
+
+// errorRef returns a short random reference that ties a user-visible failure to its log line.
+func errorRef() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,236 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/whypending/whypending/actions"
+)
+
+// RemediationRequestGVR is the RemediationRequest resource (deploy/crds/
+// whypending.io_remediationrequests.yaml).
+var RemediationRequestGVR = schema.GroupVersionResource{Group: "whypending.io", Version: "v1alpha1", Resource: "remediationrequests"}
+
+// Labels the CRD store sets on every RemediationRequest, for selectors.
+const (
+	// LabelState is the approval state ("Pending", "Succeeded", …).
+	LabelState = "whypending.io/state"
+	// LabelKind is the action kind.
+	LabelKind = "whypending.io/kind"
+	// LabelCluster is the target cluster's configured name.
+	LabelCluster = "whypending.io/cluster"
+)
+
+// CRDStore keeps approval records as RemediationRequest objects in one namespace, so
+// `kubectl get remediationrequests` is the audit trail and every bot replica sees the same
+// records. Update is a compare-and-set on metadata.resourceVersion (Approval.Version).
+type CRDStore struct {
+	client    dynamic.Interface
+	namespace string
+}
+
+var _ Store = (*CRDStore)(nil)
+
+// NewCRDStore returns a store writing RemediationRequests into namespace.
+func NewCRDStore(client dynamic.Interface, namespace string) *CRDStore {
+	return &CRDStore{client: client, namespace: namespace}
+}
+
+func (s *CRDStore) res() dynamic.ResourceInterface {
+	return s.client.Resource(RemediationRequestGVR).Namespace(s.namespace)
+}
+
+// Ping checks that the RemediationRequest resource answers (for /readyz).
+func (s *CRDStore) Ping(ctx context.Context) error {
+	_, err := s.res().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return fmt.Errorf("list remediationrequests in %s: %w", s.namespace, err)
+	}
+	return nil
+}
+
+// Create implements Store.
+func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
+	obj, err := toObject(a, s.namespace)
+	if err != nil {
+		return err
+	}
+	out, err := s.res().Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create remediationrequest %s: %w", a.Plan.ID, err)
+	}
+	a.Version = out.GetResourceVersion()
+	return nil
+}
+
+// Get implements Store.
+func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
+	obj, err := s.res().Get(ctx, id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get remediationrequest %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get remediationrequest %s: %w", id, err)
+	}
+	return fromObject(obj)
+}
+
+// Update implements Store.
+func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
+	obj, err := toObject(a, s.namespace)
+	if err != nil {
+		return err
+	}
+	obj.SetResourceVersion(a.Version)
+	out, err := s.res().Update(ctx, obj, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrConflict)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, err)
+	}
+	a.Version = out.GetResourceVersion()
+	return nil
+}
+
+// ListPending implements Store (label selector whypending.io/state=Pending).
+func (s *CRDStore) ListPending(ctx context.Context) ([]*Approval, error) {
+	var out []*Approval
+	opts := metav1.ListOptions{LabelSelector: LabelState + "=" + string(StatePending), Limit: 500}
+	for {
+		list, err := s.res().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list pending remediationrequests: %w", err)
+		}
+		for i := range list.Items {
+			a, err := fromObject(&list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			if a.State == StatePending {
+				out = append(out, a)
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Plan.CreatedAt.Before(out[j].Plan.CreatedAt) })
+	return out, nil
+}
+
+// rrSpec is RemediationRequest.spec: the plan as shown for approval.
+type rrSpec struct {
+	Kind        actions.Kind   `json:"kind"`
+	Cluster     string         `json:"cluster"`
+	Node        string         `json:"node,omitempty"`
+	Fingerprint string         `json:"fingerprint"`
+	Basis       string         `json:"basis,omitempty"`
+	Total       int            `json:"total"`
+	CreatedAt   time.Time      `json:"createdAt"`
+	ExpiresAt   time.Time      `json:"expiresAt"`
+	RequestedBy Principal      `json:"requestedBy"`
+	Channel     string         `json:"channel,omitempty"`
+	Items       []actions.Item `json:"items,omitempty"`
+}
+
+// rrStatus is RemediationRequest.status: decisions, result and history.
+type rrStatus struct {
+	State       State           `json:"state"`
+	ApprovedBy  *Principal      `json:"approvedBy,omitempty"`
+	DeniedBy    *Principal      `json:"deniedBy,omitempty"`
+	DecidedAt   *time.Time      `json:"decidedAt,omitempty"`
+	MessageRef  string          `json:"messageRef,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	FailureCode string          `json:"failureCode,omitempty"`
+	Result      *actions.Result `json:"result,omitempty"`
+	History     []AuditRecord   `json:"history,omitempty"`
+}
+
+// toObject maps an approval record onto a RemediationRequest.
+func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error) {
+	spec := rrSpec{
+		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
+		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
+		RequestedBy: a.RequestedBy, Channel: a.Channel, Items: a.Plan.Items,
+	}
+	status := rrStatus{State: a.State, MessageRef: a.MessageRef, Error: a.Error, FailureCode: a.FailureCode,
+		Result: a.Result, History: a.History}
+	if a.DecidedBy != nil {
+		if a.State == StateDenied {
+			status.DeniedBy = a.DecidedBy
+		} else {
+			status.ApprovedBy = a.DecidedBy
+		}
+		t := a.DecidedAt
+		status.DecidedAt = &t
+	}
+	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode remediationrequest %s spec: %w", a.Plan.ID, err)
+	}
+	statusMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return nil, fmt.Errorf("encode remediationrequest %s status: %w", a.Plan.ID, err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": RemediationRequestGVR.GroupVersion().String(),
+		"kind":       "RemediationRequest",
+		"spec":       specMap,
+		"status":     statusMap,
+	}}
+	obj.SetName(a.Plan.ID)
+	obj.SetNamespace(namespace)
+	obj.SetLabels(map[string]string{
+		LabelState: string(a.State), LabelKind: string(a.Plan.Kind), LabelCluster: a.Plan.Cluster,
+	})
+	return obj, nil
+}
+
+// fromObject maps a RemediationRequest back onto an approval record.
+func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
+	var spec rrSpec
+	var status rrStatus
+	// The default converter keeps 64-bit integers exact (sequence numbers exceed 2^53).
+	if m, ok := obj.Object["spec"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec); err != nil {
+			return nil, fmt.Errorf("decode remediationrequest %s spec: %w", obj.GetName(), err)
+		}
+	}
+	if m, ok := obj.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &status); err != nil {
+			return nil, fmt.Errorf("decode remediationrequest %s status: %w", obj.GetName(), err)
+		}
+	}
+	a := &Approval{
+		Plan: actions.Plan{
+			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Items: spec.Items, Total: spec.Total,
+			Fingerprint: spec.Fingerprint, Basis: spec.Basis, RequestedBy: spec.RequestedBy.String(),
+			CreatedAt: spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
+		},
+		State: status.State, RequestedBy: spec.RequestedBy, Channel: spec.Channel, MessageRef: status.MessageRef,
+		Result: status.Result, Error: status.Error, FailureCode: status.FailureCode, History: status.History,
+		Version: obj.GetResourceVersion(),
+	}
+	if status.ApprovedBy != nil {
+		a.DecidedBy = status.ApprovedBy
+	}
+	if status.DeniedBy != nil {
+		a.DecidedBy = status.DeniedBy
+	}
+	if status.DecidedAt != nil {
+		a.DecidedAt = *status.DecidedAt
+	}
+	return a, nil
+}

@@ -1,0 +1,144 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+// startStoreCluster starts a control plane with the RemediationRequest CRD and the
+// namespace ns.
+func startStoreCluster(t *testing.T, ns string) *testenv.Cluster {
+	t.Helper()
+	c := testenv.StartT(t, testenv.Options{})
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallCRDs(t.Context(), os.DirFS(filepath.Join(root, "deploy", "crds")), "."); err != nil {
+		t.Fatalf("install CRDs: %v", err)
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCRDStore(t *testing.T) {
+	c := startStoreCluster(t, "whypending")
+	s := NewCRDStore(c.Dynamic, "whypending")
+	ctx := t.Context()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+
+	plan := testPlan(actions.KindReleaseLeakedIPs, 3)
+	plan.Items[0].SequenceNumber = 1764504000123456789
+	plan.Items[0].Node, plan.Items[0].Owner, plan.Items[0].Block = "worker-2", "shop/web-1", "172.16.0.0/26"
+	plan.CreatedAt = testT0
+	plan.ExpiresAt = testT0.Add(15 * time.Minute)
+	plan.RequestedBy = alice.String()
+	plan.Basis = "ClusterInformation rv 42"
+	a := &Approval{Plan: plan, State: StatePending, RequestedBy: alice, Channel: "C0OPS",
+		History: []AuditRecord{{Time: testT0, Event: AuditRequested, Actor: alice.String()}}}
+	if err := s.Create(ctx, a); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+
+	t.Run("a record reads back as it was written", func(t *testing.T) {
+		got, err := s.Get(ctx, plan.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(a, got); diff != "" {
+			t.Errorf("Get (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("pending records are listed", func(t *testing.T) {
+		got, err := s.ListPending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Plan.ID != plan.ID {
+			t.Errorf("ListPending = %d records, want only %s", len(got), plan.ID)
+		}
+	})
+
+	t.Run("a stale update loses the compare-and-set", func(t *testing.T) {
+		first, _ := s.Get(ctx, plan.ID)
+		second, _ := s.Get(ctx, plan.ID)
+		first.State, first.DecidedBy, first.DecidedAt = StateRunning, &bob, testT0.Add(time.Minute)
+		first.History = append(first.History, AuditRecord{Time: testT0.Add(time.Minute), Event: AuditApproved, Actor: bob.String()})
+		if err := s.Update(ctx, first); err != nil {
+			t.Fatalf("first Update: %v", err)
+		}
+		second.State = StateDenied
+		if err := s.Update(ctx, second); !errors.Is(err, ErrConflict) {
+			t.Errorf("stale Update error = %v, want ErrConflict", err)
+		}
+		got, _ := s.Get(ctx, plan.ID)
+		if got.State != StateRunning || got.DecidedBy == nil || got.DecidedBy.ID != bob.ID {
+			t.Errorf("state, decided by = %s, %+v, want Running, bob", got.State, got.DecidedBy)
+		}
+		if pending, _ := s.ListPending(ctx); len(pending) != 0 {
+			t.Errorf("ListPending after approval = %d records, want 0", len(pending))
+		}
+	})
+
+	t.Run("a result with skips survives the schema", func(t *testing.T) {
+		cur, _ := s.Get(ctx, plan.ID)
+		cur.State = StateSucceeded
+		cur.Result = &actions.Result{PlanID: plan.ID, Kind: plan.Kind, Planned: 3, Done: 2, NewSince: 1,
+			Skipped:   []actions.Skip{{Target: "172.16.0.3", Reason: "now in use by Workload(shop/web-9)"}},
+			Remaining: 1, Locked: true, StartedAt: testT0.Add(2 * time.Minute), FinishedAt: testT0.Add(3 * time.Minute)}
+		if err := s.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Get(ctx, plan.ID)
+		if diff := cmp.Diff(cur.Result, got.Result); diff != "" {
+			t.Errorf("result (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("kubectl get shows the audit columns", func(t *testing.T) {
+		raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/apis/whypending.io/v1alpha1/namespaces/whypending/remediationrequests").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table metav1.Table
+		if err := json.Unmarshal(raw, &table); err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for _, c := range table.ColumnDefinitions {
+			if c.Priority == 0 {
+				cols = append(cols, c.Name)
+			}
+		}
+		if diff := cmp.Diff([]string{"Name", "Kind", "Cluster", "Requested By", "Approved By", "State", "Age"}, cols); diff != "" {
+			t.Errorf("printer columns (-want +got):\n%s", diff)
+		}
+		if len(table.Rows) != 1 {
+			t.Fatalf("rows = %d, want 1", len(table.Rows))
+		}
+		got := table.Rows[0].Cells[:6]
+		want := []any{plan.ID, "release-leaked-ips", "prod", "alice", "bob", "Succeeded"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("row (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,68 @@
+package bot
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// whyPending answers "/why-pending [ns/]pod [--cluster C]" with the diagnosis, visible to the
+// channel. Remediation buttons get the cluster added to their value.
+func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
+	f, err := parseFlags(req.Args, "cluster", "namespace", "n")
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(f.positional) != 1 {
+		return Reply{}, userErrorf("name one pod, e.g. /why-pending shop/web-7f9c")
+	}
+	c, err := b.cluster(f.values["cluster"])
+	if err != nil {
+		return Reply{}, err
+	}
+	ns, name, hasNS := strings.Cut(f.positional[0], "/")
+	if !hasNS {
+		ns, name = "", f.positional[0]
+	}
+	if ns == "" {
+		ns = firstNonEmpty(f.values["namespace"], f.values["n"], c.Namespace, "default")
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return Reply{}, userErrorf("%q is not a namespace name", ns)
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return Reply{}, userErrorf("%q is not a pod name", name)
+	}
+	if c.Diagnoser == nil {
+		return Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
+	}
+	d, err := c.Diagnoser.Diagnose(ctx, ns, name)
+	if err != nil {
+		return Reply{}, err
+	}
+	m := DiagnosisMessage(d)
+	for i := range m.Buttons {
+		if strings.HasPrefix(m.Buttons[i].ActionID, ActionPlanPrefix) {
+			m.Buttons[i].Value += ";cluster=" + c.Name
+		}
+	}
+	m.Footer = joinFooter(m.Footer, "cluster "+c.Name)
+	return Reply{Message: m, Public: true}, nil
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func joinFooter(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " · " + b
+}

@@ -1,0 +1,237 @@
+package calico
+
+// Benchmarks on the real control plane. They run only with -bench (never in the default test
+// run); the large size takes several minutes to generate. Commands and results: see the
+// package note in bench.md.
+//
+//	go test ./calico -run '^$' -bench 'Check/small' -count 5 | tee check-small.txt
+//	go test ./calico -run '^$' -bench 'ReleaseIPs/small' -benchtime 1x -count 3
+//	go run golang.org/x/perf/cmd/benchstat@latest check-small.txt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+// benchEnv is a cluster holding a generated fixture; it lives until the test binary exits so
+// -count repetitions reuse it.
+type benchEnv struct {
+	c  *testenv.Cluster
+	cl *Client
+	f  *fixture
+	// blocks and handles are the fixture's IPAM objects as created (raw JSON), for restoring
+	// the leaked state after a release.
+	blocks, handles map[string][]byte
+}
+
+var (
+	benchMu   sync.Mutex
+	benchEnvs = map[string]*benchEnv{}
+)
+
+func benchSetup(b *testing.B, name string, spec fixtureSpec) *benchEnv {
+	b.Helper()
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if e := benchEnvs[name]; e != nil {
+		return e
+	}
+	ctx := context.Background()
+	c, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := buildFixture(ctx, c.Config, spec)
+	if err != nil {
+		b.Fatalf("build fixture: %v\n%s", err, c.LogTail("kube-apiserver", 20))
+	}
+	b.Logf("fixture %s: %d nodes, %d blocks, %d allocations (%d leaked, %d tunnel), %d pods, %d handles; %d writes in %s",
+		name, spec.Nodes, f.blocks, spec.Allocations, f.leaked, f.tunnels, f.pods, f.handles, f.writes, f.createdIn.Round(time.Second))
+	cl, err := NewClient(ctx, c.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &benchEnv{c: c, cl: cl, f: f, blocks: map[string][]byte{}, handles: map[string][]byte{}}
+	if err := e.snapshot(ctx); err != nil {
+		b.Fatal(err)
+	}
+	benchEnvs[name] = e
+	return e
+}
+
+// snapshot saves the IPAM blocks and handles.
+func (e *benchEnv) snapshot(ctx context.Context) error {
+	save := func(res string, into map[string][]byte) error {
+		_, err := listAll(ctx, e.cl, res, func(raw *json.RawMessage) error {
+			var m struct {
+				Metadata objectMeta `json:"metadata"`
+			}
+			if err := json.Unmarshal(*raw, &m); err != nil {
+				return err
+			}
+			into[m.Metadata.Name] = append([]byte(nil), *raw...)
+			return nil
+		})
+		return err
+	}
+	if err := save(resBlocks, e.blocks); err != nil {
+		return err
+	}
+	return save(resHandles, e.handles)
+}
+
+// restore puts the blocks back as snapshotted and recreates deleted handles.
+func (e *benchEnv) restore(ctx context.Context) error {
+	live := map[string]bool{}
+	if _, err := listAll(ctx, e.cl, resHandles, func(h *handleObject) error {
+		live[h.Metadata.Name] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+	var names []string
+	for n := range e.blocks {
+		names = append(names, n)
+	}
+	if err := forEach(ctx, 64, names, func(ctx context.Context, n string) error {
+		cur, err := e.cl.res(resBlocks).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var old map[string]any
+		if err := json.Unmarshal(e.blocks[n], &old); err != nil {
+			return err
+		}
+		cur.Object["spec"] = old["spec"]
+		_, err = e.cl.res(resBlocks).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("restore blocks: %w", err)
+	}
+	var missing [][]byte
+	for n, raw := range e.handles {
+		if !live[n] {
+			var m map[string]any
+			_ = json.Unmarshal(raw, &m)
+			md := m["metadata"].(map[string]any)
+			m["metadata"] = map[string]any{"name": md["name"]}
+			b, _ := json.Marshal(m)
+			missing = append(missing, b)
+		}
+	}
+	return forEach(ctx, 64, missing, func(ctx context.Context, body []byte) error {
+		return e.cl.raw.Post().Resource(resHandles).Body(body).Do(ctx).Error()
+	})
+}
+
+var benchSizes = []struct {
+	name string
+	spec fixtureSpec
+}{
+	{"small", fixtureSmall},
+	{"large", fixtureLarge},
+}
+
+// BenchmarkCheck runs Check in a fresh helper process per iteration (like running calicoctl)
+// and reports its wall time (ns/op) and peak RSS.
+func BenchmarkCheck(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			e := benchSetup(b, size.name, size.spec)
+			var maxRSS int64
+			b.ResetTimer()
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0])
+				cmd.Env = append(os.Environ(), helperEnv+"=check", "KUBECONFIG="+e.c.KubeconfigPath, "GOMAXPROCS=2")
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("check helper: %v\n%s", err, errb.String())
+				}
+				var sum struct{ Allocations, Leaked int }
+				if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+					b.Fatalf("check helper output %q: %v", out.String(), err)
+				}
+				if sum.Allocations != size.spec.Allocations || sum.Leaked != e.f.leaked {
+					b.Fatalf("check saw %d allocations, %d leaked; want %d and %d", sum.Allocations, sum.Leaked, size.spec.Allocations, e.f.leaked)
+				}
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					maxRSS = max(maxRSS, ru.Maxrss) // KiB on Linux
+				}
+			}
+			b.ReportMetric(float64(maxRSS)/1024, "peak-RSS-MiB")
+		})
+	}
+}
+
+// BenchmarkCheckInProcess runs Check in the benchmark process (allocation profile).
+func BenchmarkCheckInProcess(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			e := benchSetup(b, size.name, size.spec)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := e.cl.Check(b.Context(), CheckOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.LeakedIPs) != e.f.leaked {
+					b.Fatalf("leaked = %d, want %d", len(res.LeakedIPs), e.f.leaked)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReleaseIPs releases every leaked address of the fixture (found by an untimed check)
+// and reports the API writes. The fixture is restored after each iteration (untimed).
+func BenchmarkReleaseIPs(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(size.name, func(b *testing.B) {
+			e := benchSetup(b, size.name, size.spec)
+			ctx := b.Context()
+			var last *ReleaseResult
+			for b.Loop() {
+				b.StopTimer()
+				res, err := e.cl.Check(ctx, CheckOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.LeakedIPs) != e.f.leaked {
+					b.Fatalf("leaked = %d, want %d", len(res.LeakedIPs), e.f.leaked)
+				}
+				b.StartTimer()
+				rel, err := e.cl.ReleaseIPs(ctx, res.LeakedIPs, ReleaseOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if len(rel.Released) != e.f.leaked {
+					b.Fatalf("released %d, want %d (skipped %d)", len(rel.Released), e.f.leaked, len(rel.Skipped))
+				}
+				last = rel
+				if err := e.restore(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(last.BlockWrites), "block-writes")
+			b.ReportMetric(float64(last.HandleWrites), "handle-writes")
+			b.ReportMetric(float64(last.BlockWrites+last.HandleWrites), "api-writes")
+			b.ReportMetric(float64(last.Reads), "api-reads")
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package calico
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+)
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	// ErrCalicoNotInstalled: the API server serves neither crd.projectcalico.org nor
+	// projectcalico.org, so the cluster has no Calico datastore in KDD mode.
+	ErrCalicoNotInstalled = errors.New("calico api group not served (neither crd.projectcalico.org nor projectcalico.org)")
+	// ErrDatastoreLocked: ClusterInformation default has datastoreReady=false set by someone
+	// else (no whypending marker of the caller's owner).
+	ErrDatastoreLocked = errors.New("calico datastore is locked by someone else")
+	// ErrLockLost: the caller's lock was replaced by another owner's before Unlock.
+	ErrLockLost = errors.New("calico datastore lock is now held by another owner")
+	// ErrNotInitialized: ClusterInformation default does not exist.
+	ErrNotInitialized = errors.New("calico clusterinformation default not found")
+)
+
+const (
+	groupV1 = "crd.projectcalico.org"
+	groupV3 = "projectcalico.org"
+
+	// listPageSize is the page size (metav1.ListOptions.Limit) of every list.
+	listPageSize = 500
+
+	// minQPS and minBurst are the client-side rate limits NewClient raises a config to.
+	minQPS   = 500
+	minBurst = 1000
+)
+
+// Client reads and repairs Calico IPAM through the Kubernetes API. It is safe for concurrent
+// use. Build it with NewClient.
+type Client struct {
+	kube kubernetes.Interface // core objects, protobuf
+	meta metadata.Interface   // node metadata, protobuf
+	dyn  dynamic.Interface    // Calico objects for writes (unstructured, JSON)
+	raw  rest.Interface       // Calico objects for bulk reads (JSON decoded into small structs)
+
+	group, version string
+	v3             bool // projectcalico.org/v3 CRDs ("no API server" mode)
+}
+
+// NewClient connects to the cluster cfg points at and detects where Calico stores its data, as
+// Calico's own KDD client does: projectcalico.org/v3 CRDs when only projectcalico.org is served,
+// else crd.projectcalico.org/v1 (when both are served, the v3 group is Calico's aggregated API
+// server and v1 is the storage). The environment variable CALICO_API_GROUP ("crd.projectcalico.org/v1"
+// or "projectcalico.org/v3") overrides the detection. It returns ErrCalicoNotInstalled when
+// neither group is served.
+//
+// NewClient copies cfg; unless cfg sets its own RateLimiter or a negative QPS (no limit) it
+// raises the client-side limits to at least 500 QPS and a burst of 1000, because bulk reads and releases are bounded by the
+// engine's own worker count and the API server's priority and fairness is the real throttle.
+func NewClient(ctx context.Context, cfg *rest.Config) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.RateLimiter == nil && cfg.QPS >= 0 {
+		cfg.QPS = max(cfg.QPS, minQPS)
+		cfg.Burst = max(cfg.Burst, minBurst)
+	}
+	group, version, err := detectGroup(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{group: group, version: version, v3: group == groupV3}
+
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if c.kube, err = kubernetes.NewForConfig(pb); err != nil {
+		return nil, fmt.Errorf("build kubernetes client: %w", err)
+	}
+	if c.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("build metadata client: %w", err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("build dynamic client: %w", err)
+	}
+	rc := rest.CopyConfig(cfg)
+	rc.GroupVersion = &schema.GroupVersion{Group: group, Version: version}
+	rc.APIPath = "/apis"
+	rc.ContentType = "application/json"
+	rc.AcceptContentTypes = "application/json"
+	rc.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	if c.raw, err = rest.RESTClientFor(rc); err != nil {
+		return nil, fmt.Errorf("build calico rest client: %w", err)
+	}
+	return c, nil
+}
+
+// APIGroup is the group/version the client reads and writes Calico objects in, e.g.
+// "crd.projectcalico.org/v1".
+func (c *Client) APIGroup() string { return c.group + "/" + c.version }
+
+func detectGroup(ctx context.Context, cfg *rest.Config) (group, version string, err error) {
+	if v := os.Getenv("CALICO_API_GROUP"); v != "" {
+		g, ver, ok := strings.Cut(v, "/")
+		if !ok {
+			ver = "v1"
+			if g == groupV3 {
+				ver = "v3"
+			}
+		}
+		return g, ver, nil
+	}
+	dc := rest.CopyConfig(cfg)
+	dc.GroupVersion = &schema.GroupVersion{}
+	dc.APIPath = "/apis"
+	dc.AcceptContentTypes = "application/json"
+	dc.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(dc)
+	if err != nil {
+		return "", "", fmt.Errorf("build discovery client: %w", err)
+	}
+	body, err := rc.Get().AbsPath("/apis").DoRaw(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("discover api groups: %w", err)
+	}
+	var groups metav1.APIGroupList
+	if err := json.Unmarshal(body, &groups); err != nil {
+		return "", "", fmt.Errorf("decode api groups: %w", err)
+	}
+	return pickGroup(&groups)
+}
+
+// pickGroup applies Calico's UsingV3CRDs rule to the served groups.
+func pickGroup(groups *metav1.APIGroupList) (group, version string, err error) {
+	served := map[string]bool{}
+	for _, g := range groups.Groups {
+		served[g.Name] = true
+	}
+	switch {
+	case served[groupV1]:
+		return groupV1, "v1", nil
+	case served[groupV3]:
+		return groupV3, "v3", nil
+	}
+	return "", "", ErrCalicoNotInstalled
+}
+
+// Calico resource names (plural, lower case) in the detected group.
+const (
+	resBlocks      = "ipamblocks"
+	resAffinities  = "blockaffinities"
+	resHandles     = "ipamhandles"
+	resPools       = "ippools"
+	resClusterInfo = "clusterinformations"
+)
+
+func (c *Client) resIPAMConfig() string {
+	if c.v3 {
+		return "ipamconfigurations"
+	}
+	return "ipamconfigs"
+}
+
+func (c *Client) gvr(resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: c.group, Version: c.version, Resource: resource}
+}
+
+func (c *Client) res(resource string) dynamic.ResourceInterface {
+	return c.dyn.Resource(c.gvr(resource))
+}
+
+// listPage is the part of a list response listAll decodes.
+type listPage[T any] struct {
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+		Continue        string `json:"continue"`
+	} `json:"metadata"`
+	Items []T `json:"items"`
+}
+
+// listAll lists every object of a Calico resource, page by page (Limit+Continue), decoding each
+// page into []T and passing each item to fn. It returns the list's resourceVersion.
+func listAll[T any](ctx context.Context, c *Client, resource string, fn func(*T) error) (string, error) {
+	var cont, rv string
+	for {
+		req := c.raw.Get().Resource(resource).Param("limit", fmt.Sprint(listPageSize))
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.DoRaw(ctx)
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", resource, err)
+		}
+		var page listPage[T]
+		if err := json.Unmarshal(body, &page); err != nil {
+			return "", fmt.Errorf("decode %s list: %w", resource, err)
+		}
+		body = nil
+		if rv == "" {
+			rv = page.Metadata.ResourceVersion
+		}
+		for i := range page.Items {
+			if err := fn(&page.Items[i]); err != nil {
+				return "", err
+			}
+		}
+		if cont = page.Metadata.Continue; cont == "" {
+			return rv, nil
+		}
+	}
+}
+
+// getRaw reads one Calico object by name and decodes it into T.
+func getRaw[T any](ctx context.Context, c *Client, resource, name string) (*T, error) {
+	body, err := c.raw.Get().Resource(resource).Name(name).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("decode %s %s: %w", resource, name, err)
+	}
+	return &v, nil
+}
+
+func isNotFound(err error) bool { return err != nil && apierrors.IsNotFound(err) }
+func isConflict(err error) bool { return err != nil && apierrors.IsConflict(err) }
+
+func notFoundError(resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+}

@@ -1,0 +1,343 @@
+package calico
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// LockAnnotation is the ClusterInformation "default" annotation that marks a datastore lock
+// taken by whypending; its value is a JSON LockMarker.
+const LockAnnotation = "whypending.io/datastore-lock"
+
+// DefaultLockTTL is the lock lifetime when LockOptions.TTL is zero.
+const DefaultLockTTL = 10 * time.Minute
+
+// unlockTimeout bounds Unlock, which ignores its context's cancellation.
+const unlockTimeout = 30 * time.Second
+
+// LockMarker says who locked the datastore, for what, and until when. It is stored in
+// LockAnnotation so that the owner can always find and undo its own lock.
+type LockMarker struct {
+	// Owner identifies the locking party across restarts, e.g. "whypending-cli:alice@host"
+	// or "whypending-bot:whypending/whypending". RecoverLocks undoes only its owner's locks.
+	Owner string `json:"owner"`
+	// Operation is what the lock is for, e.g. "release-ips".
+	Operation string `json:"operation"`
+	// Acquired is when the lock was taken; Deadline when it expires (after which the owner's
+	// next start unlocks it).
+	Acquired time.Time `json:"acquired"`
+	Deadline time.Time `json:"deadline"`
+	// Host, PID and PIDStart identify the locking process (PIDStart is the process start
+	// time in clock ticks since boot, from /proc/<pid>/stat, to detect PID reuse). A marker
+	// whose process is gone from this host is stale before its deadline.
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	PIDStart uint64 `json:"pidStart,omitempty"`
+}
+
+// LockOptions configure Lock.
+type LockOptions struct {
+	// Owner is required: see LockMarker.Owner.
+	Owner string
+	// Operation is recorded in the marker.
+	Operation string
+	// TTL is how long the lock may be held; zero means DefaultLockTTL.
+	TTL time.Duration
+}
+
+// Lock is a datastore lock held by this process. Always Unlock it (defer).
+type Lock struct {
+	c      *Client
+	marker LockMarker
+	// Revision is ClusterInformation default's resourceVersion right after locking.
+	Revision string
+}
+
+// Marker returns the lock's marker.
+func (l *Lock) Marker() LockMarker { return l.marker }
+
+// LockStatus is the datastore lock state.
+type LockStatus struct {
+	// Ready is ClusterInformation default spec.datastoreReady (true when unset, as Calico
+	// treats it). False means locked: CNI ADD/DEL fail and no pod can start.
+	Ready bool
+	// Marker is the whypending marker, if any.
+	Marker *LockMarker
+	// Revision is ClusterInformation default's resourceVersion.
+	Revision string
+}
+
+// DatastoreReady reports ClusterInformation default spec.datastoreReady (true when unset).
+func (c *Client) DatastoreReady(ctx context.Context) (bool, error) {
+	s, err := c.LockStatus(ctx)
+	if err != nil {
+		return false, err
+	}
+	return s.Ready, nil
+}
+
+// LockStatus reads ClusterInformation default.
+func (c *Client) LockStatus(ctx context.Context) (*LockStatus, error) {
+	obj, err := c.getClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ready, _ := readyOf(obj)
+	return &LockStatus{Ready: ready, Marker: markerOf(obj), Revision: obj.GetResourceVersion()}, nil
+}
+
+// Lock locks the Calico datastore like `calicoctl datastore migrate lock`: ClusterInformation
+// default spec.datastoreReady=false, written with compare-and-set together with a LockMarker
+// annotation. While locked, Calico CNI refuses ADD and DEL (no pod starts or stops networking),
+// Felix pauses and kube-controllers skips IPAM GC.
+//
+// It returns ErrDatastoreLocked when the datastore is already locked by someone else, or by a
+// live process of the same owner. A lock of the same owner whose deadline passed or whose
+// process is gone is taken over.
+func (c *Client) Lock(ctx context.Context, opts LockOptions) (*Lock, error) {
+	if opts.Owner == "" {
+		return nil, fmt.Errorf("lock datastore: empty owner")
+	}
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = DefaultLockTTL
+	}
+	for attempt := 1; ; attempt++ {
+		obj, err := c.getClusterInfo(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lock datastore: %w", err)
+		}
+		ready, set := readyOf(obj)
+		if set && !ready {
+			m := markerOf(obj)
+			if m == nil {
+				return nil, fmt.Errorf("lock datastore: datastoreReady is false with no whypending marker (calicoctl or a migration?): %w", ErrDatastoreLocked)
+			}
+			if m.Owner != opts.Owner || m.live(time.Now()) {
+				return nil, fmt.Errorf("lock datastore: held by %s for %s until %s (pid %d on %s): %w",
+					m.Owner, m.Operation, m.Deadline.Format(time.RFC3339), m.PID, m.Host, ErrDatastoreLocked)
+			}
+			// Our own stale lock: take it over.
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		m := selfMarker(opts.Owner, opts.Operation, now, now.Add(ttl))
+		if err := setLockState(obj, false, &m); err != nil {
+			return nil, fmt.Errorf("lock datastore: %w", err)
+		}
+		out, err := c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
+		if isConflict(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock datastore: update clusterinformation: %w", err)
+		}
+		return &Lock{c: c, marker: m, Revision: out.GetResourceVersion()}, nil
+	}
+}
+
+// Unlock sets datastoreReady=true and removes the marker, with compare-and-set. It ignores the
+// cancellation of ctx (a deferred Unlock must run after Ctrl-C) and gives itself 30 s.
+// It returns ErrLockLost, leaving the datastore alone, when another owner's marker replaced
+// this lock. If the marker is gone but the datastore is still locked (a non-whypending writer
+// rewrote the object), it unlocks: this process took the lock and must not leave it.
+func (l *Lock) Unlock(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		obj, err := l.c.getClusterInfo(ctx)
+		if err != nil {
+			return fmt.Errorf("unlock datastore: %w", err)
+		}
+		ready, _ := readyOf(obj)
+		m := markerOf(obj)
+		if m != nil && !m.same(&l.marker) {
+			return fmt.Errorf("unlock datastore: marker of %s (%s): %w", m.Owner, m.Operation, ErrLockLost)
+		}
+		if ready && m == nil {
+			return nil
+		}
+		if err := setLockState(obj, true, nil); err != nil {
+			return fmt.Errorf("unlock datastore: %w", err)
+		}
+		_, err = l.c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
+		if isConflict(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("unlock datastore: update clusterinformation: %w", err)
+		}
+		return nil
+	}
+}
+
+// RecoverLocks undoes a lock that owner took and could not release: its marker names owner
+// and its deadline has passed or its process is gone from this host. Call it when a whypending
+// process starts. recovered is true when it set datastoreReady back to true. A marker left on
+// an unlocked datastore is just removed. Locks of other owners are never touched.
+func (c *Client) RecoverLocks(ctx context.Context, owner string) (recovered bool, err error) {
+	for attempt := 1; ; attempt++ {
+		obj, err := c.getClusterInfo(ctx)
+		if isNotFoundErr(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("recover datastore lock: %w", err)
+		}
+		m := markerOf(obj)
+		if m == nil || m.Owner != owner || m.live(time.Now()) {
+			return false, nil
+		}
+		ready, _ := readyOf(obj)
+		if err := setLockState(obj, true, nil); err != nil {
+			return false, fmt.Errorf("recover datastore lock: %w", err)
+		}
+		_, err = c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
+		if isConflict(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("recover datastore lock: update clusterinformation: %w", err)
+		}
+		return !ready, nil
+	}
+}
+
+// ForceUnlock sets datastoreReady=true whoever locked it (calicoctl, another whypending) and
+// removes any marker. It is the operator's `unlock --force`.
+func (c *Client) ForceUnlock(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		obj, err := c.getClusterInfo(ctx)
+		if err != nil {
+			return fmt.Errorf("force unlock datastore: %w", err)
+		}
+		if err := setLockState(obj, true, nil); err != nil {
+			return fmt.Errorf("force unlock datastore: %w", err)
+		}
+		_, err = c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
+		if isConflict(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("force unlock datastore: update clusterinformation: %w", err)
+		}
+		return nil
+	}
+}
+
+func (c *Client) getClusterInfo(ctx context.Context) (*unstructured.Unstructured, error) {
+	obj, err := c.res(resClusterInfo).Get(ctx, "default", metav1.GetOptions{})
+	if isNotFound(err) {
+		return nil, fmt.Errorf("get clusterinformation default: %w", ErrNotInitialized)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get clusterinformation default: %w", err)
+	}
+	return obj, nil
+}
+
+func isNotFoundErr(err error) bool { return err != nil && errors.Is(err, ErrNotInitialized) }
+
+// readyOf returns spec.datastoreReady (true when unset) and whether it is set.
+func readyOf(obj *unstructured.Unstructured) (ready, set bool) {
+	v, found, err := unstructured.NestedBool(obj.Object, "spec", "datastoreReady")
+	if !found || err != nil {
+		return true, false
+	}
+	return v, true
+}
+
+func markerOf(obj *unstructured.Unstructured) *LockMarker {
+	s, ok := obj.GetAnnotations()[LockAnnotation]
+	if !ok {
+		return nil
+	}
+	var m LockMarker
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return &LockMarker{Owner: "unparseable marker: " + s}
+	}
+	return &m
+}
+
+// setLockState sets spec.datastoreReady and the marker annotation (removed when m is nil).
+func setLockState(obj *unstructured.Unstructured, ready bool, m *LockMarker) error {
+	if err := unstructured.SetNestedField(obj.Object, ready, "spec", "datastoreReady"); err != nil {
+		return err
+	}
+	ann := obj.GetAnnotations()
+	if m == nil {
+		delete(ann, LockAnnotation)
+	} else {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[LockAnnotation] = string(b)
+	}
+	obj.SetAnnotations(ann)
+	return nil
+}
+
+func selfMarker(owner, op string, now, deadline time.Time) LockMarker {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	return LockMarker{Owner: owner, Operation: op, Acquired: now, Deadline: deadline,
+		Host: host, PID: pid, PIDStart: processStart(pid)}
+}
+
+func (m *LockMarker) same(o *LockMarker) bool {
+	return m.Owner == o.Owner && m.Acquired.Equal(o.Acquired) && m.PID == o.PID && m.Host == o.Host
+}
+
+// live reports whether the lock may still be in use: before its deadline and its process is
+// not known to be gone (a process on another host is assumed alive).
+func (m *LockMarker) live(now time.Time) bool {
+	if !now.Before(m.Deadline) {
+		return false
+	}
+	host, _ := os.Hostname()
+	if m.Host == "" || m.Host != host || m.PID == 0 {
+		return true
+	}
+	start := processStart(m.PID)
+	if start == 0 {
+		return !procReadable()
+	}
+	return m.PIDStart == 0 || start == m.PIDStart
+}
+
+// processStart is the start time of pid in clock ticks since boot (/proc/<pid>/stat field
+// 22), or 0 when the process does not exist or /proc is not available.
+func processStart(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may contain spaces; fields after it follow the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 is f[19].
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// procReadable reports whether this process can see /proc (so a missing /proc/<pid> means
+// the process is gone).
+func procReadable() bool { return processStart(os.Getpid()) != 0 }

@@ -1,0 +1,5 @@
+{{- define "whypending.name" -}}{{ .Release.Name }}-whypending{{- end -}}
+{{- define "whypending.labels" -}}
+app.kubernetes.io/name: whypending
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	slackgo "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/adapters/slack"
+	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/triage"
+)
+
+// expirySweep is how often pending plans past their expiry are marked Expired and their
+// messages updated.
+const expirySweep = 30 * time.Second
+
+func newServeCommand() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "serve --config FILE",
+		Short: "Run the chat bot (Slack HTTP or Socket Mode) with /healthz, /readyz and /metrics",
+		Long: `Run the chat bot. The config file (see config.example.yaml) names the clusters, the
+Slack app, the approvers and the approval policy. Secrets come from environment variables or
+files named in the config: by default SLACK_SIGNING_SECRET (HTTP mode), SLACK_BOT_TOKEN and
+SLACK_APP_TOKEN (Socket Mode). An invalid config is reported one problem per line, each with
+its key path, and the bot does not start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), configPath, cmd.ErrOrStderr(), nil)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "the config file (required)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
+// listener's address once it accepts connections (tests).
+func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
+	cfg, err := bot.LoadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	secrets, err := cfg.ResolveSlack(os.LookupEnv, os.ReadFile)
+	if err != nil {
+		return fmt.Errorf("config %s:\n%w", configPath, err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := bot.NewMetrics(reg)
+
+	lockOwner := "whypending-bot:" + cfg.Store.Namespace
+	var clusters []*bot.Cluster
+	var checks []bot.ReadyCheck
+	var store bot.Store
+	for i, cc := range cfg.Clusters {
+		restCfg, err := clusterConfig(cc)
+		if err != nil {
+			return fmt.Errorf("clusters[%d] (%s): %w", i, cc.Name, err)
+		}
+		c, check, err := buildCluster(ctx, cfg, cc, restCfg, lockOwner, log)
+		if err != nil {
+			return fmt.Errorf("clusters[%d] (%s): %w", i, cc.Name, err)
+		}
+		clusters = append(clusters, c)
+		checks = append(checks, check)
+		if cfg.Store.Backend == "kubernetes" && cc.Name == cfg.Store.Cluster {
+			dyn, err := dynamic.NewForConfig(restCfg)
+			if err != nil {
+				return fmt.Errorf("store cluster %s: %w", cc.Name, err)
+			}
+			s := bot.NewCRDStore(dyn, cfg.Store.Namespace)
+			store = s
+			checks = append(checks, bot.ReadyCheck{Name: "store", Check: s.Ping})
+		}
+	}
+	if cfg.Store.Backend == "memory" {
+		log.Warn("approval records are kept in memory: lost on restart, and only safe with one replica")
+		store = bot.NewMemoryStore()
+	}
+	if cfg.Digest.Schedule != "" {
+		log.Warn("digest.schedule is set, but this build does not post digests yet")
+	}
+
+	opts := []slackgo.Option{slackgo.OptionHTTPClient(&http.Client{Timeout: 15 * time.Second})}
+	if cfg.Slack.APIURL != "" {
+		opts = append(opts, slackgo.OptionAPIURL(cfg.Slack.APIURL))
+	}
+	if cfg.Slack.Mode == "socket" {
+		opts = append(opts, slackgo.OptionAppLevelToken(secrets.AppToken))
+	}
+	api := slackgo.New(secrets.BotToken, opts...)
+
+	lockNote := ""
+	if cfg.Lock.Policy == string(actions.LockAlways) {
+		lockNote = fmt.Sprintf("The Calico datastore is locked while it runs (new pods wait; at most %s).", cfg.Lock.MaxDuration.Duration)
+	}
+	b := bot.New(bot.Options{
+		Clusters: clusters, Store: store, Policy: cfg.Policy(), Directory: slack.NewDirectory(api, time.Minute),
+		LockNote: lockNote, AllowedChannels: cfg.Channels.Allowed, Metrics: metrics, Log: log,
+	})
+	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics, Log: log})
+	server := bot.NewServer(reg, log, checks...)
+	if cfg.Slack.Mode == "http" {
+		adapter.Mount(server)
+	}
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", cfg.Slack.Mode),
+		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend))
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return server.Serve(gctx, ln) })
+	g.Go(func() error { return adapter.Run(gctx) })
+	g.Go(func() error {
+		b.Approvals().RunExpiry(gctx, expirySweep, func(ctx context.Context, a *bot.Approval, m bot.Message) {
+			if a.MessageRef == "" {
+				return
+			}
+			if err := adapter.UpdateMessage(ctx, a.MessageRef, m); err != nil {
+				log.WarnContext(ctx, "update expired plan message", slog.String("plan", a.Plan.ID), slog.Any("err", err))
+			}
+		})
+		return nil
+	})
+	if cfg.Slack.Mode == "socket" {
+		g.Go(func() error {
+			return adapter.RunSocketMode(gctx, socketmode.New(api))
+		})
+	}
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// clusterConfig builds the REST config of one configured cluster: the in-cluster config, or
+// kubectl's loading rules with the configured kubeconfig and context.
+func clusterConfig(cc bot.ClusterConfig) (*rest.Config, error) {
+	if cc.InCluster {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = cc.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: cc.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// buildCluster wires one cluster: a cached triage collector, the Calico client and the
+// action runner (recovering a datastore lock an earlier run of this bot left behind). A
+// cluster without Calico still answers /why-pending.
+func buildCluster(ctx context.Context, cfg *bot.Config, cc bot.ClusterConfig, restCfg *rest.Config, lockOwner string, log *slog.Logger) (*bot.Cluster, bot.ReadyCheck, error) {
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, bot.ReadyCheck{}, fmt.Errorf("build client: %w", err)
+	}
+	check := bot.ReadyCheck{Name: "cluster " + cc.Name, Check: func(ctx context.Context) error {
+		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}}
+	collector, err := triage.NewCachedCollector(ctx, client)
+	if err != nil {
+		return nil, check, fmt.Errorf("start triage caches: %w", err)
+	}
+	c := &bot.Cluster{
+		Name:      cc.Name,
+		Namespace: cc.Namespace,
+		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
+			return triage.Diagnose(ctx, collector, ns, name)
+		}),
+	}
+	ipam, err := calico.NewClient(ctx, restCfg)
+	if errors.Is(err, calico.ErrCalicoNotInstalled) {
+		log.Warn("calico is not installed: /ipam is off for this cluster", slog.String("cluster", cc.Name))
+		return c, check, nil
+	}
+	if err != nil {
+		return nil, check, fmt.Errorf("connect to calico: %w", err)
+	}
+	if recovered, err := ipam.RecoverLocks(ctx, lockOwner); err != nil {
+		log.Warn("recover datastore lock", slog.String("cluster", cc.Name), slog.Any("err", err))
+	} else if recovered {
+		log.Warn("unlocked a calico datastore lock an earlier run left behind", slog.String("cluster", cc.Name))
+	}
+	runner := &actions.Runner{Cluster: cc.Name, IPAM: ipam, LockPolicy: actions.LockPolicy(cfg.Lock.Policy),
+		LockTTL: cfg.Lock.MaxDuration.Duration, LockOwner: lockOwner}
+	c.IPAM, c.Planner, c.Executor = ipam, runner, runner
+	return c, check, nil
+}

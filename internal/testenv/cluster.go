@@ -1,0 +1,409 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configures Start.
+type Options struct {
+	// Scheduler starts a kube-scheduler with the cluster. Leave it off for scenarios that
+	// must load with no scheduler running; StartScheduler can start it later.
+	Scheduler bool
+	// Progress receives human-readable progress lines (the first-run binary build, process
+	// starts). Nil discards them.
+	Progress io.Writer
+	// APIServerArgs are extra kube-apiserver flags appended to the defaults (a later flag
+	// wins), e.g. "--feature-gates=...".
+	APIServerArgs []string
+}
+
+// CalicoCRDDir is the directory, relative to the repository root, holding the Calico CRDs
+// (crd.projectcalico.org/v1) that Start installs.
+const CalicoCRDDir = "testdata/calico-crds"
+
+// Admin identity of Cluster.Config: a static token for a user in system:masters.
+const (
+	AdminUser      = "whypending-admin"
+	schedulerUser  = "system:kube-scheduler"
+	clientQPS      = 500
+	clientBurst    = 1000
+	apiserverReady = 60 * time.Second
+)
+
+// Cluster is one isolated control plane: its own kube-apiserver (RBAC on) over its own
+// prefix of the shared etcd, optionally its own kube-scheduler. No controller-manager or
+// kubelet runs, so objects change only when a test (or the scheduler) changes them.
+type Cluster struct {
+	// Name identifies the cluster within the process, e.g. "testenv-3"; it is also the
+	// kubeconfig cluster/context name and part of the etcd prefix.
+	Name string
+	// Config is an admin (system:masters) client config for the cluster's kube-apiserver,
+	// rate-limited at 500 QPS, burst 1000.
+	Config *rest.Config
+	// Client is a clientset built from Config.
+	Client kubernetes.Interface
+	// Dynamic is a dynamic client built from Config (Calico and other custom resources).
+	Dynamic dynamic.Interface
+	// Mapper maps kinds to resources through the cluster's discovery; Reset it after
+	// installing CRDs yourself (InstallCRDs does).
+	Mapper meta.ResettableRESTMapper
+	// KubeconfigPath is an admin kubeconfig file for the cluster (removed by Stop), for
+	// kubectl or a whypending binary under test.
+	KubeconfigPath string
+	// StartupTime is how long Start took from call to return, including any binary build
+	// or shared-etcd start this call had to do (a warm start is about 2.5-3s on 2 idle cores).
+	StartupTime time.Duration
+
+	binDir     string
+	dir        string // temp dir holding certs, kubeconfigs and logs
+	etcd       *Etcd
+	etcdPrefix string
+	server     string // https://127.0.0.1:<port>
+	schedToken string
+	progress   io.Writer
+
+	mu        sync.Mutex
+	apiserver *process
+	scheduler *process
+	stopped   bool
+}
+
+var (
+	clusterSeq atomic.Int64
+	liveMu     sync.Mutex
+	live       = map[*Cluster]struct{}{}
+)
+
+// Start starts a fresh, isolated cluster on loopback: it builds the binaries if needed (see
+// BinDir), starts the shared etcd if needed (see StartEtcd), starts a kube-apiserver with its
+// own etcd prefix, installs and waits for the Calico CRDs from the repository's
+// testdata/calico-crds, and starts a kube-scheduler when opts.Scheduler is set. ctx bounds
+// startup only; the cluster runs until Stop (or process exit).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	begin := time.Now()
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	bin, err := BinDir(ctx, progress)
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := StartEtcd(ctx, progress)
+	if err != nil {
+		return nil, err
+	}
+	etcdMu.Lock()
+	pdir := procDir
+	etcdMu.Unlock()
+	if pdir == "" {
+		return nil, errors.New("start cluster: shared etcd stopped concurrently")
+	}
+	name := "testenv-" + strconv.FormatInt(clusterSeq.Add(1), 10)
+	dir, err := os.MkdirTemp(pdir, name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	c := &Cluster{
+		Name:       name,
+		binDir:     bin,
+		dir:        dir,
+		etcd:       etcd,
+		etcdPrefix: "/whypending/" + name,
+		progress:   progress,
+	}
+	liveMu.Lock()
+	live[c] = struct{}{}
+	liveMu.Unlock()
+	if err := c.start(ctx, opts); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("start cluster %s: %w", name, err)
+	}
+	c.StartupTime = time.Since(begin)
+	fmt.Fprintf(progress, "testenv: cluster %s ready at %s in %s\n", name, c.server, c.StartupTime.Round(time.Millisecond))
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, opts Options) error {
+	pki, err := writePKI(c.dir)
+	if err != nil {
+		return err
+	}
+	adminToken, schedToken := randomToken(), randomToken()
+	c.schedToken = schedToken
+	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n",
+		adminToken, AdminUser, "uid-admin", schedToken, schedulerUser, "uid-scheduler")
+	tokenFile := filepath.Join(c.dir, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pki.certPEM)
+	httpClient := &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		Timeout:   5 * time.Second,
+	}
+	defer httpClient.CloseIdleConnections()
+
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		c.server = "https://127.0.0.1:" + strconv.Itoa(ports[0])
+		args := append(c.apiserverArgs(ports[0], pki, tokenFile), opts.APIServerArgs...)
+		p, err := startProcess("kube-apiserver", filepath.Join(c.binDir, "kube-apiserver"), args, filepath.Join(c.dir, "kube-apiserver.log"))
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.apiserver = p
+		c.mu.Unlock()
+		lastErr = waitHTTP(ctx, p, httpClient, c.server+"/readyz", apiserverReady)
+		if lastErr == nil {
+			break
+		}
+		_ = p.stop()
+		if ctx.Err() != nil || !p.exited() {
+			return lastErr
+		}
+		// The process exited early: most likely the port was taken between freePorts and
+		// bind. Try again on another port.
+	}
+	if lastErr != nil {
+		return lastErr
+	}
+
+	c.Config = &rest.Config{
+		Host:            c.server,
+		BearerToken:     adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pki.certPEM},
+		QPS:             clientQPS,
+		Burst:           clientBurst,
+		UserAgent:       "whypending-testenv",
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return fmt.Errorf("build clientset: %w", err)
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(c.Config); err != nil {
+		return fmt.Errorf("build dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("build discovery client: %w", err)
+	}
+	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+
+	c.KubeconfigPath = filepath.Join(c.dir, "kubeconfig")
+	if err := writeKubeconfig(c.KubeconfigPath, c.Name, c.server, pki.certPEM, AdminUser, adminToken); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(filepath.Join(c.dir, "scheduler.kubeconfig"), c.Name, c.server, pki.certPEM, schedulerUser, schedToken); err != nil {
+		return err
+	}
+
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := c.InstallCRDs(ctx, os.DirFS(root), CalicoCRDDir); err != nil {
+		return err
+	}
+	if opts.Scheduler {
+		if err := c.StartScheduler(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apiserverArgs returns kube-apiserver flags tuned for a small, fast, throwaway cluster.
+func (c *Cluster) apiserverArgs(port int, p *pki, tokenFile string) []string {
+	return []string{
+		"--etcd-servers=" + c.etcd.URL,
+		"--etcd-prefix=" + c.etcdPrefix,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + c.dir,
+		"--tls-cert-file=" + p.certFile,
+		"--tls-private-key-file=" + p.keyFile,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.saKeyFile,
+		"--service-account-signing-key-file=" + p.saKeyFile,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		// Pods keep exactly the spec of their manifest: no token volume injected and no
+		// ServiceAccount needed; no Pod Security rejections of copied real-world pods.
+		"--disable-admission-plugins=ServiceAccount,PodSecurity",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+		"--event-ttl=168h", // scenario events must outlive a long demo session
+		"--v=0",
+	}
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func writeKubeconfig(path, name, server string, caPEM []byte, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = name
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// StartScheduler starts the cluster's kube-scheduler (as user system:kube-scheduler, no
+// leader election) and waits until its informers have synced (/readyz). It is a no-op if the
+// scheduler already runs.
+func (c *Cluster) StartScheduler(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("start scheduler: cluster stopped")
+	}
+	if c.scheduler != nil && !c.scheduler.exited() {
+		return nil
+	}
+	kubeconfig := filepath.Join(c.dir, "scheduler.kubeconfig")
+	httpClient := &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // self-signed, loopback only
+		Timeout:   5 * time.Second,
+	}
+	defer httpClient.CloseIdleConnections()
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		args := []string{
+			"--kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--authentication-skip-lookup=true",
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(ports[0]),
+			"--profiling=false",
+			"--v=0",
+		}
+		p, err := startProcess("kube-scheduler", filepath.Join(c.binDir, "kube-scheduler"), args, filepath.Join(c.dir, "kube-scheduler.log"))
+		if err != nil {
+			return err
+		}
+		lastErr = waitHTTP(ctx, p, httpClient, "https://127.0.0.1:"+strconv.Itoa(ports[0])+"/readyz", 60*time.Second)
+		if lastErr == nil {
+			c.scheduler = p
+			return nil
+		}
+		_ = p.stop()
+		if ctx.Err() != nil || !p.exited() {
+			break
+		}
+	}
+	return fmt.Errorf("start scheduler: %w", lastErr)
+}
+
+// StopScheduler kills the cluster's kube-scheduler if it runs. Idempotent.
+func (c *Cluster) StopScheduler() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.scheduler.stop()
+	c.scheduler = nil
+	return err
+}
+
+// SchedulerRunning reports whether the cluster's kube-scheduler process is alive.
+func (c *Cluster) SchedulerRunning() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.scheduler != nil && !c.scheduler.exited()
+}
+
+// Stop kills the cluster's processes (whole process groups), deletes its keys from the
+// shared etcd and removes its temp files. It is idempotent and safe on a partly started
+// cluster. The shared etcd keeps running (see Shutdown).
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	errs := []error{c.scheduler.stop(), c.apiserver.stop()}
+	c.scheduler, c.apiserver = nil, nil
+	c.mu.Unlock()
+
+	liveMu.Lock()
+	delete(live, c)
+	liveMu.Unlock()
+	if c.etcd != nil && !c.etcd.proc.exited() {
+		_ = c.etcd.deletePrefix(c.etcdPrefix + "/") // best effort: only keeps etcd small
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove temp dir: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop cluster %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// LogTail returns the last n lines of a component's log ("kube-apiserver" or
+// "kube-scheduler"), for test failure messages; empty once the cluster is stopped.
+func (c *Cluster) LogTail(component string, n int) string {
+	p := &process{name: component, logPath: filepath.Join(c.dir, component+".log")}
+	return p.logTail(n)
+}
+
+// stopAll stops every live cluster (used by Shutdown paths).
+func stopAll() error {
+	liveMu.Lock()
+	cs := make([]*Cluster, 0, len(live))
+	for c := range live {
+		cs = append(cs, c)
+	}
+	liveMu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Stop())
+	}
+	return errors.Join(errs...)
+}

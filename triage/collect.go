@@ -1,0 +1,502 @@
+package triage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
+)
+
+// Collector reads everything a diagnosis needs into a Snapshot. It has two backends behind one
+// type:
+//
+//   - direct (NewCollector): every Collect reads the API, like kubectl describe. The CLI uses it
+//     for one-shot answers.
+//   - cached (NewCachedCollector): shared informers keep pods, nodes, PVCs and PVs in memory, so
+//     a warm Collect only reads the pod's events live (two list requests, core/v1 and
+//     events.k8s.io/v1) plus whatever the extras need (previous logs). The bot uses it.
+//
+// Both backends build the Snapshot with the same code, so cold and warm answers agree. Objects in
+// a Snapshot may be shared with the informer cache: rules treat them as read-only.
+type Collector struct {
+	client kubernetes.Interface
+	// cache is nil for the direct backend.
+	cache *collectorCache
+	// now is the clock (time.Now outside tests).
+	now func() time.Time
+	// extras is what the non-Pending reads need beyond client (see WithCalico in
+	// collect_extra.go); nil reads no Calico IPAM.
+	extras *collectorExtras
+}
+
+// collectorCache is the informer-backed read path.
+type collectorCache struct {
+	pods     corelisters.PodLister
+	podIndex cache.Indexer
+	nodes    corelisters.NodeLister
+	pvcs     corelisters.PersistentVolumeClaimLister
+	pvs      corelisters.PersistentVolumeLister
+
+	// The server version is read once and then again after versionTTL, so a warm Collect
+	// does not spend a request on it.
+	mu          sync.Mutex
+	version     *version.Info
+	versionRead time.Time
+}
+
+// versionTTL is how long the cached backend reuses /version.
+const versionTTL = 10 * time.Minute
+
+// podsByNodeIndex indexes the pod informer by spec.nodeName.
+const podsByNodeIndex = "spec.nodeName"
+
+// pageSize is the chunk size for paginated lists (kubectl's default).
+const pageSize = 500
+
+// NewCollector returns a Collector that reads the API directly on every Collect (the CLI's
+// one-shot backend).
+func NewCollector(client kubernetes.Interface) *Collector {
+	return &Collector{client: client, now: time.Now}
+}
+
+// NewCachedCollector starts shared informers for pods, nodes, PVCs and PVs, waits until their
+// caches have synced and returns a Collector that reads those objects from the caches (the bot's
+// backend). The informers run until ctx is done. Cached objects carry no managedFields and no
+// last-applied-configuration annotation (see stripForCache).
+func NewCachedCollector(ctx context.Context, client kubernetes.Interface) (*Collector, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTransform(stripForCache))
+	podInformer := factory.Core().V1().Pods()
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByNodeIndex: indexPodByNode}); err != nil {
+		return nil, fmt.Errorf("add pod index %s: %w", podsByNodeIndex, err)
+	}
+	cc := &collectorCache{
+		pods:     podInformer.Lister(),
+		podIndex: podInformer.Informer().GetIndexer(),
+		nodes:    factory.Core().V1().Nodes().Lister(),
+		pvcs:     factory.Core().V1().PersistentVolumeClaims().Lister(),
+		pvs:      factory.Core().V1().PersistentVolumes().Lister(),
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			factory.Shutdown()
+			return nil, fmt.Errorf("sync informer cache for %v: %w", typ, context.Cause(ctx))
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		factory.Shutdown()
+	}()
+	c := &Collector{client: client, cache: cc, now: time.Now}
+	c.serverVersion()
+	return c, nil
+}
+
+// stripForCache is the informers' cache.TransformFunc: it drops what triage never reads and
+// what costs the most memory, managedFields and kubectl's last-applied-configuration
+// annotation. It edits the freshly decoded object in place, before the cache stores it.
+func stripForCache(obj any) (any, error) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return tomb, nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			m.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}
+
+// indexPodByNode is the podsByNodeIndex function: a bound pod's spec.nodeName.
+func indexPodByNode(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	return []string{pod.Spec.NodeName}, nil
+}
+
+// Diagnose collects a Snapshot of namespace/name with c and evaluates it. It returns an error
+// only when the pod itself could not be read for a reason other than NotFound (for example the
+// API server is unreachable); the error wraps the client's error (errors.As finds *url.Error,
+// apierrors.APIStatus, …). A missing pod is a Diagnosis with CodePodNotFound.
+func Diagnose(ctx context.Context, c *Collector, namespace, name string) (*Diagnosis, error) {
+	s, err := c.Collect(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return Evaluate(s), nil
+}
+
+// Collect reads everything the rules need about namespace/name into a Snapshot. Only a failed
+// pod read fails Collect; every other read is best effort (an empty part, with the matching
+// *Err field set where the Snapshot has one).
+//
+// For an unscheduled pod it reads the nodes and every bound pod that still holds resources
+// (the verdict table needs them all: resources, host ports and inter-pod affinity are per
+// node and per topology domain); for a bound pod only its node and the pods on it.
+func (c *Collector) Collect(ctx context.Context, namespace, name string) (*Snapshot, error) {
+	s := &Snapshot{Now: c.now(), Requested: PodRef{Namespace: namespace, Name: name}}
+	pod, err := c.getPod(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		s.SimilarPods = c.similarPods(ctx, namespace, name)
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+	}
+	s.Pod = pod
+	s.Events, s.EventsErr = c.podEvents(ctx, pod)
+	// Nodes, bound pods, volumes and the server version are best effort: a rule that needs a
+	// missing part stays silent rather than guess.
+	var nodesErr, podsErr error
+	s.Nodes, nodesErr = c.listNodes(ctx, pod)
+	s.PodsByNode, podsErr = c.boundPods(ctx, pod)
+	s.NodesErr = errors.Join(nodesErr, podsErr)
+	s.PVCs, s.PVs = c.volumes(ctx, pod)
+	s.ServerVersion = c.serverVersion()
+	c.collectExtras(ctx, s)
+	return s, nil
+}
+
+// serverVersion returns the API server's /version, nil if it cannot be read. The cached
+// backend reuses the last answer for versionTTL.
+func (c *Collector) serverVersion() *version.Info {
+	if c.cache == nil {
+		v, err := c.client.Discovery().ServerVersion()
+		if err != nil {
+			return nil
+		}
+		return v
+	}
+	cc := c.cache
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.version == nil || c.now().Sub(cc.versionRead) > versionTTL {
+		if v, err := c.client.Discovery().ServerVersion(); err == nil {
+			cc.version, cc.versionRead = v, c.now()
+		}
+	}
+	return cc.version
+}
+
+// getPod reads the pod: from the cache when there is one (falling back to a live read for a pod
+// the cache has not seen yet), else from the API. The result is a private copy.
+func (c *Collector) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if c.cache != nil {
+		if pod, err := c.cache.pods.Pods(namespace).Get(name); err == nil {
+			return pod.DeepCopy(), nil
+		}
+	}
+	return c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// podEvents lists the pod's events by involved-object UID from core/v1 and events.k8s.io/v1
+// (the same objects seen through two APIs; a cluster may serve either), merges them by event
+// UID and sorts them newest first. It fails only when both lists fail.
+func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]Event, error) {
+	uid := string(pod.UID)
+	byUID := map[types.UID]Event{}
+	var order []types.UID
+	add := func(id types.UID, e Event) {
+		if _, seen := byUID[id]; !seen {
+			order = append(order, id)
+		}
+		byUID[id] = e
+	}
+
+	var coreErr, newErr error
+	coreSel := fields.OneTermEqualSelector("involvedObject.uid", uid).String()
+	coreErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.client.CoreV1().Events(pod.Namespace).List(ctx, opts)
+	}).EachListItem(ctx, metav1.ListOptions{FieldSelector: coreSel, Limit: pageSize}, func(obj runtime.Object) error {
+		e := obj.(*corev1.Event)
+		add(e.UID, eventFromCore(e))
+		return nil
+	})
+
+	// events.k8s.io/v1 carries series and reportingController natively; where both APIs
+	// return the same event, its view wins.
+	newSel := fields.OneTermEqualSelector("regarding.uid", uid).String()
+	newErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.client.EventsV1().Events(pod.Namespace).List(ctx, opts)
+	}).EachListItem(ctx, metav1.ListOptions{FieldSelector: newSel, Limit: pageSize}, func(obj runtime.Object) error {
+		e := obj.(*eventsv1.Event)
+		add(e.UID, eventFromEventsV1(e))
+		return nil
+	})
+
+	if coreErr != nil && newErr != nil {
+		return nil, fmt.Errorf("list events for pod %s/%s: %w", pod.Namespace, pod.Name, coreErr)
+	}
+	events := make([]Event, 0, len(order))
+	for _, id := range order {
+		events = append(events, byUID[id])
+	}
+	SortEvents(events)
+	return events, nil
+}
+
+// SortEvents sorts events newest first by LastSeen (ties: by reason, then message, so the
+// order is stable).
+func SortEvents(events []Event) {
+	sort.SliceStable(events, func(i, j int) bool {
+		a, b := events[i], events[j]
+		if !a.LastSeen.Equal(b.LastSeen) {
+			return a.LastSeen.After(b.LastSeen)
+		}
+		if a.Reason != b.Reason {
+			return a.Reason < b.Reason
+		}
+		return a.Message < b.Message
+	})
+}
+
+// eventFromCore normalises a core/v1 Event.
+func eventFromCore(e *corev1.Event) Event {
+	out := Event{
+		Type:      e.Type,
+		Reason:    e.Reason,
+		Message:   e.Message,
+		Count:     e.Count,
+		FieldPath: e.InvolvedObject.FieldPath,
+		Source:    e.Source.Component,
+	}
+	if out.Source == "" {
+		out.Source = e.ReportingController
+	}
+	out.FirstSeen = e.FirstTimestamp.Time
+	if out.FirstSeen.IsZero() {
+		out.FirstSeen = e.EventTime.Time
+	}
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		out.LastSeen = e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		out.LastSeen = e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		out.LastSeen = e.EventTime.Time
+	default:
+		out.LastSeen = e.FirstTimestamp.Time
+	}
+	if e.Series != nil && e.Series.Count > out.Count {
+		out.Count = e.Series.Count
+	}
+	if out.Count < 1 {
+		out.Count = 1
+	}
+	return out
+}
+
+// eventFromEventsV1 normalises an events.k8s.io/v1 Event (note is the message; the deprecated*
+// fields hold what a core/v1 writer set).
+func eventFromEventsV1(e *eventsv1.Event) Event {
+	out := Event{
+		Type:      e.Type,
+		Reason:    e.Reason,
+		Message:   e.Note,
+		Count:     e.DeprecatedCount,
+		FieldPath: e.Regarding.FieldPath,
+		Source:    e.ReportingController,
+	}
+	if e.DeprecatedSource.Component != "" {
+		out.Source = e.DeprecatedSource.Component
+	}
+	out.FirstSeen = e.DeprecatedFirstTimestamp.Time
+	if out.FirstSeen.IsZero() {
+		out.FirstSeen = e.EventTime.Time
+	}
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		out.LastSeen = e.Series.LastObservedTime.Time
+	case !e.DeprecatedLastTimestamp.IsZero():
+		out.LastSeen = e.DeprecatedLastTimestamp.Time
+	case !e.EventTime.IsZero():
+		out.LastSeen = e.EventTime.Time
+	default:
+		out.LastSeen = e.DeprecatedFirstTimestamp.Time
+	}
+	if e.Series != nil && e.Series.Count > out.Count {
+		out.Count = e.Series.Count
+	}
+	if out.Count < 1 {
+		out.Count = 1
+	}
+	return out
+}
+
+// listNodes returns the nodes the rules need, sorted by name: every node for an unscheduled
+// pod, only its own node for a bound one.
+func (c *Collector) listNodes(ctx context.Context, pod *corev1.Pod) ([]*corev1.Node, error) {
+	var nodes []*corev1.Node
+	switch {
+	case c.cache != nil && pod.Spec.NodeName != "":
+		n, err := c.cache.nodes.Get(pod.Spec.NodeName)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	case c.cache != nil:
+		all, err := c.cache.nodes.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		nodes = all
+	case pod.Spec.NodeName != "":
+		n, err := c.client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get node %s: %w", pod.Spec.NodeName, err)
+		}
+		nodes = append(nodes, n)
+	default:
+		err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.client.CoreV1().Nodes().List(ctx, opts)
+		}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
+			nodes = append(nodes, obj.(*corev1.Node))
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, nil
+}
+
+// boundPods returns the pods bound to nodes that still hold resources (phase neither Succeeded
+// nor Failed), by node name, without the pod under diagnosis: all of them for an unscheduled
+// pod, those on its node for a bound one.
+func (c *Collector) boundPods(ctx context.Context, pod *corev1.Pod) (map[string][]*corev1.Pod, error) {
+	byNode := map[string][]*corev1.Pod{}
+	keep := func(p *corev1.Pod) {
+		if p.Spec.NodeName == "" || p.UID == pod.UID ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return
+		}
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	if c.cache != nil {
+		if pod.Spec.NodeName != "" {
+			objs, err := c.cache.podIndex.ByIndex(podsByNodeIndex, pod.Spec.NodeName)
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range objs {
+				keep(o.(*corev1.Pod))
+			}
+		} else {
+			all, err := c.cache.pods.List(labels.Everything())
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range all {
+				keep(p)
+			}
+		}
+	} else {
+		sel := fields.AndSelectors(
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+		)
+		if pod.Spec.NodeName != "" {
+			sel = fields.AndSelectors(sel, fields.OneTermEqualSelector("spec.nodeName", pod.Spec.NodeName))
+		} else {
+			sel = fields.AndSelectors(sel, fields.OneTermNotEqualSelector("spec.nodeName", ""))
+		}
+		err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		}).EachListItem(ctx, metav1.ListOptions{FieldSelector: sel.String(), Limit: pageSize}, func(obj runtime.Object) error {
+			keep(obj.(*corev1.Pod))
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list pods bound to nodes: %w", err)
+		}
+	}
+	for _, pods := range byNode {
+		sort.Slice(pods, func(i, j int) bool {
+			if pods[i].Namespace != pods[j].Namespace {
+				return pods[i].Namespace < pods[j].Namespace
+			}
+			return pods[i].Name < pods[j].Name
+		})
+	}
+	return byNode, nil
+}
+
+// volumes reads the PVCs the pod's volumes name (a name that maps to nil does not exist) and
+// the PVs those claims are bound to. Reads that fail for another reason than NotFound leave
+// the claim out.
+func (c *Collector) volumes(ctx context.Context, pod *corev1.Pod) (map[string]*corev1.PersistentVolumeClaim, map[string]*corev1.PersistentVolume) {
+	var claims []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			// A generic ephemeral volume's claim is named <pod>-<volume>.
+			claims = append(claims, pod.Name+"-"+v.Name)
+		}
+	}
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+	pvs := map[string]*corev1.PersistentVolume{}
+	for _, name := range claims {
+		var pvc *corev1.PersistentVolumeClaim
+		var err error
+		if c.cache != nil {
+			pvc, err = c.cache.pvcs.PersistentVolumeClaims(pod.Namespace).Get(name)
+		} else {
+			pvc, err = c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			pvcs[name] = nil
+			continue
+		case err != nil:
+			continue
+		}
+		pvcs[name] = pvc
+		pvName := pvc.Spec.VolumeName
+		if pvName == "" {
+			continue
+		}
+		var pv *corev1.PersistentVolume
+		if c.cache != nil {
+			pv, err = c.cache.pvs.Get(pvName)
+		} else {
+			pv, err = c.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		}
+		if err == nil {
+			pvs[pvName] = pv
+		}
+	}
+	return pvcs, pvs
+}

@@ -1,0 +1,350 @@
+package triage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+
+	"github.com/whypending/whypending/calico"
+)
+
+// Limits of the extra reads. Together with the two event lists they keep a warm diagnosis
+// within four API requests: calico-node pods come from the informer cache (or, uncached, one
+// list per namespace only for a pod waiting for its sandbox), at most maxLogFetches previous
+// logs, and Calico IPAM only when a sandbox event names Calico.
+const (
+	// previousLogLines is pods/log tailLines for a previous container's log.
+	previousLogLines = 20
+	// previousLogBytes is pods/log limitBytes: long lines are cut, not the request.
+	previousLogBytes = 16 << 10
+	// maxLogFetches caps how many previous logs one diagnosis reads.
+	maxLogFetches = 2
+	// logTimeout bounds one log read: the API server proxies it to the node's kubelet, which
+	// may be unreachable.
+	logTimeout = 3 * time.Second
+	// ipamTimeout bounds reading Calico IPAM state.
+	ipamTimeout = 20 * time.Second
+)
+
+// calicoNodeSelector selects calico-node pods in either install style.
+var calicoNodeSelector = labels.SelectorFromSet(labels.Set{"k8s-app": "calico-node"})
+
+// calicoNamespaces are where calico-node runs: calico-system for Tigera operator installs (the
+// usual way on current clusters), kube-system for manifest installs (older clusters, and the
+// Kubernetes 1.28-and-earlier guides).
+var calicoNamespaces = []string{"calico-system", "kube-system"}
+
+// collectorExtras holds what the extra reads need beyond the Collector's clientset: the REST
+// config for package calico, whose client is built on first use and then reused.
+type collectorExtras struct {
+	cfg *rest.Config
+
+	once   sync.Once
+	calico *calico.Client
+	err    error
+}
+
+// WithCalico lets the Collector read Calico IPAM state (through package calico, read only)
+// for pods whose sandbox events name Calico. cfg is the same cluster's REST config; the Calico
+// client is built on the first diagnosis that needs it (a cluster without Calico then records
+// calico.ErrCalicoNotInstalled in Snapshot.IPAMErr). Without WithCalico, Snapshot.IPAM stays
+// nil and the Calico findings say IPAM state was not read. It returns c.
+func (c *Collector) WithCalico(cfg *rest.Config) *Collector {
+	c.extras = &collectorExtras{cfg: cfg}
+	return c
+}
+
+// calicoClient returns the Calico client, building it once.
+func (x *collectorExtras) calicoClient(ctx context.Context) (*calico.Client, error) {
+	x.once.Do(func() {
+		x.calico, x.err = calico.NewClient(ctx, x.cfg)
+	})
+	return x.calico, x.err
+}
+
+// collectExtras fills the parts of s that the non-Pending rule families read: calico-node pods,
+// Calico IPAM state (through package calico) and previous container logs. Collect calls it
+// last, after the pod, events, nodes, bound pods and volumes are in s; it is best effort and
+// records failures in s's *Err fields (LogTail.Err for logs) rather than returning them.
+func (c *Collector) collectExtras(ctx context.Context, s *Snapshot) {
+	pod := s.Pod
+	if pod == nil {
+		return
+	}
+	if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && awaitingSandbox(pod) {
+		s.CalicoNodePods = c.calicoNodePods(ctx, pod.Spec.NodeName)
+	}
+	var wg sync.WaitGroup
+	if needsIPAM(s) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.IPAM, s.IPAMErr = c.readIPAM(ctx)
+		}()
+	}
+	s.PreviousLogs = c.previousLogs(ctx, s)
+	wg.Wait()
+}
+
+// calicoNodePods returns the calico-node pods on node, from the informer cache when there is
+// one, else with one list per namespace (label and field selector, so only that node's pod).
+func (c *Collector) calicoNodePods(ctx context.Context, node string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, ns := range calicoNamespaces {
+		if c.cache != nil {
+			pods, err := c.cache.pods.Pods(ns).List(calicoNodeSelector)
+			if err != nil {
+				continue
+			}
+			for _, p := range pods {
+				if p.Spec.NodeName == node {
+					out = append(out, p)
+				}
+			}
+			continue
+		}
+		list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: calicoNodeSelector.String(),
+			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+		})
+		if err != nil {
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out
+}
+
+// needsIPAM reports whether the pod's state calls for reading Calico IPAM: it waits for its
+// sandbox and a sandbox event names Calico or one of Calico's IPAM failures. Reading IPAM is
+// the most expensive read triage does, so any other pod skips it.
+func needsIPAM(s *Snapshot) bool {
+	pod := s.Pod
+	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
+		return false
+	}
+	for _, e := range eventsWithReason(s, "FailedCreatePodSandBox", "FailedCreatePodSandbox") {
+		switch sandboxCode(e.Message) {
+		case CodeCalicoIPAMExhausted, CodeCalicoIPAMBlockLimit, CodeCalicoDatastoreLocked, CodeCalicoNodeNotReady:
+			return true
+		}
+		if containsAny(e.Message, "calico") {
+			return true
+		}
+	}
+	return false
+}
+
+// errIPAMNotConfigured is recorded when the Collector was built without WithCalico.
+var errIPAMNotConfigured = errors.New("the collector has no Calico access (built without WithCalico)")
+
+// readIPAM reads Calico IPAM state through package calico: Utilization (pools, blocks,
+// affinities, IPAMConfig) and Check (what uses each allocation), concurrently. A failed Check
+// still returns the utilization part, with the error.
+func (c *Collector) readIPAM(ctx context.Context) (*IPAMState, error) {
+	if c.extras == nil {
+		return nil, errIPAMNotConfigured
+	}
+	ctx, cancel := context.WithTimeout(ctx, ipamTimeout)
+	defer cancel()
+	cc, err := c.extras.calicoClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to calico: %w", err)
+	}
+	var (
+		util     *calico.Utilization
+		check    *calico.CheckResult
+		ready    *bool
+		utilErr  error
+		checkErr error
+		wg       sync.WaitGroup
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		util, utilErr = cc.Utilization(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		check, checkErr = cc.Check(ctx, calico.CheckOptions{})
+	}()
+	wg.Wait()
+	if utilErr != nil {
+		return nil, fmt.Errorf("read calico ipam utilization: %w", utilErr)
+	}
+	if checkErr == nil {
+		r := !check.Report.DatastoreLocked
+		ready = &r
+	} else if r, err := cc.DatastoreReady(ctx); err == nil {
+		ready = &r
+	}
+	st := ipamStateFrom(util, check, ready)
+	if checkErr != nil {
+		return st, fmt.Errorf("check calico ipam: %w", checkErr)
+	}
+	return st, nil
+}
+
+// ipamStateFrom converts package calico's results into the IPAMState the rules read. check
+// may be nil (then no leak counts); leaked allocations are counted by their block's affine
+// node.
+func ipamStateFrom(u *calico.Utilization, check *calico.CheckResult, datastoreReady *bool) *IPAMState {
+	st := &IPAMState{
+		DatastoreReady:    datastoreReady,
+		StrictAffinity:    u.StrictAffinity,
+		MaxBlocksPerHost:  u.MaxBlocksPerHost,
+		NodeBlocks:        map[string]int{},
+		LeakedIPsByNode:   map[string]int{},
+		EmptyBlocksByNode: map[string]int{},
+	}
+	for n, k := range u.NodeBlocks {
+		st.NodeBlocks[n] = k
+	}
+	blockNode := map[string]string{}
+	for _, p := range u.Pools {
+		for _, b := range p.Blocks {
+			blockNode[b.CIDR.String()] = b.Node
+		}
+		if p.CIDR.Bits() == 0 {
+			continue // calico's "orphaned" pseudo-pool
+		}
+		st.Pools = append(st.Pools, PoolUsage{
+			Name: p.Name, CIDR: p.CIDR.String(), Disabled: p.Disabled, BlockSize: p.BlockSize,
+			Total: clampInt(p.Total), InUse: clampInt(p.InUse),
+		})
+	}
+	for _, b := range u.EmptyBlocks {
+		st.EmptyBlocks++
+		st.EmptyBlocksByNode[b.Node]++
+	}
+	if check != nil {
+		st.LeakedIPs = len(check.LeakedIPs)
+		for _, a := range check.LeakedIPs {
+			node := blockNode[a.Block]
+			if node == "" {
+				node = a.Node
+			}
+			st.LeakedIPsByNode[node]++
+		}
+	}
+	return st
+}
+
+// clampInt converts an address count to int, saturating (IPv6 pools exceed int64).
+func clampInt(f float64) int {
+	const maxInt = int(^uint(0) >> 1)
+	if f >= float64(maxInt) {
+		return maxInt
+	}
+	return int(f)
+}
+
+// logCandidates returns the containers whose previous log explains something, most telling
+// first: crash-looping, then terminated with a non-zero code, then any other restart. Pods on
+// a node that is not Ready are skipped: the API server could not reach that kubelet.
+func logCandidates(s *Snapshot) []containerStatus {
+	pod := s.Pod
+	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	type ranked struct {
+		c    containerStatus
+		rank int
+	}
+	var rs []ranked
+	for _, c := range containerStatuses(pod) {
+		st := c.Status
+		if st.LastTerminationState.Terminated == nil {
+			continue // previous=true needs a previous instance
+		}
+		switch {
+		case st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff":
+			rs = append(rs, ranked{c, 0})
+		case st.LastTerminationState.Terminated.ExitCode != 0:
+			rs = append(rs, ranked{c, 1})
+		case st.RestartCount > 0 && age(s, st.LastTerminationState.Terminated.FinishedAt.Time) < recentRestart:
+			rs = append(rs, ranked{c, 2})
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].rank < rs[j].rank })
+	var out []containerStatus
+	for _, r := range rs {
+		out = append(out, r.c)
+	}
+	return out
+}
+
+// previousLogs reads pods/log?previous=true (tail-limited) for up to maxLogFetches containers,
+// concurrently. A failed read is kept as LogTail.Err so the finding can say why.
+func (c *Collector) previousLogs(ctx context.Context, s *Snapshot) map[string]LogTail {
+	cands := logCandidates(s)
+	if len(cands) == 0 {
+		return nil
+	}
+	pod := s.Pod
+	out := map[string]LogTail{}
+	if n := nodeByName(s, pod.Spec.NodeName); n != nil && !nodeIsReady(n) {
+		for _, cs := range cands {
+			out[cs.Status.Name] = LogTail{Err: fmt.Errorf("node %s is not Ready, so its kubelet cannot serve logs", n.Name)}
+		}
+		return out
+	}
+	if len(cands) > maxLogFetches {
+		cands = cands[:maxLogFetches]
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, cs := range cands {
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			lt := c.previousLog(ctx, pod, name)
+			mu.Lock()
+			out[name] = lt
+			mu.Unlock()
+		}(cs.Status.Name)
+	}
+	wg.Wait()
+	return out
+}
+
+// previousLog reads one container's previous log.
+func (c *Collector) previousLog(ctx context.Context, pod *corev1.Pod, container string) LogTail {
+	ctx, cancel := context.WithTimeout(ctx, logTimeout)
+	defer cancel()
+	tail, limit := int64(previousLogLines), int64(previousLogBytes)
+	raw, err := c.client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
+		Container: container, Previous: true, TailLines: &tail, LimitBytes: &limit,
+	}).DoRaw(ctx)
+	if err != nil {
+		return LogTail{Err: fmt.Errorf("read previous log of container %s: %w", container, err)}
+	}
+	return LogTail{Lines: splitLogLines(raw, previousLogLines)}
+}
+
+// splitLogLines splits a log into at most n last lines, dropping a trailing empty line.
+func splitLogLines(raw []byte, n int) []string {
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 4096), previousLogBytes+1)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

@@ -1,0 +1,262 @@
+package triage
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+func TestEventLastSeen(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	mt := func(m int) metav1.Time { return metav1.NewTime(at(m)) }
+	mmt := func(m int) metav1.MicroTime { return metav1.NewMicroTime(at(m)) }
+	tests := []struct {
+		name string
+		got  Event
+		want Event
+	}{
+		{
+			name: "core/v1 with a series uses series.lastObservedTime and series.count",
+			got: eventFromCore(&corev1.Event{Reason: "FailedScheduling", Type: "Warning", Message: "m",
+				FirstTimestamp: mt(1), LastTimestamp: mt(2), EventTime: mmt(1),
+				Series: &corev1.EventSeries{Count: 7, LastObservedTime: mmt(9)}, Source: corev1.EventSource{Component: "default-scheduler"}}),
+			want: Event{Type: "Warning", Reason: "FailedScheduling", Message: "m", Count: 7, FirstSeen: at(1), LastSeen: at(9), Source: "default-scheduler"},
+		},
+		{
+			name: "core/v1 without a series uses lastTimestamp and count",
+			got: eventFromCore(&corev1.Event{Reason: "BackOff", Count: 3, FirstTimestamp: mt(1), LastTimestamp: mt(5),
+				InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{app}"}, Source: corev1.EventSource{Component: "kubelet"}}),
+			want: Event{Reason: "BackOff", Count: 3, FirstSeen: at(1), LastSeen: at(5), Source: "kubelet", FieldPath: "spec.containers{app}"},
+		},
+		{
+			name: "core/v1 written by an events.k8s.io client has only eventTime",
+			got:  eventFromCore(&corev1.Event{Reason: "FailedScheduling", EventTime: mmt(4), ReportingController: "default-scheduler"}),
+			want: Event{Reason: "FailedScheduling", Count: 1, FirstSeen: at(4), LastSeen: at(4), Source: "default-scheduler"},
+		},
+		{
+			name: "core/v1 with only firstTimestamp falls back to it",
+			got:  eventFromCore(&corev1.Event{Reason: "Pulled", FirstTimestamp: mt(2)}),
+			want: Event{Reason: "Pulled", Count: 1, FirstSeen: at(2), LastSeen: at(2)},
+		},
+		{
+			name: "events.k8s.io/v1 uses note, series and reportingController",
+			got: eventFromEventsV1(&eventsv1.Event{Reason: "FailedScheduling", Type: "Warning", Note: "0/3 nodes are available",
+				EventTime: mmt(1), Series: &eventsv1.EventSeries{Count: 4, LastObservedTime: mmt(6)}, ReportingController: "default-scheduler"}),
+			want: Event{Type: "Warning", Reason: "FailedScheduling", Message: "0/3 nodes are available", Count: 4, FirstSeen: at(1), LastSeen: at(6), Source: "default-scheduler"},
+		},
+		{
+			name: "events.k8s.io/v1 of a core/v1 writer uses the deprecated fields",
+			got: eventFromEventsV1(&eventsv1.Event{Reason: "FailedMount", DeprecatedCount: 12, DeprecatedFirstTimestamp: mt(1),
+				DeprecatedLastTimestamp: mt(8), DeprecatedSource: corev1.EventSource{Component: "kubelet"}}),
+			want: Event{Reason: "FailedMount", Count: 12, FirstSeen: at(1), LastSeen: at(8), Source: "kubelet"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("normalised event mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSortEventsNewestFirst(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	events := []Event{
+		{Reason: "Scheduled", LastSeen: t0},
+		{Reason: "FailedScheduling", LastSeen: t0.Add(2 * time.Minute)},
+		{Reason: "BackOff", LastSeen: t0.Add(time.Minute)},
+		{Reason: "Pulled", LastSeen: t0.Add(time.Minute)},
+	}
+	SortEvents(events)
+	var got []string
+	for _, e := range events {
+		got = append(got, e.Reason)
+	}
+	want := []string{"FailedScheduling", "BackOff", "Pulled", "Scheduled"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SortEvents() order mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestClosestNames(t *testing.T) {
+	refs := []PodRef{
+		{Namespace: "shop", Name: "web-7f9c5d-abcde"}, {Namespace: "shop", Name: "web-7f9c5d-xyz12"}, {Namespace: "shop", Name: "worker-55d8-k2k2k"},
+		{Namespace: "staging", Name: "web-7f9c5d-abcdf"}, {Namespace: "kube-system", Name: "coredns-5644d7b6d9-bsmn7"}, {Namespace: "shop", Name: "db-0"},
+	}
+	got := closestNames(refs, "shop", "web-7f9c5d-abcdd", 3)
+	want := []string{"shop/web-7f9c5d-abcde", "staging/web-7f9c5d-abcdf", "shop/web-7f9c5d-xyz12"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("closestNames() mismatch (-want +got):\n%s", diff)
+	}
+	if got := closestNames(refs, "shop", "zzzzzzzz", 5); len(got) != 0 {
+		t.Errorf("closestNames(unrelated) = %v, want none", got)
+	}
+}
+
+// countingTransport counts the API requests a client sends and records them.
+type countingTransport struct {
+	rt http.RoundTripper
+	mu *sync.Mutex
+	// log receives "METHOD path?query" of each request.
+	log *[]string
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	*c.log = append(*c.log, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+	c.mu.Unlock()
+	return c.rt.RoundTrip(r)
+}
+
+// requestCounter is a clientset whose requests are counted.
+type requestCounter struct {
+	client kubernetes.Interface
+	mu     sync.Mutex
+	log    []string
+}
+
+func newRequestCounter(t *testing.T, cfg *rest.Config) *requestCounter {
+	t.Helper()
+	rc := &requestCounter{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{rt: rt, mu: &rc.mu, log: &rc.log}
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.client = client
+	return rc
+}
+
+// take returns the requests recorded since the last take and forgets them.
+func (rc *requestCounter) take() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := rc.log
+	rc.log = nil
+	return out
+}
+
+// TestCollectorRequestBudget diagnoses a Pending pod in a real control plane with both
+// backends: the warm cached Collector stays within 4 API requests, the direct one within 6
+// (pod, events ×2, nodes, bound pods, /version), the two agree on every finding, and the merged
+// events hold each event once.
+func TestCollectorRequestBudget(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{Scheduler: true})
+	testenv.LoadT(t, c, "seed-frontend-cpu")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := c.WaitForScheduler(ctx, "seed-frontend-cpu", "frontend"); err != nil {
+		t.Fatal(err)
+	}
+
+	direct := newRequestCounter(t, c.Config)
+	cold, err := Diagnose(ctx, NewCollector(direct.client), "seed-frontend-cpu", "frontend")
+	if err != nil {
+		t.Fatalf("Diagnose(direct) error: %v", err)
+	}
+	reqs := direct.take()
+	t.Logf("direct Diagnose: %d API requests: %v", len(reqs), reqs)
+	if len(reqs) > 6 {
+		t.Errorf("direct Diagnose sent %d API requests, want at most 6:\n%v", len(reqs), reqs)
+	}
+
+	cached := newRequestCounter(t, c.Config)
+	informerCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	cc, err := NewCachedCollector(informerCtx, cached.client)
+	if err != nil {
+		t.Fatalf("NewCachedCollector() error: %v", err)
+	}
+	cached.take() // the initial lists and watches
+	warm, err := Diagnose(ctx, cc, "seed-frontend-cpu", "frontend")
+	if err != nil {
+		t.Fatalf("Diagnose(cached) error: %v", err)
+	}
+	reqs = cached.take()
+	t.Logf("warm cached Diagnose: %d API requests: %v", len(reqs), reqs)
+	if len(reqs) > 4 {
+		t.Errorf("warm cached Diagnose sent %d API requests, want at most 4:\n%v", len(reqs), reqs)
+	}
+
+	if diff := cmp.Diff(cold.Findings, warm.Findings); diff != "" {
+		t.Errorf("cold (direct) and warm (cached) findings differ (-direct +cached):\n%s", diff)
+	}
+	var failed int
+	for _, e := range cold.Events {
+		if e.Reason == "FailedScheduling" {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("merged events hold %d FailedScheduling events, want exactly 1 (core/v1 and events.k8s.io/v1 show the same object)", failed)
+	}
+}
+
+// TestDiagnosePodNotFound asks for a misspelled pod and expects pod-not-found with the real
+// pod among the suggestions, from both backends.
+func TestDiagnosePodNotFound(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, "seed-frontend-cpu")
+	ctx := t.Context()
+	cc, err := NewCachedCollector(ctx, c.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, col := range map[string]*Collector{"direct": NewCollector(c.Client), "cached": cc} {
+		t.Run(name, func(t *testing.T) {
+			d, err := Diagnose(ctx, col, "seed-frontend-cpu", "frontent")
+			if err != nil {
+				t.Fatalf("Diagnose() error: %v", err)
+			}
+			if got := d.Primary().Code; got != CodePodNotFound {
+				t.Errorf("Diagnose(frontent).Findings[0].Code = %s, want %s", got, CodePodNotFound)
+			}
+			var similar []string
+			for _, e := range d.Primary().Evidence {
+				similar = append(similar, e.Object)
+			}
+			if !slices.Contains(similar, "Pod seed-frontend-cpu/frontend") {
+				t.Errorf("pod-not-found evidence = %v, want Pod seed-frontend-cpu/frontend among them", similar)
+			}
+			if len(similar) > maxSimilarPods {
+				t.Errorf("pod-not-found suggests %d pods, want at most %d", len(similar), maxSimilarPods)
+			}
+		})
+	}
+}
+
+// TestDiagnoseUnreachable expects an error that still carries the transport error (so the CLI
+// can name the server in one line) when no API server listens.
+func TestDiagnoseUnreachable(t *testing.T) {
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Diagnose(t.Context(), NewCollector(client), "shop", "web")
+	if err == nil {
+		t.Fatalf("Diagnose() = %v, want an error", d.Primary().Code)
+	}
+	var urlErr *url.Error
+	if !errors.As(err, &urlErr) {
+		t.Errorf("Diagnose() error = %v, want it to wrap a *url.Error", err)
+	}
+}

@@ -1,0 +1,192 @@
+package triage
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// containerConfigRules explains containers the kubelet cannot create: CreateContainerConfigError
+// (a Secret or ConfigMap, or one of its keys, that env/envFrom references is missing: named,
+// with the env var that references it) and CreateContainerError/RunContainerError.
+func containerConfigRules(s *Snapshot) []Finding {
+	pod := s.Pod
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	var out []Finding
+	for _, c := range containerStatuses(pod) {
+		w := c.Status.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "CreateContainerConfigError":
+			out = append(out, configErrorFinding(s, c))
+		case "CreateContainerError", "RunContainerError", "PreCreateHookError", "PreStartHookError", "PostStartHookError":
+			if containsAny(w.Message, "exec format error") {
+				continue // crashRules explains it as exec-format-error
+			}
+			out = append(out, createErrorFinding(s, c))
+		}
+	}
+	return out
+}
+
+var (
+	// kubelet: `couldn't find key password in Secret shop/db`.
+	reMissingKey = regexp.MustCompile(`couldn't find key (\S+) in (Secret|ConfigMap) ([^/\s]+)/([^\s"]+)`)
+)
+
+// configErrorFinding reports secret-not-found, configmap-not-found, secret-key-not-found,
+// configmap-key-not-found or create-container-error for a CreateContainerConfigError.
+func configErrorFinding(s *Snapshot, c containerStatus) Finding {
+	pod := s.Pod
+	w := c.Status.State.Waiting
+	msg := w.Message
+	f := Finding{Severity: SeverityBlocker, Evidence: []Evidence{waitingEvidence(pod, c)}}
+	for _, e := range eventsMatching(s, forContainer(c.Status.Name)) {
+		if e.Reason == "Failed" && strings.HasPrefix(e.Message, "Error: ") && len(f.Evidence) < 2 {
+			f.Evidence = append(f.Evidence, EventEvidence(pod, e))
+			if msg == "" {
+				msg = strings.TrimPrefix(e.Message, "Error: ")
+			}
+		}
+	}
+	who := fmt.Sprintf("container %q", c.Status.Name)
+	if m := reMissingKey.FindStringSubmatch(msg); m != nil {
+		key, kind, name := m[1], m[2], m[4]
+		f.Code = CodeSecretKeyNotFound
+		if kind == "ConfigMap" {
+			f.Code = CodeConfigMapKeyNotFound
+		}
+		f.Summary = fmt.Sprintf("%s %s exists but has no key %q, which %s needs%s.", kind, name, key, who, refDesc(c, kind, name, key))
+		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, key)...)
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get %s %s %s -o jsonpath='{.data}'", strings.ToLower(kind), name, nsFlag(pod)),
+			fmt.Sprintf("Add key %s to %s %s, or fix the key name in the pod template (or mark the reference optional: true).", key, kind, name),
+		}
+		return f
+	}
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		name := quoted(msg, strings.ToLower(kind)+" ")
+		if name == "" {
+			continue
+		}
+		f.Code = CodeSecretNotFound
+		create := fmt.Sprintf("kubectl create secret generic %s %s --from-literal=<key>=<value>", name, nsFlag(pod))
+		if kind == "ConfigMap" {
+			f.Code = CodeConfigMapNotFound
+			create = fmt.Sprintf("kubectl create configmap %s %s --from-literal=<key>=<value>", name, nsFlag(pod))
+		}
+		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, ""))
+		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, "")...)
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get %s %s", strings.ToLower(kind)+"s", nsFlag(pod)),
+			create + "  # or install the chart step that creates it",
+		}
+		return f
+	}
+	f.Code = CodeCreateContainerError
+	f.Summary = fmt.Sprintf("The kubelet cannot build the configuration of %s: %s", who, strings.TrimSpace(msg))
+	f.Fix = []string{fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name)}
+	return f
+}
+
+// envRef is one place in a container spec that references a Secret or ConfigMap.
+type envRef struct {
+	field string // e.g. spec.containers[app].env[DB_PASSWORD]
+	desc  string // e.g. env DB_PASSWORD
+}
+
+// envRefs returns where container c references kind/name (and key, when not empty).
+func envRefs(c containerStatus, kind, name, key string) []envRef {
+	if c.Spec == nil {
+		return nil
+	}
+	var out []envRef
+	for _, e := range c.Spec.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		var refName, refKey string
+		switch {
+		case kind == "Secret" && e.ValueFrom.SecretKeyRef != nil:
+			refName, refKey = e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key
+		case kind == "ConfigMap" && e.ValueFrom.ConfigMapKeyRef != nil:
+			refName, refKey = e.ValueFrom.ConfigMapKeyRef.Name, e.ValueFrom.ConfigMapKeyRef.Key
+		default:
+			continue
+		}
+		if refName == name && (key == "" || refKey == key) {
+			out = append(out, envRef{field: c.specField("env[" + e.Name + "]"), desc: "env " + e.Name})
+		}
+	}
+	for i, e := range c.Spec.EnvFrom {
+		if (kind == "Secret" && e.SecretRef != nil && e.SecretRef.Name == name) ||
+			(kind == "ConfigMap" && e.ConfigMapRef != nil && e.ConfigMapRef.Name == name) {
+			out = append(out, envRef{field: c.specField(fmt.Sprintf("envFrom[%d]", i)), desc: "envFrom"})
+		}
+	}
+	return out
+}
+
+// refDesc is " (env DB_PASSWORD)" naming what references the object, or "".
+func refDesc(c containerStatus, kind, name, key string) string {
+	refs := envRefs(c, kind, name, key)
+	if len(refs) == 0 {
+		return ""
+	}
+	var d []string
+	for _, r := range refs {
+		d = append(d, r.desc)
+	}
+	return " (" + strings.Join(d, ", ") + ")"
+}
+
+// refEvidence is the spec fields that reference the missing object or key.
+func refEvidence(pod *corev1.Pod, c containerStatus, kind, name, key string) []Evidence {
+	var ev []Evidence
+	for _, r := range envRefs(c, kind, name, key) {
+		msg := kind + " " + name
+		if key != "" {
+			msg += " key " + key
+		}
+		ev = append(ev, Evidence{Object: podObject(pod), Field: r.field, Message: "references " + msg})
+	}
+	return ev
+}
+
+// createErrorFinding reports create-container-error for CreateContainerError/RunContainerError.
+func createErrorFinding(s *Snapshot, c containerStatus) Finding {
+	pod := s.Pod
+	w := c.Status.State.Waiting
+	f := Finding{
+		Code:     CodeCreateContainerError,
+		Severity: SeverityBlocker,
+		Summary:  fmt.Sprintf("The container runtime on %s cannot create or start container %q: %s", pod.Spec.NodeName, c.Status.Name, strings.TrimSpace(w.Message)),
+		Evidence: []Evidence{waitingEvidence(pod, c)},
+	}
+	for _, e := range eventsMatching(s, forContainer(c.Status.Name)) {
+		if e.Type == corev1.EventTypeWarning && e.Reason == "Failed" && len(f.Evidence) < 3 {
+			f.Evidence = append(f.Evidence, EventEvidence(pod, e))
+		}
+	}
+	if c.Spec != nil {
+		f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.specField("command"),
+			Message: fmt.Sprintf("command %q, args %q, image %s", c.Spec.Command, c.Spec.Args, c.Spec.Image)})
+	}
+	switch {
+	case containsAny(w.Message, "no command specified"):
+		f.Summary += ". The image has no entrypoint and the pod sets no command."
+		f.Fix = []string{"Set command: in the container spec, or run the pod on the node/runtime the image is built for (e.g. a WASM runtime class with its nodeSelector and toleration)."}
+	case containsAny(w.Message, "executable file not found", "no such file or directory"):
+		f.Fix = []string{"Fix command/args so they name a binary that exists in the image."}
+	case containsAny(w.Message, "container name", "is already in use"):
+		f.Fix = []string{fmt.Sprintf("On %s: crictl ps -a | grep %s  # remove the stale container", pod.Spec.NodeName, c.Status.Name)}
+	}
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name))
+	return f
+}

@@ -1,0 +1,305 @@
+package triage
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// This file holds the small readers the non-scheduling rule families share: finding a pod's
+// events by reason and container, turning container states into Evidence with a field path,
+// and rendering ages the way kubectl describe does. They only read the Snapshot.
+
+// podObject is "Pod namespace/name", the Evidence.Object of facts read from the pod.
+func podObject(pod *corev1.Pod) string { return "Pod " + pod.Namespace + "/" + pod.Name }
+
+// nodeObject is "Node name".
+func nodeObject(name string) string { return "Node " + name }
+
+// eventsMatching returns the pod's events for which keep is true, newest first (the order of
+// Snapshot.Events).
+func eventsMatching(s *Snapshot, keep func(Event) bool) []Event {
+	var out []Event
+	for _, e := range s.Events {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// eventsWithReason returns the pod's events with one of the reasons, newest first.
+func eventsWithReason(s *Snapshot, reasons ...string) []Event {
+	return eventsMatching(s, func(e Event) bool {
+		for _, r := range reasons {
+			if e.Reason == r {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// eventContainer returns the container an event's involvedObject.fieldPath names
+// ("spec.containers{app}" -> "app", "spec.initContainers{init}" -> "init"), or "".
+func eventContainer(e Event) string {
+	fp := e.FieldPath
+	open := strings.IndexByte(fp, '{')
+	if open < 0 || !strings.HasSuffix(fp, "}") {
+		return ""
+	}
+	return fp[open+1 : len(fp)-1]
+}
+
+// forContainer keeps events about container name, and events with no field path (older
+// kubelets and some runtimes leave it empty).
+func forContainer(name string) func(Event) bool {
+	return func(e Event) bool {
+		c := eventContainer(e)
+		return c == "" || c == name
+	}
+}
+
+// containerStatus pairs a container's spec with its status and says which list it came from.
+type containerStatus struct {
+	Spec   *corev1.Container
+	Status *corev1.ContainerStatus
+	// Init is true for spec.initContainers (including restartable sidecars).
+	Init bool
+}
+
+// statusList is "initContainerStatuses" or "containerStatuses".
+func (c containerStatus) statusList() string {
+	if c.Init {
+		return "initContainerStatuses"
+	}
+	return "containerStatuses"
+}
+
+// field returns the field path of sub under this container's status, e.g.
+// "status.containerStatuses[app].lastState.terminated".
+func (c containerStatus) field(sub string) string {
+	f := "status." + c.statusList() + "[" + c.Status.Name + "]"
+	if sub != "" {
+		f += "." + sub
+	}
+	return f
+}
+
+// specField returns the field path of sub under this container's spec, e.g.
+// "spec.containers[app].livenessProbe".
+func (c containerStatus) specField(sub string) string {
+	list := "containers"
+	if c.Init {
+		list = "initContainers"
+	}
+	f := "spec." + list + "[" + c.Status.Name + "]"
+	if sub != "" {
+		f += "." + sub
+	}
+	return f
+}
+
+// sidecar reports whether c is a restartable init container (restartPolicy Always), which
+// keeps running beside the app containers.
+func (c containerStatus) sidecar() bool {
+	return c.Init && c.Spec != nil && c.Spec.RestartPolicy != nil &&
+		*c.Spec.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// containerStatuses returns the pod's init containers then its app containers, each paired
+// with its spec (Spec is nil when the status names a container the spec lacks).
+func containerStatuses(pod *corev1.Pod) []containerStatus {
+	var out []containerStatus
+	add := func(specs []corev1.Container, statuses []corev1.ContainerStatus, init bool) {
+		for i := range statuses {
+			cs := containerStatus{Status: &statuses[i], Init: init}
+			for j := range specs {
+				if specs[j].Name == statuses[i].Name {
+					cs.Spec = &specs[j]
+					break
+				}
+			}
+			out = append(out, cs)
+		}
+	}
+	add(pod.Spec.InitContainers, pod.Status.InitContainerStatuses, true)
+	add(pod.Spec.Containers, pod.Status.ContainerStatuses, false)
+	return out
+}
+
+// waitingEvidence is the evidence of a container's current waiting state.
+func waitingEvidence(pod *corev1.Pod, c containerStatus) Evidence {
+	w := c.Status.State.Waiting
+	return Evidence{Object: podObject(pod), Field: c.field("state.waiting"), Reason: w.Reason, Message: strings.TrimSpace(w.Message)}
+}
+
+// terminatedEvidence is the evidence of a terminated state (current or last) at field.
+func terminatedEvidence(pod *corev1.Pod, field string, t *corev1.ContainerStateTerminated) Evidence {
+	msg := fmt.Sprintf("exit code %d", t.ExitCode)
+	if t.Signal != 0 {
+		msg += fmt.Sprintf(", signal %d", t.Signal)
+	}
+	if !t.FinishedAt.IsZero() && !t.StartedAt.IsZero() {
+		msg += fmt.Sprintf(", ran %s", humanDuration(t.FinishedAt.Sub(t.StartedAt.Time)))
+	}
+	if m := strings.TrimSpace(t.Message); m != "" {
+		msg += ": " + m
+	}
+	return Evidence{Object: podObject(pod), Field: field, Reason: t.Reason, Message: msg, LastSeen: t.FinishedAt.Time}
+}
+
+// lastTermination returns the container's most relevant termination and its field path: the
+// current state when terminated, else lastState.
+func lastTermination(c containerStatus) (*corev1.ContainerStateTerminated, string) {
+	if t := c.Status.State.Terminated; t != nil {
+		return t, c.field("state.terminated")
+	}
+	if t := c.Status.LastTerminationState.Terminated; t != nil {
+		return t, c.field("lastState.terminated")
+	}
+	return nil, ""
+}
+
+// podCondition returns the pod condition of type t, or nil.
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// nodeByName returns the named node from the Snapshot, or nil.
+func nodeByName(s *Snapshot, name string) *corev1.Node {
+	if name == "" {
+		return nil
+	}
+	for _, n := range s.Nodes {
+		if n != nil && n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// nodeReadyCondition returns the node's Ready condition, or nil when it has none.
+func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// nodeIsReady reports whether the node's Ready condition is True.
+func nodeIsReady(n *corev1.Node) bool {
+	c := nodeReadyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// age is how long before s.Now the time t was; zero for a zero t or a t in the future.
+func age(s *Snapshot, t time.Time) time.Duration {
+	if t.IsZero() || s.Now.Before(t) {
+		return 0
+	}
+	return s.Now.Sub(t)
+}
+
+// humanDuration renders d like kubectl's ages: 45s, 3m20s, 2h5m, 3d4h.
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 10*time.Minute:
+		m := int(d.Minutes())
+		if s := int(d.Seconds()) - 60*m; s != 0 {
+			return fmt.Sprintf("%dm%ds", m, s)
+		}
+		return fmt.Sprintf("%dm", m)
+	case d < 3*time.Hour:
+		h := int(d.Hours())
+		m := int(d.Minutes()) - 60*h
+		if h == 0 {
+			return fmt.Sprintf("%dm", m)
+		}
+		if m != 0 {
+			return fmt.Sprintf("%dh%dm", h, m)
+		}
+		return fmt.Sprintf("%dh", h)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		days := int(d.Hours()) / 24
+		if h := int(d.Hours()) - 24*days; h != 0 && days < 8 {
+			return fmt.Sprintf("%dd%dh", days, h)
+		}
+		return fmt.Sprintf("%dd", days)
+	}
+}
+
+// eventSeen renders an event's count and age the way kubectl describe does:
+// "42 times, last 21s ago".
+func eventSeen(s *Snapshot, e Event) string {
+	times := "once"
+	if e.Count > 1 {
+		times = fmt.Sprintf("%d times", e.Count)
+	}
+	if e.LastSeen.IsZero() {
+		return times
+	}
+	return fmt.Sprintf("%s, last %s ago", times, humanDuration(age(s, e.LastSeen)))
+}
+
+// containsAny reports whether s contains any of subs, ignoring case.
+func containsAny(s string, subs ...string) bool {
+	ls := strings.ToLower(s)
+	for _, sub := range subs {
+		if strings.Contains(ls, strings.ToLower(sub)) {
+			return true
+		}
+	}
+	return false
+}
+
+// quoted returns the first double-quoted string after prefix in msg (e.g. the name in
+// `configmap "app-config" not found` for prefix `configmap `), or "".
+func quoted(msg, prefix string) string {
+	i := strings.Index(strings.ToLower(msg), strings.ToLower(prefix)+`"`)
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(prefix)+1:]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
+}
+
+// truncate shortens s to at most n runes, marking the cut with "…".
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// plural returns one or many depending on n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// nsFlag is "-n namespace" for kubectl lines about the pod.
+func nsFlag(pod *corev1.Pod) string { return "-n " + pod.Namespace }

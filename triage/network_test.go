@@ -1,0 +1,147 @@
+package triage
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	msgIPAMExhausted = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "7b35": plugin type="calico" failed (add): failed to request 1 IPv4 addresses. IPAM allocated only 0`
+	msgBlockLimit    = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "41e1": plugin type="calico" failed (add): cannot allocate new block due to per host block limit`
+	msgLocked        = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "aa": plugin type="calico" failed (add): Calico is currently not ready to process requests`
+	msgAWS           = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to set up sandbox container "d70f" network for pod "w": NetworkPlugin cni failed to set up pod "w_ns" network: add cmd: failed to assign an IP address to container`
+	msgNoCNI         = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "bb": network plugin is not ready: cni config uninitialized`
+	msgNodename      = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "cc": plugin type="calico" failed (add): stat /var/lib/calico/nodename: no such file or directory: check that the calico/node container is running and has mounted /var/lib/calico/`
+	msgOther         = `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd task: failed to mount rootfs`
+)
+
+// calicoNode is a calico-node pod in ns on node-1, ready or crash-looping.
+func calicoNode(ns string, ready bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calico-node-x", Labels: map[string]string{"k8s-app": "calico-node"}}}
+	p.Spec.NodeName = "node-1"
+	p.Spec.Containers = []corev1.Container{{Name: "calico-node"}}
+	p.Status.Phase = corev1.PodRunning
+	cond := corev1.ConditionTrue
+	st := corev1.ContainerStatus{Name: "calico-node", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	if !ready {
+		cond = corev1.ConditionFalse
+		st = corev1.ContainerStatus{Name: "calico-node", RestartCount: 37,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "Unable to autoassign an address - pools are likely exhausted."}}}
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	return p
+}
+
+func TestNetworkRules(t *testing.T) {
+	creating := testPod(pending("ContainerCreating", ""))
+	later := ev(corev1.EventTypeNormal, "SandboxChanged", "", "Pod sandbox changed, it will be killed and re-created.", 37, time.Second)
+	tests := []struct {
+		name   string
+		snap   *Snapshot
+		want   []Code
+		action string
+	}{
+		{"a running pod has no sandbox problem", testSnapshot(testPod(), warning("FailedCreatePodSandBox", msgIPAMExhausted, 3, time.Hour)), nil, ""},
+		{"IPAM allocated only 0", testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 74, 20*time.Second)), []Code{CodeCalicoIPAMExhausted}, ""},
+		{"a later Normal event does not hide the sandbox failure", testSnapshot(creating, warning("FailedCreatePodSandBox", msgAWS, 38, 14*time.Second), later), []Code{CodeAWSVPCCNIIPExhausted}, ""},
+		{"per host block limit", testSnapshot(creating, warning("FailedCreatePodSandBox", msgBlockLimit, 42, time.Minute)), []Code{CodeCalicoIPAMBlockLimit}, ""},
+		{"datastore locked offers the unlock", testSnapshot(creating, warning("FailedCreatePodSandBox", msgLocked, 5, time.Minute)), []Code{CodeCalicoDatastoreLocked}, actionUnlockDatastore},
+		{"cni config uninitialized", testSnapshot(creating, warning("FailedCreatePodSandBox", msgNoCNI, 5, time.Minute)), []Code{CodeCNINotInitialized}, ""},
+		{"calico nodename missing", testSnapshot(creating, warning("FailedCreatePodSandBox", msgNodename, 5, time.Minute)), []Code{CodeCalicoNodeNotReady}, ""},
+		{"any other sandbox failure", testSnapshot(creating, warning("FailedCreatePodSandBox", msgOther, 5, time.Minute)), []Code{CodeSandboxCreationFailed}, ""},
+		{"a specific older message beats a generic newer one", testSnapshot(creating, warning("FailedCreatePodSandBox", msgOther, 1, time.Second), warning("FailedCreatePodSandBox", msgBlockLimit, 4, time.Minute)), []Code{CodeCalicoIPAMBlockLimit}, ""},
+		{"a crash-looping calico-node in kube-system (manifest install) adds calico-node-not-ready", func() *Snapshot {
+			s := testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 74, 20*time.Second))
+			s.CalicoNodePods = []*corev1.Pod{calicoNode("kube-system", false)}
+			return s
+		}(), []Code{CodeCalicoIPAMExhausted, CodeCalicoNodeNotReady}, ""},
+		{"a healthy calico-node in calico-system (operator install) adds nothing", func() *Snapshot {
+			s := testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 74, 20*time.Second))
+			s.CalicoNodePods = []*corev1.Pod{calicoNode("calico-system", true)}
+			return s
+		}(), []Code{CodeCalicoIPAMExhausted}, ""},
+		{"no event yet, calico-node crash-looping", func() *Snapshot {
+			s := testSnapshot(creating)
+			s.CalicoNodePods = []*corev1.Pod{calicoNode("calico-system", false)}
+			return s
+		}(), []Code{CodeCalicoNodeNotReady}, ""},
+		{"no event, node reports NetworkPluginNotReady", func() *Snapshot {
+			s := testSnapshot(creating)
+			s.Nodes[0].Status.Conditions[0].Status = corev1.ConditionFalse
+			s.Nodes[0].Status.Conditions[0].Message = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+			return s
+		}(), []Code{CodeCNINotInitialized}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := checkCodes(t, networkRules, tt.snap, tt.want...)
+			if tt.action != "" && (len(got) == 0 || len(got[0].Actions) == 0 || got[0].Actions[0].Kind != tt.action) {
+				t.Errorf("actions = %v, want %s", got[0].Actions, tt.action)
+			}
+		})
+	}
+}
+
+func TestNetworkRulesCorrelateIPAM(t *testing.T) {
+	creating := testPod(pending("ContainerCreating", ""))
+	s := testSnapshot(creating, warning("FailedCreatePodSandBox", msgBlockLimit, 42, time.Minute))
+	s.IPAM = &IPAMState{
+		MaxBlocksPerHost: 4, StrictAffinity: true,
+		NodeBlocks:        map[string]int{"node-1": 4},
+		EmptyBlocks:       1,
+		EmptyBlocksByNode: map[string]int{"node-1": 1},
+		LeakedIPs:         86,
+		LeakedIPsByNode:   map[string]int{"node-1": 86},
+		Pools:             []PoolUsage{{Name: "default", CIDR: "172.24.0.0/16", BlockSize: 26, Total: 65536, InUse: 256}},
+	}
+	f := networkRules(s)[0]
+	want := []ActionRef{
+		{Kind: actionReleaseEmptyBlocks, Label: "Release 1 empty block on node-1", Args: map[string]string{"node": "node-1"}},
+		{Kind: actionReleaseLeakedIPs, Label: "Release 86 leaked IPs"},
+	}
+	if len(f.Actions) != len(want) {
+		t.Fatalf("actions = %v, want %v", f.Actions, want)
+	}
+	for i := range want {
+		if f.Actions[i].Kind != want[i].Kind || f.Actions[i].Label != want[i].Label || f.Actions[i].Args["node"] != want[i].Args["node"] {
+			t.Errorf("actions[%d] = %+v, want %+v", i, f.Actions[i], want[i])
+		}
+	}
+	if !hasField(f, "BlockAffinity") {
+		t.Errorf("evidence %v lacks the node's BlockAffinity count", f.Evidence)
+	}
+
+	s = testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 74, time.Minute))
+	s.IPAMErr = errIPAMNotConfigured
+	f = networkRules(s)[0]
+	if f.Code != CodeCalicoIPAMExhausted || f.Evidence[len(f.Evidence)-1].Object != "Calico IPAM" {
+		t.Errorf("without IPAM: code %s, evidence %v; want calico-ipam-exhausted saying IPAM was not read", f.Code, f.Evidence)
+	}
+}
+
+func TestSandboxCode(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want Code
+	}{
+		{msgIPAMExhausted, CodeCalicoIPAMExhausted},
+		{"Unable to autoassign an address - pools are likely exhausted.", CodeCalicoIPAMExhausted},
+		{msgBlockLimit, CodeCalicoIPAMBlockLimit},
+		{msgLocked, CodeCalicoDatastoreLocked},
+		{msgAWS, CodeAWSVPCCNIIPExhausted},
+		{msgNoCNI, CodeCNINotInitialized},
+		{msgNodename, CodeCalicoNodeNotReady},
+		{msgOther, CodeSandboxCreationFailed},
+		{"403 Forbidden: quota exceeded", CodeSandboxCreationFailed},
+	}
+	for _, tt := range tests {
+		if got := sandboxCode(tt.msg); got != tt.want {
+			t.Errorf("sandboxCode(%q) = %s, want %s", tt.msg, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,323 @@
+package triage
+
+import (
+	"fmt"
+	"k8s.io/apimachinery/pkg/types"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+// This file checks the non-scheduling rule families against every scenario folder without a
+// control plane: it builds the Snapshot a Collector would build from the manifests (the clock
+// line is "now", delete_after_load pods get a deletionTimestamp) and evaluates it. The real
+// control-plane test over the same folders is scenarios_test.go; this one is fast and runs the
+// same expectations, so a rule change is checked in a second.
+
+// schedulingCodes are the codes of the Pending (unscheduled) family, judged by the real
+// scheduler in scenarios_test.go.
+var schedulingCodes = map[string]bool{
+	"insufficient-cpu": true, "insufficient-memory": true, "insufficient-ephemeral-storage": true,
+	"insufficient-extended-resource": true, "too-many-pods": true, "untolerated-taint": true,
+	"node-selector-mismatch": true, "node-unschedulable": true, "pod-affinity-unsatisfiable": true,
+	"pod-anti-affinity-unsatisfiable": true, "topology-spread-unsatisfiable": true,
+	"host-port-conflict": true, "pvc-unbound": true, "pvc-not-found": true,
+	"volume-node-affinity-conflict": true, "scheduling-gated": true, "no-nodes": true,
+	"scheduler-not-running": true,
+}
+
+// scenarioDirs lists testdata/scenarios/* and testdata/cases/*.
+func scenarioDirs(t testing.TB) []string {
+	t.Helper()
+	var dirs []string
+	for _, pattern := range []string{"../testdata/scenarios/*", "../testdata/cases/*"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range m {
+			if _, err := os.Stat(filepath.Join(d, "expected.yaml")); err == nil {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	return dirs
+}
+
+func TestScenariosOffline(t *testing.T) {
+	for _, dir := range scenarioDirs(t) {
+		sc, err := testenv.LoadScenarioDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if schedulingCodes[sc.Expected.Code] {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			s := offlineSnapshot(t, sc)
+			d := Evaluate(s)
+			got := d.Primary()
+			if string(got.Code) != sc.Expected.Code && !slices.Contains(sc.Expected.AlsoOK, string(got.Code)) {
+				t.Errorf("primary code = %s, want %s (also ok %v); summary: %s", got.Code, sc.Expected.Code, sc.Expected.AlsoOK, got.Summary)
+			}
+			if len(got.Evidence) == 0 {
+				t.Errorf("primary finding %s has no evidence", got.Code)
+			}
+			if len(got.Fix) == 0 {
+				t.Errorf("primary finding %s has no fix", got.Code)
+			}
+			var codes []string
+			for _, f := range d.Findings {
+				codes = append(codes, string(f.Code))
+			}
+			for _, want := range sc.Expected.Context {
+				if !slices.Contains(codes, want) {
+					t.Errorf("findings = %v, want context %s among them", codes, want)
+				}
+			}
+			if testing.Verbose() {
+				for _, f := range d.Findings {
+					t.Logf("%s [%s] %s", f.Code, f.Severity, f.Summary)
+					for _, e := range f.Evidence {
+						t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, truncate(e.Message, 160), e.Count)
+					}
+					for _, x := range f.Fix {
+						t.Logf("    $ %s", x)
+					}
+					for _, a := range f.Actions {
+						t.Logf("    [%s] %s %v", a.Kind, a.Label, a.Args)
+					}
+				}
+			}
+		})
+	}
+}
+
+// offlineSnapshot builds the Snapshot a Collector would build for the scenario's pod, with the
+// scenario clock as now and IPAM state derived from the Calico objects in the manifests.
+func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *Snapshot {
+	t.Helper()
+	ns, name, _ := strings.Cut(sc.Expected.Pod, "/")
+	now := sc.Clock
+	if now.IsZero() {
+		now = time.Now()
+	}
+	s := &Snapshot{
+		Now:           now,
+		Requested:     PodRef{Namespace: ns, Name: name},
+		PodsByNode:    map[string][]*corev1.Pod{},
+		ServerVersion: &version.Info{Major: "1", Minor: "37", GitVersion: "v0.0.0-master+$Format:%H$"},
+	}
+	var pods []*corev1.Pod
+	var nodes []*corev1.Node
+	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+	pvs := map[string]*corev1.PersistentVolume{}
+	var calicoObjs []*unstructured.Unstructured
+	for _, u := range sc.Objects {
+		switch u.GetKind() {
+		case "Pod":
+			p := &corev1.Pod{}
+			fromUnstructured(t, u, p)
+			pods = append(pods, p)
+		case "Node":
+			n := &corev1.Node{}
+			fromUnstructured(t, u, n)
+			nodes = append(nodes, n)
+		case "PersistentVolumeClaim":
+			c := &corev1.PersistentVolumeClaim{}
+			fromUnstructured(t, u, c)
+			pvcs[c.Namespace+"/"+c.Name] = c
+		case "PersistentVolume":
+			v := &corev1.PersistentVolume{}
+			fromUnstructured(t, u, v)
+			pvs[v.Name] = v
+		case "Event":
+			e := &corev1.Event{}
+			fromUnstructured(t, u, e)
+			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Namespace == ns && e.InvolvedObject.Name == name {
+				s.Events = append(s.Events, eventFromCore(e))
+			}
+		}
+		if strings.HasPrefix(u.GetAPIVersion(), "crd.projectcalico.org/") {
+			calicoObjs = append(calicoObjs, u)
+		}
+	}
+	SortEvents(s.Events)
+	for i, p := range pods {
+		p.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		if p.Namespace == ns && p.Name == name {
+			s.Pod = p
+		}
+	}
+	if s.Pod == nil {
+		t.Fatalf("pod %s not in manifests", sc.Expected.Pod)
+	}
+	if slices.Contains(sc.Expected.DeleteAfterLoad, sc.Expected.Pod) {
+		grace := int64(30)
+		if s.Pod.Spec.TerminationGracePeriodSeconds != nil {
+			grace = *s.Pod.Spec.TerminationGracePeriodSeconds
+		}
+		at := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+		s.Pod.DeletionTimestamp, s.Pod.DeletionGracePeriodSeconds = &at, &grace
+	}
+	for _, n := range nodes {
+		if s.Pod.Spec.NodeName == "" || n.Name == s.Pod.Spec.NodeName {
+			s.Nodes = append(s.Nodes, n)
+		}
+	}
+	for _, p := range pods {
+		if p == s.Pod || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if s.Pod.Spec.NodeName == "" || p.Spec.NodeName == s.Pod.Spec.NodeName {
+			s.PodsByNode[p.Spec.NodeName] = append(s.PodsByNode[p.Spec.NodeName], p)
+		}
+		if p.Labels["k8s-app"] == "calico-node" {
+			s.CalicoNodePods = append(s.CalicoNodePods, p)
+		}
+	}
+	for _, v := range s.Pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if s.PVCs == nil {
+			s.PVCs, s.PVs = map[string]*corev1.PersistentVolumeClaim{}, map[string]*corev1.PersistentVolume{}
+		}
+		c := pvcs[ns+"/"+v.PersistentVolumeClaim.ClaimName]
+		s.PVCs[v.PersistentVolumeClaim.ClaimName] = c
+		if c != nil && pvs[c.Spec.VolumeName] != nil {
+			s.PVs[c.Spec.VolumeName] = pvs[c.Spec.VolumeName]
+		}
+	}
+	if len(calicoObjs) > 0 && needsIPAM(s) {
+		s.IPAM = offlineIPAM(t, calicoObjs, pods, nodes)
+	}
+	return s
+}
+
+func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		t.Fatalf("convert %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+// offlineIPAM derives IPAMState from Calico objects the way calicoctl ipam check and ipam show
+// would: an allocation is in use when a running pod or a node tunnel annotation has its IP,
+// and a block is empty when it has no allocation.
+func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1.Pod, nodes []*corev1.Node) *IPAMState {
+	t.Helper()
+	st := &IPAMState{NodeBlocks: map[string]int{}, LeakedIPsByNode: map[string]int{}, EmptyBlocksByNode: map[string]int{}}
+	used := map[netip.Addr]bool{}
+	for _, p := range pods {
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, ip := range p.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				used[a] = true
+			}
+		}
+	}
+	for _, n := range nodes {
+		for k, v := range n.Annotations {
+			if strings.HasPrefix(k, "projectcalico.org/") && strings.Contains(k, "Tunnel") {
+				if a, err := netip.ParseAddr(v); err == nil {
+					used[a] = true
+				}
+			}
+		}
+	}
+	type pool struct {
+		p     netip.Prefix
+		usage *PoolUsage
+	}
+	var pools []pool
+	for _, u := range objs {
+		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+		switch u.GetKind() {
+		case "ClusterInformation":
+			if v, ok := spec["datastoreReady"].(bool); ok {
+				st.DatastoreReady = &v
+			}
+		case "IPAMConfig":
+			st.StrictAffinity, _ = spec["strictAffinity"].(bool)
+			if v, ok := spec["maxBlocksPerHost"].(int64); ok {
+				st.MaxBlocksPerHost = int(v)
+			}
+		case "IPPool":
+			cidr, _ := spec["cidr"].(string)
+			pfx := netip.MustParsePrefix(cidr)
+			bs, _ := spec["blockSize"].(int64)
+			disabled, _ := spec["disabled"].(bool)
+			st.Pools = append(st.Pools, PoolUsage{Name: u.GetName(), CIDR: cidr, Disabled: disabled, BlockSize: int(bs), Total: 1 << (32 - pfx.Bits())})
+		}
+	}
+	if st.MaxBlocksPerHost == 0 {
+		st.MaxBlocksPerHost = defaultMaxBlocksPerHost
+	}
+	for i := range st.Pools {
+		pools = append(pools, pool{netip.MustParsePrefix(st.Pools[i].CIDR), &st.Pools[i]})
+	}
+	for _, u := range objs {
+		if u.GetKind() != "BlockAffinity" {
+			continue
+		}
+		state, _, _ := unstructured.NestedString(u.Object, "spec", "state")
+		node, _, _ := unstructured.NestedString(u.Object, "spec", "node")
+		if state == "confirmed" {
+			st.NodeBlocks[node]++
+		}
+	}
+	for _, u := range objs {
+		if u.GetKind() != "IPAMBlock" {
+			continue
+		}
+		cidr, _, _ := unstructured.NestedString(u.Object, "spec", "cidr")
+		aff, _, _ := unstructured.NestedString(u.Object, "spec", "affinity")
+		node := strings.TrimPrefix(aff, "host:")
+		allocs, _, _ := unstructured.NestedSlice(u.Object, "spec", "allocations")
+		base := netip.MustParsePrefix(cidr).Addr()
+		inUse, allocated := 0, 0
+		for i, a := range allocs {
+			ip := base
+			for range i {
+				ip = ip.Next()
+			}
+			if a == nil {
+				continue
+			}
+			allocated++
+			for _, p := range pools {
+				if p.p.Contains(ip) {
+					p.usage.InUse++
+				}
+			}
+			if used[ip] {
+				inUse++
+			} else {
+				st.LeakedIPs++
+				st.LeakedIPsByNode[node]++
+			}
+		}
+		// Like calico.Utilization: a block is empty when it holds no allocation at all (a
+		// block full of leaked addresses is not releasable until they are released).
+		if allocated == 0 && node != "" {
+			st.EmptyBlocks++
+			st.EmptyBlocksByNode[node]++
+		}
+	}
+	return st
+}

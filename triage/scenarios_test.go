@@ -1,0 +1,143 @@
+package triage
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+// TestMain stops the shared etcd and removes the control planes' temp dirs after the package's
+// tests (see testenv.Main). It is the triage package's only TestMain.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestScenarios loads every scenario folder under testdata/scenarios and testdata/cases into
+// its own fresh control plane (node names collide across folders), lets the real kube-scheduler
+// judge the pod when the folder needs it, runs Diagnose with the direct Collector and checks
+// expected.yaml: the primary code (or one of also_ok), the context codes and, for Pending codes,
+// that the node verdict table agrees with the scheduler's own "0/N nodes are available" line.
+// Subtests are named after the folder: go test ./triage -run 'TestScenarios/seed-frontend-cpu'.
+func TestScenarios(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := testenv.ScenarioDirs(filepath.Join(root, "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no scenario folders under testdata")
+	}
+	for _, dir := range dirs {
+		sc, err := testenv.LoadScenarioDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, dir, sc)
+		})
+	}
+}
+
+// runScenario loads one folder into a fresh cluster and checks its diagnosis.
+func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
+	exp := sc.Expected
+	c := testenv.StartT(t, testenv.Options{Scheduler: !exp.SchedulerMustBeStopped})
+	testenv.LoadT(t, c, dir)
+	ns, name, ok := strings.Cut(exp.Pod, "/")
+	if !ok {
+		t.Fatalf("expected.yaml pod = %q, want namespace/name", exp.Pod)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if exp.NeedsScheduler && !exp.SchedulerMustBeStopped {
+		if err := c.WaitForScheduler(ctx, ns, name); err != nil {
+			t.Fatalf("%v\nkube-scheduler log tail:\n%s", err, c.LogTail("kube-scheduler", 20))
+		}
+	}
+
+	d, err := Diagnose(ctx, NewCollector(c.Client).WithCalico(c.Config), ns, name)
+	if err != nil {
+		t.Fatalf("Diagnose(%s) error: %v", exp.Pod, err)
+	}
+	var codes []Code
+	for _, f := range d.Findings {
+		codes = append(codes, f.Code)
+	}
+	want := append([]string{exp.Code}, exp.AlsoOK...)
+	if got := d.Primary().Code; !slices.Contains(want, string(got)) {
+		t.Errorf("Diagnose(%s).Findings[0].Code = %s, want %s (findings %v)\nsummary: %s", exp.Pod, got, strings.Join(want, " or "), codes, d.Summary)
+	}
+	for _, ctxCode := range exp.Context {
+		if !slices.Contains(codes, Code(ctxCode)) {
+			t.Errorf("Diagnose(%s) findings = %v, want context code %s among them", exp.Pod, codes, ctxCode)
+		}
+	}
+	if exp.ExpectSchedulerMessage != "" {
+		msg, ok := latestSchedulerMessage(d.Events)
+		if !ok || !strings.Contains(msg.Event.Message, exp.ExpectSchedulerMessage) {
+			t.Errorf("latest FailedScheduling message = %q, want it to contain %q (the scenario no longer reproduces)", msg.Event.Message, exp.ExpectSchedulerMessage)
+		}
+	}
+	if isPendingCode(Code(exp.Code)) {
+		checkVerdictsAgree(t, d)
+	}
+}
+
+// isPendingCode reports whether code belongs to triage-codes.md's "Pending" section.
+func isPendingCode(code Code) bool {
+	return code != CodeNodeNotReady && slices.Contains(schedulingOrder, code)
+}
+
+// checkVerdictsAgree checks the node table of d against the scheduler's latest FailedScheduling
+// message: one row per node the scheduler counted, no row that fits when the scheduler found
+// none, and for every reason the scheduler counted on k nodes, at least k rows carrying a
+// reason of that code.
+func checkVerdictsAgree(t *testing.T, d *Diagnosis) {
+	t.Helper()
+	msg, ok := latestSchedulerMessage(d.Events)
+	if !ok {
+		return // no scheduler verdict to agree with (scheduler-not-running, gated)
+	}
+	var table []NodeVerdict
+	for _, f := range d.Findings {
+		if f.Nodes != nil {
+			table = f.Nodes
+			break
+		}
+	}
+	if msg.Total > 0 && len(table) != msg.Total {
+		t.Errorf("node table has %d rows, the scheduler counted %d nodes (%q)", len(table), msg.Total, msg.Event.Message)
+	}
+	if msg.PodLevel != nil {
+		return // a PreFilter verdict says nothing per node
+	}
+	for _, nv := range table {
+		if nv.Fits {
+			t.Errorf("node table says %s fits, the scheduler says %q", nv.Node, msg.Event.Message)
+		}
+	}
+	want := map[Code]int{}
+	got := map[Code]int{}
+	for code, n := range msg.counts() {
+		want[code] = n
+		rows := 0
+		for _, nv := range table {
+			if slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return r.Code == code }) {
+				rows++
+			}
+		}
+		got[code] = min(rows, n)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node table rows per scheduler reason (capped at the scheduler's count) mismatch (-scheduler +table):\n%s\nscheduler: %s", diff, msg.Event.Message)
+	}
+}

@@ -1,0 +1,558 @@
+package triage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// schedulerGrace is how long a new pod may wait for the scheduler's first word before its
+// silence counts as "no scheduler is running".
+const schedulerGrace = 30 * time.Second
+
+// schedulingOrder ranks the Pending codes for tie-breaks: pod-level blockers first, then the
+// per-node reasons (resources before placement constraints, because they are the most common
+// cause and the one a person can act on without changing the workload's design), and context
+// last.
+var schedulingOrder = []Code{
+	CodeSchedulingGated, CodePVCNotFound, CodePVCUnbound, CodeNoNodes, CodeSchedulerNotRunning,
+	CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
+	CodeInsufficientExtendedResource, CodeTooManyPods, CodeHostPortConflict,
+	CodeNodeSelectorMismatch, CodeNodeUnschedulable, CodeUntoleratedTaint,
+	CodeVolumeNodeAffinityConflict, CodeTopologySpreadUnsatisfiable,
+	CodePodAntiAffinityUnsatisfiable, CodePodAffinityUnsatisfiable, CodeNodeNotReady,
+}
+
+func codeRank(c Code) int {
+	for i, o := range schedulingOrder {
+		if o == c {
+			return i
+		}
+	}
+	return len(schedulingOrder)
+}
+
+// isUnscheduled reports whether the scheduling rules apply to pod: Pending, not bound to a
+// node, not being deleted.
+func isUnscheduled(pod *corev1.Pod) bool {
+	return pod != nil && pod.Spec.NodeName == "" && pod.Status.Phase == corev1.PodPending && pod.DeletionTimestamp == nil
+}
+
+// schedulingRules explains an unscheduled Pending pod. It checks what blocks the pod before any
+// node is considered (scheduling gates, missing or unbound PVCs, no nodes, a scheduler that never
+// looked at it), then builds the per-node verdict table and names the reason that blocks the
+// most nodes, cross-checked against the scheduler's own latest "0/N nodes are available" line.
+func schedulingRules(s *Snapshot) []Finding {
+	if !isUnscheduled(s.Pod) {
+		return nil
+	}
+	v := newSchedulingView(s)
+	if f, ok := v.gatedFinding(); ok {
+		return []Finding{f}
+	}
+
+	var blockers, warnings []Finding
+	if f, ok := v.schedulerNotRunningFinding(); ok {
+		blockers = append(blockers, f)
+	}
+	claimBlockers, claimWarnings := v.claimFindings()
+	blockers = append(blockers, claimBlockers...)
+	warnings = append(warnings, claimWarnings...)
+	switch {
+	case v.snap.NodesErr != nil:
+		if f, ok := v.messageOnlyFinding(); ok {
+			blockers = append(blockers, f)
+		}
+	case len(v.snap.Nodes) == 0:
+		blockers = append(blockers, v.noNodesFinding())
+	default:
+		if f, ok := v.tableFinding(); ok {
+			blockers = append(blockers, f)
+			warnings = append(warnings, v.secondaryFindings(f.Code)...)
+		} else {
+			warnings = append(warnings, v.secondaryFindings("")...)
+		}
+	}
+	if len(blockers) > 0 && blockers[0].Nodes == nil {
+		blockers[0].Nodes = v.verdicts
+	}
+	return append(blockers, warnings...)
+}
+
+// schedulingView is what the scheduling rules derive from a Snapshot once.
+type schedulingView struct {
+	snap     *Snapshot
+	pod      *corev1.Pod
+	demand   *demand
+	cluster  *cluster
+	verdicts []NodeVerdict
+	// msg is the scheduler's latest FailedScheduling message; hasMsg is false when there is none.
+	msg    schedulerMessage
+	hasMsg bool
+}
+
+func newSchedulingView(s *Snapshot) *schedulingView {
+	v := &schedulingView{snap: s, pod: s.Pod, demand: newDemand(s), cluster: newCluster(s)}
+	v.verdicts = nodeVerdicts(v.demand, v.cluster)
+	v.msg, v.hasMsg = latestSchedulerMessage(s.Events)
+	return v
+}
+
+// podRef is "namespace/name" of the pod under diagnosis.
+func (v *schedulingView) podRef() string { return v.pod.Namespace + "/" + v.pod.Name }
+
+// schedulerEvidence returns the scheduler's latest FailedScheduling event as evidence.
+func (v *schedulingView) schedulerEvidence() []Evidence {
+	if !v.hasMsg {
+		return nil
+	}
+	return []Evidence{EventEvidence(v.pod, v.msg.Event)}
+}
+
+// gatedFinding reports spec.schedulingGates: the scheduler does not consider the pod at all
+// until every gate is removed.
+func (v *schedulingView) gatedFinding() (Finding, bool) {
+	gates := v.pod.Spec.SchedulingGates
+	if len(gates) == 0 {
+		return Finding{}, false
+	}
+	var names []string
+	for _, g := range gates {
+		names = append(names, g.Name)
+	}
+	f := Finding{
+		Code:     CodeSchedulingGated,
+		Severity: SeverityBlocker,
+		Summary: fmt.Sprintf("The pod waits for %d scheduling gate(s) to be removed (%s); the scheduler does not look at it until then.",
+			len(gates), strings.Join(names, ", ")),
+		Evidence: []Evidence{{
+			Object:  "Pod " + v.podRef(),
+			Field:   "spec.schedulingGates",
+			Message: strings.Join(names, ", "),
+		}},
+		Fix: []string{
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.schedulingGates}'", v.pod.Namespace, v.pod.Name),
+			"Find the controller that owns each gate (the gate's name usually names it) and check why it has not released the pod.",
+			fmt.Sprintf(`kubectl patch pod -n %s %s --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]'   # only if that controller is gone`, v.pod.Namespace, v.pod.Name),
+		},
+	}
+	return f, true
+}
+
+// schedulerSeen reports whether any scheduler has reported on the pod: an event from it, or
+// the PodScheduled condition it writes.
+func (v *schedulingView) schedulerSeen() bool {
+	name := v.pod.Spec.SchedulerName
+	if name == "" {
+		name = corev1.DefaultSchedulerName
+	}
+	for _, e := range v.snap.Events {
+		if e.Reason == "FailedScheduling" || e.Reason == "Scheduled" || e.Source == name {
+			return true
+		}
+	}
+	for _, c := range v.pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return true
+		}
+	}
+	return false
+}
+
+// anyFits reports whether the table has a node the pod fits.
+func (v *schedulingView) anyFits() bool {
+	for _, nv := range v.verdicts {
+		if nv.Fits {
+			return true
+		}
+	}
+	return false
+}
+
+// schedulerNotRunningFinding reports a pod no scheduler has ever reported on: it is older than
+// schedulerGrace, or a node would take it right now (a running scheduler would have bound it).
+func (v *schedulingView) schedulerNotRunningFinding() (Finding, bool) {
+	if v.schedulerSeen() {
+		return Finding{}, false
+	}
+	age := v.snap.Now.Sub(v.pod.CreationTimestamp.Time)
+	fits := v.fittingNodes()
+	if age < schedulerGrace && len(fits) == 0 {
+		return Finding{}, false
+	}
+	name := v.pod.Spec.SchedulerName
+	if name == "" {
+		name = corev1.DefaultSchedulerName
+	}
+	why := fmt.Sprintf("it was created %s ago", formatAge(age))
+	if len(fits) > 0 {
+		why = fmt.Sprintf("%s would take it right now", joinLimited(fits, 3))
+	}
+	f := Finding{
+		Code:     CodeSchedulerNotRunning,
+		Severity: SeverityBlocker,
+		Summary: fmt.Sprintf("No scheduler has looked at this pod: it has no scheduling event and no PodScheduled condition although %s. Is %s running?",
+			why, name),
+		Evidence: []Evidence{
+			{Object: "Pod " + v.podRef(), Field: "spec.schedulerName", Message: name},
+			{Object: "Pod " + v.podRef(), Field: "status.conditions[PodScheduled]", Message: "absent"},
+			{Object: "Pod " + v.podRef(), Field: "events", Message: fmt.Sprintf("%d event(s), none from a scheduler", len(v.snap.Events))},
+		},
+	}
+	if name == corev1.DefaultSchedulerName {
+		f.Fix = []string{
+			"kubectl get pods -n kube-system -l component=kube-scheduler -o wide",
+			"kubectl get lease -n kube-system kube-scheduler -o jsonpath='{.spec.holderIdentity} {.spec.renewTime}{\"\\n\"}'",
+			"kubectl logs -n kube-system -l component=kube-scheduler --tail=50",
+		}
+	} else {
+		f.Summary += fmt.Sprintf(" The pod asks for scheduler %q, not the default one.", name)
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get pods -A | grep %s", name),
+			fmt.Sprintf("Check that the %s scheduler is deployed and running, or drop spec.schedulerName to use the default scheduler.", name),
+		}
+	}
+	return f, true
+}
+
+// fittingNodes returns the names of the nodes the table says fit.
+func (v *schedulingView) fittingNodes() []string {
+	var out []string
+	for _, nv := range v.verdicts {
+		if nv.Fits {
+			out = append(out, nv.Node)
+		}
+	}
+	return out
+}
+
+// noNodesFinding reports a cluster with no nodes at all.
+func (v *schedulingView) noNodesFinding() Finding {
+	return Finding{
+		Code:     CodeNoNodes,
+		Severity: SeverityBlocker,
+		Summary:  "The cluster has no nodes, so there is nowhere to schedule the pod.",
+		Evidence: append(v.schedulerEvidence(), Evidence{Object: "Nodes", Message: "0 nodes"}),
+		Fix: []string{
+			"kubectl get nodes",
+			"Check that the kubelets can register (kubelet logs, bootstrap token, node group / autoscaler size).",
+		},
+	}
+}
+
+// claimFindings reports PVCs that block scheduling before any node is considered: a claim that
+// does not exist (always a blocker) and an unbound claim. An unbound claim is the blocker when
+// the scheduler says so ("unbound immediate PersistentVolumeClaims") or, without a scheduler
+// message, when the claim names no storage class (nothing will provision it); otherwise it may
+// be a WaitForFirstConsumer claim that binds once the pod is placed, so it is only a warning.
+func (v *schedulingView) claimFindings() (blockers, warnings []Finding) {
+	ns := v.pod.Namespace
+	counts := v.msg.counts()
+	for _, name := range sortedKeys(v.snap.PVCs) {
+		pvc := v.snap.PVCs[name]
+		obj := "PersistentVolumeClaim " + ns + "/" + name
+		if pvc == nil {
+			blockers = append(blockers, Finding{
+				Code:     CodePVCNotFound,
+				Severity: SeverityBlocker,
+				Summary:  fmt.Sprintf("The pod mounts PersistentVolumeClaim %q, which does not exist in namespace %s.", name, ns),
+				Evidence: append(v.schedulerEvidence(), Evidence{Object: obj, Message: "not found"}),
+				Fix: []string{
+					fmt.Sprintf("kubectl get pvc -n %s", ns),
+					fmt.Sprintf("Create the claim %s in %s, or fix spec.volumes[].persistentVolumeClaim.claimName in the pod's workload.", name, ns),
+				},
+			})
+			continue
+		}
+		if pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName != "" {
+			continue
+		}
+		class := ""
+		if pvc.Spec.StorageClassName != nil {
+			class = *pvc.Spec.StorageClassName
+		}
+		blocking := counts[CodePVCUnbound] > 0 || (!v.hasMsg && class == "")
+		sev := SeverityWarning
+		if blocking {
+			sev = SeverityBlocker
+		}
+		phase := string(pvc.Status.Phase)
+		if phase == "" {
+			phase = string(corev1.ClaimPending)
+		}
+		summary := fmt.Sprintf("PersistentVolumeClaim %s is not bound (status %s)", name, phase)
+		if class == "" {
+			summary += ": it names no storageClassName, so only a matching pre-created PersistentVolume can bind it"
+		} else {
+			summary += fmt.Sprintf(": storage class %s has not provisioned a volume for it", class)
+		}
+		if blocking {
+			summary += "; the scheduler will not place the pod until it binds."
+		} else {
+			summary += "; if the class binds on first consumer this resolves once the pod is placed."
+		}
+		ev := Evidence{Object: obj, Field: "status.phase", Message: phase}
+		f := Finding{
+			Code:     CodePVCUnbound,
+			Severity: sev,
+			Summary:  summary,
+			Evidence: append(v.schedulerEvidence(), ev),
+			Fix: []string{
+				fmt.Sprintf("kubectl get pvc -n %s %s", ns, name),
+				fmt.Sprintf("kubectl describe pvc -n %s %s", ns, name),
+				"kubectl get storageclass",
+				"kubectl get pv",
+			},
+		}
+		if class == "" {
+			f.Fix = append(f.Fix, "Set spec.storageClassName to an existing StorageClass (or mark one default with the storageclass.kubernetes.io/is-default-class annotation), or create a PersistentVolume that matches the claim.")
+		}
+		if blocking {
+			blockers = append(blockers, f)
+		} else {
+			warnings = append(warnings, f)
+		}
+	}
+	return blockers, warnings
+}
+
+// nodeCodes returns, for one verdict, the distinct blocking codes (node-not-ready is context:
+// the scheduler only sees its taint).
+func nodeCodes(nv NodeVerdict) []Code {
+	seen := map[Code]bool{}
+	var out []Code
+	for _, r := range nv.Reasons {
+		if r.Code == CodeNodeNotReady || seen[r.Code] {
+			continue
+		}
+		seen[r.Code] = true
+		out = append(out, r.Code)
+	}
+	return out
+}
+
+// codeTally counts, per code, the nodes it blocks (present) and the nodes it alone blocks
+// (solo: fixing this one cause would free that node).
+type codeTally struct {
+	present map[Code]int
+	solo    map[Code]int
+}
+
+func tally(verdicts []NodeVerdict) codeTally {
+	t := codeTally{present: map[Code]int{}, solo: map[Code]int{}}
+	for _, nv := range verdicts {
+		codes := nodeCodes(nv)
+		for _, c := range codes {
+			t.present[c]++
+		}
+		if len(codes) == 1 {
+			t.solo[codes[0]]++
+		}
+	}
+	return t
+}
+
+// candidates returns the verdicts of the nodes the pod is meant for: those its nodeSelector and
+// required node affinity accept (a DaemonSet pod's affinity names one node) and that carry no
+// untolerated control-plane taint. When no node qualifies it returns every verdict.
+func (v *schedulingView) candidates() []NodeVerdict {
+	var out []NodeVerdict
+	for _, nv := range v.verdicts {
+		meant := true
+		for _, r := range nv.Reasons {
+			if r.Code == CodeNodeSelectorMismatch || (r.Code == CodeUntoleratedTaint && isControlPlaneTaint(r.Message)) {
+				meant = false
+			}
+		}
+		if meant {
+			out = append(out, nv)
+		}
+	}
+	if len(out) == 0 {
+		return v.verdicts
+	}
+	return out
+}
+
+// isControlPlaneTaint reports whether a taint reason names the control-plane (or legacy master)
+// taint.
+func isControlPlaneTaint(msg string) bool {
+	return strings.Contains(msg, "node-role.kubernetes.io/control-plane") || strings.Contains(msg, "node-role.kubernetes.io/master")
+}
+
+// primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
+// nodes (see candidates: the nodes the pod is meant for) and ranks their codes: the one that
+// alone blocks the most nodes (fixing it frees the most nodes), then the one present on the
+// most nodes, then the one the scheduler counted most, then schedulingOrder. So three full
+// workers and a tainted control-plane node give insufficient-cpu, not untolerated-taint, and a
+// DaemonSet pod whose node is full gives insufficient-cpu, not node-selector-mismatch for the
+// other nodes.
+func (v *schedulingView) primaryCode(_ codeTally) Code {
+	t := tally(v.candidates())
+	var codes []Code
+	for c := range t.present {
+		codes = append(codes, c)
+	}
+	sched := v.msg.counts()
+	sort.Slice(codes, func(i, j int) bool {
+		a, b := codes[i], codes[j]
+		switch {
+		case t.solo[a] != t.solo[b]:
+			return t.solo[a] > t.solo[b]
+		case t.present[a] != t.present[b]:
+			return t.present[a] > t.present[b]
+		case sched[a] != sched[b]:
+			return sched[a] > sched[b]
+		default:
+			return codeRank(a) < codeRank(b)
+		}
+	})
+	if len(codes) == 0 {
+		return ""
+	}
+	return codes[0]
+}
+
+// disagreement compares the table with the scheduler's message and describes any mismatch
+// ("" when they agree): the scheduler found no node while the table has one that fits, or the
+// scheduler counted a reason on more nodes than the table shows it. Node counts that differ
+// (nodes came or went since the message) are not a disagreement of the table.
+func (v *schedulingView) disagreement(t codeTally) string {
+	if !v.hasMsg || v.msg.Total != len(v.verdicts) {
+		return ""
+	}
+	var problems []string
+	if fits := v.fittingNodes(); len(fits) > 0 && v.msg.PodLevel == nil {
+		problems = append(problems, fmt.Sprintf("the table says %s fit(s) the pod", joinLimited(fits, 3)))
+	}
+	for _, r := range v.msg.Reasons {
+		if r.Code == "" {
+			continue
+		}
+		if t.present[r.Code] < r.Count {
+			problems = append(problems, fmt.Sprintf("the scheduler counts %d node(s) with %q, the table %d", r.Count, r.Text, t.present[r.Code]))
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+// tableFinding builds the primary per-node finding from the verdict table. When a node fits,
+// the table names no primary cause (the other findings explain the wait); when the table
+// disagrees with the scheduler's latest message, the scheduler's counts decide the code and the
+// summary says so.
+func (v *schedulingView) tableFinding() (Finding, bool) {
+	t := tally(v.verdicts)
+	disagree := v.disagreement(t)
+	code := Code("")
+	if !v.anyFits() {
+		code = v.primaryCode(t)
+	}
+	if disagree != "" {
+		if top := v.msg.topCode(); top != "" {
+			code = top
+		}
+	}
+	if code == "" || code == CodePVCUnbound || code == CodePVCNotFound {
+		return Finding{}, false
+	}
+	f := v.describe(code, t)
+	f.Nodes = v.verdicts
+	if disagree != "" {
+		f.Summary += " Note: the node table disagrees with the scheduler's latest message (" + disagree +
+			"); the primary cause follows the scheduler's counts."
+	}
+	return f, true
+}
+
+// messageOnlyFinding names the scheduler's most counted reason when the nodes could not be
+// read (Snapshot.NodesErr), so there is no table to judge by.
+func (v *schedulingView) messageOnlyFinding() (Finding, bool) {
+	if !v.hasMsg {
+		return Finding{}, false
+	}
+	if v.msg.Total == 0 {
+		return v.noNodesFinding(), true
+	}
+	code := v.msg.topCode()
+	if code == "" || code == CodePVCUnbound || code == CodePVCNotFound {
+		return Finding{}, false
+	}
+	f := v.describe(code, tally(nil))
+	f.Summary += fmt.Sprintf(" The nodes could not be read (%v), so there is no per-node table; this rests on the scheduler's message alone.", v.snap.NodesErr)
+	return f, true
+}
+
+// secondaryFindings reports each other blocking code of the table as a warning, so a person
+// sees every obstacle (for example the control-plane taint next to full workers).
+func (v *schedulingView) secondaryFindings(primary Code) []Finding {
+	t := tally(v.verdicts)
+	var codes []Code
+	for c := range t.present {
+		if c != primary {
+			codes = append(codes, c)
+		}
+	}
+	sort.Slice(codes, func(i, j int) bool { return codeRank(codes[i]) < codeRank(codes[j]) })
+	var out []Finding
+	for _, c := range codes {
+		f := v.describe(c, t)
+		f.Severity = SeverityWarning
+		out = append(out, f)
+	}
+	return out
+}
+
+// nodesWith returns the verdicts with a reason of code, and those reasons.
+func (v *schedulingView) nodesWith(code Code) ([]string, map[string][]NodeReason) {
+	var names []string
+	reasons := map[string][]NodeReason{}
+	for _, nv := range v.verdicts {
+		for _, r := range nv.Reasons {
+			if r.Code == code {
+				if len(reasons[nv.Node]) == 0 {
+					names = append(names, nv.Node)
+				}
+				reasons[nv.Node] = append(reasons[nv.Node], r)
+			}
+		}
+	}
+	return names, reasons
+}
+
+// onlyBlockedBy reports whether code is the only blocking code on node.
+func (v *schedulingView) onlyBlockedBy(node string, code Code) bool {
+	for _, nv := range v.verdicts {
+		if nv.Node == node {
+			codes := nodeCodes(nv)
+			return len(codes) == 1 && codes[0] == code
+		}
+	}
+	return false
+}
+
+// formatAge renders a duration the way kubectl prints ages (45s, 3m, 2h, 4d).
+func formatAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// joinLimited joins up to n names and says how many more there are.
+func joinLimited(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}

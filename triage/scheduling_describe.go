@@ -1,0 +1,549 @@
+package triage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// maxNodeEvidence caps the per-node evidence lines of one finding; the full table is in
+// Finding.Nodes.
+const maxNodeEvidence = 5
+
+// describe renders the finding for one per-node code from the verdict table: a summary that
+// names the nodes, evidence (the scheduler's message, then the nodes' reasons) and fixes with
+// real names.
+func (v *schedulingView) describe(code Code, t codeTally) Finding {
+	f := Finding{Code: code, Severity: SeverityBlocker, Evidence: v.schedulerEvidence()}
+	switch code {
+	case CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
+		CodeInsufficientExtendedResource, CodeTooManyPods:
+		v.describeResource(&f)
+	case CodeUntoleratedTaint:
+		v.describeTaints(&f)
+	case CodeNodeSelectorMismatch:
+		v.describeSelector(&f)
+	case CodeNodeUnschedulable:
+		v.describeCordoned(&f)
+	case CodeHostPortConflict:
+		v.describeHostPorts(&f)
+	default:
+		v.describeConstraint(&f)
+	}
+	if t.present[code] == 0 && v.hasMsg {
+		f.Summary += " (The node table shows no node with this reason; it rests on the scheduler's message.)"
+	}
+	return f
+}
+
+// nodeEvidence appends the reasons of code on up to maxNodeEvidence of the given nodes.
+func (v *schedulingView) nodeEvidence(f *Finding, nodes []string, reasons map[string][]NodeReason, field string) {
+	for i, n := range nodes {
+		if i == maxNodeEvidence {
+			break
+		}
+		for _, r := range reasons[n] {
+			f.Evidence = append(f.Evidence, Evidence{Object: "Node " + n, Field: field, Message: r.Message})
+		}
+	}
+}
+
+// nodesVerb renders ofNodes(n) as a sentence subject with its verb: "The only node has",
+// "All 3 nodes have".
+func (v *schedulingView) nodesVerb(n int, singular, plural string) string {
+	if n == 1 {
+		return capitalize(v.ofNodes(n)) + " " + singular
+	}
+	return capitalize(v.ofNodes(n)) + " " + plural
+}
+
+// matchesNone renders "does not match the only node", "matches none of the 3 nodes" or
+// "does not match 2 of 3 nodes".
+func (v *schedulingView) matchesNone(n int) string {
+	total := len(v.verdicts)
+	switch {
+	case total == 1 && n == 1:
+		return "does not match the only node"
+	case n == total:
+		return fmt.Sprintf("matches none of the %d nodes", total)
+	default:
+		return fmt.Sprintf("does not match %d of %d nodes", n, total)
+	}
+}
+
+// ofNodes renders "every node" or "2 of 3 nodes" for a count of nodes with a reason.
+func (v *schedulingView) ofNodes(n int) string {
+	total := len(v.verdicts)
+	switch {
+	case n == total && total == 1:
+		return "the only node"
+	case n == total:
+		return fmt.Sprintf("all %d nodes", total)
+	default:
+		return fmt.Sprintf("%d of %d nodes", n, total)
+	}
+}
+
+// shortfall is the numbers behind an insufficient-* or too-many-pods summary: one resource's
+// room on the nodes that lack it.
+type shortfall struct {
+	// Resource is the resource most of the code's reasons are about.
+	Resource corev1.ResourceName
+	// Requested is what the pod requests, in base units.
+	Requested int64
+	// Rooms are the nodes lacking the resource, roomiest first.
+	Rooms []nodeRoom
+	// TotalFree is the free amount summed over the Eligible nodes: those this resource alone
+	// keeps the pod from (the nodes where defragmenting would help).
+	TotalFree int64
+	Eligible  int
+	// LargestAllocatable is the largest allocatable amount among Rooms, on LargestNode.
+	LargestAllocatable int64
+	LargestNode        string
+	// Fragmented is true when more than one eligible node has room that together would fit
+	// the pod.
+	Fragmented bool
+	// TooBig is true when the pod requests more than any node's allocatable.
+	TooBig bool
+}
+
+// nodeRoom is one node's room for a resource, in base units.
+type nodeRoom struct {
+	Node                    string
+	Free, Used, Allocatable int64
+}
+
+// shortfallOf computes the shortfall for code from the verdict table.
+func (v *schedulingView) shortfallOf(code Code) shortfall {
+	nodes, reasons := v.nodesWith(code)
+	sf := shortfall{Resource: corev1.ResourceName(mainResource(code, reasons))}
+	for _, n := range nodes {
+		for _, r := range reasons[n] {
+			if corev1.ResourceName(r.Resource) != sf.Resource {
+				continue
+			}
+			sf.Requested = r.Requested
+			sf.Rooms = append(sf.Rooms, nodeRoom{Node: n, Free: max(r.Allocatable-r.Used, 0), Used: r.Used, Allocatable: r.Allocatable})
+			if r.Allocatable > sf.LargestAllocatable || sf.LargestNode == "" {
+				sf.LargestAllocatable, sf.LargestNode = r.Allocatable, n
+			}
+		}
+	}
+	sort.SliceStable(sf.Rooms, func(i, j int) bool { return sf.Rooms[i].Free > sf.Rooms[j].Free })
+	for _, r := range sf.Rooms {
+		if v.onlyBlockedBy(r.Node, code) {
+			sf.TotalFree += r.Free
+			sf.Eligible++
+		}
+	}
+	sf.TooBig = len(sf.Rooms) > 0 && sf.Requested > sf.LargestAllocatable
+	sf.Fragmented = !sf.TooBig && sf.Eligible > 1 && sf.TotalFree >= sf.Requested
+	return sf
+}
+
+// describeResource explains a resource shortfall: which nodes come closest, whether the total
+// free amount would fit the pod if it were not fragmented, and whether any node could ever
+// take it.
+func (v *schedulingView) describeResource(f *Finding) {
+	sf := v.shortfallOf(f.Code)
+	nodes, reasons := v.nodesWith(f.Code)
+	rank := map[string]int{}
+	for i, r := range sf.Rooms {
+		rank[r.Node] = i
+	}
+	sort.SliceStable(nodes, func(i, j int) bool { return rank[nodes[i]] < rank[nodes[j]] })
+	name, res := sf.Resource, string(sf.Resource)
+	v.nodeEvidence(f, nodes, reasons, "status.allocatable."+res)
+	if len(sf.Rooms) == 0 {
+		f.Summary = fmt.Sprintf("The scheduler reports %s for this pod.", f.Code)
+		return
+	}
+	best := sf.Rooms[0]
+	ns, pod := v.pod.Namespace, v.pod.Name
+
+	if f.Code == CodeTooManyPods {
+		var parts []string
+		for i, r := range sf.Rooms {
+			if i == 3 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s runs %d of %d pods", r.Node, r.Used, r.Allocatable))
+		}
+		f.Summary = fmt.Sprintf("%s at the pod limit (%s).", v.nodesVerb(len(nodes), "is", "are"), strings.Join(parts, ", "))
+		f.Fix = []string{
+			fmt.Sprintf("kubectl describe node %s", best.Node),
+			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", best.Node),
+			fmt.Sprintf("Remove finished or unneeded pods from %s, add a node, or raise the kubelet's maxPods (it allows %d now).", best.Node, best.Allocatable),
+		}
+		return
+	}
+
+	var closest []string
+	for i, r := range sf.Rooms {
+		if i == 3 {
+			break
+		}
+		closest = append(closest, fmt.Sprintf("%s has %s free (%s of %s requested)", r.Node,
+			formatAmount(name, r.Free), formatAmount(name, r.Used), formatAmount(name, r.Allocatable)))
+	}
+	var b strings.Builder
+	switch {
+	case sf.LargestAllocatable == 0:
+		fmt.Fprintf(&b, "The pod requests %s %s, but %s no allocatable %s at all", formatAmount(name, sf.Requested), res,
+			strings.ToLower(v.nodesVerb(len(sf.Rooms), "reports", "report")[:1])+v.nodesVerb(len(sf.Rooms), "reports", "report")[1:], res)
+		if name == corev1.ResourceEphemeralStorage {
+			b.WriteString(" (kubelets that do not isolate local storage report none)")
+		}
+		b.WriteString(", so no node can take it.")
+	default:
+		fmt.Fprintf(&b, "No node has %s %s free for the pod (Insufficient %s on %s). Closest: %s.",
+			formatAmount(name, sf.Requested), res, res, v.ofNodes(len(nodes)), strings.Join(closest, "; "))
+		switch {
+		case sf.TooBig:
+			fmt.Fprintf(&b, " The pod requests more %s than any node has allocatable (largest: %s on %s), so it cannot fit even on an empty node.",
+				res, formatAmount(name, sf.LargestAllocatable), sf.LargestNode)
+		case sf.Fragmented:
+			fmt.Fprintf(&b, " Together those %d nodes have %s free, so the pod would fit if that room were not fragmented across nodes.",
+				sf.Eligible, formatAmount(name, sf.TotalFree))
+		case sf.Eligible > 1:
+			fmt.Fprintf(&b, " Even all %d of those nodes together have only %s free: the cluster is out of %s, not fragmented.",
+				sf.Eligible, formatAmount(name, sf.TotalFree), res)
+		}
+	}
+	f.Summary = b.String()
+
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # see Allocated resources", best.Node))
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", best.Node))
+	if kind, owner := workloadOf(v.pod); owner != "" && best.Free > 0 && isCoreResource(name) {
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: fits %s, if the app can live with it",
+			kind, owner, ns, res, requestString(name, best.Free, len(v.pod.Spec.Containers)), best.Node))
+	} else if best.Free > 0 {
+		f.Fix = append(f.Fix, fmt.Sprintf("Lower the %s request of pod %s/%s to at most %s (what %s has free), or free room on a node.",
+			res, ns, pod, formatAmount(name, best.Free), best.Node))
+	}
+	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 {
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=%d   # its pods request %s of %s on %s; fewer replicas free room",
+			big.kind, big.name, big.namespace, max(big.replicas-1, 0), formatAmount(name, big.amount), res, best.Node))
+	}
+	f.Fix = append(f.Fix, fmt.Sprintf("Or add a node with at least %s allocatable %s (or let the cluster autoscaler add one).", formatAmount(name, sf.Requested), res))
+}
+
+// isCoreResource reports whether kubectl set resources can change name (cpu, memory,
+// ephemeral-storage).
+func isCoreResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage
+}
+
+// requestString renders a per-container request that keeps the pod within free when split over
+// n containers, in a unit kubectl accepts.
+func requestString(name corev1.ResourceName, free int64, n int) string {
+	per := free / int64(max(n, 1))
+	if name == corev1.ResourceCPU {
+		return fmt.Sprintf("%dm", per)
+	}
+	return fmt.Sprintf("%dMi", per/(1024*1024))
+}
+
+// mainResource returns the resource name most of code's reasons are about.
+func mainResource(code Code, reasons map[string][]NodeReason) string {
+	counts := map[string]int{}
+	for _, rs := range reasons {
+		for _, r := range rs {
+			if r.Code == code {
+				counts[r.Resource]++
+			}
+		}
+	}
+	best := ""
+	for _, k := range sortedKeys(counts) {
+		if best == "" || counts[k] > counts[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// consumer is a workload that holds part of a node's resources.
+type consumer struct {
+	kind, namespace, name string
+	amount                int64
+	replicas              int
+}
+
+// biggestConsumer returns the workload (Deployment, StatefulSet, …) whose pods request the
+// most of res on node, with its replica count across the cluster; bare pods and DaemonSets are
+// left out (scaling them is not an answer).
+func (v *schedulingView) biggestConsumer(node string, res corev1.ResourceName) consumer {
+	amounts := map[[3]string]int64{}
+	for _, p := range v.cluster.podsByNode[node] {
+		kind, name := workloadOf(p)
+		if name == "" || kind == "daemonset" {
+			continue
+		}
+		reqs := newDemand(&Snapshot{Pod: p}).requests
+		amounts[[3]string{kind, p.Namespace, name}] += baseUnits(res, reqs[res])
+	}
+	var best consumer
+	for k, amt := range amounts {
+		if amt > best.amount || (amt == best.amount && amt > 0 && k[2] < best.name) {
+			best = consumer{kind: k[0], namespace: k[1], name: k[2], amount: amt}
+		}
+	}
+	if best.name == "" {
+		return best
+	}
+	for _, pods := range v.cluster.podsByNode {
+		for _, p := range pods {
+			if kind, name := workloadOf(p); kind == best.kind && name == best.name && p.Namespace == best.namespace {
+				best.replicas++
+			}
+		}
+	}
+	return best
+}
+
+// workloadOf names the controller a person would scale or edit for pod, as kubectl resource
+// kind and name: a ReplicaSet's Deployment (its name minus the pod-template-hash), a
+// StatefulSet, a DaemonSet or a Job; for a pod without owner references, a Deployment is
+// inferred from the pod-template-hash label and the generated name. Empty for a bare pod.
+func workloadOf(pod *corev1.Pod) (kind, name string) {
+	hash := pod.Labels["pod-template-hash"]
+	for _, o := range pod.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		switch o.Kind {
+		case "ReplicaSet":
+			if hash != "" && strings.HasSuffix(o.Name, "-"+hash) {
+				return "deployment", strings.TrimSuffix(o.Name, "-"+hash)
+			}
+			return "replicaset", o.Name
+		case "StatefulSet":
+			return "statefulset", o.Name
+		case "DaemonSet":
+			return "daemonset", o.Name
+		case "Job":
+			return "job", o.Name
+		}
+	}
+	if len(pod.OwnerReferences) == 0 && hash != "" {
+		if i := strings.Index(pod.Name, "-"+hash+"-"); i > 0 {
+			return "deployment", pod.Name[:i]
+		}
+	}
+	return "", ""
+}
+
+// describeTaints groups the untolerated taints by taint and names the nodes of each.
+func (v *schedulingView) describeTaints(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeUntoleratedTaint)
+	byTaint := map[string][]string{}
+	for _, n := range nodes {
+		for _, r := range reasons[n] {
+			taint := strings.TrimPrefix(r.Message, "taint ")
+			byTaint[taint] = append(byTaint[taint], n)
+		}
+	}
+	taints := sortedKeys(byTaint)
+	var parts []string
+	for _, t := range taints {
+		parts = append(parts, fmt.Sprintf("%s on %s", t, joinLimited(byTaint[t], 3)))
+	}
+	f.Summary = fmt.Sprintf("%s a taint the pod does not tolerate: %s.", v.nodesVerb(len(nodes), "has", "have"), strings.Join(parts, "; "))
+	notReady := 0
+	for _, nv := range v.verdicts {
+		for _, r := range nv.Reasons {
+			if r.Code == CodeNodeNotReady {
+				notReady++
+				break
+			}
+		}
+	}
+	if notReady == len(v.verdicts) {
+		f.Summary += fmt.Sprintf(" None of the %d nodes is Ready, so no node can take pods until the nodes recover.", len(v.verdicts))
+	}
+	v.nodeEvidence(f, nodes, reasons, "spec.taints")
+	seenFix := map[string]bool{}
+	for _, t := range taints {
+		key, effect := taintKeyEffect(t)
+		first := byTaint[t][0]
+		switch {
+		case key == "node.kubernetes.io/not-ready" || key == "node.kubernetes.io/unreachable" ||
+			key == "node.kubernetes.io/network-unavailable":
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # %s is set by the node lifecycle controller: fix the node (kubelet, container runtime, CNI), don't remove the taint", first, key))
+		case strings.HasPrefix(key, "node.kubernetes.io/") && strings.HasSuffix(key, "-pressure"):
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # %s: relieve the pressure (free disk or memory, prune images), the kubelet then clears the taint", first, key))
+		case key == "node-role.kubernetes.io/control-plane" || key == "node-role.kubernetes.io/master":
+			f.Fix = append(f.Fix, fmt.Sprintf("%s keeps workloads off control-plane nodes: run the pod on workers, or add a toleration {key: %s, operator: Exists, effect: %s} if it belongs there", key, key, effect))
+		default:
+			for _, n := range byTaint[t] {
+				cmd := fmt.Sprintf("kubectl taint nodes %s %s-", n, strings.SplitN(t, "=", 2)[0]+":"+effect)
+				if !seenFix[cmd] {
+					seenFix[cmd] = true
+					f.Fix = append(f.Fix, cmd)
+				}
+			}
+			f.Fix = append(f.Fix, fmt.Sprintf("Or give the pod a toleration: {key: %s, operator: Exists, effect: %s}", key, effect))
+		}
+	}
+}
+
+// taintKeyEffect splits "key=value:Effect" or "key:Effect".
+func taintKeyEffect(t string) (key, effect string) {
+	i := strings.LastIndex(t, ":")
+	if i < 0 {
+		return t, ""
+	}
+	key, effect = t[:i], t[i+1:]
+	if j := strings.Index(key, "="); j >= 0 {
+		key = key[:j]
+	}
+	return key, effect
+}
+
+// describeSelector explains a nodeSelector / required node affinity that matches no node.
+func (v *schedulingView) describeSelector(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeNodeSelectorMismatch)
+	ns, pod := v.pod.Namespace, v.pod.Name
+	sel := v.pod.Spec.NodeSelector
+	if len(sel) > 0 {
+		var pairs []string
+		for _, k := range sortedKeys(sel) {
+			pairs = append(pairs, k+"="+sel[k])
+		}
+		f.Summary = fmt.Sprintf("The pod's nodeSelector %s %s", strings.Join(pairs, ","), v.matchesNone(len(nodes)))
+		if len(nodes) > 0 && len(reasons[nodes[0]]) > 0 {
+			f.Summary += ": e.g. " + nodes[0] + ": " + reasons[nodes[0]][0].Message
+		}
+		f.Summary += "."
+		keys := strings.Join(sortedKeys(sel), ",")
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get nodes -L %s", keys),
+			fmt.Sprintf("Fix spec.nodeSelector of pod %s/%s (or its workload) to labels the nodes carry, or label the intended nodes:", ns, pod),
+		}
+		for _, k := range sortedKeys(sel) {
+			if len(v.verdicts) > 0 {
+				f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s=%s", v.verdicts[0].Node, k, sel[k]))
+			}
+		}
+	} else {
+		f.Summary = fmt.Sprintf("The pod's required node affinity %s.", v.matchesNone(len(nodes)))
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.nodeAffinity}'", ns, pod),
+			"kubectl get nodes --show-labels",
+		}
+	}
+	v.nodeEvidence(f, nodes, reasons, "metadata.labels")
+}
+
+// describeCordoned names the cordoned nodes.
+func (v *schedulingView) describeCordoned(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeNodeUnschedulable)
+	f.Summary = fmt.Sprintf("%s cordoned (spec.unschedulable): %s.", v.nodesVerb(len(nodes), "is", "are"), joinLimited(nodes, 5))
+	v.nodeEvidence(f, nodes, reasons, "spec.unschedulable")
+	for _, n := range nodes {
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over", n))
+	}
+}
+
+// describeHostPorts names the pods that hold the pod's host ports on each node.
+func (v *schedulingView) describeHostPorts(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeHostPortConflict)
+	var holders []string
+	for i, n := range nodes {
+		if i == 3 {
+			holders = append(holders, fmt.Sprintf("and %d more node(s)", len(nodes)-3))
+			break
+		}
+		holders = append(holders, fmt.Sprintf("%s (%s)", n, reasons[n][0].Message))
+	}
+	var ports []string
+	for _, p := range v.demand.hostPorts {
+		ports = append(ports, portString(p))
+	}
+	f.Summary = fmt.Sprintf("The pod needs host port(s) %s, already taken on %s: %s.",
+		strings.Join(ports, ", "), v.ofNodes(len(nodes)), strings.Join(holders, "; "))
+	v.nodeEvidence(f, nodes, reasons, "spec.containers[].ports[].hostPort")
+	kind, owner := workloadOf(v.pod)
+	sameWorkload := false
+	for _, n := range nodes {
+		for _, p := range v.cluster.podsByNode[n] {
+			if k, o := workloadOf(p); owner != "" && k == kind && o == owner {
+				sameWorkload = true
+			}
+		}
+	}
+	if sameWorkload {
+		f.Summary += fmt.Sprintf(" The holder is an older pod of the same %s: a rolling update with maxSurge cannot place the new pod while the old one keeps the ports.", kind)
+		f.Fix = append(f.Fix, fmt.Sprintf(`kubectl patch %s %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, kind, owner, v.pod.Namespace))
+	}
+	for i, n := range nodes {
+		if i == 2 {
+			break
+		}
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", n))
+	}
+	f.Fix = append(f.Fix, "Drop hostPort (expose the pod through a Service) or pick a port no other pod binds, or remove the pod holding it.")
+}
+
+// describeConstraint covers the placement constraints that depend on other pods or volumes:
+// topology spread, inter-pod (anti-)affinity and PV node affinity.
+func (v *schedulingView) describeConstraint(f *Finding) {
+	nodes, reasons := v.nodesWith(f.Code)
+	ns, pod := v.pod.Namespace, v.pod.Name
+	example := ""
+	if len(nodes) > 0 && len(reasons[nodes[0]]) > 0 {
+		example = " For example " + nodes[0] + ": " + reasons[nodes[0]][0].Message + "."
+	}
+	switch f.Code {
+	case CodeTopologySpreadUnsatisfiable:
+		f.Summary = fmt.Sprintf("The pod's topologySpreadConstraints (whenUnsatisfiable: DoNotSchedule) rule out %s.%s", v.ofNodes(len(nodes)), example)
+		v.nodeEvidence(f, nodes, reasons, "spec.topologySpreadConstraints")
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.topologySpreadConstraints}'", ns, pod),
+			fmt.Sprintf("kubectl get pods -n %s -o wide -l %s", ns, v.spreadSelector()),
+			"Add nodes in the emptier topology domains, raise maxSkew, or use whenUnsatisfiable: ScheduleAnyway.",
+		}
+	case CodePodAntiAffinityUnsatisfiable:
+		f.Summary = fmt.Sprintf("Required pod anti-affinity rules out %s.%s", v.ofNodes(len(nodes)), example)
+		v.nodeEvidence(f, nodes, reasons, "spec.affinity.podAntiAffinity")
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAntiAffinity}'", ns, pod),
+			"Use a narrower topologyKey (kubernetes.io/hostname), preferredDuringSchedulingIgnoredDuringExecution, fewer replicas, or more nodes/domains.",
+		}
+	case CodePodAffinityUnsatisfiable:
+		f.Summary = fmt.Sprintf("Required pod affinity rules out %s: no pod it must run next to is in their topology domain.%s", v.ofNodes(len(nodes)), example)
+		v.nodeEvidence(f, nodes, reasons, "spec.affinity.podAffinity")
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAffinity}'", ns, pod),
+			"Start the pods it must run next to first, or relax the rule to preferredDuringSchedulingIgnoredDuringExecution.",
+		}
+	case CodeVolumeNodeAffinityConflict:
+		f.Summary = fmt.Sprintf("The pod's bound PersistentVolume can only be used on nodes its node affinity allows, and that rules out %s.%s", v.ofNodes(len(nodes)), example)
+		v.nodeEvidence(f, nodes, reasons, "spec.nodeAffinity")
+		for _, pv := range sortedKeys(v.demand.pvNodeAffinity) {
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pv %s -o jsonpath='{.spec.nodeAffinity}'", pv))
+		}
+		f.Fix = append(f.Fix, "Bring back a node in the volume's zone/host (the volume cannot move), or restore the data to a new volume where the pod can run.")
+	default:
+		f.Summary = fmt.Sprintf("%s rule out %s.%s", f.Code, v.ofNodes(len(nodes)), example)
+	}
+}
+
+// spreadSelector renders the first topology spread constraint's selector for kubectl -l.
+func (v *schedulingView) spreadSelector() string {
+	for _, c := range v.pod.Spec.TopologySpreadConstraints {
+		return selectorString(c.LabelSelector)
+	}
+	return ""
+}
+
+// capitalize upper-cases the first letter of s.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,176 @@
+package triage
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// schedulerMessage is the kube-scheduler's own verdict, parsed from a FailedScheduling event:
+// "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.
+// preemption: 0/3 nodes are available: …". The scheduler counts each node once, under the
+// first filter plugin that rejected it (FitError.Error in the scheduler's framework/types.go).
+type schedulerMessage struct {
+	// Event is the FailedScheduling event the message came from.
+	Event Event
+	// Total is N in "0/N nodes are available"; -1 when the message has no such prefix.
+	Total int
+	// Reasons are the per-node reason counts, in the scheduler's (sorted) order.
+	Reasons []schedulerReason
+	// PodLevel is the reason a PreFilter plugin gave for every node at once ("pod has unbound
+	// immediate PersistentVolumeClaims", `persistentvolumeclaim "data" not found`), with Code
+	// set when it maps to one.
+	PodLevel *schedulerReason
+}
+
+// schedulerReason is one "<count> <reason>" entry, mapped to a code (empty when unknown).
+type schedulerReason struct {
+	Count int
+	Text  string
+	Code  Code
+}
+
+var (
+	availableRE = regexp.MustCompile(`^0/(\d+) nodes are available:?\s*(.*)$`)
+	countRE     = regexp.MustCompile(`^(\d+) (.+)$`)
+	pvcNotFound = regexp.MustCompile(`persistentvolumeclaim "([^"]+)" not found`)
+)
+
+// parseSchedulerMessage parses the message of a FailedScheduling event. ok is false when the
+// message is not a "0/N nodes are available" or "no nodes available" line.
+func parseSchedulerMessage(e Event) (schedulerMessage, bool) {
+	msg := strings.TrimSpace(e.Message)
+	m := schedulerMessage{Event: e, Total: -1}
+	if strings.HasPrefix(msg, "no nodes available to schedule pods") {
+		m.Total = 0
+		return m, true
+	}
+	// The reasons end with the first ". "; what follows is a post-script (preemption's own
+	// counts, or a bare error such as "not found").
+	if i := strings.Index(msg, ". "); i >= 0 {
+		msg = msg[:i]
+	}
+	sm := availableRE.FindStringSubmatch(msg)
+	if sm == nil {
+		return m, false
+	}
+	m.Total, _ = strconv.Atoi(sm[1])
+	body := strings.TrimSuffix(strings.TrimSpace(sm[2]), ".")
+	if body == "" {
+		return m, true
+	}
+	for _, part := range splitReasons(body) {
+		if cm := countRE.FindStringSubmatch(part); cm != nil {
+			n, _ := strconv.Atoi(cm[1])
+			m.Reasons = append(m.Reasons, schedulerReason{Count: n, Text: cm[2], Code: reasonCode(cm[2])})
+			continue
+		}
+		// A PreFilter message applies to every node and carries no count.
+		m.PodLevel = &schedulerReason{Count: m.Total, Text: part, Code: reasonCode(part)}
+	}
+	return m, true
+}
+
+// splitReasons splits "1 a, 2 b {k: v}, that the pod didn't tolerate" at the ", " that start a
+// new counted reason; other commas stay inside their reason.
+func splitReasons(body string) []string {
+	var out []string
+	for _, piece := range strings.Split(body, ", ") {
+		if len(out) > 0 && !countRE.MatchString(piece) {
+			out[len(out)-1] += ", " + piece
+			continue
+		}
+		out = append(out, piece)
+	}
+	return out
+}
+
+// reasonCode maps one scheduler reason to a code, covering the wording of current and older
+// scheduler versions.
+func reasonCode(text string) Code {
+	t := strings.ToLower(text)
+	switch {
+	case t == "insufficient cpu":
+		return CodeInsufficientCPU
+	case t == "insufficient memory":
+		return CodeInsufficientMemory
+	case t == "insufficient ephemeral-storage":
+		return CodeInsufficientEphemeralStorage
+	case t == "too many pods" || t == "insufficient pods":
+		return CodeTooManyPods
+	case strings.HasPrefix(t, "insufficient "):
+		return CodeInsufficientExtendedResource
+	case strings.Contains(t, "were unschedulable"):
+		return CodeNodeUnschedulable
+	case strings.Contains(t, "taint"):
+		return CodeUntoleratedTaint
+	case strings.Contains(t, "node affinity/selector") || strings.Contains(t, "didn't match node selector") ||
+		strings.Contains(t, "requested node name"):
+		return CodeNodeSelectorMismatch
+	case strings.Contains(t, "free ports"):
+		return CodeHostPortConflict
+	case strings.Contains(t, "topology spread"):
+		return CodeTopologySpreadUnsatisfiable
+	case strings.Contains(t, "anti-affinity"):
+		return CodePodAntiAffinityUnsatisfiable
+	case strings.Contains(t, "pod affinity"):
+		return CodePodAffinityUnsatisfiable
+	case strings.Contains(t, "volume node affinity conflict") || strings.Contains(t, "volume zone"):
+		return CodeVolumeNodeAffinityConflict
+	case pvcNotFound.MatchString(t):
+		return CodePVCNotFound
+	case strings.Contains(t, "unbound immediate persistentvolumeclaims") ||
+		strings.Contains(t, "available persistent volumes to bind") ||
+		strings.Contains(t, "not have enough free storage") ||
+		strings.Contains(t, "bound to non-existent pv"):
+		return CodePVCUnbound
+	}
+	return ""
+}
+
+// counts returns the scheduler's node count per code (a PreFilter reason counts for every node).
+func (m schedulerMessage) counts() map[Code]int {
+	out := map[Code]int{}
+	for _, r := range m.Reasons {
+		if r.Code != "" {
+			out[r.Code] += r.Count
+		}
+	}
+	if m.PodLevel != nil && m.PodLevel.Code != "" {
+		out[m.PodLevel.Code] += max(m.Total, 1)
+	}
+	return out
+}
+
+// topCode is the code the scheduler counted on the most nodes (ties: scheduling order).
+func (m schedulerMessage) topCode() Code {
+	counts := m.counts()
+	var codes []Code
+	for c := range counts {
+		codes = append(codes, c)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		if counts[codes[i]] != counts[codes[j]] {
+			return counts[codes[i]] > counts[codes[j]]
+		}
+		return codeRank(codes[i]) < codeRank(codes[j])
+	})
+	if len(codes) == 0 {
+		return ""
+	}
+	return codes[0]
+}
+
+// latestSchedulerMessage returns the newest parseable FailedScheduling event of s.
+func latestSchedulerMessage(events []Event) (schedulerMessage, bool) {
+	for _, e := range events { // newest first
+		if e.Reason != "FailedScheduling" {
+			continue
+		}
+		if m, ok := parseSchedulerMessage(e); ok {
+			return m, true
+		}
+	}
+	return schedulerMessage{}, false
+}

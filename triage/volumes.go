@@ -1,0 +1,129 @@
+package triage
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// volumeRules explains a scheduled pod held in ContainerCreating or Init by its volumes: a
+// ConfigMap or Secret volume whose object does not exist (configmap-not-found,
+// secret-not-found), a ReadWriteOnce volume still attached to another node (multi-attach-rwo),
+// or any other FailedMount/FailedAttachVolume (volume-mount-failed). Every mount event is read:
+// the kubelet's generic "Unable to attach or mount volumes … timed out" line often comes
+// after the specific one.
+func volumeRules(s *Snapshot) []Finding {
+	pod := s.Pod
+	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
+		return nil
+	}
+	events := eventsWithReason(s, "FailedMount", "FailedAttachVolume", "FailedMapVolume")
+	if len(events) == 0 {
+		return nil
+	}
+	best := events[0]
+	for _, e := range events[1:] {
+		if volumeSpecificity(e.Message) > volumeSpecificity(best.Message) {
+			best = e
+		}
+	}
+	bestCode := volumeCode(best.Message)
+	return []Finding{volumeFinding(s, bestCode, best, events)}
+}
+
+var reGenericMount = regexp.MustCompile(`(?i)unable to attach or mount volumes|timed out waiting for the condition|context deadline exceeded`)
+
+// volumeCode maps a FailedMount/FailedAttachVolume message to a code.
+func volumeCode(msg string) Code {
+	switch {
+	case containsAny(msg, "Multi-Attach error"):
+		return CodeMultiAttachRWO
+	case quoted(msg, "configmap ") != "" && containsAny(msg, "not found"):
+		return CodeConfigMapNotFound
+	case quoted(msg, "secret ") != "" && containsAny(msg, "not found"):
+		return CodeSecretNotFound
+	}
+	return CodeVolumeMountFailed
+}
+
+// volumeSpecificity ranks mount messages: a named cause (2) over another concrete failure
+// (1) over the kubelet's generic timeout summary (0).
+func volumeSpecificity(msg string) int {
+	switch {
+	case volumeCode(msg) != CodeVolumeMountFailed:
+		return 2
+	case reGenericMount.MatchString(msg):
+		return 0
+	}
+	return 1
+}
+
+// volumeFinding builds the finding for code from event e.
+func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
+	pod := s.Pod
+	f := Finding{Code: code, Severity: SeverityBlocker, Evidence: []Evidence{EventEvidence(pod, e)}}
+	for _, other := range all {
+		if other.Message != e.Message && len(f.Evidence) < 3 {
+			f.Evidence = append(f.Evidence, EventEvidence(pod, other))
+		}
+	}
+	volume := quoted(e.Message, "volume ")
+	seen := eventSeen(s, e)
+	blocked := "the pod's containers cannot start"
+	if len(pod.Spec.InitContainers) > 0 {
+		blocked = "not even the init containers can start"
+	}
+	switch code {
+	case CodeConfigMapNotFound, CodeSecretNotFound:
+		kind, res := "ConfigMap", "configmap"
+		if code == CodeSecretNotFound {
+			kind, res = "Secret", "secret"
+		}
+		name := quoted(e.Message, res+" ")
+		f.Summary = fmt.Sprintf("Volume %q mounts %s %s, which does not exist in namespace %s, so %s (%s %s).", volume, kind, name, pod.Namespace, blocked, e.Reason, seen)
+		for _, v := range pod.Spec.Volumes {
+			if (v.ConfigMap != nil && v.ConfigMap.Name == name) || (v.Secret != nil && v.Secret.SecretName == name) {
+				f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: "spec.volumes[" + v.Name + "]", Message: fmt.Sprintf("%s %s", kind, name)})
+			}
+		}
+		f.Fix = []string{
+			fmt.Sprintf("kubectl get %ss %s  # is it there under another name?", res, nsFlag(pod)),
+			fmt.Sprintf("Create %s %s, or point volume %q at the one that exists (or set optional: true).", kind, name, volume),
+		}
+	case CodeMultiAttachRWO:
+		f.Summary = fmt.Sprintf("Volume %q is ReadWriteOnce and still attached to another node, so it cannot attach to %s (%s %s).", volume, pod.Spec.NodeName, e.Reason, seen)
+		if users := alreadyUsedBy(e.Message); users != "" {
+			f.Summary += " It is still used by " + users + "."
+		}
+		f.Fix = []string{
+			"kubectl get volumeattachments -o wide | grep <pv-name>",
+			"Wait for (or delete) the old pod that uses it; if its node is down, the attach/detach controller releases the volume after about 6 minutes, or delete the stale VolumeAttachment once the node is known to be off.",
+			"For a Deployment with a RWO volume use strategy Recreate, so the old pod is gone before the new one starts.",
+		}
+	default:
+		f.Summary = fmt.Sprintf("The kubelet on %s cannot mount volume %s, so %s (%s %s).", pod.Spec.NodeName, orUnknownVolume(volume), blocked, e.Reason, seen)
+		f.Fix = []string{
+			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name),
+			fmt.Sprintf("kubectl get pvc %s; kubectl get volumeattachments -o wide | grep %s", nsFlag(pod), pod.Spec.NodeName),
+		}
+	}
+	return f
+}
+
+// alreadyUsedBy extracts "pod(s) a, b" from a Multi-Attach message, or "".
+func alreadyUsedBy(msg string) string {
+	const marker = "already used by "
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(msg[i+len(marker):])
+}
+
+// orUnknownVolume quotes a volume name, or says the name is unknown.
+func orUnknownVolume(v string) string {
+	if v == "" {
+		return "(unnamed in the event)"
+	}
+	return fmt.Sprintf("%q", v)
+}

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/whypending/whypending"
 )
 
 // Options configures Start.
@@ -41,8 +43,9 @@ type Options struct {
 	APIServerArgs []string
 }
 
-// CalicoCRDDir is the directory, relative to the repository root, holding the Calico CRDs
-// (crd.projectcalico.org/v1) that Start installs.
+// CalicoCRDDir is the directory in whypending.CalicoCRDs (testdata/calico-crds in the
+// repository, embedded in the binary) holding the Calico CRDs (crd.projectcalico.org/v1)
+// that Start installs.
 const CalicoCRDDir = "testdata/calico-crds"
 
 // Admin identity of Cluster.Config: a static token for a user in system:masters.
@@ -227,11 +230,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	root, err := RepoRoot()
-	if err != nil {
-		return err
-	}
-	if err := c.InstallCRDs(ctx, os.DirFS(root), CalicoCRDDir); err != nil {
+	if err := c.InstallCRDs(ctx, whypending.CalicoCRDs, CalicoCRDDir); err != nil {
 		return err
 	}
 	if opts.Scheduler {

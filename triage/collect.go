@@ -112,11 +112,13 @@ func NewCachedCollector(ctx context.Context, client kubernetes.Interface) (*Coll
 }
 
 // stripForCache is the informers' cache.TransformFunc: it drops what triage never reads and
-// what costs the most memory, managedFields and kubectl's last-applied-configuration
-// annotation. It edits the freshly decoded object in place, before the cache stores it.
+// what costs the most memory: managedFields and kubectl's last-applied-configuration annotation
+// of every object, and a node's status.images (the image list a kubelet reports, often tens of
+// kilobytes per node). It edits the freshly decoded object in place, before the cache stores
+// it; rules that need a dropped field must not rely on the cached backend.
 func stripForCache(obj any) (any, error) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return tomb, nil
+	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return obj, nil
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -128,6 +130,9 @@ func stripForCache(obj any) (any, error) {
 			delete(a, corev1.LastAppliedConfigAnnotation)
 			m.SetAnnotations(a)
 		}
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status.Images = nil
 	}
 	return obj, nil
 }

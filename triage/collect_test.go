@@ -75,6 +75,45 @@ func TestEventLastSeen(t *testing.T) {
 	}
 }
 
+func TestStripForCache(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	annotations := func() map[string]string {
+		return map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "keep": "me"}
+	}
+	tests := []struct {
+		name string
+		in   any
+		want any
+	}{
+		{
+			name: "a pod loses managedFields and last-applied-configuration, nothing else",
+			in: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", ManagedFields: managed, Annotations: annotations()},
+				Spec: corev1.PodSpec{NodeName: "n1"}},
+			want: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"keep": "me"}},
+				Spec: corev1.PodSpec{NodeName: "n1"}},
+		},
+		{
+			name: "a node also loses its image list",
+			in: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: managed},
+				Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"nginx"}, SizeBytes: 1}},
+					NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"}}},
+			want: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+				Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := stripForCache(tt.in)
+			if err != nil {
+				t.Fatalf("stripForCache() error: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stripForCache() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestSortEventsNewestFirst(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	events := []Event{
@@ -109,34 +148,38 @@ func TestClosestNames(t *testing.T) {
 	}
 }
 
-// countingTransport counts the API requests a client sends and records them.
-type countingTransport struct {
+// loggingTransport records the API requests a client sends, except watches (an informer's
+// long-running watch, possibly re-established mid-test, is not per-diagnosis work).
+type loggingTransport struct {
 	rt http.RoundTripper
 	mu *sync.Mutex
 	// log receives "METHOD path?query" of each request.
 	log *[]string
 }
 
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (c loggingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("watch") == "true" {
+		return c.rt.RoundTrip(r)
+	}
 	c.mu.Lock()
 	*c.log = append(*c.log, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
 	c.mu.Unlock()
 	return c.rt.RoundTrip(r)
 }
 
-// requestCounter is a clientset whose requests are counted.
-type requestCounter struct {
+// requestLog is a clientset whose requests are recorded.
+type requestLog struct {
 	client kubernetes.Interface
 	mu     sync.Mutex
 	log    []string
 }
 
-func newRequestCounter(t *testing.T, cfg *rest.Config) *requestCounter {
+func newRequestLog(t *testing.T, cfg *rest.Config) *requestLog {
 	t.Helper()
-	rc := &requestCounter{}
+	rc := &requestLog{}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return countingTransport{rt: rt, mu: &rc.mu, log: &rc.log}
+		return loggingTransport{rt: rt, mu: &rc.mu, log: &rc.log}
 	})
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -147,7 +190,7 @@ func newRequestCounter(t *testing.T, cfg *rest.Config) *requestCounter {
 }
 
 // take returns the requests recorded since the last take and forgets them.
-func (rc *requestCounter) take() []string {
+func (rc *requestLog) take() []string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	out := rc.log
@@ -168,7 +211,7 @@ func TestCollectorRequestBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	direct := newRequestCounter(t, c.Config)
+	direct := newRequestLog(t, c.Config)
 	cold, err := Diagnose(ctx, NewCollector(direct.client), "seed-frontend-cpu", "frontend")
 	if err != nil {
 		t.Fatalf("Diagnose(direct) error: %v", err)
@@ -179,7 +222,7 @@ func TestCollectorRequestBudget(t *testing.T) {
 		t.Errorf("direct Diagnose sent %d API requests, want at most 6:\n%v", len(reqs), reqs)
 	}
 
-	cached := newRequestCounter(t, c.Config)
+	cached := newRequestLog(t, c.Config)
 	informerCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	cc, err := NewCachedCollector(informerCtx, cached.client)

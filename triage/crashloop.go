@@ -22,7 +22,7 @@ const logEvidenceLines = 10
 // probe fails.
 func crashRules(s *Snapshot) []Finding {
 	pod := s.Pod
-	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded {
+	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || lostOrEvicted(pod) {
 		return nil
 	}
 	var out []Finding

@@ -50,6 +50,7 @@ func TestCrashRules(t *testing.T) {
 		{"exit 0 under restartPolicy Always", testPod(crashLoop("app", 24, 0, "Completed", "")), nil, nil, []Code{CodeContainerExitsImmediately}},
 		{"non-zero exit, log unreadable", testPod(crashLoop("app", 7, 1, "Error", "")), nil, map[string]LogTail{"app": {Err: errors.New("node-1 unreachable")}}, []Code{CodeAppError}},
 		{"readiness never passes", testPod(readiness), []Event{ev(corev1.EventTypeWarning, "Unhealthy", "app", "Readiness probe failed: dial tcp 10.0.0.1:80: connect: connection refused", 40, time.Minute)}, nil, []Code{CodeReadinessProbeNeverReady}},
+		{"an evicted pod's killed containers are not a crash", testPod(statusReason("Evicted", "The node was low on resource: memory.", corev1.PodFailed), crashLoop("app", 0, 137, "Error", "")), nil, nil, nil},
 		{"a deleted pod's stopped containers are not a crash", testPod(deleted(time.Minute), crashLoop("app", 2, 1, "Error", "")), nil, nil, nil},
 	}
 	for _, tt := range tests {

@@ -30,6 +30,12 @@ func evictedRules(s *Snapshot) []Finding {
 	return nil
 }
 
+// lostOrEvicted reports whether evictedRules explains the pod; its container states are then
+// stale (NodeLost) or the result of the eviction, not causes of their own.
+func lostOrEvicted(pod *corev1.Pod) bool {
+	return pod.Status.Reason == evictedReason || pod.Status.Reason == nodeLostReason || pod.Status.Phase == corev1.PodUnknown
+}
+
 // evictionPressure names the node resource an eviction message blames: "memory", "disk"
 // (nodefs or imagefs), "ephemeral-storage" (the pod's own limit), "pids", or "" if unknown.
 func evictionPressure(msg string) string {

@@ -23,7 +23,7 @@ func (f *fuzzBytes) next() int {
 }
 
 func (f *fuzzBytes) pick(n int) int { return f.next() % n }
-func (f *fuzzBytes) bool() bool    { return f.next()%2 == 1 }
+func (f *fuzzBytes) bool() bool     { return f.next()%2 == 1 }
 
 // pickString returns one of the options, or "" for an out-of-range choice.
 func (f *fuzzBytes) pickString(options ...string) string {

@@ -20,7 +20,7 @@ const initWaitThreshold = 2 * time.Minute
 // crashRules.
 func initContainerRules(s *Snapshot) []Finding {
 	pod := s.Pod
-	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" {
+	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || lostOrEvicted(pod) {
 		return nil
 	}
 	for _, c := range containerStatuses(pod) {

@@ -26,6 +26,7 @@ var schedulingOrder = []Code{
 	CodePodAntiAffinityUnsatisfiable, CodePodAffinityUnsatisfiable, CodeNodeNotReady,
 }
 
+// codeRank is c's position in schedulingOrder (codes outside it rank last).
 func codeRank(c Code) int {
 	for i, o := range schedulingOrder {
 		if o == c {
@@ -35,10 +36,11 @@ func codeRank(c Code) int {
 	return len(schedulingOrder)
 }
 
-// isUnscheduled reports whether the scheduling rules apply to pod: Pending, not bound to a
-// node, not being deleted.
+// isUnscheduled reports whether the scheduling rules apply to pod: Pending (or no phase yet),
+// not bound to a node, not being deleted.
 func isUnscheduled(pod *corev1.Pod) bool {
-	return pod != nil && pod.Spec.NodeName == "" && pod.Status.Phase == corev1.PodPending && pod.DeletionTimestamp == nil
+	return pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil &&
+		(pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "")
 }
 
 // schedulingRules explains an unscheduled Pending pod. It checks what blocks the pod before any
@@ -390,7 +392,7 @@ func isControlPlaneTaint(msg string) bool {
 // workers and a tainted control-plane node give insufficient-cpu, not untolerated-taint, and a
 // DaemonSet pod whose node is full gives insufficient-cpu, not node-selector-mismatch for the
 // other nodes.
-func (v *schedulingView) primaryCode(_ codeTally) Code {
+func (v *schedulingView) primaryCode() Code {
 	t := tally(v.candidates())
 	var codes []Code
 	for c := range t.present {
@@ -448,7 +450,7 @@ func (v *schedulingView) tableFinding() (Finding, bool) {
 	disagree := v.disagreement(t)
 	code := Code("")
 	if !v.anyFits() {
-		code = v.primaryCode(t)
+		code = v.primaryCode()
 	}
 	if disagree != "" {
 		if top := v.msg.topCode(); top != "" {
@@ -460,6 +462,10 @@ func (v *schedulingView) tableFinding() (Finding, bool) {
 	}
 	f := v.describe(code, t)
 	f.Nodes = v.verdicts
+	if nominated := v.pod.Status.NominatedNodeName; nominated != "" {
+		f.Summary += fmt.Sprintf(" The scheduler has nominated %s and preempted pods there; the pod should bind once they have exited.", nominated)
+		f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + v.podRef(), Field: "status.nominatedNodeName", Message: nominated})
+	}
 	if disagree != "" {
 		f.Summary += " Note: the node table disagrees with the scheduler's latest message (" + disagree +
 			"); the primary cause follows the scheduler's counts."

@@ -180,13 +180,23 @@ func (v *schedulingView) describeResource(f *Finding) {
 		return
 	}
 
+	// Nodes with the same room are named together: "node-1, node-2 each have 200m free".
 	var closest []string
-	for i, r := range sf.Rooms {
-		if i == 3 {
-			break
+	for i := 0; i < len(sf.Rooms) && len(closest) < 3; {
+		j := i
+		var names []string
+		for j < len(sf.Rooms) && sf.Rooms[j].Free == sf.Rooms[i].Free && sf.Rooms[j].Used == sf.Rooms[i].Used && sf.Rooms[j].Allocatable == sf.Rooms[i].Allocatable {
+			names = append(names, sf.Rooms[j].Node)
+			j++
 		}
-		closest = append(closest, fmt.Sprintf("%s has %s free (%s of %s requested)", r.Node,
+		r := sf.Rooms[i]
+		verb := "has"
+		if len(names) > 1 {
+			verb = "each have"
+		}
+		closest = append(closest, fmt.Sprintf("%s %s %s free (%s of %s allocatable already requested)", joinLimited(names, 3), verb,
 			formatAmount(name, r.Free), formatAmount(name, r.Used), formatAmount(name, r.Allocatable)))
+		i = j
 	}
 	var b strings.Builder
 	switch {

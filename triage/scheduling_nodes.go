@@ -380,30 +380,30 @@ func formatAmount(name corev1.ResourceName, v int64) string {
 	}
 }
 
-// formatBytes renders bytes in the units a manifest would use: exact binary (512Mi, 3972Mi)
-// or exact decimal (1024M) with fewer than five digits when one exists, else binary with one
-// decimal (3.9Gi).
+// formatBytes renders bytes in the units a manifest would use: exact binary in its natural
+// unit (512Mi, 3Gi), else exact decimal with fewer than five digits (1024M), else binary with
+// one decimal (3.9Gi).
 func formatBytes(v int64) string {
 	if v < 1000 && v > -1000 {
 		return fmt.Sprintf("%d", v)
 	}
-	exact := func(units []string, base int64) string {
+	exact := func(units []string, base, limit int64) string {
 		for i := len(units) - 1; i >= 0; i-- {
 			unit := int64(1)
 			for range i + 1 {
 				unit *= base
 			}
-			if q := v / unit; v%unit == 0 && q != 0 && q < 10000 && q > -10000 {
+			if q := v / unit; v%unit == 0 && q != 0 && q < limit && q > -limit {
 				return fmt.Sprintf("%d%s", q, units[i])
 			}
 		}
 		return ""
 	}
 	binary := []string{"Ki", "Mi", "Gi", "Ti", "Pi"}
-	if s := exact(binary, 1024); s != "" {
+	if s := exact(binary, 1024, 1024); s != "" {
 		return s
 	}
-	if s := exact([]string{"k", "M", "G", "T", "P"}, 1000); s != "" {
+	if s := exact([]string{"k", "M", "G", "T", "P"}, 1000, 10000); s != "" {
 		return s
 	}
 	f, unit := float64(v), ""

@@ -2,6 +2,8 @@ package triage
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -662,7 +664,7 @@ func TestFormatAmount(t *testing.T) {
 	}{
 		{"cpu", 1500, "1500m"},
 		{"cpu", 2000, "2000m"},
-		{"memory", 3<<30 + 900<<20, "3972Mi"},
+		{"memory", 3<<30 + 900<<20, "3.9Gi"},
 		{"memory", 4164943873, "3.9Gi"},
 		{"memory", 512 << 20, "512Mi"},
 		{"ephemeral-storage", 1024000000, "1024M"},
@@ -672,6 +674,89 @@ func TestFormatAmount(t *testing.T) {
 	for _, tt := range tests {
 		if got := formatAmount(tt.name, tt.v); got != tt.want {
 			t.Errorf("formatAmount(%s, %d) = %q, want %q", tt.name, tt.v, got, tt.want)
+		}
+	}
+}
+
+// TestSchedulingInvariants runs the scheduling rules over many random clusters and checks what
+// must hold for any input: one verdict per node sorted by name, Fits exactly when there is no
+// reason, resource reasons that really do not fit, and a Pending code first.
+func TestSchedulingInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	for i := range 500 {
+		var nodes []*corev1.Node
+		var bound []*corev1.Pod
+		for n := range rng.IntN(5) {
+			name := fmt.Sprintf("n%d", n)
+			var mods []func(*corev1.Node)
+			if rng.IntN(3) == 0 {
+				mods = append(mods, withTaints(pick("key1=v:NoSchedule", "node-role.kubernetes.io/control-plane:NoSchedule", "node.kubernetes.io/not-ready:NoExecute", "x:PreferNoSchedule")))
+			}
+			if rng.IntN(5) == 0 {
+				mods = append(mods, cordoned)
+			}
+			if rng.IntN(5) == 0 {
+				mods = append(mods, notReady)
+			}
+			mods = append(mods, withAllocatable("cpu", pick("1", "2", "4")), withAllocatable("pods", pick("1", "3", "110")),
+				withLabel("zone", pick("a", "b")), withLabel("disk", pick("ssd", "hdd")))
+			nodes = append(nodes, node(name, mods...))
+			for j := range rng.IntN(3) {
+				p := boundTo(name, fmt.Sprintf("p%d-%d", n, j), "cpu="+pick("100m", "900m", "1500m"))
+				if rng.IntN(3) == 0 {
+					withHostPort(p, 80)
+				}
+				withPodLabels(p, "app", pick("web", "db"))
+				bound = append(bound, p)
+			}
+		}
+		pod := podRequesting("web", "cpu="+pick("100m", "1", "3"), "memory="+pick("1Gi", "16Gi"))
+		if rng.IntN(3) == 0 {
+			withHostPort(pod, 80)
+		}
+		if rng.IntN(3) == 0 {
+			pod.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		}
+		if rng.IntN(3) == 0 {
+			pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone",
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+		}
+		if rng.IntN(3) == 0 {
+			pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+		}
+		var events []Event
+		if rng.IntN(2) == 0 {
+			events = append(events, failedScheduling(fmt.Sprintf("0/%d nodes are available: %d %s.", len(nodes), len(nodes),
+				pick("Insufficient cpu", "node(s) had untolerated taint(s)", "node(s) didn't match Pod's node affinity/selector")), 2))
+		}
+		s := snap(pod, nodes, bound, events...)
+		got := schedulingRules(s)
+		for _, f := range got {
+			if f.Nodes == nil {
+				continue
+			}
+			if len(f.Nodes) != len(nodes) {
+				t.Fatalf("case %d: %s has %d verdicts for %d nodes", i, f.Code, len(f.Nodes), len(nodes))
+			}
+			for k, nv := range f.Nodes {
+				if k > 0 && f.Nodes[k-1].Node >= nv.Node {
+					t.Fatalf("case %d: verdicts not sorted by node: %s before %s", i, f.Nodes[k-1].Node, nv.Node)
+				}
+				if nv.Fits != (len(nv.Reasons) == 0) {
+					t.Fatalf("case %d: node %s Fits = %v with %d reasons", i, nv.Node, nv.Fits, len(nv.Reasons))
+				}
+				for _, r := range nv.Reasons {
+					if r.Resource != "" && r.Requested <= r.Allocatable-r.Used {
+						t.Fatalf("case %d: node %s reason %s: requested %d fits in %d-%d", i, nv.Node, r.Code, r.Requested, r.Allocatable, r.Used)
+					}
+				}
+			}
+		}
+		if len(got) > 0 && got[0].Severity == SeverityBlocker && !isPendingCode(got[0].Code) {
+			t.Fatalf("case %d: first finding %s is not a Pending code", i, got[0].Code)
 		}
 	}
 }

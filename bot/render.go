@@ -39,7 +39,7 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 	if t := nodeTable(p.Nodes); t != nil {
 		m.Sections = append(m.Sections, Section{Heading: "Why not here (per node)", Table: t})
 	}
-	if lines := evidenceLines(p.Evidence, d.CollectedAt); len(lines) > 0 {
+	if lines := evidenceLines(p, "Pod "+d.Pod.String(), d.CollectedAt); len(lines) > 0 {
 		m.Sections = append(m.Sections, Section{Heading: "Evidence", Lines: lines})
 	}
 	if len(p.Fix) > 0 {
@@ -52,8 +52,13 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 		}
 		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
 	}
+	offered := map[string]bool{}
 	for _, f := range d.Findings {
 		for _, a := range f.Actions {
+			if offered[ActionValue(a)] {
+				continue // the primary cause and a context finding often offer the same repair
+			}
+			offered[ActionValue(a)] = true
 			m.Buttons = append(m.Buttons, Button{
 				ActionID: "plan:" + a.Kind,
 				Label:    a.Label,
@@ -132,38 +137,42 @@ func nodeTable(nodes []triage.NodeVerdict) *Table {
 	return t
 }
 
-// evidenceLines renders evidence like kubectl describe's events: reason, count, age, message.
-func evidenceLines(ev []triage.Evidence, now time.Time) []string {
+// evidenceLines renders evidence like kubectl describe's events: reason, count, age, then
+// where it was read (the object, unless it is the pod itself, and the field), then the
+// message. When the finding carries a node table, per-node evidence is left to the table.
+func evidenceLines(f triage.Finding, self string, now time.Time) []string {
 	var lines []string
-	for _, e := range ev {
-		var b strings.Builder
-		if e.Reason != "" {
-			b.WriteString(e.Reason)
+	for _, e := range f.Evidence {
+		if len(f.Nodes) > 0 && strings.HasPrefix(e.Object, "Node ") && e.Reason == "" {
+			continue
 		}
-		if !e.LastSeen.IsZero() {
-			age := ShortDuration(now.Sub(e.LastSeen))
-			if e.Count > 1 {
-				fmt.Fprintf(&b, " (x%d, last %s ago)", e.Count, age)
-			} else {
-				fmt.Fprintf(&b, " (%s ago)", age)
+		var head []string
+		if e.Reason != "" {
+			r := e.Reason
+			if !e.LastSeen.IsZero() {
+				age := ShortDuration(now.Sub(e.LastSeen))
+				if e.Count > 1 {
+					r += fmt.Sprintf(" (x%d, last %s ago)", e.Count, age)
+				} else {
+					r += fmt.Sprintf(" (%s ago)", age)
+				}
 			}
+			head = append(head, r)
+		}
+		if e.Object != "" && e.Object != self {
+			head = append(head, e.Object)
 		}
 		if e.Field != "" {
-			if b.Len() > 0 {
-				b.WriteString(" ")
-			}
-			b.WriteString(e.Field)
+			head = append(head, e.Field)
 		}
-		if e.Message != "" {
-			if b.Len() > 0 {
-				b.WriteString(": ")
-			}
-			b.WriteString(e.Message)
+		line := strings.Join(head, " ")
+		switch {
+		case line == "":
+			line = e.Message
+		case e.Message != "":
+			line += ": " + e.Message
 		}
-		if e.Object != "" && e.Reason == "" && e.Field == "" {
-			b.WriteString(" [" + e.Object + "]")
-		}
-		lines = append(lines, b.String())
+		lines = append(lines, line)
 	}
 	return lines
 }

@@ -163,7 +163,7 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 				errs[i] = fmt.Errorf("start cluster for %s: %w", s.Name, err)
 				return
 			}
-			dc := &demoCluster{scenario: s, cluster: c, diag: triage.NewCollector(c.Client)}
+			dc := &demoCluster{scenario: s, cluster: c, diag: triage.NewCollector(c.Client).WithCalico(c.Config)}
 			mu.Lock()
 			out[i] = dc
 			mu.Unlock()

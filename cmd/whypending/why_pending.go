@@ -48,7 +48,7 @@ server cannot be reached), 2 no such pod (the answer lists the closest names).`,
 			if err != nil {
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
 			}
-			d, err := triage.Diagnose(cmd.Context(), triage.NewCollector(client), ns, name)
+			d, err := triage.Diagnose(cmd.Context(), triage.NewCollector(client).WithCalico(cfg), ns, name)
 			if err != nil {
 				return apiError(cfg.Host, err)
 			}

@@ -1,0 +1,49 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/whypending/whypending/bot"
+)
+
+func TestRenderEscapesControlSequences(t *testing.T) {
+	m := bot.Message{
+		Title:    "ns/pod\x1b[2J is Pending",
+		Sections: []bot.Section{{Lines: []string{"log line \x1b]0;pwned\x07"}, Table: &bot.Table{Columns: []string{"NODE"}, Rows: [][]string{{"a\rb"}}}}},
+	}
+	var b bytes.Buffer
+	if err := Render(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\r") {
+		t.Errorf("output keeps control characters: %q", out)
+	}
+	for _, want := range []string{`ns/pod\u001b[2J is Pending`, `\u001b]0;pwned\u0007`, `a\u000db`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunAnswersEachLineAndSkipsComments(t *testing.T) {
+	in := strings.NewReader("# a comment\n\n/why-pending a/b\n/why-pending c/d\n/quit\n/why-pending never/asked\n")
+	var asked []string
+	h := func(_ context.Context, line string) []bot.Message {
+		asked = append(asked, line)
+		return []bot.Message{{Title: "answer to " + line}}
+	}
+	var out bytes.Buffer
+	if err := Run(context.Background(), in, &out, "", h); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(asked, "|"), "/why-pending a/b|/why-pending c/d"; got != want {
+		t.Errorf("asked = %q, want %q", got, want)
+	}
+	if !strings.Contains(out.String(), "answer to /why-pending c/d") {
+		t.Errorf("output lacks the second answer:\n%s", out.String())
+	}
+}

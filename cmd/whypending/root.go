@@ -51,6 +51,8 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newWhyPendingCommand(kube),
 		newDemoCommand(),
 		newServeCommand(),
+		newIPAMCommand(kube),
+		newDigestCommand(kube),
 	)
 	return root
 }

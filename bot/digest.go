@@ -1,0 +1,403 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/triage"
+)
+
+const (
+	// digestTopNodes caps the per-node lines and rows of a digest; the rest is summarised as
+	// "and N more nodes".
+	digestTopNodes = 10
+	// poolNearlyFull is the share of a pool's addresses allocated, in percent, from which
+	// the digest reports the pool as a problem.
+	poolNearlyFull = 90
+	// defaultDigestTimeout bounds reading one cluster's IPAM when Digest.Timeout is zero.
+	defaultDigestTimeout = 5 * time.Minute
+)
+
+// DigestMessage renders one cluster's IPAM digest: a title that counts the problems
+// ("IPAM digest for prod-eu: 181 leaked IPs, 3 empty blocks"), a summary, the pool usage
+// table, leaked IPs by node, empty blocks by node against maxBlocksPerHost, the datastore
+// lock state and other findings, with one button per repair it offers. The buttons are the
+// ones /ipam check and /why-pending offer: ActionID "plan:<kind>", Value
+// "<kind>;cluster=<cluster>" (ActionValue), so a click takes the same path (Bot.Click).
+//
+// "Empty blocks" in the title and on the button counts releasable ones: empty blocks that
+// are not their node's last affine block (a node's only block is kept, like
+// ReleaseEmptyBlocks does). check and util come from calico.Client.Check and Utilization of
+// the same cluster (nil reads as empty); now is when they were read. It is pure: no I/O.
+func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utilization, now time.Time) Message {
+	if check == nil {
+		check = &calico.CheckResult{}
+	}
+	if util == nil {
+		util = &calico.Utilization{}
+	}
+	leaked := len(check.LeakedIPs)
+	releasable := 0
+	for _, b := range util.EmptyBlocks {
+		if !b.LastAffineBlock {
+			releasable++
+		}
+	}
+	locked := check.Report.DatastoreLocked
+	full := fullPools(util.Pools)
+	atLimit := nodesAtLimit(util)
+	other := max(check.Problems-leaked, 0) + len(util.Affinities)
+
+	m := Message{
+		Severity: "ok",
+		Footer:   fmt.Sprintf("cluster %s · collected %s", cluster, now.UTC().Format(time.RFC3339)),
+	}
+	if rv := check.Report.ClusterInfoRevision; rv != "" {
+		m.Footer += " · ClusterInformation rv " + rv
+	}
+	problems := leaked > 0 || releasable > 0 || locked || len(full) > 0 || len(atLimit) > 0 || other > 0
+	if !problems {
+		m.Title = fmt.Sprintf("IPAM digest for %s: no problems found", cluster)
+	} else {
+		parts := []string{countNoun(leaked, "leaked IP", "leaked IPs"), countNoun(releasable, "empty block", "empty blocks")}
+		if locked {
+			parts = append(parts, "datastore locked")
+		}
+		for _, p := range full {
+			parts = append(parts, fmt.Sprintf("pool %s %s allocated", p.Name, usedPercent(p.InUse, p.Total)))
+		}
+		if len(atLimit) > 0 {
+			parts = append(parts, countNoun(len(atLimit), "node at maxBlocksPerHost", "nodes at maxBlocksPerHost"))
+		}
+		if other > 0 {
+			parts = append(parts, countNoun(other, "other problem", "other problems"))
+		}
+		m.Title = fmt.Sprintf("IPAM digest for %s: %s", cluster, strings.Join(parts, ", "))
+		m.Severity = "warning"
+	}
+	if locked {
+		m.Severity = "blocker"
+	}
+
+	datastore := "unlocked"
+	if locked {
+		datastore = "locked (datastoreReady=false)"
+	}
+	empty := fmt.Sprint(len(util.EmptyBlocks))
+	if len(util.EmptyBlocks) > 0 {
+		empty = fmt.Sprintf("%d (%d releasable)", len(util.EmptyBlocks), releasable)
+	}
+	summary := Section{Fields: []Field{
+		{Name: "Leaked IPs", Value: fmt.Sprint(leaked)},
+		{Name: "Empty blocks", Value: empty},
+		{Name: "IPAM blocks", Value: fmt.Sprint(check.Blocks)},
+		{Name: "Addresses in use", Value: fmt.Sprint(check.InUseIPs)},
+		{Name: "Datastore", Value: datastore},
+		{Name: "maxBlocksPerHost", Value: fmt.Sprint(util.MaxBlocksPerHost)},
+	}}
+	if !problems {
+		summary.Text = "No problems found: no leaked IPs, no releasable empty blocks, no pool nearly fully allocated, and the datastore is unlocked."
+	}
+	m.Sections = append(m.Sections, summary)
+	if t := digestPoolTable(util.Pools); t != nil {
+		m.Sections = append(m.Sections, Section{Heading: "Pool usage", Table: t})
+	}
+	if locked {
+		m.Sections = append(m.Sections, Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
+	}
+	if leaked > 0 {
+		byNode := map[string]int{}
+		for _, a := range check.LeakedIPs {
+			byNode[a.Node]++
+		}
+		m.Sections = append(m.Sections, Section{Heading: "Leaked IPs by node", Lines: topCountLines(byNode, "leaked IPs")})
+	}
+	if t := digestBlockTable(util, atLimit); t != nil {
+		m.Sections = append(m.Sections, Section{Heading: "Empty blocks by node", Table: t})
+	}
+	if lines := digestOtherLines(check, util); len(lines) > 0 {
+		m.Sections = append(m.Sections, Section{Heading: "Other findings (run /ipam check or /ipam blocks for details)", Lines: lines})
+	}
+
+	if leaked > 0 {
+		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedIPs, cluster,
+			fmt.Sprintf("Release %s", countNoun(leaked, "leaked IP", "leaked IPs")), "primary"))
+	}
+	if releasable > 0 {
+		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseEmptyBlocks, cluster,
+			fmt.Sprintf("Release %s", countNoun(releasable, "empty block", "empty blocks")), "primary"))
+	}
+	if locked {
+		m.Buttons = append(m.Buttons, repairButton(actions.KindUnlockDatastore, cluster, "Unlock the datastore", ""))
+	}
+	return m
+}
+
+// repairButton is a "make a plan" button in the format every answer uses: ActionID
+// "plan:<kind>", Value ActionValue with the cluster.
+func repairButton(kind actions.Kind, cluster, label, style string) Button {
+	ref := triage.ActionRef{Kind: string(kind), Label: label, Args: map[string]string{"cluster": cluster}}
+	return Button{ActionID: ActionPlanPrefix + ref.Kind, Label: label, Value: ActionValue(ref), Style: style}
+}
+
+// fullPools are the enabled pools with at least poolNearlyFull percent of their addresses
+// allocated, in Utilization's order.
+func fullPools(pools []calico.PoolUsage) []calico.PoolUsage {
+	var out []calico.PoolUsage
+	for _, p := range pools {
+		if !p.Disabled && p.Total > 0 && p.InUse*100 >= p.Total*poolNearlyFull {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nodesAtLimit are the nodes whose affine block count has reached maxBlocksPerHost, sorted.
+func nodesAtLimit(u *calico.Utilization) []string {
+	var out []string
+	for n, c := range u.NodeBlocks {
+		if n != "" && u.MaxBlocksPerHost > 0 && c >= u.MaxBlocksPerHost {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// digestPoolTable is the pool usage table: name (marked when disabled), CIDR, "allocated /
+// total" addresses and the share allocated. Allocated counts leaked addresses too (calicoctl's
+// "IPs in use"), which is why a pool can be full while few addresses are really used.
+// The "orphaned" pseudo-pool shows only when it holds blocks.
+func digestPoolTable(pools []calico.PoolUsage) *Table {
+	t := &Table{Columns: []string{"Pool", "CIDR", "Allocated / total", "%"}}
+	for _, p := range pools {
+		if p.Name == "orphaned" && len(p.Blocks) == 0 {
+			continue
+		}
+		name := p.Name
+		if p.Disabled {
+			name += " (disabled)"
+		}
+		t.Rows = append(t.Rows, []string{name, p.CIDR.String(), fmt.Sprintf("%.0f / %.0f", p.InUse, p.Total), usedPercent(p.InUse, p.Total)})
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// usedPercent formats inUse/total as a whole percentage rounded down (so "100%" means full);
+// "<1%" for a little use of a large (IPv6) pool, "-" for an empty total.
+func usedPercent(inUse, total float64) string {
+	switch {
+	case total <= 0:
+		return "-"
+	case inUse > 0 && inUse*100 < total:
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", math.Floor(inUse*100/total))
+}
+
+// digestBlockTable lists the nodes with empty blocks or at maxBlocksPerHost: most empty blocks
+// first, then by name; at most digestTopNodes rows, then "and N more nodes".
+func digestBlockTable(u *calico.Utilization, atLimit []string) *Table {
+	type row struct {
+		node              string
+		empty, releasable int
+	}
+	rows := map[string]*row{}
+	get := func(n string) *row {
+		if rows[n] == nil {
+			rows[n] = &row{node: n}
+		}
+		return rows[n]
+	}
+	for _, b := range u.EmptyBlocks {
+		r := get(b.Node)
+		r.empty++
+		if !b.LastAffineBlock {
+			r.releasable++
+		}
+	}
+	for _, n := range atLimit {
+		get(n)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	sorted := make([]*row, 0, len(rows))
+	for _, r := range rows {
+		sorted = append(sorted, r)
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].empty != sorted[j].empty {
+			return sorted[i].empty > sorted[j].empty
+		}
+		return sorted[i].node < sorted[j].node
+	})
+	t := &Table{Columns: []string{"Node", "Empty blocks", "Blocks / max", "Note"}}
+	for i, r := range sorted {
+		if i == digestTopNodes {
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-digestTopNodes), "", "", ""})
+			break
+		}
+		blocks := u.NodeBlocks[r.node]
+		var notes []string
+		if u.MaxBlocksPerHost > 0 && blocks >= u.MaxBlocksPerHost {
+			notes = append(notes, "at the limit")
+		}
+		if r.empty > r.releasable {
+			notes = append(notes, "its only block is kept")
+		}
+		t.Rows = append(t.Rows, []string{dash(r.node), fmt.Sprint(r.empty),
+			fmt.Sprintf("%d / %d", blocks, u.MaxBlocksPerHost), strings.Join(notes, "; ")})
+	}
+	return t
+}
+
+// topCountLines renders "node: count" lines, largest count first, then by name; at most
+// digestTopNodes lines, then "and N more nodes (M <what>)".
+func topCountLines(counts map[string]int, what string) []string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var out []string
+	for i, k := range keys {
+		if i == digestTopNodes {
+			rest := 0
+			for _, k := range keys[i:] {
+				rest += counts[k]
+			}
+			out = append(out, fmt.Sprintf("and %d more nodes (%d %s)", len(keys)-i, rest, what))
+			break
+		}
+		out = append(out, fmt.Sprintf("%s: %d", dash(k), counts[k]))
+	}
+	return out
+}
+
+// digestOtherLines counts the problems the digest does not detail: those of /ipam check beyond
+// leaked IPs, and BlockAffinity problems.
+func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
+	var out []string
+	add := func(n int, one, many string) {
+		if n > 0 {
+			out = append(out, countNoun(n, one, many))
+		}
+	}
+	add(len(r.InUseNotAllocated), "address in use but not allocated", "addresses in use but not allocated")
+	add(len(r.NotInPool), "address in use outside every active pool", "addresses in use outside every active pool")
+	add(len(r.LeakedHandles), "leaked handle", "leaked handles")
+	add(len(r.InvalidBlocks), "invalid block", "invalid blocks")
+	add(len(u.Affinities), "BlockAffinity without a confirmed block", "BlockAffinities without a confirmed block")
+	return out
+}
+
+// countNoun formats "1 leaked IP" or "3 leaked IPs".
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// CollectDigest reads one cluster's IPAM check and utilization through ipam and renders
+// DigestMessage; now is the collection time shown in the footer.
+func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time) (Message, error) {
+	check, err := ipam.Check(ctx, calico.CheckOptions{})
+	if err != nil {
+		return Message{}, fmt.Errorf("check calico ipam: %w", err)
+	}
+	util, err := ipam.Utilization(ctx)
+	if err != nil {
+		return Message{}, fmt.Errorf("read calico ipam utilization: %w", err)
+	}
+	return DigestMessage(cluster, check, util, now), nil
+}
+
+// ChannelPoster posts a message to a chat channel. The Slack adapter implements it with
+// chat.postMessage.
+type ChannelPoster interface {
+	PostMessage(ctx context.Context, channel string, m Message) error
+}
+
+// Digest posts every cluster's IPAM digest to the digest channels (config channels.digest).
+// DigestScheduler runs it on a schedule; RunDigest runs one round.
+type Digest struct {
+	// Clusters are the configured clusters; those without IPAM (Calico not installed) are
+	// skipped.
+	Clusters []*Cluster
+	// Channels are the channel IDs every digest is posted to.
+	Channels []string
+	// Poster posts to a channel (required).
+	Poster ChannelPoster
+	// Timeout bounds reading one cluster's IPAM (default 5 min), so a cluster that hangs
+	// does not hold up the others.
+	Timeout time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// RunDigest runs one digest round: for each cluster in order it reads the IPAM check and
+// utilization and posts DigestMessage to every channel. A cluster that cannot be read gets a
+// short "could not be collected" message instead (no error text), and the round goes on with
+// the next cluster; a failed post does not stop the other posts either. The error joins one
+// error per failed cluster read or post, each naming the cluster (and channel); it is nil
+// when everything was posted.
+func (d *Digest) RunDigest(ctx context.Context) error {
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = defaultDigestTimeout
+	}
+	var errs []error
+	for _, c := range d.Clusters {
+		if c.IPAM == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		at := now()
+		m, err := CollectDigest(cctx, c.Name, c.IPAM, at)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("digest of cluster %s: %w", c.Name, err))
+			m = digestFailedMessage(c.Name, at)
+		}
+		for _, ch := range d.Channels {
+			if err := d.Poster.PostMessage(ctx, ch, m); err != nil {
+				errs = append(errs, fmt.Errorf("post digest of cluster %s to channel %s: %w", c.Name, ch, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// digestFailedMessage says a cluster's digest could not be collected, without error text.
+func digestFailedMessage(cluster string, at time.Time) Message {
+	return Message{
+		Title:    fmt.Sprintf("IPAM digest for %s could not be collected", cluster),
+		Severity: "warning",
+		Sections: []Section{{Text: "Reading Calico IPAM failed; the bot's log has the details. Try /ipam check --cluster " + cluster + "."}},
+		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/whypending/whypending/adapters/console"
+	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/calico"
+)
+
+// newDigestCommand is `whypending digest`: one cluster's IPAM digest on stdout, the message
+// the bot posts on its schedule.
+func newDigestCommand(kube *kubeFlags) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "digest [--name NAME]",
+		Short: "Print the Calico IPAM digest of a cluster (leaked IPs, empty blocks, pool usage, datastore lock)",
+		Long: `Print the Calico IPAM digest of the cluster selected by --kubeconfig and --context: the
+message "whypending serve" posts to channels.digest on digest.schedule. It reads the IPAM check
+(like calicoctl ipam check) and utilization (like calicoctl ipam show --show-blocks) and
+changes nothing. Useful by hand or from a CronJob; exit code 0 means the digest was read, not
+that the cluster is clean.`,
+		Example: `  whypending digest --context prod-eu
+  whypending digest --kubeconfig ~/.kube/prod --name prod-eu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := kube.restConfig()
+			if err != nil {
+				return err
+			}
+			cl, err := calico.NewClient(cmd.Context(), cfg)
+			if err != nil {
+				return apiError(cfg.Host, err)
+			}
+			if name == "" {
+				name = kube.clusterName(cfg.Host)
+			}
+			m, err := bot.CollectDigest(cmd.Context(), name, cl, time.Now())
+			if err != nil {
+				return apiError(cfg.Host, err)
+			}
+			return console.Render(cmd.OutOrStdout(), m)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the cluster name shown in the digest (default: the kubeconfig context, else the server)")
+	return cmd
+}
+
+// clusterName names the selected cluster for display: --context, else the kubeconfig's
+// current context, else host.
+func (f *kubeFlags) clusterName(host string) string {
+	if f.context != "" {
+		return f.context
+	}
+	if raw, err := f.clientConfig().RawConfig(); err == nil && raw.CurrentContext != "" {
+		return raw.CurrentContext
+	}
+	return host
+}
+
+// runDigestSchedule posts the IPAM digest of clusters to cfg.Channels.Digest through poster
+// on cfg.Digest's schedule until ctx is done, electing one poster among the replicas with a
+// Lease in the store namespace of the store cluster (cfg.Store.Cluster, else the first).
+func runDigestSchedule(ctx context.Context, cfg *bot.Config, clusters []*bot.Cluster, poster bot.ChannelPoster, log *slog.Logger) error {
+	cc := cfg.Clusters[0]
+	for _, c := range cfg.Clusters {
+		if c.Name == cfg.Store.Cluster {
+			cc = c
+		}
+	}
+	restCfg, err := clusterConfig(cc)
+	if err != nil {
+		return fmt.Errorf("digest lease cluster %s: %w", cc.Name, err)
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("digest lease cluster %s: %w", cc.Name, err)
+	}
+	s := &bot.DigestScheduler{
+		Digest:    &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: poster},
+		Schedule:  cfg.Digest.Schedule,
+		Timezone:  cfg.Digest.Timezone,
+		Leases:    client.CoordinationV1(),
+		Namespace: cfg.Store.Namespace,
+		Log:       log,
+	}
+	return s.Run(ctx)
+}

@@ -6,6 +6,11 @@ import "fmt"
 // reads it only when the pod's state calls for it): allocations nothing uses
 // (calico-ipam-leaks) and affine blocks with no address in use (calico-ipam-empty-blocks),
 // each with the action that releases them.
+// calicoctlReleaseLeaks is the manual procedure the release action replaces, in the order that
+// works: lock first, because a report taken before the lock is stale once the lock changes
+// ClusterInformation's resourceVersion ("reports are all stale").
+const calicoctlReleaseLeaks = "calicoctl datastore migrate lock && calicoctl ipam check -o /tmp/ipam-report.json && calicoctl ipam release --from-report=/tmp/ipam-report.json; calicoctl datastore migrate unlock"
+
 func calicoContextRules(s *Snapshot) []Finding {
 	if s.Pod == nil || s.IPAM == nil {
 		return nil
@@ -20,9 +25,9 @@ func calicoContextRules(s *Snapshot) []Finding {
 				ipam.LeakedIPs, plural(ipam.LeakedIPs, "address", "addresses")),
 			Evidence: []Evidence{leakEvidence(ipam)},
 			Fix: []string{
-				"whypending ipam check",
-				"whypending ipam release-ips --lock",
-				"calicoctl ipam check -o /tmp/ipam-report.json && calicoctl ipam release --from-report /tmp/ipam-report.json",
+				"whypending ipam check --show-problem-ips",
+				"whypending ipam release-ips --lock  # prints the plan; add --yes to release",
+				calicoctlReleaseLeaks,
 			},
 			Actions: []ActionRef{{Kind: actionReleaseLeakedIPs, Label: fmt.Sprintf("Release %d leaked %s", ipam.LeakedIPs, plural(ipam.LeakedIPs, "IP", "IPs"))}},
 		})
@@ -35,7 +40,7 @@ func calicoContextRules(s *Snapshot) []Finding {
 				ipam.EmptyBlocks, plural(ipam.EmptyBlocks, "block has", "blocks have"), effectiveMaxBlocks(ipam)),
 			Fix: []string{
 				"whypending ipam show --show-blocks",
-				"whypending ipam release-blocks",
+				"whypending ipam release-blocks --all-empty  # prints the plan (each node's last block is kept); add --yes to release",
 			},
 			Actions: []ActionRef{{Kind: actionReleaseEmptyBlocks, Label: fmt.Sprintf("Release %d empty %s", ipam.EmptyBlocks, plural(ipam.EmptyBlocks, "block", "blocks"))}},
 		}

@@ -30,9 +30,9 @@ import (
 //
 //   - direct (NewCollector): every Collect reads the API, like kubectl describe. The CLI uses it
 //     for one-shot answers.
-//   - cached (NewCachedCollector): shared informers keep pods, nodes, PVCs and PVs in memory, so
-//     a warm Collect only reads the pod's events live (two list requests, core/v1 and
-//     events.k8s.io/v1) plus whatever the extras need (previous logs). The bot uses it.
+//   - cached (NewCachedCollector): shared informers keep pods, nodes, PVCs, PVs and pod events
+//     in memory, so a warm Collect sends no request except what the extras need (previous logs
+//     of a crashing container; Calico IPAM for a Calico sandbox failure). The bot uses it.
 //
 // Both backends build the Snapshot with the same code, so cold and warm answers agree. Objects in
 // a Snapshot may be shared with the informer cache: rules treat them as read-only.
@@ -54,6 +54,9 @@ type collectorCache struct {
 	nodes    corelisters.NodeLister
 	pvcs     corelisters.PersistentVolumeClaimLister
 	pvs      corelisters.PersistentVolumeLister
+	// events holds pod events indexed by involvedObject.uid (startEventCache in
+	// collect_extra.go); podEvents reads it instead of listing.
+	events cache.Indexer
 
 	// The server version is read once and then again after versionTTL, so a warm Collect
 	// does not spend a request on it.
@@ -77,7 +80,7 @@ func NewCollector(client kubernetes.Interface) *Collector {
 	return &Collector{client: client, now: time.Now}
 }
 
-// NewCachedCollector starts shared informers for pods, nodes, PVCs and PVs, waits until their
+// NewCachedCollector starts shared informers for pods, nodes, PVCs, PVs and pod events, waits until their
 // caches have synced and returns a Collector that reads those objects from the caches (the bot's
 // backend). The informers run until ctx is done. Cached objects carry no managedFields and no
 // last-applied-configuration annotation (see stripForCache).
@@ -106,6 +109,11 @@ func NewCachedCollector(ctx context.Context, client kubernetes.Interface) (*Coll
 		<-ctx.Done()
 		factory.Shutdown()
 	}()
+	// Pod events from an informer too (collect_extra.go), so a warm Collect lists nothing.
+	if err := cc.startEventCache(ctx, client); err != nil {
+		factory.Shutdown()
+		return nil, err
+	}
 	c := &Collector{client: client, cache: cc, now: time.Now}
 	c.serverVersion()
 	return c, nil
@@ -225,6 +233,9 @@ func (c *Collector) getPod(ctx context.Context, namespace, name string) (*corev1
 // (the same objects seen through two APIs; a cluster may serve either), merges them by event
 // UID and sorts them newest first. It fails only when both lists fail.
 func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]Event, error) {
+	if events, ok := c.cachedEvents(pod); ok {
+		return events, nil
+	}
 	uid := string(pod.UID)
 	byUID := map[types.UID]Event{}
 	var order []types.UID

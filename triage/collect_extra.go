@@ -14,7 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/calico"
 )
@@ -229,6 +232,10 @@ func ipamStateFrom(u *calico.Utilization, check *calico.CheckResult, datastoreRe
 	for _, b := range u.EmptyBlocks {
 		st.EmptyBlocks++
 		st.EmptyBlocksByNode[b.Node]++
+		if st.EmptyBlockCIDRs == nil {
+			st.EmptyBlockCIDRs = map[string][]string{}
+		}
+		st.EmptyBlockCIDRs[b.Node] = append(st.EmptyBlockCIDRs[b.Node], b.CIDR.String())
 	}
 	if check != nil {
 		st.LeakedIPs = len(check.LeakedIPs)
@@ -347,4 +354,67 @@ func splitLogLines(raw []byte, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// eventsByUIDIndex indexes the event cache by involvedObject.uid.
+const eventsByUIDIndex = "involvedObject.uid"
+
+// startEventCache starts an informer over core/v1 Events about Pods (field selector
+// involvedObject.kind=Pod; events.k8s.io/v1 serves the same objects, so one API is enough),
+// indexed by involvedObject.uid and stripped like the other caches, and waits for it to sync.
+// Listing a pod's events live costs the API server a scan of every event in the namespace per
+// request (field selectors are not indexed); from the cache a warm diagnosis reads them with
+// no request. It runs until ctx is done.
+func (cc *collectorCache) startEventCache(ctx context.Context, client kubernetes.Interface) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTransform(stripForCache),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("involvedObject.kind", "Pod").String()
+		}))
+	inf := factory.Core().V1().Events().Informer()
+	if err := inf.AddIndexers(cache.Indexers{eventsByUIDIndex: indexEventByUID}); err != nil {
+		return fmt.Errorf("add event index %s: %w", eventsByUIDIndex, err)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			factory.Shutdown()
+			return fmt.Errorf("sync informer cache for %v: %w", typ, context.Cause(ctx))
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		factory.Shutdown()
+	}()
+	cc.events = inf.GetIndexer()
+	return nil
+}
+
+// indexEventByUID is the eventsByUIDIndex function.
+func indexEventByUID(obj any) ([]string, error) {
+	e, ok := obj.(*corev1.Event)
+	if !ok || e.InvolvedObject.UID == "" {
+		return nil, nil
+	}
+	return []string{string(e.InvolvedObject.UID)}, nil
+}
+
+// cachedEvents returns the pod's events from the event cache, newest first; ok is false
+// without a cache (the direct backend lists them).
+func (c *Collector) cachedEvents(pod *corev1.Pod) ([]Event, bool) {
+	if c.cache == nil || c.cache.events == nil {
+		return nil, false
+	}
+	objs, err := c.cache.events.ByIndex(eventsByUIDIndex, string(pod.UID))
+	if err != nil {
+		return nil, false
+	}
+	events := make([]Event, 0, len(objs))
+	for _, o := range objs {
+		if e, ok := o.(*corev1.Event); ok {
+			events = append(events, eventFromCore(e))
+		}
+	}
+	SortEvents(events)
+	return events, true
 }

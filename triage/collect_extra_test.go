@@ -41,6 +41,7 @@ func TestIPAMStateFrom(t *testing.T) {
 		LeakedIPsByNode:   map[string]int{"worker-1": 1, "worker-2": 1},
 		EmptyBlocks:       1,
 		EmptyBlocksByNode: map[string]int{"worker-1": 1},
+		EmptyBlockCIDRs:   map[string][]string{"worker-1": {"172.24.0.64/26"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ipamStateFrom() mismatch (-want +got):\n%s", diff)

@@ -182,9 +182,9 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 		}
 	}
 	f.Fix = []string{
-		"whypending ipam check",
-		"whypending ipam release-ips --lock",
-		"calicoctl ipam check --show-problem-ips -o /tmp/ipam-report.json && calicoctl datastore migrate lock && calicoctl ipam release --from-report /tmp/ipam-report.json; calicoctl datastore migrate unlock",
+		"whypending ipam check --show-problem-ips",
+		"whypending ipam release-ips --lock  # prints the plan; add --yes to lock the datastore, release the leaked addresses, unlock and check again",
+		calicoctlReleaseLeaks,
 		"If nothing is leaked, the pool really is full: add an IPPool (calicoctl create -f ippool.yaml) or remove finished pods that still hold addresses.",
 	}
 }
@@ -220,12 +220,15 @@ func ipamBlockLimitDetail(s *Snapshot, f *Finding) {
 	if ipam != nil {
 		limit = effectiveMaxBlocks(ipam)
 	}
-	f.Fix = []string{
-		"whypending ipam show --show-blocks",
-		fmt.Sprintf("whypending ipam release-blocks --node %s", node),
-		fmt.Sprintf("kubectl patch ipamconfigs.crd.projectcalico.org default --type=merge -p '{\"spec\":{\"maxBlocksPerHost\":%d}}'  # raise the limit (or use a larger blockSize for the pool)", 2*limit),
-		"calicoctl ipam show --show-blocks",
+	f.Fix = []string{"whypending ipam show --show-blocks  # or: calicoctl ipam show --show-blocks"}
+	if ipam != nil && len(ipam.EmptyBlockCIDRs[node]) > 0 {
+		f.Fix = append(f.Fix, fmt.Sprintf("whypending ipam release-blocks %s  # prints the plan; add --yes to release", strings.Join(ipam.EmptyBlockCIDRs[node], " ")))
 	}
+	if ipam != nil && ipam.LeakedIPsByNode[node] > 0 {
+		f.Fix = append(f.Fix, "whypending ipam release-ips --lock  # prints the plan; add --yes to release the leaked addresses")
+	}
+	f.Fix = append(f.Fix,
+		fmt.Sprintf("kubectl patch ipamconfigs.crd.projectcalico.org default --type=merge -p '{\"spec\":{\"maxBlocksPerHost\":%d}}'  # raise the limit (or use a larger blockSize for the pool)", 2*limit))
 }
 
 // datastoreLockedDetail adds ClusterInformation's datastoreReady and the unlock action.

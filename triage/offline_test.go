@@ -317,6 +317,10 @@ func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1
 		if allocated == 0 && node != "" {
 			st.EmptyBlocks++
 			st.EmptyBlocksByNode[node]++
+			if st.EmptyBlockCIDRs == nil {
+				st.EmptyBlockCIDRs = map[string][]string{}
+			}
+			st.EmptyBlockCIDRs[node] = append(st.EmptyBlockCIDRs[node], cidr)
 		}
 	}
 	return st

@@ -76,6 +76,9 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	if got := d.Primary().Code; !slices.Contains(want, string(got)) {
 		t.Errorf("Diagnose(%s).Findings[0].Code = %s, want %s (findings %v)\nsummary: %s", exp.Pod, got, strings.Join(want, " or "), codes, d.Summary)
 	}
+	if p := d.Primary(); len(p.Evidence) == 0 {
+		t.Errorf("Diagnose(%s).Findings[0] (%s) names no evidence", exp.Pod, p.Code)
+	}
 	for _, ctxCode := range exp.Context {
 		if !slices.Contains(codes, Code(ctxCode)) {
 			t.Errorf("Diagnose(%s) findings = %v, want context code %s among them", exp.Pod, codes, ctxCode)

@@ -104,6 +104,9 @@ type IPAMState struct {
 	EmptyBlocks int
 	// EmptyBlocksByNode counts those empty blocks by affine node.
 	EmptyBlocksByNode map[string]int
+	// EmptyBlockCIDRs lists those empty blocks' CIDRs by affine node, sorted (what
+	// `whypending ipam release-blocks CIDR...` takes).
+	EmptyBlockCIDRs map[string][]string
 }
 
 // PoolUsage is one IPPool's address usage.

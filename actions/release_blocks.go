@@ -8,12 +8,25 @@ import (
 	"github.com/whypending/whypending/calico"
 )
 
-// releasableBlocks are the empty affine blocks in the plan's scope that are not their node's
-// last.
+// releasableBlocks are the empty affine blocks in the plan's scope that can go while every
+// node keeps at least one affine block (Calico's GC rule: never release a node's last
+// block). When all of a node's blocks are empty, the first by CIDR is kept.
 func releasableBlocks(u *calico.Utilization, p Plan) []calico.BlockUsage {
-	var out []calico.BlockUsage
+	emptyByNode := map[string]int{}
 	for _, b := range u.EmptyBlocks {
-		if !b.LastAffineBlock && p.inScope(b.Node) {
+		emptyByNode[b.Node]++
+	}
+	kept := map[string]bool{}
+	var out []calico.BlockUsage
+	for _, b := range u.EmptyBlocks { // sorted by CIDR
+		if b.LastAffineBlock {
+			continue
+		}
+		if emptyByNode[b.Node] >= u.NodeBlocks[b.Node] && !kept[b.Node] {
+			kept[b.Node] = true // every block of the node is empty: keep one
+			continue
+		}
+		if p.inScope(b.Node) {
 			out = append(out, b)
 		}
 	}
@@ -59,8 +72,8 @@ func (r *Runner) releaseEmptyBlocks(ctx context.Context, p Plan, res *Result) er
 			cidrs = append(cidrs, b.CIDR)
 		case ok:
 			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "now affine to " + b.Node})
-		case empty[it.Target].LastAffineBlock:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "now its node's last block"})
+		case empty[it.Target].CIDR.IsValid():
+			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "now its node's last block (kept)"})
 		default:
 			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "no longer empty, or gone"})
 		}

@@ -201,3 +201,43 @@ func setDatastoreReady(t *testing.T, c *testenv.Cluster, ready bool) {
 		t.Fatal(err)
 	}
 }
+
+func TestReleaseEmptyBlocksKeepsEachNodesLastBlock(t *testing.T) {
+	_, client, r := leakedCluster(t, actions.LockAlways)
+	ctx := t.Context()
+	// Releasing the leaked IPs empties both of worker-2's blocks.
+	p, err := r.Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{Node: "worker-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 128 {
+		t.Fatalf("worker-2 plan items = %d, want 128", len(p.Items))
+	}
+	p.ExpiresAt = time.Now().Add(time.Minute)
+	if res, err := r.Execute(ctx, approve(p, time.Now())); err != nil || res.Done != 128 || res.Remaining != 0 {
+		t.Fatalf("release on worker-2 = done %d remaining %d, %v; want 128, 0", res.Done, res.Remaining, err)
+	}
+	if n := leakedCount(t, client); n != 53 {
+		t.Errorf("leaked IPs left on worker-1 = %d, want 53 (181 - 128, outside the node's plan)", n)
+	}
+
+	bp, err := r.Plan(ctx, actions.KindReleaseEmptyBlocks, actions.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bp.Items) != 1 || bp.Items[0].Node != "worker-2" {
+		t.Fatalf("empty-block plan = %+v, want one of worker-2's two empty blocks (the other is kept)", bp.Items)
+	}
+	bp.ExpiresAt = time.Now().Add(time.Minute)
+	res, err := r.Execute(ctx, approve(bp, time.Now()))
+	if err != nil || res.Done != 1 || res.Remaining != 0 {
+		t.Fatalf("release empty blocks = done %d skipped %v remaining %d, %v; want 1, none, 0", res.Done, res.Skipped, res.Remaining, err)
+	}
+	u, err := client.Utilization(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := u.NodeBlocks["worker-2"]; n != 1 {
+		t.Errorf("worker-2 affine blocks = %d, want 1", n)
+	}
+}

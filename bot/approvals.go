@@ -142,6 +142,7 @@ func (ap *Approvals) Message(a *Approval) Message {
 // errStop aborts a mutate without writing; the carried outcome is returned to the clicker.
 type errStop struct{ outcome Outcome }
 
+// Error implements error.
 func (e *errStop) Error() string { return "decision stopped: " + e.outcome.Notice }
 
 // mutate reads the record, applies change and writes it back with compare-and-set,
@@ -332,7 +333,10 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		return nil
 	})
 	if err != nil {
-		return ap.internalError(ctx, "record result of plan "+id, err)
+		ref := errorRef()
+		ap.log.ErrorContext(ctx, "record result of plan", slog.String("plan", id), slog.String("ref", ref),
+			slog.Any("err", err), slog.Any("execErr", execErr), slog.String("counts", resultCounts(res)))
+		return Outcome{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
 	}
 	msg := ap.Message(a)
 	return Outcome{Update: &msg}

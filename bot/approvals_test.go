@@ -369,3 +369,27 @@ func TestMemoryStoreCompareAndSet(t *testing.T) {
 		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
 	}
 }
+
+func TestRunExpiryNotifiesOnce(t *testing.T) {
+	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, Expiry: time.Minute}, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	a, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
+	f.clk.add(2 * time.Minute)
+	notified := make(chan string, 10)
+	go f.ap.RunExpiry(ctx, 5*time.Millisecond, func(_ context.Context, a *Approval, m Message) {
+		notified <- a.Plan.ID + " " + m.Title
+	})
+	select {
+	case got := <-notified:
+		if want := a.Plan.ID + " Expired: release 1 leaked IP on prod"; got != want {
+			t.Errorf("notified %q, want %q", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no expiry notification")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(notified); n != 0 {
+		t.Errorf("further notifications = %d, want 0 (a plan expires once)", n)
+	}
+}

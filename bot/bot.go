@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/triage"
@@ -87,6 +89,7 @@ type Bot struct {
 	approvals *Approvals
 	clusters  []*Cluster
 	log       *slog.Logger
+	inflight  singleflight.Group // diagnoses in progress, by cluster/namespace/name
 }
 
 // New builds a Bot with the /why-pending, /ipam and /whypending commands registered.

@@ -184,19 +184,26 @@ type StoreConfig struct {
 }
 
 // Duration is a Go duration string in YAML ("15m", "90s").
-type Duration struct{ time.Duration }
+type Duration struct {
+	time.Duration
 
-// UnmarshalJSON parses a duration string.
+	invalid bool // the YAML held something else (reported by ParseConfig with its path)
+}
+
+// UnmarshalJSON parses a duration string. A malformed value is remembered, not returned, so
+// that ParseConfig can report it with its key path next to every other problem.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return errors.New("want a duration string such as \"15m\"")
+		*d = Duration{invalid: true}
+		return nil
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration string such as \"15m\": %w", err)
+		*d = Duration{invalid: true}
+		return nil
 	}
-	d.Duration = v
+	*d = Duration{Duration: v}
 	return nil
 }
 
@@ -232,22 +239,22 @@ func ParseConfig(data []byte) (*Config, error) {
 	if tree != nil {
 		checkKeys(tree, reflect.TypeOf(Config{}), "", &problems)
 	}
-	if len(problems) > 0 {
-		return nil, errors.Join(problems...)
-	}
 	var c Config
 	if tree != nil {
 		if err := json.Unmarshal(js, &c); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return nil, fmt.Errorf("%s: want %s, got %s", te.Field, te.Type, te.Value)
+				err = fmt.Errorf("%s: want %s, got %s", te.Field, te.Type, te.Value)
 			}
-			return nil, err
+			return nil, errors.Join(append(problems, err)...)
 		}
 	}
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {
-		return nil, err
+		problems = append(problems, err)
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
 	}
 	return &c, nil
 }
@@ -272,8 +279,7 @@ func checkKeys(tree any, t reflect.Type, path string, problems *[]error) {
 		}
 		if t == reflect.TypeOf(Secret{}) {
 			if _, ok := tree.(map[string]any); !ok {
-				*problems = append(*problems, fmt.Errorf("%s: secrets must not be written in the config file; use {env: NAME} or {file: PATH}", path))
-				return
+				return // a literal secret: Validate reports it
 			}
 		}
 		m, ok := tree.(map[string]any)
@@ -345,7 +351,7 @@ func (c *Config) applyDefaults() {
 	if !c.Slack.AppToken.set() {
 		c.Slack.AppToken = Secret{Env: "SLACK_APP_TOKEN"}
 	}
-	if c.Approvals.Expiry.Duration == 0 {
+	if c.Approvals.Expiry.Duration == 0 && !c.Approvals.Expiry.invalid {
 		c.Approvals.Expiry.Duration = 15 * time.Minute
 	}
 	if c.Approvals.TwoPersonRule == nil {
@@ -355,7 +361,7 @@ func (c *Config) applyDefaults() {
 	if c.Lock.Policy == "" {
 		c.Lock.Policy = "always"
 	}
-	if c.Lock.MaxDuration.Duration == 0 {
+	if c.Lock.MaxDuration.Duration == 0 && !c.Lock.MaxDuration.invalid {
 		c.Lock.MaxDuration.Duration = 2 * time.Minute
 	}
 	if c.Digest.Timezone == "" {
@@ -458,7 +464,7 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("approvals.approvers.groups[%d]", i), "%q is not a Slack user group ID (S…)", id)
 		}
 	}
-	if e := c.Approvals.Expiry.Duration; e < time.Minute || e > 24*time.Hour {
+	if e := c.Approvals.Expiry.Duration; !c.Approvals.Expiry.invalid && (e < time.Minute || e > 24*time.Hour) {
 		bad("approvals.expiry", "%s is outside 1m..24h", e)
 	}
 	switch c.Lock.Policy {
@@ -466,7 +472,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("lock.policy", "%q: want always or never", c.Lock.Policy)
 	}
-	if d := c.Lock.MaxDuration.Duration; d < 5*time.Second || d > 30*time.Minute {
+	if d := c.Lock.MaxDuration.Duration; !c.Lock.MaxDuration.invalid && (d < 5*time.Second || d > 30*time.Minute) {
 		bad("lock.maxDuration", "%s is outside 5s..30m", d)
 	}
 	if c.Digest.Schedule != "" {

@@ -36,6 +36,9 @@ func (b *Bot) ipam(ctx context.Context, req Request) (Reply, error) {
 		}
 		return b.plan(ctx, req, kind, f.values["cluster"], actions.PlanOptions{Node: node})
 	}
+	if sub != "check" && sub != "blocks" {
+		return Reply{}, userErrorf("unknown subcommand %q: choose one of check, blocks, release-ips, release-blocks, unlock", sub)
+	}
 	if f.values["node"] != "" {
 		return Reply{}, userErrorf("--node applies to release-ips and release-blocks only")
 	}
@@ -46,21 +49,18 @@ func (b *Bot) ipam(ctx context.Context, req Request) (Reply, error) {
 	if c.IPAM == nil {
 		return Reply{}, userErrorf("cluster %s has no Calico IPAM access configured", c.Name)
 	}
-	switch sub {
-	case "check":
+	if sub == "check" {
 		res, err := c.IPAM.Check(ctx, calico.CheckOptions{})
 		if err != nil {
 			return Reply{}, fmt.Errorf("check calico ipam on %s: %w", c.Name, err)
 		}
 		return Reply{Message: CheckMessage(c.Name, res), Public: true}, nil
-	case "blocks":
-		u, err := c.IPAM.Utilization(ctx)
-		if err != nil {
-			return Reply{}, fmt.Errorf("read calico ipam utilization on %s: %w", c.Name, err)
-		}
-		return Reply{Message: BlocksMessage(c.Name, u), Public: true}, nil
 	}
-	return Reply{}, userErrorf("unknown subcommand %q: choose one of check, blocks, release-ips, release-blocks, unlock", sub)
+	u, err := c.IPAM.Utilization(ctx)
+	if err != nil {
+		return Reply{}, fmt.Errorf("read calico ipam utilization on %s: %w", c.Name, err)
+	}
+	return Reply{Message: BlocksMessage(c.Name, u), Public: true}, nil
 }
 
 // plan makes a plan of kind on the named cluster and stores it for approval. A plan with

@@ -128,6 +128,7 @@ type UserError struct {
 	Text string
 }
 
+// Error returns Text.
 func (e *UserError) Error() string { return e.Text }
 
 func userErrorf(format string, args ...any) error {

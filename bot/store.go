@@ -88,6 +88,10 @@ type Approval struct {
 	// Version is the store's concurrency token (the resourceVersion for CRDStore); "" before
 	// Create.
 	Version string `json:"-"`
+
+	// raw is the stored object this record was read from (CRDStore), so an update keeps the
+	// labels, annotations and fields the bot does not know.
+	raw any
 }
 
 // clone returns a deep copy of a.

@@ -68,7 +68,7 @@ func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
 	if err != nil {
 		return fmt.Errorf("create remediationrequest %s: %w", a.Plan.ID, err)
 	}
-	a.Version = out.GetResourceVersion()
+	a.Version, a.raw = out.GetResourceVersion(), out
 	return nil
 }
 
@@ -84,11 +84,25 @@ func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
 	return fromObject(obj)
 }
 
-// Update implements Store.
+// Update implements Store. It writes onto the object the record was read from, so labels,
+// annotations and fields the bot does not know survive.
 func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 	obj, err := toObject(a, s.namespace)
 	if err != nil {
 		return err
+	}
+	if read, ok := a.raw.(*unstructured.Unstructured); ok {
+		merged := read.DeepCopy()
+		merged.Object["spec"], merged.Object["status"] = obj.Object["spec"], obj.Object["status"]
+		labels := merged.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for k, v := range obj.GetLabels() {
+			labels[k] = v
+		}
+		merged.SetLabels(labels)
+		obj = merged
 	}
 	obj.SetResourceVersion(a.Version)
 	out, err := s.res().Update(ctx, obj, metav1.UpdateOptions{})
@@ -100,7 +114,7 @@ func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 	case err != nil:
 		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, err)
 	}
-	a.Version = out.GetResourceVersion()
+	a.Version, a.raw = out.GetResourceVersion(), out
 	return nil
 }
 
@@ -222,6 +236,7 @@ func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
 		State: status.State, RequestedBy: spec.RequestedBy, Channel: spec.Channel, MessageRef: status.MessageRef,
 		Result: status.Result, Error: status.Error, FailureCode: status.FailureCode, History: status.History,
 		Version: obj.GetResourceVersion(),
+		raw:     obj,
 	}
 	if status.ApprovedBy != nil {
 		a.DecidedBy = status.ApprovedBy

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -62,7 +63,7 @@ func TestCRDStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(a, got); diff != "" {
+		if diff := cmp.Diff(a, got, cmpopts.IgnoreUnexported(Approval{})); diff != "" {
 			t.Errorf("Get (-want +got):\n%s", diff)
 		}
 	})
@@ -110,6 +111,27 @@ func TestCRDStore(t *testing.T) {
 		got, _ := s.Get(ctx, plan.ID)
 		if diff := cmp.Diff(cur.Result, got.Result); diff != "" {
 			t.Errorf("result (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("labels and annotations others add survive the bot's updates", func(t *testing.T) {
+		obj, err := c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Get(ctx, plan.ID, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.SetLabels(map[string]string{"team": "net", LabelState: string(StateSucceeded)})
+		obj.SetAnnotations(map[string]string{"ticket": "INC-42"})
+		if _, err := c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ := s.Get(ctx, plan.ID)
+		cur.MessageRef = "slack:C0OPS/1764504000.000001"
+		if err := s.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		obj, _ = c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Get(ctx, plan.ID, metav1.GetOptions{})
+		if obj.GetLabels()["team"] != "net" || obj.GetAnnotations()["ticket"] != "INC-42" || obj.GetLabels()[LabelKind] != string(plan.Kind) {
+			t.Errorf("labels %v annotations %v, want team=net, ticket=INC-42 and the bot's labels", obj.GetLabels(), obj.GetAnnotations())
 		}
 	})
 

@@ -3,9 +3,15 @@ package bot
 import (
 	"context"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/whypending/whypending/triage"
 )
+
+// diagnoseTimeout bounds one diagnosis.
+const diagnoseTimeout = 2 * time.Minute
 
 // whyPending answers "/why-pending [ns/]pod [--cluster C]" with the diagnosis, visible to the
 // channel. Remediation buttons get the cluster added to their value.
@@ -37,10 +43,17 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	if c.Diagnoser == nil {
 		return Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	}
-	d, err := c.Diagnoser.Diagnose(ctx, ns, name)
+	// Concurrent questions about the same pod (an incident channel) share one diagnosis; it
+	// must not die with the first asker's context, so it gets its own deadline.
+	v, err, _ := b.inflight.Do(c.Name+"/"+ns+"/"+name, func() (any, error) {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
+		defer cancel()
+		return c.Diagnoser.Diagnose(dctx, ns, name)
+	})
 	if err != nil {
 		return Reply{}, err
 	}
+	d := v.(*triage.Diagnosis)
 	m := DiagnosisMessage(d)
 	for i := range m.Buttons {
 		if strings.HasPrefix(m.Buttons[i].ActionID, ActionPlanPrefix) {

@@ -35,7 +35,7 @@ type Options struct {
 	SigningSecret string
 	// HTTPClient posts to response_url (default: 10 s timeout).
 	HTTPClient *http.Client
-	// Workers is how many commands and clicks are worked on at once (default 16).
+	// Workers is how many commands and clicks are worked on at once (default 8).
 	Workers int
 	// QueueSize is how many acknowledged requests may wait for a worker (default 1024);
 	// beyond it requests are acknowledged with a "busy" reply and dropped.
@@ -59,8 +59,12 @@ type Adapter struct {
 	workers    int
 	jobTimeout time.Duration
 	jobs       chan job
-	metrics    *bot.Metrics
-	log        *slog.Logger
+	// slots holds one token per free place in jobs: a request reserves one before it is
+	// acknowledged and hands over its job after, so the ack never waits for a worker and a
+	// full queue is known before answering.
+	slots   chan struct{}
+	metrics *bot.Metrics
+	log     *slog.Logger
 
 	wg sync.WaitGroup
 }
@@ -96,7 +100,7 @@ func New(o Options) *Adapter {
 		a.httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if a.workers <= 0 {
-		a.workers = 16
+		a.workers = 8
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
@@ -108,6 +112,10 @@ func New(o Options) *Adapter {
 		a.log = slog.Default()
 	}
 	a.jobs = make(chan job, o.QueueSize)
+	a.slots = make(chan struct{}, o.QueueSize)
+	for range o.QueueSize {
+		a.slots <- struct{}{}
+	}
 	return a
 }
 
@@ -120,6 +128,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case j := <-a.jobs:
+					a.slots <- struct{}{}
 					a.work(ctx, j)
 				}
 			}
@@ -130,19 +139,38 @@ func (a *Adapter) Run(ctx context.Context) error {
 	return nil
 }
 
-// enqueue hands j to the workers; false means the queue is full.
-func (a *Adapter) enqueue(j job) bool {
+// reserve takes a place in the work queue; false means the queue is full.
+func (a *Adapter) reserve() bool {
 	select {
-	case a.jobs <- j:
+	case <-a.slots:
 		return true
 	default:
 		return false
 	}
 }
 
+// submit hands j to the workers in the place reserve took; it never blocks.
+func (a *Adapter) submit(j job) { a.jobs <- j }
+
+// enqueue reserves a place and submits j; false means the queue is full.
+func (a *Adapter) enqueue(j job) bool {
+	if !a.reserve() {
+		return false
+	}
+	a.submit(j)
+	return true
+}
+
+// shutdownGrace is how long a job in progress may continue after Run's context is done
+// (an approved plan finishing its writes and unlocking), before its context is cancelled.
+const shutdownGrace = 20 * time.Second
+
 func (a *Adapter) work(ctx context.Context, j job) {
-	ctx, cancel := context.WithTimeout(ctx, a.jobTimeout)
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.jobTimeout)
 	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGrace, cancel) })
+	defer stop()
+	ctx = jctx
 	switch {
 	case j.command != nil:
 		a.answerCommand(ctx, j.command)
@@ -171,7 +199,8 @@ func (a *Adapter) handleClick(ctx context.Context, cj *clickJob) {
 		a.updateClicked(ctx, cj, *out.Update)
 	}
 	if out.Notice != "" {
-		a.respond(ctx, cj.responseURL, bot.Message{Title: out.Notice, Severity: "info"}, false, false)
+		// A section, not a header: notices can be longer than a header's 150 characters.
+		a.respond(ctx, cj.responseURL, bot.Message{Sections: []bot.Section{{Text: out.Notice}}}, false, false)
 	}
 	if out.Post != nil {
 		a.postPlan(ctx, cj.click.Channel, cj.responseURL, *out.Post)

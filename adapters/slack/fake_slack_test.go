@@ -42,7 +42,7 @@ type webMessage struct {
 	Blocks            slack.Blocks
 }
 
-func newFakeSlack(t *testing.T, groups map[string][]string) *fakeSlack {
+func newFakeSlack(t testing.TB, groups map[string][]string) *fakeSlack {
 	t.Helper()
 	f := &fakeSlack{groups: groups, changed: make(chan struct{}, 1)}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
@@ -130,7 +130,7 @@ type hookPost struct {
 	At              time.Time    `json:"-"`
 }
 
-func newHookRecorder(t *testing.T) *hookRecorder {
+func newHookRecorder(t testing.TB) *hookRecorder {
 	t.Helper()
 	h := &hookRecorder{posts: map[string][]hookPost{}, changed: make(chan struct{}, 1)}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -181,7 +181,7 @@ func (h *hookRecorder) count() int {
 }
 
 // waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

@@ -24,6 +24,16 @@ const ackText = "Working on it…"
 // busyText is the reply when the work queue is full.
 const busyText = "whypending is busy right now; nothing was done. Please try again in a minute."
 
+// ack is the immediate reply to a slash command: just the fields Slack reads (slack.Msg
+// would add null blocks and empty metadata).
+type ack struct {
+	ResponseType string `json:"response_type"`
+	Text         string `json:"text"`
+}
+
+// ephemeral returns an ack only the user who typed the command sees.
+func ephemeral(text string) ack { return ack{ResponseType: slack.ResponseTypeEphemeral, Text: text} }
+
 // Mount registers the HTTP-mode routes on a bot.Server: POST /slack/commands and
 // POST /slack/interactions.
 func (a *Adapter) Mount(s *bot.Server) {
@@ -77,12 +87,19 @@ func (a *Adapter) ServeCommand(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed slash command", http.StatusBadRequest)
 		return
 	}
-	text := ackText
-	if !a.enqueue(job{command: commandJobFor(cmd)}) {
-		text = busyText
+	if !a.reserve() {
+		writeJSON(w, ephemeral(busyText))
+		a.observeAck("command", start)
+		return
 	}
-	writeJSON(w, slack.Msg{ResponseType: slack.ResponseTypeEphemeral, Text: text})
+	// Acknowledge first, then hand the work over: the answer starts only after Slack has its
+	// 200, so a busy worker pool never delays an ack.
+	writeJSON(w, ephemeral(ackText))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 	a.observeAck("command", start)
+	a.submit(job{command: commandJobFor(cmd)})
 }
 
 // commandJobFor turns a parsed slash command into a job.

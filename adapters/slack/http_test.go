@@ -227,3 +227,23 @@ func TestFollowUpWaitsOutRateLimit(t *testing.T) {
 		t.Errorf("rate-limited deliveries counted = %v, want 1", limited)
 	}
 }
+
+func TestUpdateMessageWaitsOutRateLimit(t *testing.T) {
+	fake := newFakeSlack(t, nil)
+	fake.limitUpdates.Store(1)
+	a := slack.New(slack.Options{Core: &recordingCore{}, API: fake.api(), Log: quietLog})
+	start := time.Now()
+	if err := a.UpdateMessage(t.Context(), "slack:C0OPS/1764504000.000001", bot.Message{Title: "Expired: release 3 leaked IPs"}); err != nil {
+		t.Fatalf("UpdateMessage: %v", err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("UpdateMessage returned after %s, want at least the 1 s Retry-After", took)
+	}
+	_, updates := fake.snapshot()
+	if len(updates) != 1 || updates[0].Channel != "C0OPS" || updates[0].TS != "1764504000.000001" {
+		t.Errorf("chat.update calls = %+v, want one for C0OPS/1764504000.000001", updates)
+	}
+	if err := a.UpdateMessage(t.Context(), "console:1", bot.Message{Title: "x"}); err == nil {
+		t.Errorf("UpdateMessage(console ref) = nil error, want a refusal")
+	}
+}

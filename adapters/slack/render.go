@@ -51,6 +51,8 @@ func Render(m bot.Message) (blocks []slack.Block, fallback string) {
 	fallback = fitEscaped(title, maxFallbackText)
 	if m.Title != "" {
 		blocks = append(blocks, slack.NewHeaderBlock(plain(fitPlain(title, maxHeaderText))))
+	} else if len(m.Sections) > 0 {
+		fallback = fitEscaped(m.Sections[0].Text, maxFallbackText)
 	}
 	for _, s := range m.Sections {
 		blocks = append(blocks, sectionBlocks(s)...)

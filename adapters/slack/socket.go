@@ -41,7 +41,7 @@ func (a *Adapter) RunSocketMode(ctx context.Context, client *socketmode.Client) 
 // HandleSocketEvent handles one Socket Mode event: slash commands are acknowledged with the
 // ephemeral "Working on it…" payload, clicks with an empty payload, both within the 3 s
 // rule; the work goes to the worker pool. Other events are ignored.
-func (a *Adapter) HandleSocketEvent(ctx context.Context, evt socketmode.Event, ack Acker) {
+func (a *Adapter) HandleSocketEvent(ctx context.Context, evt socketmode.Event, acker Acker) {
 	start := time.Now()
 	switch evt.Type {
 	case socketmode.EventTypeSlashCommand:
@@ -53,7 +53,7 @@ func (a *Adapter) HandleSocketEvent(ctx context.Context, evt socketmode.Event, a
 		if !a.enqueue(job{command: commandJobFor(cmd)}) {
 			text = busyText
 		}
-		a.ack(ctx, ack, evt.Request.EnvelopeID, slack.Msg{ResponseType: slack.ResponseTypeEphemeral, Text: text})
+		a.ack(ctx, acker, evt.Request.EnvelopeID, ephemeral(text))
 		a.observeAck("command", start)
 	case socketmode.EventTypeInteractive:
 		cb, ok := evt.Data.(slack.InteractionCallback)
@@ -63,17 +63,17 @@ func (a *Adapter) HandleSocketEvent(ctx context.Context, evt socketmode.Event, a
 		if cj := clickJobFor(&cb); cj != nil && !a.enqueue(job{click: cj}) {
 			a.log.WarnContext(ctx, "work queue full; click dropped", slog.String("action", cj.click.ActionID))
 		}
-		a.ack(ctx, ack, evt.Request.EnvelopeID, nil)
+		a.ack(ctx, acker, evt.Request.EnvelopeID, nil)
 		a.observeAck("interaction", start)
 	case socketmode.EventTypeConnectionError, socketmode.EventTypeInvalidAuth:
 		a.log.WarnContext(ctx, "socket mode connection problem", slog.String("event", string(evt.Type)))
 	}
 }
 
-func (a *Adapter) ack(ctx context.Context, ack Acker, envelopeID string, payload any) {
+func (a *Adapter) ack(ctx context.Context, acker Acker, envelopeID string, payload any) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := ack.AckCtx(ctx, envelopeID, payload); err != nil {
+	if err := acker.AckCtx(ctx, envelopeID, payload); err != nil {
 		a.log.WarnContext(ctx, "socket mode ack failed", slog.Any("err", err))
 	}
 }

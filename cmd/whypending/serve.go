@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -74,6 +75,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	var clusters []*bot.Cluster
 	var checks []bot.ReadyCheck
 	var store bot.Store
+	var leases coordinationv1.LeasesGetter // the store cluster's, for the digest's leader election
 	for i, cc := range cfg.Clusters {
 		restCfg, err := clusterConfig(cc)
 		if err != nil {
@@ -90,6 +92,11 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			if err != nil {
 				return fmt.Errorf("store cluster %s: %w", cc.Name, err)
 			}
+			kube, err := kubernetes.NewForConfig(restCfg)
+			if err != nil {
+				return fmt.Errorf("store cluster %s: %w", cc.Name, err)
+			}
+			leases = kube.CoordinationV1()
 			s := bot.NewCRDStore(dyn, cfg.Store.Namespace)
 			store = s
 			checks = append(checks, bot.ReadyCheck{Name: "store", Check: s.Ping})
@@ -98,9 +105,6 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if cfg.Store.Backend == "memory" {
 		log.Warn("approval records are kept in memory: lost on restart, and only safe with one replica")
 		store = bot.NewMemoryStore()
-	}
-	if cfg.Digest.Schedule != "" {
-		log.Warn("digest.schedule is set, but this build does not post digests yet")
 	}
 
 	opts := []slackgo.Option{slackgo.OptionHTTPClient(&http.Client{Timeout: 15 * time.Second})}
@@ -140,6 +144,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Serve(gctx, ln) })
 	g.Go(func() error { return adapter.Run(gctx) })
+	if cfg.Digest.Schedule != "" {
+		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, adapter, log) })
+	}
 	g.Go(func() error {
 		b.Approvals().RunExpiry(gctx, expirySweep, func(ctx context.Context, a *bot.Approval, m bot.Message) {
 			if a.MessageRef == "" {
@@ -155,6 +162,14 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		g.Go(func() error {
 			return adapter.RunSocketMode(gctx, socketmode.New(api))
 		})
+	}
+	if cfg.Digest.Schedule != "" {
+		digest := &bot.DigestScheduler{
+			Digest:   &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: adapter},
+			Schedule: cfg.Digest.Schedule, Timezone: cfg.Digest.Timezone,
+			Leases: leases, Namespace: cfg.Store.Namespace, Log: log,
+		}
+		g.Go(func() error { return digest.Run(gctx) })
 	}
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -200,6 +215,7 @@ func buildCluster(ctx context.Context, cfg *bot.Config, cc bot.ClusterConfig, re
 	if err != nil {
 		return nil, check, fmt.Errorf("start triage caches: %w", err)
 	}
+	collector.WithCalico(restCfg)
 	c := &bot.Cluster{
 		Name:      cc.Name,
 		Namespace: cc.Namespace,

@@ -1,0 +1,134 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/whypending/whypending/bot"
+)
+
+// Core is what a console Session needs from the bot; *bot.Bot implements it.
+type Core interface {
+	Command(ctx context.Context, req bot.Request) bot.Reply
+	Click(ctx context.Context, c bot.Click, progress func(context.Context, bot.Message)) bot.Outcome
+	Attach(ctx context.Context, planID, ref string) error
+}
+
+var _ Core = (*bot.Bot)(nil)
+
+// consoleChannel is the channel ID console requests carry.
+const consoleChannel = "console"
+
+// Session is a local chat with the bot: slash commands go to the core, the buttons of the
+// last message that had any can be pressed with "/click N" (buttons with a confirm dialog
+// ask first: "/click N confirm"), and "/as NAME" switches who is typing, so a demo can show
+// a plan being requested by one person and approved by another. Its Handle method is a
+// Handler for Run.
+type Session struct {
+	core Core
+
+	mu      sync.Mutex
+	user    string
+	buttons []bot.Button
+	posted  int
+}
+
+// NewSession returns a Session typing as user (a user ID such as "alice").
+func NewSession(core Core, user string) *Session {
+	return &Session{core: core, user: user}
+}
+
+// Handle answers one console line.
+func (s *Session) Handle(ctx context.Context, line string) []bot.Message {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return nil
+	}
+	switch fields[0] {
+	case "/as":
+		if len(fields) != 2 {
+			return []bot.Message{{Title: "usage: /as NAME", Severity: "info"}}
+		}
+		s.mu.Lock()
+		s.user = fields[1]
+		s.mu.Unlock()
+		return []bot.Message{{Title: "you are now " + fields[1], Severity: "info"}}
+	case "/click":
+		return s.click(ctx, fields[1:])
+	}
+	name, args := bot.ParseCommand(fields[0], strings.Join(fields[1:], " "))
+	reply := s.core.Command(ctx, bot.Request{Principal: s.principal(), Channel: consoleChannel, Command: name, Args: args})
+	if reply.PlanID != "" {
+		s.mu.Lock()
+		s.posted++
+		ref := fmt.Sprintf("console:%d", s.posted)
+		s.mu.Unlock()
+		_ = s.core.Attach(ctx, reply.PlanID, ref) // the console has nothing to update later
+	}
+	return []bot.Message{s.remember(reply.Message)}
+}
+
+// click presses button N of the last message with buttons.
+func (s *Session) click(ctx context.Context, args []string) []bot.Message {
+	s.mu.Lock()
+	buttons := s.buttons
+	s.mu.Unlock()
+	if len(args) == 0 || len(args) > 2 {
+		return []bot.Message{{Title: "usage: /click N [confirm]", Severity: "info"}}
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 || n > len(buttons) {
+		return []bot.Message{{Title: fmt.Sprintf("no button %s: the last message has %d", args[0], len(buttons)), Severity: "info"}}
+	}
+	btn := buttons[n-1]
+	if btn.Confirm != nil && (len(args) < 2 || args[1] != "confirm") {
+		return []bot.Message{{Title: btn.Confirm.Title, Severity: "warning",
+			Sections: []bot.Section{{Text: btn.Confirm.Text}, {Text: fmt.Sprintf("Type /click %d confirm to %s, or anything else to cancel.", n, strings.ToLower(btn.Confirm.Confirm))}}}}
+	}
+	var out []bot.Message
+	progress := func(_ context.Context, m bot.Message) { out = append(out, m) }
+	o := s.core.Click(ctx, bot.Click{Principal: s.principal(), Channel: consoleChannel, ActionID: btn.ActionID, Value: btn.Value}, progress)
+	if o.Notice != "" {
+		out = append(out, bot.Message{Title: o.Notice, Severity: "info"})
+	}
+	if o.Update != nil {
+		out = append(out, s.remember(*o.Update))
+	}
+	if o.Post != nil {
+		if o.Post.PlanID != "" {
+			s.mu.Lock()
+			s.posted++
+			ref := fmt.Sprintf("console:%d", s.posted)
+			s.mu.Unlock()
+			_ = s.core.Attach(ctx, o.Post.PlanID, ref)
+		}
+		out = append(out, s.remember(o.Post.Message))
+	}
+	return out
+}
+
+// remember keeps a message's buttons for /click and adds the hint to its footer.
+func (s *Session) remember(m bot.Message) bot.Message {
+	if len(m.Buttons) == 0 {
+		return m
+	}
+	s.mu.Lock()
+	s.buttons = m.Buttons
+	s.mu.Unlock()
+	hint := "press a button with /click N"
+	if m.Footer != "" {
+		m.Footer += " · " + hint
+	} else {
+		m.Footer = hint
+	}
+	return m
+}
+
+func (s *Session) principal() bot.Principal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bot.Principal{Platform: "console", ID: s.user, Name: s.user}
+}

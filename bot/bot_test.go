@@ -1,0 +1,70 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/triage"
+)
+
+// emptyPlanner finds nothing to change.
+type emptyPlanner struct{}
+
+func (emptyPlanner) Plan(_ context.Context, kind actions.Kind, o actions.PlanOptions) (actions.Plan, error) {
+	return actions.Plan{ID: actions.NewID(), Kind: kind, Cluster: "prod", Node: o.Node}, nil
+}
+
+func TestCommands(t *testing.T) {
+	diagnose := DiagnoserFunc(func(_ context.Context, ns, name string) (*triage.Diagnosis, error) {
+		return &triage.Diagnosis{
+			Pod:     triage.PodRef{Namespace: ns, Name: name},
+			Summary: "IPAM is exhausted",
+			Findings: []triage.Finding{{Code: "calico-ipam-exhausted", Summary: "IPAM is exhausted",
+				Actions: []triage.ActionRef{{Kind: "release-leaked-ips", Label: "Release 181 leaked IPs"}}}},
+		}, nil
+	})
+	b := New(Options{
+		Clusters: []*Cluster{
+			{Name: "prod", Namespace: "shop", Diagnoser: diagnose, Planner: emptyPlanner{}, Executor: &fakeExecutor{}},
+			{Name: "staging"},
+		},
+		Log: quietLog,
+	})
+	tests := []struct {
+		name       string
+		command    string
+		args       string
+		wantTitle  string // prefix
+		wantPublic bool
+		wantButton string // value of the first button, if any
+	}{
+		{"a pod in the default namespace of the default cluster", "why-pending", "web-7f9c", "shop/web-7f9c", true, "release-leaked-ips;cluster=prod"},
+		{"no pod named", "why-pending", "", "/why-pending: name one pod", false, ""},
+		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a pod name`, false, ""},
+		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: prod, staging)`, false, ""},
+		{"a cluster without diagnosis", "why-pending", "web --cluster staging", "/why-pending: cluster staging cannot diagnose pods", false, ""},
+		{"no ipam subcommand", "ipam", "", "/ipam: choose one of check, blocks", false, ""},
+		{"an unknown ipam subcommand", "ipam", "show", `/ipam: unknown subcommand "show"`, false, ""},
+		{"a repair with nothing to do stores no plan", "ipam", "release-ips", "Nothing to do on prod: a fresh check found no leaked IPs", false, ""},
+		{"--node does not apply to unlock", "ipam", "unlock --node worker-1", "/ipam: unlock is cluster-wide", false, ""},
+		{"help lists the commands", "whypending", "help", "whypending: why is my pod stuck", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name, args := ParseCommand("/"+tt.command, tt.args)
+			got := b.Command(t.Context(), Request{Principal: alice, Channel: "C1", Command: name, Args: args})
+			if !strings.HasPrefix(got.Message.Title, tt.wantTitle) || got.Public != tt.wantPublic {
+				t.Errorf("/%s %s = %q public=%v, want %q… public=%v", tt.command, tt.args, got.Message.Title, got.Public, tt.wantTitle, tt.wantPublic)
+			}
+			button := ""
+			if len(got.Message.Buttons) > 0 {
+				button = got.Message.Buttons[0].Value
+			}
+			if button != tt.wantButton {
+				t.Errorf("/%s %s first button value = %q, want %q", tt.command, tt.args, button, tt.wantButton)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package bot
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/whypending/whypending/actions"
+)
+
+func TestPlanMessage(t *testing.T) {
+	plan := testPlan(actions.KindReleaseLeakedIPs, 3)
+	plan.ExpiresAt = testT0.Add(15 * time.Minute)
+	policy := Policy{TwoPersonRule: true}
+	result := &actions.Result{Planned: 3, Done: 2, NewSince: 2, Remaining: 2, Locked: true,
+		StartedAt: testT0, FinishedAt: testT0.Add(1500 * time.Millisecond),
+		Skipped: []actions.Skip{{Target: "172.16.0.2", Reason: "now in use by Workload(shop/web-1)"}}}
+	tests := []struct {
+		name        string
+		approval    Approval
+		wantTitle   string
+		wantText    []string
+		wantButtons []string
+	}{
+		{
+			name:      "a pending plan shows what would change, the expiry and Approve / Deny",
+			approval:  Approval{Plan: plan, State: StatePending, RequestedBy: alice},
+			wantTitle: "Approval needed: release 3 leaked IPs on prod",
+			wantText: []string{"Requested by", "alice", "12:15:00Z (in 15m0s)", "What would change",
+				"The requester cannot approve their own plan.", "The Calico datastore is locked"},
+			wantButtons: []string{"approve", "deny"},
+		},
+		{
+			name:      "a finished plan says what changed since approval and what remains",
+			approval:  Approval{Plan: plan, State: StateSucceeded, RequestedBy: alice, DecidedBy: &bob, Result: result},
+			wantTitle: "Done: released 2 of 3 leaked IPs on prod",
+			wantText: []string{"Approved by", "bob", "Changed since approval",
+				"172.16.0.2: now in use by Workload(shop/web-1) (left alone)",
+				"2 eligible items appeared after the plan was made; they were not touched.",
+				"2 leaked IPs remain.", "locked for 2s and is unlocked again"},
+		},
+		{
+			name:      "a failed plan explains a foreign lock without the raw error",
+			approval:  Approval{Plan: plan, State: StateFailed, RequestedBy: alice, DecidedBy: &bob, Error: "lock datastore: held by calicoctl", FailureCode: "datastore-locked"},
+			wantTitle: "Failed: release 3 leaked IPs on prod",
+			wantText:  []string{"locked by someone else, so nothing was changed"},
+		},
+		{
+			name:      "a denied plan names who denied it",
+			approval:  Approval{Plan: plan, State: StateDenied, RequestedBy: alice, DecidedBy: &bob},
+			wantTitle: "Denied: release 3 leaked IPs on prod",
+			wantText:  []string{"Denied by", "bob", "Nothing was changed."},
+		},
+		{
+			name:      "an expired plan says nothing ran",
+			approval:  Approval{Plan: plan, State: StateExpired, RequestedBy: alice},
+			wantTitle: "Expired: release 3 leaked IPs on prod",
+			wantText:  []string{"Nobody decided before 12:15:00Z; nothing was changed."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := PlanMessage(&tt.approval, testT0, policy, "The Calico datastore is locked while it runs.")
+			if m.Title != tt.wantTitle {
+				t.Errorf("title = %q, want %q", m.Title, tt.wantTitle)
+			}
+			text := renderedText(m)
+			for _, s := range m.Sections {
+				for _, f := range s.Fields {
+					text += "\n" + f.Name + " " + f.Value
+				}
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(text, w) {
+					t.Errorf("message lacks %q:\n%s", w, text)
+				}
+			}
+			if strings.Contains(text, "held by calicoctl") {
+				t.Errorf("message shows the raw error")
+			}
+			var got []string
+			for _, b := range m.Buttons {
+				got = append(got, b.ActionID)
+				if b.Value != plan.ID {
+					t.Errorf("button %s value = %q, want the plan ID", b.ActionID, b.Value)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantButtons, ",") {
+				t.Errorf("buttons = %v, want %v", got, tt.wantButtons)
+			}
+			if len(m.Buttons) > 0 && m.Buttons[0].Confirm == nil {
+				t.Errorf("Approve has no confirm dialog")
+			}
+		})
+	}
+}

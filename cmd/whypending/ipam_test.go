@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+// runIPAM runs `whypending ipam ARGS` against the cluster of kubeconfig and returns its output
+// (stdout and stderr together).
+func runIPAM(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newIPAMCommand(&kubeFlags{kubeconfig: kubeconfig})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+func mustRunIPAM(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := runIPAM(t, kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("ipam %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func TestIPAMCheckReleaseLocked(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	kc := c.KubeconfigPath
+
+	report := filepath.Join(t.TempDir(), "report.json")
+	out := mustRunIPAM(t, kc, "check", "-o", report)
+	if !strings.Contains(out, "Found 181 IPs that are allocated in IPAM but not actually in use.") ||
+		!strings.HasSuffix(out, "Check complete; found 181 problems.\n") {
+		t.Errorf("check output:\n%s", out)
+	}
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep calico.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Allocations) != 256 || len(rep.Leaked()) != 181 || rep.ClusterGUID != "ad00d57ad9583d0391ba57ddfa5d9225" {
+		t.Errorf("report: %d allocations, %d leaked, guid %q", len(rep.Allocations), len(rep.Leaked()), rep.ClusterGUID)
+	}
+
+	out = mustRunIPAM(t, kc, "show", "--show-blocks")
+	for _, want := range []string{"| IP Pool  | 172.16.0.0/24   |       256 | 256 (100%) |   0 (0%) |", "| Block    | 172.16.0.128/26 |        64 |  64 (100%) |   0 (0%) | worker-2 | 2/20 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Without --yes: the plan only.
+	out = mustRunIPAM(t, kc, "release-ips", "--lock")
+	if !strings.Contains(out, "Plan: release 181 IPs in 4 blocks and delete 0 leaked handles.") || !strings.Contains(out, "Dry run: nothing changed.") {
+		t.Errorf("dry run output:\n%s", out)
+	}
+	if out := mustRunIPAM(t, kc, "check"); !strings.Contains(out, "found 181 problems") {
+		t.Errorf("the dry run changed something:\n%s", out)
+	}
+
+	out = mustRunIPAM(t, kc, "release-ips", "--lock", "--yes")
+	for _, want := range []string{
+		"Locked the Calico datastore",
+		"Released 181 IPs (kept 0) with 4 block writes; 181 handles deleted, 0 decremented (181 handle writes)",
+		"Unlocked the Calico datastore.",
+		"Check complete; found 0 problems.\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("release output lacks %q:\n%s", want, out)
+		}
+	}
+	cl := calicoClient(t, c)
+	if s, err := cl.LockStatus(t.Context()); err != nil || !s.Ready || s.Marker != nil {
+		t.Errorf("after release: %+v, %v; want unlocked", s, err)
+	}
+}
+
+func TestIPAMReleaseFromReport(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	report := filepath.Join(t.TempDir(), "report.json")
+	mustRunIPAM(t, c.KubeconfigPath, "check", "-o", report)
+	out := mustRunIPAM(t, c.KubeconfigPath, "release-ips", "--from-report", report, "--yes")
+	if !strings.Contains(out, "Released 181 IPs (kept 0)") {
+		t.Errorf("release output:\n%s", out)
+	}
+	if out := mustRunIPAM(t, c.KubeconfigPath, "check"); !strings.Contains(out, "found 0 problems") {
+		t.Errorf("after release:\n%s", out)
+	}
+}
+
+func TestIPAMReleaseBlocks(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-block-limit"))
+	out := mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty")
+	if !strings.Contains(out, "Plan: release 1 blocks.\n  172.24.10.64/26\n") || !strings.Contains(out, "Dry run") {
+		t.Errorf("plan:\n%s", out)
+	}
+	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty", "--yes", "--lock")
+	if !strings.Contains(out, "Released 1 blocks (kept 0) with 5 writes.") || !strings.Contains(out, "Unlocked the Calico datastore.") {
+		t.Errorf("release:\n%s", out)
+	}
+	if out := mustRunIPAM(t, c.KubeconfigPath, "show", "--show-blocks"); !strings.Contains(out, "Empty affine blocks: 0") || !strings.Contains(out, "3/4") {
+		t.Errorf("show after release:\n%s", out)
+	}
+	if _, err := runIPAM(t, c.KubeconfigPath, "release-blocks"); err == nil {
+		t.Error("release-blocks without blocks or --all-empty succeeded")
+	}
+}
+
+func TestIPAMLockUnlock(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	kc := c.KubeconfigPath
+	cl := calicoClient(t, c)
+
+	if out := mustRunIPAM(t, kc, "lock", "--owner", "alice"); !strings.Contains(out, "Locked the Calico datastore (owner alice") {
+		t.Errorf("lock:\n%s", out)
+	}
+	if _, err := runIPAM(t, kc, "lock", "--owner", "bob"); !errors.Is(err, calico.ErrDatastoreLocked) {
+		t.Errorf("lock by bob: %v, want ErrDatastoreLocked", err)
+	}
+	if _, err := runIPAM(t, kc, "unlock", "--owner", "bob"); !errors.Is(err, calico.ErrDatastoreLocked) {
+		t.Errorf("unlock by bob: %v, want ErrDatastoreLocked", err)
+	}
+	// A locked release refuses to run under someone else's lock, and changes nothing.
+	if _, err := runIPAM(t, kc, "release-ips", "--lock", "--yes", "--owner", "bob"); !errors.Is(err, calico.ErrDatastoreLocked) {
+		t.Errorf("release under alice's lock: %v", err)
+	}
+	if out := mustRunIPAM(t, kc, "unlock", "--owner", "alice"); !strings.Contains(out, "Unlocked") {
+		t.Errorf("unlock:\n%s", out)
+	}
+	if out := mustRunIPAM(t, kc, "unlock", "--owner", "alice"); !strings.Contains(out, "not locked") {
+		t.Errorf("second unlock:\n%s", out)
+	}
+
+	// A lock whose deadline passed is undone by the owner's next command, whatever it is.
+	mustRunIPAM(t, kc, "lock", "--owner", "alice", "--ttl", "1s")
+	time.Sleep(1100 * time.Millisecond)
+	if out := mustRunIPAM(t, kc, "show", "--owner", "alice"); !strings.Contains(out, "Undid a datastore lock of alice") {
+		t.Errorf("next start did not recover:\n%s", out)
+	}
+	if s, _ := cl.LockStatus(t.Context()); !s.Ready {
+		t.Error("still locked")
+	}
+	// --force unlocks anyone's lock.
+	mustRunIPAM(t, kc, "lock", "--owner", "carol")
+	mustRunIPAM(t, kc, "unlock", "--force")
+	if s, _ := cl.LockStatus(t.Context()); !s.Ready || s.Marker != nil {
+		t.Errorf("after --force: %+v", s)
+	}
+}
+
+func calicoClient(t *testing.T, c *testenv.Cluster) *calico.Client {
+	t.Helper()
+	cl, err := calico.NewClient(t.Context(), c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/whypending/whypending/actions"
 )
 
-// RemediationRequestGVR is the RemediationRequest resource (deploy/crds/
+// RemediationRequestGVR is the RemediationRequest resource (charts/whypending/crds/
 // whypending.io_remediationrequests.yaml).
 var RemediationRequestGVR = schema.GroupVersionResource{Group: "whypending.io", Version: "v1alpha1", Resource: "remediationrequests"}
 

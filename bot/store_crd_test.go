@@ -27,7 +27,7 @@ func startStoreCluster(t *testing.T, ns string) *testenv.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.InstallCRDs(t.Context(), os.DirFS(filepath.Join(root, "deploy", "crds")), "."); err != nil {
+	if err := c.InstallCRDs(t.Context(), os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
 	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(),

@@ -85,7 +85,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := e.cluster.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "deploy", "crds")), "."); err != nil {
+	if err := e.cluster.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.cluster.Client.CoreV1().Namespaces().Create(ctx,

@@ -76,7 +76,7 @@ func TestServeAnswersSignedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if err := c.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "deploy", "crds")), "."); err != nil {
+	if err := c.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "whypending"}}, metav1.CreateOptions{}); err != nil {

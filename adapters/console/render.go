@@ -10,6 +10,9 @@ import (
 	"github.com/whypending/whypending/bot"
 )
 
+// maxTableRows is how many table rows a terminal answer shows; the rest are counted.
+const maxTableRows = 25
+
 // Render writes m as plain text for a terminal. Every string from the cluster or the user goes
 // through Escape, so object text cannot inject terminal control sequences.
 func Render(w io.Writer, m bot.Message) error {
@@ -43,7 +46,11 @@ func Render(w io.Writer, m bot.Message) error {
 				cells[i] = Escape(c)
 			}
 			fmt.Fprintf(tw, "  %s\n", strings.Join(cells, "\t"))
-			for _, row := range s.Table.Rows {
+			rows := s.Table.Rows
+			if len(rows) > maxTableRows {
+				rows = rows[:maxTableRows-1]
+			}
+			for _, row := range rows {
 				cells = cells[:0]
 				for _, c := range row {
 					cells = append(cells, Escape(c))
@@ -51,6 +58,9 @@ func Render(w io.Writer, m bot.Message) error {
 				fmt.Fprintf(tw, "  %s\n", strings.Join(cells, "\t"))
 			}
 			tw.Flush()
+			if n := len(s.Table.Rows) - len(rows); n > 0 {
+				fmt.Fprintf(&b, "  … and %d more rows\n", n)
+			}
 		}
 		for _, l := range s.Lines {
 			fmt.Fprintf(&b, "  - %s\n", Escape(l))

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,5 +46,23 @@ func TestRunAnswersEachLineAndSkipsComments(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "answer to /why-pending c/d") {
 		t.Errorf("output lacks the second answer:\n%s", out.String())
+	}
+}
+
+func TestRenderCapsLongTables(t *testing.T) {
+	tb := &bot.Table{Columns: []string{"IP"}}
+	for i := 0; i < 181; i++ {
+		tb.Rows = append(tb.Rows, []string{"172.16.0." + strconv.Itoa(i)})
+	}
+	var b bytes.Buffer
+	if err := Render(&b, bot.Message{Title: "plan", Sections: []bot.Section{{Table: tb}}}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if got, want := strings.Count(out, "172.16.0."), maxTableRows-1; got != want {
+		t.Errorf("rows shown = %d, want %d", got, want)
+	}
+	if want := "… and 157 more rows"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q", want)
 	}
 }

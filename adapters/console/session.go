@@ -132,3 +132,10 @@ func (s *Session) principal() bot.Principal {
 	defer s.mu.Unlock()
 	return bot.Principal{Platform: "console", ID: s.user, Name: s.user}
 }
+
+// User returns the user ID the session is typing as.
+func (s *Session) User() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.user
+}

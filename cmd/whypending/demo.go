@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"sort"
@@ -16,18 +17,26 @@ import (
 	"golang.org/x/term"
 
 	"github.com/whypending/whypending"
+	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
 
-// demoCluster is one scenario loaded into its own local control plane.
+// demoCluster is one scenario loaded into its own local control plane, wired into the bot
+// as a cluster named after the scenario.
 type demoCluster struct {
 	scenario *testenv.Scenario
 	cluster  *testenv.Cluster
-	diag     *triage.Collector
+	bot      *bot.Cluster
 }
+
+// Demo users: alice asks, bob approves (the two-person rule is on, as in production).
+const (
+	demoRequester = "alice"
+	demoApprover  = "bob"
+)
 
 func newDemoCommand() *cobra.Command {
 	var dir string
@@ -45,8 +54,9 @@ With a terminal on stdin it prompts for commands:
   /why-pending [NAMESPACE/]POD     explain a pod (the namespace picks the scenario's cluster)
   /help                            list the stuck pods
   /quit
-Without a terminal it answers every scenario's stuck pod, then any commands piped on stdin,
-and exits.`,
+Without a terminal it answers every scenario's stuck pod, plays the approval flow on the
+leaked-IP scenario (alice plans the release, cannot approve it herself, bob approves, a check
+shows 0 leaked), then answers any commands piped on stdin, and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var fsys fs.FS = whypending.Scenarios
@@ -54,6 +64,7 @@ and exits.`,
 			if dir != "" {
 				fsys, root = os.DirFS(dir), "."
 			}
+			defer testenv.Shutdown() // the shared etcd and the temp dir
 			return runDemo(cmd.Context(), fsys, root, only, parallel, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -78,24 +89,38 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 		for _, c := range clusters {
 			c.cluster.Stop()
 		}
-		testenv.Shutdown()
 	}()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "demo: %d clusters ready in %s\n\n", len(clusters), time.Since(start).Round(100*time.Millisecond))
 
+	var botClusters []*bot.Cluster
+	for _, c := range clusters {
+		botClusters = append(botClusters, c.bot)
+	}
+	core := bot.New(bot.Options{
+		Clusters: botClusters,
+		Policy:   bot.Policy{Users: []string{demoRequester, demoApprover}, TwoPersonRule: true},
+		LockNote: "The datastore is locked while the repair writes, and always unlocked after.",
+		Log:      slog.New(slog.DiscardHandler),
+	})
+	session := console.NewSession(core, demoRequester)
 	handle := func(ctx context.Context, line string) []bot.Message {
-		return demoAnswer(ctx, clusters, line)
+		return demoAnswer(ctx, clusters, session, line)
 	}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		console.Render(stdout, demoHelp(clusters))
 		fmt.Fprintln(stdout)
 		return console.Run(ctx, stdin, stdout, "whypending> ", handle)
 	}
+	var script []string
 	for _, c := range clusters {
-		line := "/why-pending " + c.scenario.Expected.Pod
-		fmt.Fprintf(stdout, "> %s\n", line)
+		script = append(script, "/why-pending "+c.scenario.Expected.Pod)
+	}
+	script = append(script, repairScript(clusters)...)
+	for _, line := range script {
+		fmt.Fprintf(stdout, "%s> %s\n", session.User(), line)
 		for _, m := range handle(ctx, line) {
 			console.Render(stdout, m)
 			fmt.Fprintln(stdout)
@@ -163,7 +188,7 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 				errs[i] = fmt.Errorf("start cluster for %s: %w", s.Name, err)
 				return
 			}
-			dc := &demoCluster{scenario: s, cluster: c, diag: triage.NewCollector(c.Client).WithCalico(c.Config)}
+			dc := &demoCluster{scenario: s, cluster: c}
 			mu.Lock()
 			out[i] = dc
 			mu.Unlock()
@@ -178,6 +203,13 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 					return
 				}
 			}
+			lock := lockSettings{policy: actions.LockAlways, ttl: 2 * time.Minute, owner: "whypending-demo"}
+			bc, err := wireCluster(ctx, s.Name, scenarioNamespace(s), c.Config, triage.NewCollector(c.Client), lock, slog.New(slog.DiscardHandler))
+			if err != nil {
+				errs[i] = fmt.Errorf("wire %s into the bot: %w", s.Name, err)
+				return
+			}
+			dc.bot = bc
 			mu.Lock()
 			fmt.Fprintf(progress, "demo: %-26s ready (%s)\n", s.Name, time.Since(t0).Round(100*time.Millisecond))
 			mu.Unlock()
@@ -198,39 +230,44 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 	return started, nil
 }
 
-// demoAnswer answers one console line against the demo clusters. The namespace picks the
-// cluster: every scenario lives in its own namespace(s).
-func demoAnswer(ctx context.Context, clusters []*demoCluster, line string) []bot.Message {
+// demoAnswer answers one console line through the bot core. Every scenario lives in its own
+// namespace(s), so "/why-pending NS/POD" without --cluster goes to the cluster that has NS.
+func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.Session, line string) []bot.Message {
 	fields := strings.Fields(line)
-	switch {
-	case len(fields) == 0:
+	if len(fields) == 0 {
 		return nil
-	case fields[0] == "/help" || fields[0] == "/whypending":
+	}
+	if fields[0] == "/help" {
 		return []bot.Message{demoHelp(clusters)}
-	case fields[0] != "/why-pending":
-		return []bot.Message{{Title: fmt.Sprintf("unknown command %q", fields[0]), Severity: "warning",
-			Sections: []bot.Section{{Text: "Try /why-pending NAMESPACE/POD or /help."}}}}
-	case len(fields) != 2:
-		return []bot.Message{{Title: "usage: /why-pending NAMESPACE/POD", Severity: "warning"}}
 	}
-	ns, name, ok := strings.Cut(fields[1], "/")
-	if !ok {
-		return []bot.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD", Severity: "warning",
-			Sections: []bot.Section{{Text: "Every demo scenario has its own namespace; /help lists them."}}}}
+	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") {
+		for _, f := range fields[1:] {
+			if ns, _, ok := strings.Cut(f, "/"); ok {
+				if c := clusterFor(clusters, ns); c != nil {
+					line += " --cluster " + c.scenario.Name
+				}
+			}
+		}
 	}
-	c := clusterFor(clusters, ns)
-	if c == nil {
-		return []bot.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: "warning",
-			Sections: []bot.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
+	return session.Handle(ctx, line)
+}
+
+// repairScript is the approval flow the demo plays without a terminal, when the leaked-IP
+// scenario is loaded: alice plans the release, cannot approve her own plan, bob approves it,
+// and a check afterwards shows no leaked IPs.
+func repairScript(clusters []*demoCluster) []string {
+	const leaked = "seed-ipam-leaked"
+	if clusterFor(clusters, leaked) == nil {
+		return nil
 	}
-	d, err := triage.Diagnose(ctx, c.diag, ns, name)
-	if err != nil {
-		return []bot.Message{{Title: "could not diagnose " + fields[1], Severity: "warning",
-			Sections: []bot.Section{{Text: err.Error()}}}}
+	return []string{
+		"/ipam check --cluster " + leaked,
+		"/ipam release-ips --cluster " + leaked,
+		"/click 1 confirm",
+		"/as " + demoApprover,
+		"/click 1 confirm",
+		"/ipam check --cluster " + leaked,
 	}
-	m := bot.DiagnosisMessage(d)
-	m.Footer += " · cluster " + c.scenario.Name
-	return []bot.Message{m}
 }
 
 func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
@@ -255,6 +292,21 @@ func demoHelp(clusters []*demoCluster) bot.Message {
 		Sections: []bot.Section{
 			{Text: "Each scenario runs in its own local control plane. Ask about any pod; /quit leaves."},
 			{Table: t},
+			{Heading: "Repairs behind approval", Lines: []string{
+				"/ipam check --cluster seed-ipam-leaked       like calicoctl ipam check",
+				"/ipam release-ips --cluster seed-ipam-leaked plan the release; the plan has Approve/Deny buttons",
+				"/click N [confirm]                            press button N of the last message",
+				"/as bob                                       switch user: alice asks, bob approves (two-person rule)",
+				"/whypending help                              the bot's own help",
+			}},
 		},
 	}
+}
+
+// scenarioNamespace is the scenario's first namespace (the default for "/why-pending POD").
+func scenarioNamespace(s *testenv.Scenario) string {
+	if ns, _, ok := strings.Cut(s.Expected.Pod, "/"); ok {
+		return ns
+	}
+	return "default"
 }

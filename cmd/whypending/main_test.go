@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/whypending/whypending"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -122,5 +123,33 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDemoWithoutTerminal runs README command 1 the way CI and a pipe run it: every scenario
+// answered, then the approval flow on the leaked-IP scenario, then the piped commands.
+func TestDemoWithoutTerminal(t *testing.T) {
+	var out, progress bytes.Buffer
+	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/ipam check --cluster seed-ipam-leaked\n")
+	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked"}, 2, stdin, &out, &progress)
+	if err != nil {
+		t.Fatalf("runDemo: %v\nprogress:\n%s", err, progress.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"seed-frontend-cpu/frontend is Pending: insufficient-cpu",
+		"0/3 nodes are available: 3 Insufficient cpu.",
+		"seed-ipam-leaked/shop-7frd7stjbt-2kq8r is ContainerCreating: calico-ipam-exhausted",
+		"another approver must approve it (two-person rule). Nothing was changed.",
+		"released 181 of 181 leaked IPs on seed-ipam-leaked",
+		"0 leaked IPs remain",
+		"seed-frontend-cpu/nosuchpod: pod not found",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if n := strings.Count(got, "Calico IPAM on seed-ipam-leaked: no problems found"); n != 2 {
+		t.Errorf("clean checks after the repair = %d, want 2 (scripted and piped)\n%s", n, got)
 	}
 }

@@ -215,29 +215,45 @@ func buildCluster(ctx context.Context, cfg *bot.Config, cc bot.ClusterConfig, re
 	if err != nil {
 		return nil, check, fmt.Errorf("start triage caches: %w", err)
 	}
+	lock := lockSettings{policy: actions.LockPolicy(cfg.Lock.Policy), ttl: cfg.Lock.MaxDuration.Duration, owner: lockOwner}
+	c, err := wireCluster(ctx, cc.Name, cc.Namespace, restCfg, collector, lock, log)
+	return c, check, err
+}
+
+// lockSettings is how a cluster's repairs use the Calico datastore lock.
+type lockSettings struct {
+	policy actions.LockPolicy
+	ttl    time.Duration
+	owner  string
+}
+
+// wireCluster makes the bot's view of one cluster: /why-pending through collector, and, when
+// Calico is installed, /ipam and repairs through calico/ and actions/ (recovering a datastore
+// lock an earlier run of this owner left behind). A cluster without Calico still answers
+// /why-pending. serve and demo share it.
+func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Config, collector *triage.Collector, lock lockSettings, log *slog.Logger) (*bot.Cluster, error) {
 	collector.WithCalico(restCfg)
 	c := &bot.Cluster{
-		Name:      cc.Name,
-		Namespace: cc.Namespace,
-		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
-			return triage.Diagnose(ctx, collector, ns, name)
+		Name:      name,
+		Namespace: namespace,
+		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, pod string) (*triage.Diagnosis, error) {
+			return triage.Diagnose(ctx, collector, ns, pod)
 		}),
 	}
 	ipam, err := calico.NewClient(ctx, restCfg)
 	if errors.Is(err, calico.ErrCalicoNotInstalled) {
-		log.Warn("calico is not installed: /ipam is off for this cluster", slog.String("cluster", cc.Name))
-		return c, check, nil
+		log.Warn("calico is not installed: /ipam is off for this cluster", slog.String("cluster", name))
+		return c, nil
 	}
 	if err != nil {
-		return nil, check, fmt.Errorf("connect to calico: %w", err)
+		return nil, fmt.Errorf("connect to calico: %w", err)
 	}
-	if recovered, err := ipam.RecoverLocks(ctx, lockOwner); err != nil {
-		log.Warn("recover datastore lock", slog.String("cluster", cc.Name), slog.Any("err", err))
+	if recovered, err := ipam.RecoverLocks(ctx, lock.owner); err != nil {
+		log.Warn("recover datastore lock", slog.String("cluster", name), slog.Any("err", err))
 	} else if recovered {
-		log.Warn("unlocked a calico datastore lock an earlier run left behind", slog.String("cluster", cc.Name))
+		log.Warn("unlocked a calico datastore lock an earlier run left behind", slog.String("cluster", name))
 	}
-	runner := &actions.Runner{Cluster: cc.Name, IPAM: ipam, LockPolicy: actions.LockPolicy(cfg.Lock.Policy),
-		LockTTL: cfg.Lock.MaxDuration.Duration, LockOwner: lockOwner}
+	runner := &actions.Runner{Cluster: name, IPAM: ipam, LockPolicy: lock.policy, LockTTL: lock.ttl, LockOwner: lock.owner}
 	c.IPAM, c.Planner, c.Executor = ipam, runner, runner
-	return c, check, nil
+	return c, nil
 }

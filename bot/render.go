@@ -150,7 +150,7 @@ func evidenceLines(f triage.Finding, self string, now time.Time) []string {
 		if e.Reason != "" {
 			r := e.Reason
 			if !e.LastSeen.IsZero() {
-				age := ShortDuration(now.Sub(e.LastSeen))
+				age := triage.FormatAge(now.Sub(e.LastSeen))
 				if e.Count > 1 {
 					r += fmt.Sprintf(" (x%d, last %s ago)", e.Count, age)
 				} else {
@@ -175,20 +175,4 @@ func evidenceLines(f triage.Finding, self string, now time.Time) []string {
 		lines = append(lines, line)
 	}
 	return lines
-}
-
-// ShortDuration formats d like kubectl's ages: 45s, 3m, 2h, 5d.
-func ShortDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
 }

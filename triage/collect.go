@@ -299,33 +299,18 @@ func eventFromCore(e *corev1.Event) Event {
 		Type:      e.Type,
 		Reason:    e.Reason,
 		Message:   e.Message,
-		Count:     e.Count,
 		FieldPath: e.InvolvedObject.FieldPath,
 		Source:    e.Source.Component,
 	}
 	if out.Source == "" {
 		out.Source = e.ReportingController
 	}
-	out.FirstSeen = e.FirstTimestamp.Time
-	if out.FirstSeen.IsZero() {
-		out.FirstSeen = e.EventTime.Time
+	var seriesLast time.Time
+	var seriesCount int32
+	if e.Series != nil {
+		seriesLast, seriesCount = e.Series.LastObservedTime.Time, e.Series.Count
 	}
-	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		out.LastSeen = e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		out.LastSeen = e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		out.LastSeen = e.EventTime.Time
-	default:
-		out.LastSeen = e.FirstTimestamp.Time
-	}
-	if e.Series != nil && e.Series.Count > out.Count {
-		out.Count = e.Series.Count
-	}
-	if out.Count < 1 {
-		out.Count = 1
-	}
+	out.setSeen(e.Count, e.FirstTimestamp.Time, e.LastTimestamp.Time, e.EventTime.Time, seriesLast, seriesCount)
 	return out
 }
 
@@ -336,34 +321,40 @@ func eventFromEventsV1(e *eventsv1.Event) Event {
 		Type:      e.Type,
 		Reason:    e.Reason,
 		Message:   e.Note,
-		Count:     e.DeprecatedCount,
 		FieldPath: e.Regarding.FieldPath,
 		Source:    e.ReportingController,
 	}
 	if e.DeprecatedSource.Component != "" {
 		out.Source = e.DeprecatedSource.Component
 	}
-	out.FirstSeen = e.DeprecatedFirstTimestamp.Time
+	var seriesLast time.Time
+	var seriesCount int32
+	if e.Series != nil {
+		seriesLast, seriesCount = e.Series.LastObservedTime.Time, e.Series.Count
+	}
+	out.setSeen(e.DeprecatedCount, e.DeprecatedFirstTimestamp.Time, e.DeprecatedLastTimestamp.Time, e.EventTime.Time, seriesLast, seriesCount)
+	return out
+}
+
+// setSeen fills Count, FirstSeen and LastSeen from the time fields both event APIs share:
+// LastSeen is the series' last observation, else lastTimestamp, else eventTime, else
+// firstTimestamp; Count is the larger of count and series.count, at least 1.
+func (out *Event) setSeen(count int32, first, last, eventTime, seriesLast time.Time, seriesCount int32) {
+	out.FirstSeen = first
 	if out.FirstSeen.IsZero() {
-		out.FirstSeen = e.EventTime.Time
+		out.FirstSeen = eventTime
 	}
 	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		out.LastSeen = e.Series.LastObservedTime.Time
-	case !e.DeprecatedLastTimestamp.IsZero():
-		out.LastSeen = e.DeprecatedLastTimestamp.Time
-	case !e.EventTime.IsZero():
-		out.LastSeen = e.EventTime.Time
+	case !seriesLast.IsZero():
+		out.LastSeen = seriesLast
+	case !last.IsZero():
+		out.LastSeen = last
+	case !eventTime.IsZero():
+		out.LastSeen = eventTime
 	default:
-		out.LastSeen = e.DeprecatedFirstTimestamp.Time
+		out.LastSeen = first
 	}
-	if e.Series != nil && e.Series.Count > out.Count {
-		out.Count = e.Series.Count
-	}
-	if out.Count < 1 {
-		out.Count = 1
-	}
-	return out
+	out.Count = max(count, seriesCount, 1)
 }
 
 // listNodes returns the nodes the rules need, sorted by name: every node for an unscheduled

@@ -189,7 +189,7 @@ func (v *schedulingView) schedulerNotRunningFinding() (Finding, bool) {
 	if name == "" {
 		name = corev1.DefaultSchedulerName
 	}
-	why := fmt.Sprintf("it was created %s ago", formatAge(age))
+	why := fmt.Sprintf("it was created %s ago", FormatAge(age))
 	if len(fits) > 0 {
 		why = fmt.Sprintf("%s would take it right now", joinLimited(fits, 3))
 	}
@@ -539,8 +539,9 @@ func (v *schedulingView) onlyBlockedBy(node string, code Code) bool {
 	return false
 }
 
-// formatAge renders a duration the way kubectl prints ages (45s, 3m, 2h, 4d).
-func formatAge(d time.Duration) string {
+// FormatAge renders a duration the way kubectl prints ages (45s, 3m, 2h, 4d); negative
+// durations print as 0s.
+func FormatAge(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "0s"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // CheckOptions tune Check.
@@ -144,8 +145,8 @@ const ownerReservedWindows = "Reserved for Windows"
 type checkState struct {
 	mu           sync.Mutex
 	allocs       []Allocation
-	handlesInUse map[string]bool // handle IDs referenced by block attributes (raw, like calicoctl)
-	handles      map[string]HandleInfo
+	handlesInUse map[string]bool       // handle IDs referenced by block attributes
+	handles      map[string]HandleInfo // by object name (the ID in lower case)
 	activePools  []netip.Prefix
 	allPools     []netip.Prefix
 	invalid      []InvalidBlock
@@ -165,9 +166,10 @@ type checkState struct {
 // not leaked; LoadBalancer ingress addresses count when they are inside a pool or allocated
 // (KubeControllersConfiguration is not needed); broken block invariants are problems.
 //
-// It reads ClusterInformation default, then IPAMHandles, IPAMBlocks and IPPools, then pods,
-// node metadata and services (pods after blocks, so a pod whose CNI ADD wrote an allocation the
-// check saw is also seen). Every list is paginated.
+// It reads ClusterInformation default, then IPAMBlocks, IPAMHandle metadata and IPPools
+// concurrently and, once the blocks are read, pods, node metadata and services: pods come
+// after blocks, so a pod whose CNI ADD wrote an allocation the check saw is also seen. Every
+// list is paginated; pods are listed per namespace, a few at a time.
 func (c *Client) Check(ctx context.Context, opts CheckOptions) (*CheckResult, error) {
 	start := time.Now()
 	ci, err := c.clusterInfo(ctx)
@@ -181,49 +183,56 @@ func (c *Client) Check(ctx context.Context, opts CheckOptions) (*CheckResult, er
 		pendingPods:  map[string]bool{},
 	}
 
+	// Handles and pools are read alongside the blocks. Pods, nodes and services are read
+	// only once the blocks are: the pod of any CNI ADD whose allocation the block list shows
+	// exists by then, so an allocation in flight is seen as pending, not leaked.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.loadHandles(gctx, st) })
-	g.Go(func() error { return c.loadBlocks(gctx, st) })
 	g.Go(func() error { return c.loadPools(gctx, st) })
+	g.Go(func() error {
+		if err := c.loadBlocks(gctx, st); err != nil {
+			return err
+		}
+		users, uctx := errgroup.WithContext(gctx)
+		users.Go(func() error {
+			return c.scanAllPods(uctx, func(p podUse) {
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				if p.pending {
+					st.pendingPods[p.namespace+"/"+p.name] = true
+					return
+				}
+				o := p.owner()
+				for _, ip := range p.ips {
+					st.inUse[ip] = append(st.inUse[ip], o)
+					st.workloadIPs++
+				}
+			})
+		})
+		users.Go(func() error {
+			return c.scanNodes(uctx, func(n nodeUse) {
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				o := n.owner()
+				for _, ip := range n.ips {
+					st.inUse[ip] = append(st.inUse[ip], o)
+					st.tunnelIPs++
+				}
+			})
+		})
+		users.Go(func() error {
+			return c.scanLoadBalancers(uctx, func(l lbUse) {
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				st.lbIPs = append(st.lbIPs, l)
+			})
+		})
+		return users.Wait()
+	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-
-	g, gctx = errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return c.scanPods(gctx, "", func(p podUse) {
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			if p.pending {
-				st.pendingPods[p.namespace+"/"+p.name] = true
-				return
-			}
-			o := p.owner()
-			for _, ip := range p.ips {
-				st.inUse[ip] = append(st.inUse[ip], o)
-				st.workloadIPs++
-			}
-		})
-	})
-	g.Go(func() error {
-		return c.scanNodes(gctx, func(n nodeUse) {
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			o := n.owner()
-			for _, ip := range n.ips {
-				st.inUse[ip] = append(st.inUse[ip], o)
-				st.tunnelIPs++
-			}
-		})
-	})
-	g.Go(func() error {
-		return c.scanLoadBalancers(gctx, func(l lbUse) {
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			st.lbIPs = append(st.lbIPs, l)
-		})
-	})
-	if err := g.Wait(); err != nil {
+	if err := c.resolveHandles(ctx, st); err != nil {
 		return nil, err
 	}
 
@@ -237,6 +246,26 @@ func (c *Client) Check(ctx context.Context, opts CheckOptions) (*CheckResult, er
 	return res, nil
 }
 
+// ClusterInfo is Calico's ClusterInformation "default".
+type ClusterInfo struct {
+	// ClusterGUID, ClusterType and CalicoVersion are the spec fields of the same names.
+	ClusterGUID, ClusterType, CalicoVersion string
+	// DatastoreReady is spec.datastoreReady (nil when unset, which Calico treats as ready).
+	DatastoreReady *bool
+	// Revision is metadata.resourceVersion (a calicoctl report's clusterInformationRevision).
+	Revision string
+}
+
+// ClusterInfo reads ClusterInformation default; ErrNotInitialized when it does not exist.
+func (c *Client) ClusterInfo(ctx context.Context) (*ClusterInfo, error) {
+	o, err := c.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ClusterInfo{ClusterGUID: o.Spec.ClusterGUID, ClusterType: o.Spec.ClusterType, CalicoVersion: o.Spec.CalicoVersion,
+		DatastoreReady: o.Spec.DatastoreReady, Revision: o.Metadata.ResourceVersion}, nil
+}
+
 func (c *Client) clusterInfo(ctx context.Context) (*clusterInfoObject, error) {
 	ci, err := getRaw[clusterInfoObject](ctx, c, resClusterInfo, "default")
 	if err != nil {
@@ -248,31 +277,100 @@ func (c *Client) clusterInfo(ctx context.Context) (*clusterInfoObject, error) {
 	return ci, nil
 }
 
+// loadHandles lists IPAMHandle metadata only (names, UIDs, resourceVersions, as protobuf): a
+// handle's name is its ID in lower case, which is all the check needs except for handles no
+// block references, whose exact IDs (and soft-deleted state) resolveHandles reads afterwards.
+// With a warm watch cache this costs the API server and the client about half of a full list.
 func (c *Client) loadHandles(ctx context.Context, st *checkState) error {
 	m := map[string]HandleInfo{}
-	_, err := listAll(ctx, c, resHandles, func(h *handleObject) error {
-		if h.Spec.Deleted {
-			return nil
+	opts := metav1.ListOptions{Limit: listPageSize}
+	for {
+		list, err := c.meta.Resource(c.gvr(resHandles)).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list ipamhandles: %w", err)
 		}
-		m[h.Spec.HandleID] = c.handleInfo(h)
-		return nil
-	})
+		for i := range list.Items {
+			o := &list.Items[i].ObjectMeta
+			m[o.Name] = c.handleInfo(o.Name, string(o.UID), o.ResourceVersion, o.CreationTimestamp.Time)
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
 	st.mu.Lock()
 	st.handles = m
 	st.mu.Unlock()
-	return err
+	return nil
 }
 
-func (c *Client) handleInfo(h *handleObject) HandleInfo {
-	uid := h.Metadata.UID
+// resolveHandles reads the exact spec.handleID of the handles no block references, and drops
+// soft-deleted ones: one get each, or one full list when there are many.
+func (c *Client) resolveHandles(ctx context.Context, st *checkState) error {
+	referenced := make(map[string]bool, len(st.handlesInUse))
+	for id := range st.handlesInUse {
+		referenced[HandleName(id)] = true
+	}
+	leaked := map[string]bool{}
+	for name := range st.handles {
+		if !referenced[name] {
+			leaked[name] = true
+		}
+	}
+	if len(leaked) == 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	update := func(name string, h *handleMeta) {
+		mu.Lock()
+		defer mu.Unlock()
+		if h == nil || h.Spec.Deleted {
+			delete(st.handles, name)
+			return
+		}
+		st.handles[name] = c.handleInfo(h.Spec.HandleID, h.Metadata.UID, h.Metadata.ResourceVersion, parseTime(h.Metadata.CreationTimestamp))
+	}
+	if len(leaked) > 200 {
+		for name := range leaked {
+			delete(st.handles, name) // re-added below if it still exists
+		}
+		_, err := listAll(ctx, c, resHandles, func(h *handleMeta) error {
+			if leaked[h.Metadata.Name] {
+				update(h.Metadata.Name, h)
+			}
+			return nil
+		})
+		return err
+	}
+	names := make([]string, 0, len(leaked))
+	for name := range leaked {
+		names = append(names, name)
+	}
+	return forEach(ctx, 16, names, func(ctx context.Context, name string) error {
+		h, err := getRaw[handleMeta](ctx, c, resHandles, name)
+		if isNotFound(err) {
+			update(name, nil)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get ipamhandle %s: %w", name, err)
+		}
+		update(name, h)
+		return nil
+	})
+}
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339, s)
+	return t
+}
+
+func (c *Client) handleInfo(id, uid, rv string, created time.Time) HandleInfo {
 	if !c.v3 {
 		if u, err := ConvertUID(uid); err == nil {
 			uid = u
 		}
 	}
-	hi := HandleInfo{ID: h.Spec.HandleID, UID: &uid, Revision: h.Metadata.ResourceVersion}
-	hi.created, _ = time.Parse(time.RFC3339, h.Metadata.CreationTimestamp)
-	return hi
+	return HandleInfo{ID: id, UID: &uid, Revision: rv, created: created}
 }
 
 func (c *Client) loadPools(ctx context.Context, st *checkState) error {
@@ -352,13 +450,13 @@ func allocationAt(b *block, ord int) Allocation {
 				a.Handle = *at.HandleID
 			}
 		}
-		if v := at.Secondary[attrNode]; v != "" {
+		if v := at.Secondary.Node; v != "" {
 			a.Node = v
 		}
-		a.Pod = at.Secondary[attrPod]
-		a.Namespace = at.Secondary[attrNamespace]
-		a.Type = at.Secondary[attrType]
-		a.CreationTimestamp = at.Secondary[attrTimestamp]
+		a.Pod = at.Secondary.Pod
+		a.Namespace = at.Secondary.Namespace
+		a.Type = at.Secondary.Type
+		a.CreationTimestamp = at.Secondary.Timestamp
 		a.CoolingDown = at.ReleasedAt != nil
 	}
 	a.Borrowed = a.Node != affine
@@ -440,14 +538,16 @@ func (st *checkState) classify() *CheckResult {
 			res.NotInPool = append(res.NotInPool, u)
 		}
 	}
-	for id, h := range st.handles {
-		if !st.handlesInUse[id] {
-			res.LeakedHandles = append(res.LeakedHandles, h)
+	referenced := make(map[string]bool, len(st.handlesInUse))
+	for id := range st.handlesInUse {
+		referenced[HandleName(id)] = true
+		if _, ok := st.handles[HandleName(id)]; !ok {
+			res.MissingHandles = append(res.MissingHandles, id)
 		}
 	}
-	for id := range st.handlesInUse {
-		if _, ok := st.handles[id]; !ok {
-			res.MissingHandles = append(res.MissingHandles, id)
+	for name, h := range st.handles {
+		if !referenced[name] {
+			res.LeakedHandles = append(res.LeakedHandles, h)
 		}
 	}
 	byIP := func(a, b Allocation) int { return compareIPs(a.IP, b.IP) }

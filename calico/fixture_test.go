@@ -40,7 +40,7 @@ type fixture struct {
 
 // The sizes of the brief: calicoctl v3.32.1 was measured at the first one.
 var (
-	fixtureSmall = fixtureSpec{Nodes: 200, BlocksPerNode: 4, Allocations: 38400}  // 7,640 leaked, 30,560 pods
+	fixtureSmall = fixtureSpec{Nodes: 200, BlocksPerNode: 4, Allocations: 38400}   // 7,640 leaked, 30,560 pods
 	fixtureLarge = fixtureSpec{Nodes: 1000, BlocksPerNode: 4, Allocations: 150000} // 29,800 leaked, 119,200 pods
 )
 
@@ -275,7 +275,7 @@ func benchPod(ns, name, node, ip, containerID string, started metav1.Time) *core
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 				},
-				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 10},
+				ReadinessProbe:           &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 10},
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				ImagePullPolicy:          corev1.PullIfNotPresent,
 			}},

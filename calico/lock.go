@@ -211,6 +211,40 @@ func (c *Client) RecoverLocks(ctx context.Context, owner string) (recovered bool
 	}
 }
 
+// UnlockOwner unlocks a lock whose marker names owner, whatever its deadline or process (the
+// operator's "unlock my lock"), with compare-and-set. It returns false, and changes nothing,
+// when the datastore is not locked by owner; a lock without a marker or with another owner's
+// gives ErrDatastoreLocked.
+func (c *Client) UnlockOwner(ctx context.Context, owner string) (unlocked bool, err error) {
+	for attempt := 1; ; attempt++ {
+		obj, err := c.getClusterInfo(ctx)
+		if err != nil {
+			return false, fmt.Errorf("unlock datastore: %w", err)
+		}
+		ready, _ := readyOf(obj)
+		m := markerOf(obj)
+		switch {
+		case ready && m == nil:
+			return false, nil
+		case m == nil:
+			return false, fmt.Errorf("unlock datastore: locked without a whypending marker: %w", ErrDatastoreLocked)
+		case m.Owner != owner:
+			return false, fmt.Errorf("unlock datastore: locked by %s (%s): %w", m.Owner, m.Operation, ErrDatastoreLocked)
+		}
+		if err := setLockState(obj, true, nil); err != nil {
+			return false, fmt.Errorf("unlock datastore: %w", err)
+		}
+		_, err = c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
+		if isConflict(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("unlock datastore: update clusterinformation: %w", err)
+		}
+		return !ready, nil
+	}
+}
+
 // ForceUnlock sets datastoreReady=true whoever locked it (calicoctl, another whypending) and
 // removes any marker. It is the operator's `unlock --force`.
 func (c *Client) ForceUnlock(ctx context.Context) error {

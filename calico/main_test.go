@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +32,8 @@ func TestMain(m *testing.M) {
 
 // runHelper runs one helper mode against the cluster of $KUBECONFIG:
 //
-//	check  run Check and print a JSON summary
+//	check    run Check and print a JSON summary
+//	release  run Check, then ReleaseIPs of its leaks, and print a JSON summary
 //	lock   take the datastore lock as owner $WHYPENDING_LOCK_OWNER, print "locked", then block
 //	       until killed (never unlocks)
 //	serve-small, serve-large
@@ -74,6 +77,24 @@ func runHelper(mode string) int {
 		}
 		json.NewEncoder(os.Stdout).Encode(map[string]any{
 			"allocations": len(res.Allocations), "leaked": len(res.LeakedIPs), "problems": res.Problems, "tookMs": res.Took.Milliseconds(),
+			"peakRSSKiB": peakRSS(),
+		})
+		return 0
+	case "release":
+		res, err := cl.Check(ctx, CheckOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		rel, err := cl.ReleaseIPs(ctx, res.LeakedIPs, ReleaseOptions{Handles: res.LeakedHandles})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		json.NewEncoder(os.Stdout).Encode(map[string]any{
+			"checkMs": res.Took.Milliseconds(), "leaked": len(res.LeakedIPs), "released": len(rel.Released), "skipped": len(rel.Skipped),
+			"releaseMs": rel.Took.Milliseconds(), "blockWrites": rel.BlockWrites, "handleWrites": rel.HandleWrites,
+			"blocksWritten": rel.BlocksWritten, "handlesDeleted": rel.HandlesDeleted, "reads": rel.Reads,
 		})
 		return 0
 	case "lock":
@@ -126,5 +147,21 @@ func serveFixture(ctx context.Context, spec fixtureSpec) int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
+	return 0
+}
+
+// peakRSS is this process's peak resident set size in KiB (VmHWM). Unlike the rusage a parent
+// gets, it does not include the parent's memory inherited across fork and exec.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
 	return 0
 }

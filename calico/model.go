@@ -45,11 +45,21 @@ type blockSpec struct {
 }
 
 type blockAttributes struct {
-	HandleID  *string           `json:"handle_id"`
-	Secondary map[string]string `json:"secondary"`
+	HandleID  *string        `json:"handle_id"`
+	Secondary attrsSecondary `json:"secondary"`
 	// ReleasedAt is set (Calico master, IP cooldown) on the shared attribute of released
 	// ordinals that are still cooling down.
 	ReleasedAt *string `json:"releasedAt"`
+}
+
+// attrsSecondary are the secondary attributes the engine reads (decoded into fields rather
+// than a map: a large cluster has one per allocation).
+type attrsSecondary struct {
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Type      string `json:"type"`
+	Timestamp string `json:"timestamp"`
 }
 
 // windowsReservedHandle is the handle of the ordinals a Windows node reserves in its blocks
@@ -63,7 +73,6 @@ const (
 	attrPod       = "pod"
 	attrType      = "type"
 	attrTimestamp = "timestamp"
-	attrService   = "service"
 )
 
 // block is a decoded, validated IPAMBlock.
@@ -200,6 +209,15 @@ func (b *block) validate() []string {
 		problems = append(problems, fmt.Sprintf("%d allocated + %d unallocated != %d addresses", allocated, len(b.spec.Unallocated), size))
 	}
 	return problems
+}
+
+// handleMeta is the part of an IPAMHandle a check reads.
+type handleMeta struct {
+	Metadata objectMeta `json:"metadata"`
+	Spec     struct {
+		HandleID string `json:"handleID"`
+		Deleted  bool   `json:"deleted"`
+	} `json:"spec"`
 }
 
 // handleObject is an IPAMHandle.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -30,6 +31,12 @@ type ReleaseOptions struct {
 	// handle before it writes the block, so a very young unreferenced handle may be an
 	// allocation in flight. Zero means DefaultHandleGracePeriod; negative means no grace.
 	HandleGracePeriod time.Duration
+	// MinAllocationAge keeps allocations younger than this, by their secondary.timestamp
+	// attribute (written by the CNI plugin and calico-node at allocation): an allocation
+	// whose pod is not created yet looks leaked for a moment when the datastore is not
+	// locked. Zero means DefaultMinAllocationAge; negative means no minimum. Allocations
+	// without a parseable timestamp are not held back.
+	MinAllocationAge time.Duration
 	// Workers is the number of blocks (and then handles) processed concurrently; zero means
 	// DefaultWorkers.
 	Workers int
@@ -38,6 +45,7 @@ type ReleaseOptions struct {
 // Defaults for ReleaseOptions.
 const (
 	DefaultHandleGracePeriod = time.Minute
+	DefaultMinAllocationAge  = time.Minute
 	DefaultWorkers           = 16
 	// maxAttempts bounds the compare-and-set retries of one object.
 	maxAttempts = 20
@@ -111,11 +119,34 @@ type blockPlan struct {
 // retries. After the block writes, each touched handle gets one write: Delete with UID and
 // resourceVersion preconditions when its count drops to zero, else an Update; conflicts
 // re-read and retry. Unknown fields of every object are preserved.
+//
+// When an API call fails part way, ReleaseIPs returns the error together with the result so
+// far (what was released stays released; its handles are still decremented).
 func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts ReleaseOptions) (*ReleaseResult, error) {
 	start := time.Now()
 	workers := cmp.Or(opts.Workers, DefaultWorkers)
 	res := &ReleaseResult{}
-	r := &releaser{c: c, res: res, failedHandles: map[string]string{}, decrements: map[string]map[string]int{}}
+	r := &releaser{c: c, res: res, failedHandles: map[string]string{}, decrements: map[string]map[string]int{},
+		minAge: cmp.Or(opts.MinAllocationAge, DefaultMinAllocationAge)}
+
+	// Read the handles the release may write in the background, while blocks are read and
+	// written: the handle writes come after the block writes, with compare-and-set, so a
+	// handle that changes meanwhile is simply read again.
+	wanted := map[string]bool{}
+	for _, a := range allocs {
+		if h := cutHandle(a.Handle); h != "" {
+			wanted[HandleName(h)] = true
+		}
+	}
+	for _, h := range opts.Handles {
+		wanted[HandleName(h.ID)] = true
+	}
+	var handlesRead sync.WaitGroup
+	var handlesErr error
+	defer handlesRead.Wait()
+	hctx, cancelHandles := context.WithCancel(ctx)
+	defer cancelHandles() // before the Wait above, on early returns
+	handlesRead.Go(func() { handlesErr = r.readHandles(hctx, wanted) })
 
 	// Snapshot every block: to resolve addresses, and to see all addresses of each handle.
 	blocks := map[netip.Prefix]*blockPlan{}
@@ -171,7 +202,7 @@ func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts Relea
 		}
 		b := parsed[bp.cidr]
 		t.Block, t.ord = bp.cidr.String(), ipOrdinal(bp.cidr, ip)
-		if reason := precheck(b, t); reason != "" {
+		if reason := r.precheck(b, t); reason != "" {
 			r.skip(t, reason)
 			continue
 		}
@@ -210,23 +241,27 @@ func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts Relea
 	for _, bp := range blocks {
 		if len(bp.targets) > 0 {
 			plans = append(plans, bp)
+		} else {
+			bp.raw = nil // not written: let the GC have it
 		}
 	}
 	slices.SortFunc(plans, func(a, b *blockPlan) int { return a.cidr.Addr().Compare(b.cidr.Addr()) })
-	if err := forEach(ctx, workers, plans, r.releaseBlock); err != nil {
-		return nil, err
-	}
+	blockErr := forEach(ctx, workers, plans, r.releaseBlock)
 
-	// Handle phase: one write per touched handle, after its block writes.
-	if len(r.decrements) > 0 || len(opts.Handles) > 0 {
-		if err := r.releaseHandles(ctx, workers, opts, referenced); err != nil {
-			return nil, err
+	// Handle phase: one write per touched handle, after its block writes; also after a failed
+	// block phase, for the blocks that were written (leaked handles would be left otherwise).
+	handlesRead.Wait()
+	err = errors.Join(blockErr, handlesErr)
+	if handlesErr == nil && (len(r.decrements) > 0 || blockErr == nil && len(opts.Handles) > 0) {
+		if blockErr != nil {
+			opts.Handles = nil
 		}
+		err = errors.Join(err, r.releaseHandles(ctx, workers, opts, referenced))
 	}
 	slices.SortFunc(res.Released, func(a, b Allocation) int { return compareIPs(a.IP, b.IP) })
 	slices.SortFunc(res.Skipped, func(a, b SkippedIP) int { return compareIPs(a.IP, b.IP) })
 	res.Took = time.Since(start)
-	return res, nil
+	return res, err
 }
 
 // findBlock returns the plan of the block holding ip: the named block CIDR if given, else the
@@ -276,15 +311,44 @@ func precheck(b *block, t *releaseTarget) string {
 	return ""
 }
 
+// precheck is the package precheck plus the minimum allocation age.
+func (r *releaser) precheck(b *block, t *releaseTarget) string {
+	if reason := precheck(b, t); reason != "" {
+		return reason
+	}
+	if a := b.attrs(t.ord); a != nil && r.minAge > 0 {
+		if at, ok := parseAllocationTime(a.Secondary.Timestamp); ok {
+			if age := time.Since(at); age < r.minAge {
+				return fmt.Sprintf("allocated %s ago, less than the minimum age %s (may be in flight)", age.Round(time.Second), r.minAge)
+			}
+		}
+	}
+	return ""
+}
+
+// parseAllocationTime parses the timestamp attribute, Go's time.Time.String() of a UTC time
+// ("2026-01-02 03:04:05.123456789 +0000 UTC").
+func parseAllocationTime(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	s, _, _ = strings.Cut(s, " m=") // a monotonic clock reading, if any
+	t, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", s)
+	return t, err == nil
+}
+
 // releaser carries the shared state of one ReleaseIPs call.
 type releaser struct {
 	c   *Client
 	res *ReleaseResult
 
+	minAge time.Duration
+
 	mu            sync.Mutex
 	failedHandles map[string]string         // handle -> why none of its addresses is released
 	holds         map[string][]*Allocation  // handle -> every address it holds (snapshot)
 	decrements    map[string]map[string]int // handle -> block CIDR -> addresses released
+	handleRaws    map[string][]byte         // handle name -> JSON, from readHandles
 }
 
 func (r *releaser) skip(t *releaseTarget, reason string) {
@@ -333,7 +397,7 @@ func (r *releaser) releaseBlock(ctx context.Context, bp *blockPlan) error {
 		// Re-check each target against the block as it is now.
 		var ok []*releaseTarget
 		for _, t := range pending {
-			if reason := precheck(b, t); reason != "" {
+			if reason := r.precheck(b, t); reason != "" {
 				r.skip(t, reason)
 				continue
 			}
@@ -521,7 +585,27 @@ type handleWork struct {
 	leaked *HandleInfo
 }
 
-// releaseHandles lists the handles once, then writes each touched handle once.
+// readHandles lists the handles once and keeps the JSON of the wanted ones (by name).
+func (r *releaser) readHandles(ctx context.Context, wanted map[string]bool) error {
+	raws := map[string][]byte{}
+	_, err := listAll(ctx, r.c, resHandles, func(raw *json.RawMessage) error {
+		var m struct {
+			Metadata objectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(*raw, &m); err != nil {
+			return fmt.Errorf("decode ipamhandle: %w", err)
+		}
+		if wanted[m.Metadata.Name] {
+			raws[m.Metadata.Name] = slices.Clone(*raw)
+		}
+		return nil
+	})
+	r.count(&r.res.Reads)
+	r.handleRaws = raws
+	return err
+}
+
+// releaseHandles writes each touched handle once, from the JSON readHandles kept.
 func (r *releaser) releaseHandles(ctx context.Context, workers int, opts ReleaseOptions, referenced map[string]bool) error {
 	want := map[string]*handleWork{}
 	for id, dec := range r.decrements {
@@ -539,23 +623,7 @@ func (r *releaser) releaseHandles(ctx context.Context, workers int, opts Release
 			want[HandleName(h.ID)] = &handleWork{id: h.ID, leaked: h}
 		}
 	}
-	raws := map[string][]byte{}
-	_, err := listAll(ctx, r.c, resHandles, func(raw *json.RawMessage) error {
-		var m struct {
-			Metadata objectMeta `json:"metadata"`
-		}
-		if err := json.Unmarshal(*raw, &m); err != nil {
-			return fmt.Errorf("decode ipamhandle: %w", err)
-		}
-		if want[m.Metadata.Name] != nil {
-			raws[m.Metadata.Name] = slices.Clone(*raw)
-		}
-		return nil
-	})
-	r.count(&r.res.Reads)
-	if err != nil {
-		return err
-	}
+	raws := r.handleRaws
 	var work []*handleWork
 	for name, w := range want {
 		if raws[name] == nil {

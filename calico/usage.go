@@ -1,6 +1,7 @@
 package calico
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -9,17 +10,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // This file reads what uses addresses: pods, node tunnel annotations and LoadBalancer services.
 
 // Pod annotations Calico CNI writes.
 const (
-	annPodIP   = "cni.projectcalico.org/podIP"
-	annPodIPs  = "cni.projectcalico.org/podIPs"
-	annAWSIPs  = "vpc.amazonaws.com/pod-ips"
-	phaseDone  = "Completed" // not in the API, but Calico treats it as finished
-	podFieldOK = "spec.nodeName!="
+	annPodIP      = "cni.projectcalico.org/podIP"
+	annPodIPs     = "cni.projectcalico.org/podIPs"
+	annAWSIPs     = "vpc.amazonaws.com/pod-ips"
+	phaseDone     = "Completed" // not in the API, but Calico treats it as finished
+	scheduledPods = "spec.nodeName!="
 )
 
 // tunnelAnnotations are the k8s Node annotations that hold Calico tunnel addresses in KDD mode.
@@ -44,26 +46,26 @@ type podUse struct {
 func (p podUse) owner() string { return "Workload(" + p.namespace + "/" + p.name + ")" }
 
 // podUseOf applies Calico's WorkloadEndpoint rules to a pod. ok is false for pods that can not
-// hold a Calico address: unscheduled, host-networked or finished ones.
-func podUseOf(p *corev1.Pod) (u podUse, ok bool) {
-	if p.Spec.NodeName == "" || p.Spec.HostNetwork || podFinished(p) {
+// hold a Calico address: unscheduled, host-networked or finished ones. Addresses come from
+// status.podIPs, else status.podIP, else the Calico podIPs/podIP annotations, else the AWS
+// pod-ips annotation.
+func podUseOf(p *podFields) (u podUse, ok bool) {
+	if p.node == "" || p.hostNetwork || p.finished() {
 		return u, false
 	}
-	u = podUse{namespace: p.Namespace, name: p.Name, node: p.Spec.NodeName}
+	u = podUse{namespace: p.namespace, name: p.name, node: p.node}
 	var raw []string
 	switch {
-	case len(p.Status.PodIPs) > 0:
-		for _, ip := range p.Status.PodIPs {
-			raw = append(raw, ip.IP)
-		}
-	case p.Status.PodIP != "":
-		raw = []string{p.Status.PodIP}
-	case p.Annotations[annPodIPs] != "":
-		raw = strings.Split(p.Annotations[annPodIPs], ",")
-	case p.Annotations[annPodIP] != "":
-		raw = []string{p.Annotations[annPodIP]}
-	case p.Annotations[annAWSIPs] != "":
-		raw = strings.Split(p.Annotations[annAWSIPs], ",")
+	case len(p.podIPs) > 0:
+		raw = p.podIPs
+	case p.podIP != "":
+		raw = []string{p.podIP}
+	case p.annIPs != nil && *p.annIPs != "":
+		raw = strings.Split(*p.annIPs, ",")
+	case p.annIP != nil && *p.annIP != "":
+		raw = []string{*p.annIP}
+	case p.annAWS != nil && *p.annAWS != "":
+		raw = strings.Split(*p.annAWS, ",")
 	}
 	for _, s := range raw {
 		if a, ok := parseIP(s); ok {
@@ -74,18 +76,13 @@ func podUseOf(p *corev1.Pod) (u podUse, ok bool) {
 	return u, true
 }
 
-// podFinished is Calico's IsFinished: phase Failed, Succeeded or Completed, or being deleted
+// finished is Calico's IsFinished: phase Failed, Succeeded or Completed, or being deleted
 // after the CNI plugin blanked the podIP annotation.
-func podFinished(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		if ip, ok := p.Annotations[annPodIP]; ok && ip == "" {
-			return true
-		}
-		if ip, ok := p.Annotations[annAWSIPs]; ok && ip == "" {
-			return true
-		}
+func (p *podFields) finished() bool {
+	if p.deleting && (p.annIP != nil && *p.annIP == "" || p.annAWS != nil && *p.annAWS == "") {
+		return true
 	}
-	switch p.Status.Phase {
+	switch corev1.PodPhase(p.phase) {
 	case corev1.PodFailed, corev1.PodSucceeded, phaseDone:
 		return true
 	}
@@ -93,25 +90,58 @@ func podFinished(p *corev1.Pod) bool {
 }
 
 // scanPods lists pods page by page (protobuf, Limit+Continue) with the given field selector
-// (always restricted to scheduled pods) and passes each one that can hold a Calico address to
-// fn. Pages are dropped as it goes, so memory stays at one page plus what fn keeps.
+// (default: scheduled pods) and passes each one that can hold a Calico address to fn. Only
+// the needed fields are decoded (see podproto.go) and pages are dropped as it goes.
 func (c *Client) scanPods(ctx context.Context, fieldSelector string, fn func(podUse)) error {
-	sel := podFieldOK
-	if fieldSelector != "" {
-		sel = fieldSelector
-	}
-	opts := metav1.ListOptions{Limit: listPageSize, FieldSelector: sel}
+	return c.scanPodsIn(ctx, "", fieldSelector, fn)
+}
+
+// scanAllPods is scanPods over every namespace, listing a few namespaces in parallel (a single
+// list is encoded by one server goroutine, so parallel lists use more of the server's cores).
+// Namespaces are listed first; a pod can only exist in a namespace that existed before it.
+func (c *Client) scanAllPods(ctx context.Context, fn func(podUse)) error {
+	var namespaces []string
+	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
-		list, err := c.kube.CoreV1().Pods("").List(ctx, opts)
+		list, err := c.meta.Resource(namespacesGVR).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list namespaces: %w", err)
+		}
+		for i := range list.Items {
+			namespaces = append(namespaces, list.Items[i].Name)
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	return forEach(ctx, podListStreams, namespaces, func(ctx context.Context, ns string) error {
+		return c.scanPodsIn(ctx, ns, "", fn)
+	})
+}
+
+// podListStreams is how many namespaces scanAllPods lists at once.
+const podListStreams = 4
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// scanPodsIn is scanPods restricted to one namespace ("" for all).
+func (c *Client) scanPodsIn(ctx context.Context, namespace, fieldSelector string, fn func(podUse)) error {
+	opts := metav1.ListOptions{Limit: listPageSize, FieldSelector: cmp.Or(fieldSelector, scheduledPods)}
+	for {
+		body, err := c.kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods").
+			VersionedParams(&opts, scheme.ParameterCodec).DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("list pods: %w", err)
 		}
-		for i := range list.Items {
-			if u, ok := podUseOf(&list.Items[i]); ok {
+		opts.Continue, err = decodePodList(body, func(p *podFields) {
+			if u, ok := podUseOf(p); ok {
 				fn(u)
 			}
+		})
+		if err != nil {
+			return fmt.Errorf("list pods: %w", err)
 		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
+		if opts.Continue == "" {
 			return nil
 		}
 	}

@@ -1,0 +1,382 @@
+package calico
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// testBlockJSON is a /29 block: ordinals 0-3 allocated to handles h0 (0,1), h1 (2) and the
+// Windows reservation (3); 4-7 free.
+const testBlockJSON = `{
+ "apiVersion": "crd.projectcalico.org/v1", "kind": "IPAMBlock",
+ "metadata": {"name": "10-0-0-0-29", "resourceVersion": "7", "annotations": {"keep": "me"}},
+ "spec": {
+  "cidr": "10.0.0.0/29", "affinity": "host:n1", "strictAffinity": false,
+  "allocations": [0, 0, 1, 2, null, null, null, null],
+  "unallocated": [5, 4, 7, 6],
+  "attributes": [
+   {"handle_id": "h0", "secondary": {"node": "n1", "namespace": "ns", "pod": "p0"}},
+   {"handle_id": "h1", "secondary": {"node": "n2", "namespace": "ns", "pod": "p1"}, "alternateOwnerAttrs": {"x": "y"}},
+   {"handle_id": "windows-reserved-ipam-handle", "secondary": {"note": "windows host rsvd"}}
+  ],
+  "sequenceNumber": 1717000000000000100,
+  "sequenceNumberForAllocation": {"0": 1717000000000000001, "1": 1717000000000000002, "2": 1717000000000000003, "3": 1717000000000000000},
+  "futureField": {"a": 1}
+ }
+}`
+
+func testBlock(t *testing.T) (*block, *unstructured.Unstructured) {
+	t.Helper()
+	var o blockObject
+	if err := json.Unmarshal([]byte(testBlockJSON), &o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := o.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(testBlockJSON)); err != nil {
+		t.Fatal(err)
+	}
+	return b, u
+}
+
+func reparse(t *testing.T, u *unstructured.Unstructured) *block {
+	t.Helper()
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o blockObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := o.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBlockModel(t *testing.T) {
+	b, _ := testBlock(t)
+	if p := b.validate(); len(p) != 0 {
+		t.Errorf("validate() = %v, want none", p)
+	}
+	if got := b.affineNode(); got != "n1" {
+		t.Errorf("affineNode() = %q", got)
+	}
+	alloc, reserved := b.counts()
+	if alloc != 4 || reserved != 1 {
+		t.Errorf("counts() = %d, %d; want 4, 1", alloc, reserved)
+	}
+	if b.reservedOnly() {
+		t.Error("reservedOnly() = true for a block with pods")
+	}
+	var got []string
+	handles := map[string]bool{}
+	for _, a := range appendAllocations(nil, b, handles) {
+		got = append(got, fmt.Sprintf("%s %s %d %s inUse=%t borrowed=%t %v", a.IP, a.Handle, *a.SequenceNumber, a.Node, a.InUse, a.Borrowed, a.Owners))
+	}
+	want := []string{
+		"10.0.0.0 h0 1717000000000000001 n1 inUse=false borrowed=false []",
+		"10.0.0.1 h0 1717000000000000002 n1 inUse=false borrowed=false []",
+		"10.0.0.2 h1 1717000000000000003 n2 inUse=false borrowed=true []",
+		"10.0.0.3  1717000000000000000 n1 inUse=true borrowed=false [Reserved for Windows]",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("allocations (-want +got):\n%s", d)
+	}
+	if !handles["h0"] || !handles["h1"] || len(handles) != 2 {
+		t.Errorf("handles = %v, want h0 and h1 (not the Windows reservation)", handles)
+	}
+}
+
+func TestValidateFindsBrokenInvariants(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*blockSpec)
+		want   string
+	}{
+		{"dangling attribute index", func(s *blockSpec) { s.Allocations[4] = ptr(9); s.Unallocated = []int{5, 7, 6} }, "missing attribute 9"},
+		{"unreferenced attribute", func(s *blockSpec) { s.Allocations[2] = ptr(0) }, "attribute 1 is not referenced"},
+		{"ordinal both allocated and free", func(s *blockSpec) { s.Unallocated = append(s.Unallocated, 0) }, "both allocated and unallocated"},
+		{"duplicate free ordinal", func(s *blockSpec) { s.Unallocated = []int{5, 5, 7, 6} }, "listed twice"},
+		{"lost ordinal", func(s *blockSpec) { s.Unallocated = []int{5, 7, 6} }, "3 unallocated != 8"},
+		{"short allocations", func(s *blockSpec) { s.Allocations = s.Allocations[:7]; s.Unallocated = []int{5, 4, 6} }, "7 allocation entries"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := testBlock(t)
+			tt.mutate(b.spec)
+			got := strings.Join(b.validate(), "; ")
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("validate() = %q, want it to mention %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReleaseOrdinalsKeepsInvariants(t *testing.T) {
+	b, u := testBlock(t)
+	// Release h0 (ordinals 0 and 1): attribute 0 goes, attributes 1 and 2 become 0 and 1.
+	if err := releaseOrdinals(u.Object, []int{1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	after := reparse(t, u)
+	if p := after.validate(); len(p) != 0 {
+		t.Fatalf("invalid after release: %v", p)
+	}
+	if d := cmp.Diff([]int{5, 4, 7, 6, 1, 0}, after.spec.Unallocated); d != "" {
+		t.Errorf("unallocated is not FIFO (-want +got):\n%s", d)
+	}
+	if after.handleOf(2) != "h1" || after.handleOf(3) != windowsReservedHandle {
+		t.Errorf("renumbering broke handles: 2=%q 3=%q", after.handleOf(2), after.handleOf(3))
+	}
+	if _, ok := after.spec.SequenceNumberForAllocation["0"]; ok {
+		t.Error("sequenceNumberForAllocation[0] kept after release")
+	}
+	if after.seqOf(2) != b.seqOf(2) {
+		t.Errorf("seq of 2 changed: %d -> %d", b.seqOf(2), after.seqOf(2))
+	}
+	if after.spec.SequenceNumber != b.spec.SequenceNumber+1 {
+		t.Errorf("sequenceNumber = %d, want %d", after.spec.SequenceNumber, b.spec.SequenceNumber+1)
+	}
+	// Unknown fields, annotations and int64 precision survive.
+	if u.GetAnnotations()["keep"] != "me" {
+		t.Error("annotation lost")
+	}
+	if v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "futureField", "a"); v != int64(1) {
+		t.Errorf("spec.futureField.a = %v", v)
+	}
+	attrs, _, _ := unstructured.NestedSlice(u.Object, "spec", "attributes")
+	if _, ok := attrs[0].(map[string]any)["alternateOwnerAttrs"]; !ok {
+		t.Error("alternateOwnerAttrs lost")
+	}
+	if err := releaseOrdinals(u.Object, []int{0}); err == nil {
+		t.Error("releasing a free ordinal succeeded")
+	}
+}
+
+func TestPrecheck(t *testing.T) {
+	b, _ := testBlock(t)
+	seq := func(v uint64) *uint64 { return &v }
+	tests := []struct {
+		name string
+		a    Allocation
+		ord  int
+		want string
+	}{
+		{"ok", Allocation{Handle: "h0", SequenceNumber: seq(1717000000000000001)}, 0, ""},
+		{"ok without handle or sequence", Allocation{}, 2, ""},
+		{"free", Allocation{Handle: "h0"}, 4, "not allocated"},
+		{"windows", Allocation{}, 3, "reserved for Windows"},
+		{"handle changed", Allocation{Handle: "other"}, 0, "handle changed"},
+		{"reallocated", Allocation{Handle: "h0", SequenceNumber: seq(5)}, 0, "sequence number changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := precheck(b, &releaseTarget{Allocation: tt.a, ord: tt.ord})
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("precheck = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReportJSONShape(t *testing.T) {
+	seq := uint64(42)
+	uid := "fc38d452-ba76-4f0e-8ad9-30b874fc52da"
+	r := &CheckResult{Report: Report{
+		Version: "v3.32.1", ClusterGUID: "g", ClusterInfoRevision: "12", ClusterType: "k8s,kdd",
+		Allocations: map[string][]*Allocation{
+			"10.0.0.1": {{IP: "10.0.0.1", Handle: "h", SequenceNumber: &seq, Pod: "p", Namespace: "ns", Node: "n", InUse: false, Block: "10.0.0.0/26"}},
+			"10.0.0.2": {{IP: "10.0.0.2", SequenceNumber: new(uint64), InUse: true, Owners: []string{"Node(n)"}}},
+		},
+		LeakedHandles: []HandleInfo{{ID: "h2", UID: &uid, Revision: "9"}},
+	}}
+	var buf bytes.Buffer
+	if err := r.WriteReport(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"version": "v3.32.1", "clusterGUID": "g", "datastoreLocked": false, "clusterInformationRevision": "12", "clusterType": "k8s,kdd",
+		"allocations": map[string]any{
+			"10.0.0.1": []any{map[string]any{"ip": "10.0.0.1", "handle": "h", "sequenceNumber": 42.0, "pod": "p", "namespace": "ns", "node": "n", "inUse": false, "owners": nil}},
+			"10.0.0.2": []any{map[string]any{"ip": "10.0.0.2", "sequenceNumber": 0.0, "inUse": true, "owners": []any{"Node(n)"}}},
+		},
+		"leakedHandles": []any{map[string]any{"ID": "h2", "UID": uid, "Revision": "9"}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("report JSON (-want +got):\n%s", d)
+	}
+	rep, err := ReadReport(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaked := rep.Leaked()
+	if len(leaked) != 1 || leaked[0].IP != "10.0.0.1" || *leaked[0].SequenceNumber != 42 {
+		t.Errorf("Leaked() = %+v, want 10.0.0.1 only", leaked)
+	}
+}
+
+func TestPodUse(t *testing.T) {
+	now := metav1.Now()
+	pod := func(mut func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{}},
+			Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		mut(p)
+		return p
+	}
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		ok      bool
+		ips     string
+		pending bool
+	}{
+		{"status podIPs", pod(func(p *corev1.Pod) {
+			p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}
+			p.Status.PodIP = "10.0.0.1"
+		}), true, "[10.0.0.1 fd00::1]", false},
+		{"status podIP", pod(func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.2" }), true, "[10.0.0.2]", false},
+		{"calico podIPs annotation", pod(func(p *corev1.Pod) { p.Annotations[annPodIPs] = "10.0.0.3/32,fd00::3/128" }), true, "[10.0.0.3 fd00::3]", false},
+		{"calico podIP annotation", pod(func(p *corev1.Pod) { p.Annotations[annPodIP] = "10.0.0.4/32" }), true, "[10.0.0.4]", false},
+		{"aws annotation", pod(func(p *corev1.Pod) { p.Annotations[annAWSIPs] = "10.0.0.5" }), true, "[10.0.0.5]", false},
+		{"no address yet", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), true, "[]", true},
+		{"unscheduled", pod(func(p *corev1.Pod) { p.Spec.NodeName = "" }), false, "", false},
+		{"host network", pod(func(p *corev1.Pod) { p.Spec.HostNetwork = true; p.Status.PodIP = "192.168.0.1" }), false, "", false},
+		{"succeeded", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded; p.Status.PodIP = "10.0.0.6" }), false, "", false},
+		{"failed", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed; p.Status.PodIP = "10.0.0.6" }), false, "", false},
+		{"terminating, CNI done", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp = &now
+			p.Annotations[annPodIP] = ""
+			p.Status.PodIP = "10.0.0.7"
+		}), false, "", false},
+		{"terminating, CNI not done", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp = &now
+			p.Annotations[annPodIP] = "10.0.0.8/32"
+			p.Status.PodIP = "10.0.0.8"
+		}), true, "[10.0.0.8]", false},
+	}
+	enc := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check := func(how string, f *podFields) {
+				u, ok := podUseOf(f)
+				if ok != tt.ok {
+					t.Fatalf("%s: ok = %t, want %t", how, ok, tt.ok)
+				}
+				if ok && (fmt.Sprint(u.ips) != tt.ips || u.pending != tt.pending || u.node != "n1" || u.owner() != "Workload(ns/p)") {
+					t.Errorf("%s: use = %+v, want ips %s pending %t", how, u, tt.ips, tt.pending)
+				}
+			}
+			check("typed", podFieldsOf(tt.pod))
+			// The same pod through the protobuf list decoder.
+			list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{Continue: "next"}, Items: []corev1.Pod{*tt.pod}}
+			var buf bytes.Buffer
+			if err := enc.Encode(list, &buf); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			cont, err := decodePodList(buf.Bytes(), func(f *podFields) { n++; check("protobuf", f) })
+			if err != nil || cont != "next" || n != 1 {
+				t.Errorf("decodePodList = %q, %v, %d pods; want next, nil, 1", cont, err, n)
+			}
+		})
+	}
+}
+
+func TestUtilizationOf(t *testing.T) {
+	aff := func(node, cidr, state string) affinityObject {
+		var a affinityObject
+		a.Metadata.Name = AffinityName(node, netip.MustParsePrefix(cidr))
+		a.Spec.Node, a.Spec.CIDR, a.Spec.State, a.Spec.Type = node, cidr, state, "host"
+		return a
+	}
+	pools := []PoolUsage{{Name: "p", CIDR: netip.MustParsePrefix("10.0.0.0/24"), BlockSize: 26, Total: 256}}
+	blocks := []BlockUsage{
+		{Name: "b1", CIDR: netip.MustParsePrefix("10.0.0.64/26"), Node: "n1", Total: 64, InUse: 0, Free: 64, Empty: true},
+		{Name: "b0", CIDR: netip.MustParsePrefix("10.0.0.0/26"), Node: "n1", Total: 64, InUse: 64},
+		{Name: "b2", CIDR: netip.MustParsePrefix("10.0.0.128/26"), Node: "n2", Total: 64, InUse: 3, Reserved: 3, Free: 61, Empty: true},
+		{Name: "o", CIDR: netip.MustParsePrefix("192.168.0.0/26"), Total: 64, InUse: 1, Free: 63},
+	}
+	affs := []affinityObject{aff("n1", "10.0.0.0/26", "confirmed"), aff("n1", "10.0.0.64/26", "confirmed"),
+		aff("n2", "10.0.0.128/26", "confirmed"), aff("n3", "10.0.0.192/26", "pendingDeletion")}
+	cfg := &ipamConfigObject{}
+	cfg.Spec.StrictAffinity, cfg.Spec.MaxBlocksPerHost = true, 4
+	u := utilizationOf(pools, blocks, affs, cfg)
+	if u.MaxBlocksPerHost != 4 || !u.StrictAffinity || !u.AutoAllocateBlocks {
+		t.Errorf("config = %d %t %t", u.MaxBlocksPerHost, u.StrictAffinity, u.AutoAllocateBlocks)
+	}
+	if d := cmp.Diff(map[string]int{"n1": 2, "n2": 1}, u.NodeBlocks); d != "" {
+		t.Errorf("NodeBlocks (-want +got):\n%s", d)
+	}
+	var empty []string
+	for _, b := range u.EmptyBlocks {
+		empty = append(empty, fmt.Sprintf("%s %s last=%t", b.CIDR, b.Node, b.LastAffineBlock))
+	}
+	if d := cmp.Diff([]string{"10.0.0.64/26 n1 last=false", "10.0.0.128/26 n2 last=true"}, empty); d != "" {
+		t.Errorf("EmptyBlocks (-want +got):\n%s", d)
+	}
+	if len(u.Pools) != 2 || u.Pools[0].InUse != 67 || u.Pools[0].Free != 189 || u.Pools[1].Name != "orphaned" {
+		t.Errorf("pools = %+v", u.Pools)
+	}
+	if len(u.Affinities) != 1 || u.Affinities[0].Node != "n3" || u.Affinities[0].BlockExists {
+		t.Errorf("affinity problems = %+v", u.Affinities)
+	}
+	if cfg.Spec.MaxBlocksPerHost = 0; utilizationOf(nil, nil, nil, cfg).MaxBlocksPerHost != 20 {
+		t.Error("maxBlocksPerHost 0 is not 20")
+	}
+	var buf bytes.Buffer
+	if err := u.WriteText(&buf, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| IP Pool  | 10.0.0.0/24    |", "67 (26%)", "10.0.0.128/26 on n2 (the node's last affine block)", "| n1   | 2/4 "} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestMinAllocationAge(t *testing.T) {
+	now := time.Now().UTC()
+	for in, ok := range map[string]bool{
+		now.String():                              true, // Go's time.Time.String(), as the CNI writes it
+		"2025-06-01 07:00:00.000 +0000 UTC":       true,
+		"2026-01-02 03:04:05.123456789 +0000 UTC": true,
+		"":          false,
+		"yesterday": false,
+	} {
+		if _, got := parseAllocationTime(in); got != ok {
+			t.Errorf("parseAllocationTime(%q) ok = %t, want %t", in, got, ok)
+		}
+	}
+	b, _ := testBlock(t)
+	b.spec.Attributes[0].Secondary.Timestamp = now.Add(-10 * time.Second).String()
+	r := &releaser{minAge: time.Minute}
+	if got := r.precheck(b, &releaseTarget{ord: 0}); !strings.Contains(got, "less than the minimum age") {
+		t.Errorf("young allocation: precheck = %q", got)
+	}
+	r.minAge = 5 * time.Second
+	if got := r.precheck(b, &releaseTarget{ord: 0}); got != "" {
+		t.Errorf("old enough allocation: precheck = %q", got)
+	}
+}

@@ -14,7 +14,7 @@ const maxTableRows = 15
 
 // DiagnosisMessage renders a diagnosis for a person reading at 3 a.m.: the cause first, then
 // the per-node table, the evidence, the fix as commands to paste, and other findings last.
-// Remediations the diagnosis offers (Finding.Actions) become buttons whose ActionID is
+// Remediations the diagnosis offers (Finding.Actions) become buttons, one per kind, whose ActionID is
 // "plan:<kind>" and whose Value is the cluster-neutral argument string "kind[;k=v...]".
 func DiagnosisMessage(d *triage.Diagnosis) Message {
 	p := d.Primary()
@@ -55,10 +55,10 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 	offered := map[string]bool{}
 	for _, f := range d.Findings {
 		for _, a := range f.Actions {
-			if offered[ActionValue(a)] {
-				continue // the primary cause and a context finding often offer the same repair
+			if offered[a.Kind] {
+				continue // the primary cause and a context finding often offer the same repair; the first is the most specific
 			}
-			offered[ActionValue(a)] = true
+			offered[a.Kind] = true
 			m.Buttons = append(m.Buttons, Button{
 				ActionID: "plan:" + a.Kind,
 				Label:    a.Label,

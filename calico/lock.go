@@ -52,6 +52,11 @@ type LockOptions struct {
 	Operation string
 	// TTL is how long the lock may be held; zero means DefaultLockTTL.
 	TTL time.Duration
+	// Detached records no process in the marker, so the lock outlives this process and only
+	// its deadline (or an unlock) ends it: `whypending ipam lock` takes such a lock for an
+	// operator's manual procedure. Without it, RecoverLocks undoes the lock as soon as the
+	// locking process is gone.
+	Detached bool
 }
 
 // Lock is a datastore lock held by this process. Always Unlock it (defer).
@@ -130,6 +135,9 @@ func (c *Client) Lock(ctx context.Context, opts LockOptions) (*Lock, error) {
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		m := selfMarker(opts.Owner, opts.Operation, now, now.Add(ttl))
+		if opts.Detached {
+			m.PID, m.PIDStart = 0, 0
+		}
 		if err := setLockState(obj, false, &m); err != nil {
 			return nil, fmt.Errorf("lock datastore: %w", err)
 		}

@@ -79,7 +79,7 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "demo: %d scenarios, each in its own local control plane (etcd + kube-apiserver + kube-scheduler)\n", len(scenarios))
+	fmt.Fprintf(stderr, "demo: %d scenario(s), each in its own local control plane (etcd + kube-apiserver + kube-scheduler)\n", len(scenarios))
 	if _, err := testenv.BinDir(ctx, stderr); err != nil {
 		return fmt.Errorf("build the local control plane: %w", err)
 	}
@@ -240,14 +240,18 @@ func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.S
 	if fields[0] == "/help" {
 		return []bot.Message{demoHelp(clusters)}
 	}
-	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") {
-		for _, f := range fields[1:] {
-			if ns, _, ok := strings.Cut(f, "/"); ok {
-				if c := clusterFor(clusters, ns); c != nil {
-					line += " --cluster " + c.scenario.Name
-				}
-			}
+	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) == 2 {
+		ns, _, ok := strings.Cut(fields[1], "/")
+		if !ok {
+			return []bot.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD", Severity: "warning",
+				Sections: []bot.Section{{Text: "Every demo scenario runs in its own cluster and namespace; /help lists them."}}}}
 		}
+		c := clusterFor(clusters, ns)
+		if c == nil {
+			return []bot.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: "warning",
+				Sections: []bot.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
+		}
+		line += " --cluster " + c.scenario.Name
 	}
 	return session.Handle(ctx, line)
 }

@@ -56,6 +56,8 @@ func newIPAMCommand(kube *kubeFlags) *cobra.Command {
 	f := &ipamFlags{kube: kube}
 	cmd := &cobra.Command{
 		Use:   "ipam",
+		Args:  cobra.NoArgs, // an unknown subcommand is an error, not a help page with exit 0
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		Short: "Check and repair Calico IPAM (leaked IPs, empty blocks, datastore lock)",
 		Long: `Check and repair Calico IPAM through the Kubernetes API (Calico's Kubernetes datastore),
 like calicoctl ipam check / show / release and calicoctl datastore migrate lock / unlock.
@@ -65,6 +67,9 @@ compare-and-set; addresses are re-verified against live pods and nodes right bef
 write. A datastore lock taken by this owner and left behind by a killed run (deadline passed or
 process gone) is undone when any ipam command starts.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.HasParent() || cmd.Name() == "ipam" {
+				return nil // "whypending ipam" alone only prints help
+			}
 			cl, err := f.calico(cmd.Context())
 			if err != nil {
 				return err
@@ -439,13 +444,13 @@ whypending ipam command of the same owner unlocks it.`,
 			if err != nil {
 				return err
 			}
-			l, err := cl.Lock(cmd.Context(), calico.LockOptions{Owner: f.owner, Operation: op, TTL: ttl})
+			l, err := cl.Lock(cmd.Context(), calico.LockOptions{Owner: f.owner, Operation: op, TTL: ttl, Detached: true})
 			if err != nil {
 				return err
 			}
 			m := l.Marker()
 			fmt.Fprintf(cmd.OutOrStdout(), "Locked the Calico datastore (owner %s, until %s). Run \"whypending ipam unlock\" when done.\n",
-				m.Owner, m.Deadline.Local().Format(time.DateTime))
+				m.Owner, m.Deadline.UTC().Format(time.RFC3339))
 			return nil
 		},
 	}

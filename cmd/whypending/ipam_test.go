@@ -135,6 +135,14 @@ func TestIPAMLockUnlock(t *testing.T) {
 	if out := mustRunIPAM(t, kc, "lock", "--owner", "alice"); !strings.Contains(out, "Locked the Calico datastore (owner alice") {
 		t.Errorf("lock:\n%s", out)
 	}
+	// The lock outlives the command that took it: its marker names no process, so the next
+	// command (a separate process in real use) does not take it for a crashed run's lock.
+	if s, _ := cl.LockStatus(t.Context()); s.Ready || s.Marker == nil || s.Marker.PID != 0 {
+		t.Errorf("after ipam lock: %+v, want locked with a marker that names no process", s)
+	}
+	if out := mustRunIPAM(t, kc, "show", "--owner", "alice"); strings.Contains(out, "Undid") {
+		t.Errorf("show undid a live lock:\n%s", out)
+	}
 	if _, err := runIPAM(t, kc, "lock", "--owner", "bob"); !errors.Is(err, calico.ErrDatastoreLocked) {
 		t.Errorf("lock by bob: %v, want ErrDatastoreLocked", err)
 	}

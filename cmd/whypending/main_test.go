@@ -130,7 +130,7 @@ func writeFile(t *testing.T, path, content string) {
 // answered, then the approval flow on the leaked-IP scenario, then the piped commands.
 func TestDemoWithoutTerminal(t *testing.T) {
 	var out, progress bytes.Buffer
-	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/ipam check --cluster seed-ipam-leaked\n")
+	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/why-pending nosuchns/frontend\n/ipam check --cluster seed-ipam-leaked\n")
 	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked"}, 2, stdin, &out, &progress)
 	if err != nil {
 		t.Fatalf("runDemo: %v\nprogress:\n%s", err, progress.String())
@@ -144,6 +144,7 @@ func TestDemoWithoutTerminal(t *testing.T) {
 		"released 181 of 181 leaked IPs on seed-ipam-leaked",
 		"0 leaked IPs remain",
 		"seed-frontend-cpu/nosuchpod: pod not found",
+		`no demo cluster has namespace "nosuchns"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("demo output lacks %q", want)

@@ -211,6 +211,14 @@ func buildCluster(ctx context.Context, cfg *bot.Config, cc bot.ClusterConfig, re
 		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}}
+	// Fail fast with the server's name rather than wait forever for informer caches that
+	// cannot sync.
+	reach, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = client.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(reach)
+	cancel()
+	if err != nil {
+		return nil, check, apiError(restCfg.Host, err)
+	}
 	collector, err := triage.NewCachedCollector(ctx, client)
 	if err != nil {
 		return nil, check, fmt.Errorf("start triage caches: %w", err)

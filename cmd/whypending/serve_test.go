@@ -203,3 +203,25 @@ store: {namespace: whypending}
 		}
 	}
 }
+
+func TestServeUnreachableClusterFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: nowhere, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: nowhere, context: {cluster: nowhere, user: u}}]
+current-context: nowhere
+users: [{name: u, user: {token: not-a-secret}}]
+`)
+	writeFile(t, dir+"/config.yaml", `listen: "127.0.0.1:0"
+clusters: [{name: a, kubeconfig: `+dir+`/kubeconfig}]
+approvals: {approvers: {users: [U024BE7LH]}}
+store: {backend: memory}
+`)
+	t.Setenv("SLACK_SIGNING_SECRET", "s")
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-t")
+	code, _, errOut := runCLI(t, "serve", "--config", dir+"/config.yaml")
+	if code != 1 || !strings.Contains(errOut, "cannot reach the Kubernetes API server at https://127.0.0.1:1") {
+		t.Errorf("exit %d, stderr %q; want 1 and one line naming the server", code, errOut)
+	}
+}

@@ -58,8 +58,12 @@ server cannot be reached), 2 no such pod (the answer lists the closest names).`,
 				if err := enc.Encode(d); err != nil {
 					return err
 				}
-			} else if err := console.Render(cmd.OutOrStdout(), bot.DiagnosisMessage(d)); err != nil {
-				return err
+			} else {
+				m := bot.DiagnosisMessage(d)
+				m.Buttons = nil // nothing to press in a shell; the fix lists the whypending ipam commands
+				if err := console.Render(cmd.OutOrStdout(), m); err != nil {
+					return err
+				}
 			}
 			if d.Primary().Code == triage.CodePodNotFound {
 				return exitError{code: exitPodNotFound}

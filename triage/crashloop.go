@@ -296,7 +296,7 @@ func oomFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminat
 	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), pod.Name),
-		fmt.Sprintf("kubectl set resources %s/<name> %s -c %s --limits=memory=<more> --requests=memory=<more>  # on the owning workload", ownerKind(pod), nsFlag(pod), c.Status.Name),
+		memoryFix(pod, c.Status.Name),
 		"Or reduce the app's memory use (heap size flags such as -Xmx or GOMEMLIMIT below the limit).",
 	}
 	return f
@@ -492,4 +492,13 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 		"Fix the probe's path/port, or what the app waits for before it reports ready (a database, a migration).",
 	}
 	return f, true
+}
+
+// memoryFix is the command that gives container more memory: on the owning workload, or, for a
+// pod no controller owns, the note that it must be recreated with a higher limit.
+func memoryFix(pod *corev1.Pod, container string) string {
+	if kind, name := workloadOf(pod); kind != "" {
+		return fmt.Sprintf("kubectl set resources %s/%s %s -c %s --limits=memory=<more> --requests=memory=<more>  # on the owning workload", kind, name, nsFlag(pod), container)
+	}
+	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise the memory limit of %s in pod.yaml, then kubectl replace --force -f pod.yaml", pod.Name, nsFlag(pod), container)
 }

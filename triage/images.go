@@ -152,7 +152,7 @@ func imageFinding(s *Snapshot, c containerStatus) Finding {
 		}
 		f.Fix = []string{
 			fmt.Sprintf("crane ls %s  # or: docker manifest inspect %s", ref.repo, image),
-			fmt.Sprintf("kubectl set image %s/<name> %s=<existing image:tag> %s  # fix the tag in the owning workload", ownerKind(pod), c.Status.Name, nsFlag(pod)),
+			setImageFix(pod, c.Status.Name),
 		}
 	case CodeImagePullUnauthorized:
 		f.Summary = fmt.Sprintf("The registry refused to serve %s to the kubelet on %s: the pull is not authorized.", image, node)
@@ -220,21 +220,6 @@ func imageRef(image string) imageReference {
 	return imageReference{registry: reg, repo: name}
 }
 
-// ownerKind guesses the workload kind to patch from the pod's controller reference.
-func ownerKind(pod *corev1.Pod) string {
-	for _, r := range pod.OwnerReferences {
-		if r.Controller != nil && *r.Controller {
-			switch r.Kind {
-			case "ReplicaSet":
-				return "deployment"
-			default:
-				return strings.ToLower(r.Kind)
-			}
-		}
-	}
-	return "deployment"
-}
-
 // serviceAccount is the pod's service account name ("default" when unset).
 func serviceAccount(pod *corev1.Pod) string {
 	if pod.Spec.ServiceAccountName != "" {
@@ -257,4 +242,15 @@ func nodePlatform(s *Snapshot) string {
 		return ""
 	}
 	return " (" + os + "/" + arch + ")"
+}
+
+// setImageFix is the command that points container at an image that exists: on the owning
+// workload, or on the pod itself when no controller owns it (a pod's image may be changed in
+// place). The image is the one value only the operator can know.
+func setImageFix(pod *corev1.Pod, container string) string {
+	target, note := "pod/"+pod.Name, "a bare pod: also fix the manifest it was created from"
+	if kind, name := workloadOf(pod); kind != "" {
+		target, note = kind+"/"+name, "fix the tag in the owning workload"
+	}
+	return fmt.Sprintf("kubectl set image %s %s=<existing image:tag> %s  # %s", target, container, nsFlag(pod), note)
 }

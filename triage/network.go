@@ -180,6 +180,16 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 		if n := ipam.NodeBlocks[s.Pod.Spec.NodeName]; n > 0 || len(ipam.NodeBlocks) > 0 {
 			f.Evidence = append(f.Evidence, nodeBlockEvidence(s, ipam))
 		}
+		if free := freeAddresses(ipam); ipam.LeakedIPs == 0 && free > 0 {
+			// The failure is history: the pools have room now (for example after a release).
+			f.Summary += fmt.Sprintf(" The pools now have %d free %s and nothing is leaked, so the kubelet's next sandbox retry (with back-off) should succeed.",
+				free, plural(free, "address", "addresses"))
+			f.Fix = []string{
+				fmt.Sprintf("kubectl get events %s --field-selector involvedObject.name=%s -w  # a new FailedCreatePodSandBox means the cause is elsewhere", nsFlag(s.Pod), s.Pod.Name),
+				fmt.Sprintf("kubectl delete pod %s %s  # only to retry at once, if a controller recreates it", nsFlag(s.Pod), s.Pod.Name),
+			}
+			return
+		}
 	}
 	f.Fix = []string{
 		"whypending ipam check --show-problem-ips",
@@ -459,4 +469,15 @@ func blockAddrs(prefix int) int {
 		return 0
 	}
 	return 1 << (32 - prefix)
+}
+
+// freeAddresses counts the unallocated addresses of the enabled pools.
+func freeAddresses(ipam *IPAMState) int {
+	free := 0
+	for _, p := range ipam.Pools {
+		if !p.Disabled && p.Total > p.InUse {
+			free += p.Total - p.InUse
+		}
+	}
+	return free
 }

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,26 @@ func TestSandboxCode(t *testing.T) {
 		if got := sandboxCode(tt.msg); got != tt.want {
 			t.Errorf("sandboxCode(%q) = %s, want %s", tt.msg, got, tt.want)
 		}
+	}
+}
+
+func TestIPAMExhaustedAfterRepairSaysTheFailureIsHistory(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.PodSpec{NodeName: "worker-1"}}
+	s := &Snapshot{Pod: pod, IPAM: &IPAMState{
+		Pools:      []PoolUsage{{Name: "default", CIDR: "172.16.0.0/24", Total: 256, InUse: 75}},
+		NodeBlocks: map[string]int{"worker-1": 2},
+	}}
+	f := Finding{Code: CodeCalicoIPAMExhausted, Summary: "Calico IPAM could not give the pod an IP address."}
+	ipamExhaustedDetail(s, &f)
+	if !strings.Contains(f.Summary, "now have 181 free addresses") {
+		t.Errorf("Summary = %q, want it to say the pools now have 181 free addresses", f.Summary)
+	}
+	for _, fix := range f.Fix {
+		if strings.Contains(fix, "release-ips") || strings.Contains(fix, "really is full") {
+			t.Errorf("Fix %q offers a repair for a pool that has room", fix)
+		}
+	}
+	if len(f.Actions) != 0 {
+		t.Errorf("Actions = %v, want none", f.Actions)
 	}
 }

@@ -234,8 +234,8 @@ func (v *schedulingView) describeResource(f *Finding) {
 			res, ns, pod, formatAmount(name, best.Free), best.Node))
 	}
 	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=%d   # its pods request %s of %s on %s; fewer replicas free room",
-			big.kind, big.name, big.namespace, max(big.replicas-1, 0), formatAmount(name, big.amount), res, best.Node))
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl scale %s/%s -n %s --current-replicas=%d --replicas=%d   # its pods request %s of %s on %s; fewer replicas free room (refused if it no longer runs %d)",
+			big.kind, big.name, big.namespace, big.replicas, max(big.replicas-1, 0), formatAmount(name, big.amount), res, best.Node, big.replicas))
 	}
 	f.Fix = append(f.Fix, fmt.Sprintf("Or add a node with at least %s allocatable %s (or let the cluster autoscaler add one).", formatAmount(name, sf.Requested), res))
 }
@@ -338,12 +338,7 @@ func workloadOf(pod *corev1.Pod) (kind, name string) {
 			return "job", o.Name
 		}
 	}
-	if len(pod.OwnerReferences) == 0 && hash != "" {
-		if i := strings.Index(pod.Name, "-"+hash+"-"); i > 0 {
-			return "deployment", pod.Name[:i]
-		}
-	}
-	return "", ""
+	return "", "" // no controller owns it (a bare pod): there is nothing to scale or edit
 }
 
 // describeTaints groups the untolerated taints by taint and names the nodes of each.

@@ -319,7 +319,7 @@ func exitsZeroFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTe
 	}
 	ran := "at once"
 	if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
-		ran = "after " + humanDuration(t.FinishedAt.Sub(t.StartedAt.Time))
+		ran = "after " + FormatAge(t.FinishedAt.Sub(t.StartedAt.Time))
 	}
 	f := Finding{
 		Code:     CodeContainerExitsImmediately,
@@ -469,13 +469,13 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	f := Finding{
 		Code:     code,
 		Severity: SeverityBlocker,
-		Summary:  fmt.Sprintf("Container %q has been running for %s but is not Ready: its %s probe fails, so it gets no Service traffic.", st.Name, humanDuration(running), kind),
+		Summary:  fmt.Sprintf("Container %q has been running for %s but is not Ready: its %s probe fails, so it gets no Service traffic.", st.Name, FormatAge(running), kind),
 	}
 	if len(events) == 0 {
 		// A probe is configured but no failure was recorded (events expire after an hour):
 		// say so, and do not claim the cause.
 		f.Severity = SeverityWarning
-		f.Summary = fmt.Sprintf("Container %q has been running for %s but is not Ready, and it has a %s probe; no probe failure event was found.", st.Name, humanDuration(running), kind)
+		f.Summary = fmt.Sprintf("Container %q has been running for %s but is not Ready, and it has a %s probe; no probe failure event was found.", st.Name, FormatAge(running), kind)
 	}
 	for _, e := range events {
 		if len(f.Evidence) < 2 {
@@ -485,7 +485,7 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	if p != nil {
 		f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.specField(kind + "Probe"), Message: describeProbe(p)})
 	}
-	f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.field("ready"), Message: fmt.Sprintf("false; running since %s ago", humanDuration(running))})
+	f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.field("ready"), Message: fmt.Sprintf("false; running since %s ago", FormatAge(running))})
 	f.Fix = []string{
 		fmt.Sprintf("kubectl logs %s %s -c %s | tail -20", nsFlag(pod), pod.Name, st.Name),
 		fmt.Sprintf("kubectl exec %s %s -c %s -- <the probe's request, e.g. wget -qO- localhost:PORT/PATH>", nsFlag(pod), pod.Name, st.Name),

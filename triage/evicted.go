@@ -126,7 +126,7 @@ func nodeLostFinding(s *Snapshot) Finding {
 	if node := nodeByName(s, pod.Spec.NodeName); node != nil {
 		if c := nodeReadyCondition(node); c != nil {
 			f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node.Name), Field: "status.conditions[Ready]", Reason: c.Reason,
-				Message: fmt.Sprintf("status %s: %s (last heartbeat %s ago)", c.Status, c.Message, humanDuration(age(s, c.LastHeartbeatTime.Time))), LastSeen: c.LastHeartbeatTime.Time})
+				Message: fmt.Sprintf("status %s: %s (last heartbeat %s ago)", c.Status, c.Message, FormatAge(age(s, c.LastHeartbeatTime.Time))), LastSeen: c.LastHeartbeatTime.Time})
 		}
 	} else if pod.Spec.NodeName != "" {
 		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(pod.Spec.NodeName), Message: "the node object no longer exists"})

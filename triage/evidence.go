@@ -143,7 +143,7 @@ func terminatedEvidence(pod *corev1.Pod, field string, t *corev1.ContainerStateT
 		msg += fmt.Sprintf(", signal %d", t.Signal)
 	}
 	if !t.FinishedAt.IsZero() && !t.StartedAt.IsZero() {
-		msg += fmt.Sprintf(", ran %s", humanDuration(t.FinishedAt.Sub(t.StartedAt.Time)))
+		msg += fmt.Sprintf(", ran %s", FormatAge(t.FinishedAt.Sub(t.StartedAt.Time)))
 	}
 	if m := strings.TrimSpace(t.Message); m != "" {
 		msg += ": " + m
@@ -210,41 +210,6 @@ func age(s *Snapshot, t time.Time) time.Duration {
 	return s.Now.Sub(t)
 }
 
-// humanDuration renders d like kubectl's ages: 45s, 3m20s, 2h5m, 3d4h.
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < 10*time.Minute:
-		m := int(d.Minutes())
-		if s := int(d.Seconds()) - 60*m; s != 0 {
-			return fmt.Sprintf("%dm%ds", m, s)
-		}
-		return fmt.Sprintf("%dm", m)
-	case d < 3*time.Hour:
-		h := int(d.Hours())
-		m := int(d.Minutes()) - 60*h
-		if h == 0 {
-			return fmt.Sprintf("%dm", m)
-		}
-		if m != 0 {
-			return fmt.Sprintf("%dh%dm", h, m)
-		}
-		return fmt.Sprintf("%dh", h)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		days := int(d.Hours()) / 24
-		if h := int(d.Hours()) - 24*days; h != 0 && days < 8 {
-			return fmt.Sprintf("%dd%dh", days, h)
-		}
-		return fmt.Sprintf("%dd", days)
-	}
-}
-
 // eventSeen renders an event's count and age the way kubectl describe does:
 // "42 times, last 21s ago".
 func eventSeen(s *Snapshot, e Event) string {
@@ -255,7 +220,7 @@ func eventSeen(s *Snapshot, e Event) string {
 	if e.LastSeen.IsZero() {
 		return times
 	}
-	return fmt.Sprintf("%s, last %s ago", times, humanDuration(age(s, e.LastSeen)))
+	return fmt.Sprintf("%s, last %s ago", times, FormatAge(age(s, e.LastSeen)))
 }
 
 // containsAny reports whether s contains any of subs, ignoring case.

@@ -46,11 +46,11 @@ func healthyFinding(s *Snapshot) (Finding, bool) {
 	f := Finding{
 		Code:     CodePodHealthy,
 		Severity: SeverityInfo,
-		Summary:  fmt.Sprintf("The pod is not stuck: it is Running and Ready on %s (Ready for %s).", pod.Spec.NodeName, humanDuration(age(s, ready.LastTransitionTime.Time))),
-		Evidence: []Evidence{{Object: podObject(pod), Field: "status.conditions[Ready]", Message: fmt.Sprintf("True since %s ago", humanDuration(age(s, ready.LastTransitionTime.Time)))}},
+		Summary:  fmt.Sprintf("The pod is not stuck: it is Running and Ready on %s (Ready for %s).", pod.Spec.NodeName, FormatAge(age(s, ready.LastTransitionTime.Time))),
+		Evidence: []Evidence{{Object: podObject(pod), Field: "status.conditions[Ready]", Message: fmt.Sprintf("True since %s ago", FormatAge(age(s, ready.LastTransitionTime.Time)))}},
 	}
 	if restarts > 0 {
-		f.Summary += fmt.Sprintf(" Its containers restarted %d %s in the past, but not in the last %s.", restarts, plural(int(restarts), "time", "times"), humanDuration(recentRestart))
+		f.Summary += fmt.Sprintf(" Its containers restarted %d %s in the past, but not in the last %s.", restarts, plural(int(restarts), "time", "times"), FormatAge(recentRestart))
 	}
 	f.Fix = []string{fmt.Sprintf("kubectl get pod %s %s -o wide", nsFlag(pod), pod.Name)}
 	return f, true

@@ -128,8 +128,8 @@ func initWaitingFinding(s *Snapshot, c containerStatus) Finding {
 	f := Finding{
 		Code:     CodeInitContainerWaitingDependency,
 		Severity: SeverityBlocker,
-		Summary:  fmt.Sprintf("Init container %q has been running for %s without finishing, so the app containers have not started", st.Name, humanDuration(running)),
-		Evidence: []Evidence{{Object: podObject(pod), Field: c.field("state.running"), Message: fmt.Sprintf("started %s ago", humanDuration(running)), LastSeen: st.State.Running.StartedAt.Time}},
+		Summary:  fmt.Sprintf("Init container %q has been running for %s without finishing, so the app containers have not started", st.Name, FormatAge(running)),
+		Evidence: []Evidence{{Object: podObject(pod), Field: c.field("state.running"), Message: fmt.Sprintf("started %s ago", FormatAge(running)), LastSeen: st.State.Running.StartedAt.Time}},
 	}
 	target := ""
 	if c.Spec != nil {
@@ -143,7 +143,7 @@ func initWaitingFinding(s *Snapshot, c containerStatus) Finding {
 	}
 	if running < initWaitThreshold {
 		f.Severity = SeverityWarning
-		f.Summary = fmt.Sprintf("Init container %q started %s ago and is still running; it may simply not be done yet.", st.Name, humanDuration(running))
+		f.Summary = fmt.Sprintf("Init container %q started %s ago and is still running; it may simply not be done yet.", st.Name, FormatAge(running))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --tail=20", nsFlag(pod), pod.Name, st.Name)}

@@ -46,9 +46,9 @@ func nodeNotReadyFinding(s *Snapshot, node *corev1.Node) Finding {
 	if c == nil {
 		f.Summary = fmt.Sprintf("Node %s has no Ready condition: its kubelet has never reported.", node.Name)
 	} else {
-		f.Summary = fmt.Sprintf("Node %s has been Ready=%s (%s) for %s: %s", node.Name, c.Status, c.Reason, humanDuration(age(s, c.LastTransitionTime.Time)), c.Message)
+		f.Summary = fmt.Sprintf("Node %s has been Ready=%s (%s) for %s: %s", node.Name, c.Status, c.Reason, FormatAge(age(s, c.LastTransitionTime.Time)), c.Message)
 		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node.Name), Field: "status.conditions[Ready]", Reason: c.Reason,
-			Message: fmt.Sprintf("status %s: %s (last heartbeat %s ago)", c.Status, c.Message, humanDuration(age(s, c.LastHeartbeatTime.Time))), LastSeen: c.LastHeartbeatTime.Time})
+			Message: fmt.Sprintf("status %s: %s (last heartbeat %s ago)", c.Status, c.Message, FormatAge(age(s, c.LastHeartbeatTime.Time))), LastSeen: c.LastHeartbeatTime.Time})
 	}
 	for _, t := range node.Spec.Taints {
 		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {

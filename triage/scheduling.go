@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // schedulerGrace is how long a new pod may wait for the scheduler's first word before its
@@ -539,21 +540,13 @@ func (v *schedulingView) onlyBlockedBy(node string, code Code) bool {
 	return false
 }
 
-// FormatAge renders a duration the way kubectl prints ages (45s, 3m, 2h, 4d); negative
-// durations print as 0s.
+// FormatAge renders d the way kubectl prints ages and durations (apimachinery's
+// duration.HumanDuration: 45s, 2m49s, 2h5m, 4d); a negative d prints as its absolute value.
 func FormatAge(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	if d < 0 {
+		d = -d
 	}
+	return duration.HumanDuration(d)
 }
 
 // joinLimited joins up to n names and says how many more there are.

@@ -73,14 +73,14 @@ func deletionOf(s *Snapshot) deletion {
 
 // describe says how long ago the pod was deleted against its grace period.
 func (d deletion) describe(s *Snapshot) string {
-	txt := fmt.Sprintf("deleted %s ago with a %s grace period", humanDuration(age(s, d.Requested)), humanDuration(d.Grace))
+	txt := fmt.Sprintf("deleted %s ago with a %s grace period", FormatAge(age(s, d.Requested)), FormatAge(d.Grace))
 	if s.Now.Before(d.Deadline) {
-		txt += fmt.Sprintf(" (%s of it left)", humanDuration(d.Deadline.Sub(s.Now)))
+		txt += fmt.Sprintf(" (%s of it left)", FormatAge(d.Deadline.Sub(s.Now)))
 	} else {
-		txt += fmt.Sprintf(" (overdue by %s)", humanDuration(s.Now.Sub(d.Deadline)))
+		txt += fmt.Sprintf(" (overdue by %s)", FormatAge(s.Now.Sub(d.Deadline)))
 	}
 	if d.Began.Before(d.Requested) {
-		txt += fmt.Sprintf("; shutdown began %s ago", humanDuration(age(s, d.Began)))
+		txt += fmt.Sprintf("; shutdown began %s ago", FormatAge(age(s, d.Began)))
 	}
 	return txt
 }
@@ -182,7 +182,7 @@ func nodeUnreachableFinding(s *Snapshot, node *corev1.Node, del deletion) Findin
 	ready := nodeReadyCondition(node)
 	state := "has no Ready condition"
 	if ready != nil {
-		state = fmt.Sprintf("has been Ready=%s (%s) for %s", ready.Status, ready.Reason, humanDuration(age(s, ready.LastTransitionTime.Time)))
+		state = fmt.Sprintf("has been Ready=%s (%s) for %s", ready.Status, ready.Reason, FormatAge(age(s, ready.LastTransitionTime.Time)))
 	}
 	f := Finding{
 		Code:     CodeNodeUnreachableTerminating,
@@ -194,7 +194,7 @@ func nodeUnreachableFinding(s *Snapshot, node *corev1.Node, del deletion) Findin
 	if ready != nil {
 		f.Evidence = append(f.Evidence, Evidence{
 			Object: nodeObject(node.Name), Field: "status.conditions[Ready]", Reason: ready.Reason,
-			Message:  fmt.Sprintf("status %s: %s (last heartbeat %s ago)", ready.Status, ready.Message, humanDuration(age(s, ready.LastHeartbeatTime.Time))),
+			Message:  fmt.Sprintf("status %s: %s (last heartbeat %s ago)", ready.Status, ready.Message, FormatAge(age(s, ready.LastHeartbeatTime.Time))),
 			LastSeen: ready.LastHeartbeatTime.Time,
 		})
 	}

@@ -485,7 +485,8 @@ func (v *schedulingView) describeHostPorts(f *Finding) {
 		f.Fix = append(f.Fix, fmt.Sprintf(`kubectl patch %s %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, kind, owner, v.pod.Namespace))
 	}
 	for i, n := range nodes {
-		if i == 2 {
+		if i == maxNodeEvidence {
+			f.Fix = append(f.Fix, fmt.Sprintf("# and %d more nodes with the port taken: see the node table", len(nodes)-i))
 			break
 		}
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", n))

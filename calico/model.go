@@ -287,5 +287,5 @@ type clusterInfoObject struct {
 	} `json:"spec"`
 }
 
-// defaultMaxBlocksPerHost is the limit Calico applies when IPAMConfig maxBlocksPerHost is 0.
-const defaultMaxBlocksPerHost = 20
+// DefaultMaxBlocksPerHost is the limit Calico applies when IPAMConfig maxBlocksPerHost is 0.
+const DefaultMaxBlocksPerHost = 20

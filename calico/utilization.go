@@ -170,7 +170,7 @@ func utilizationOf(pools []PoolUsage, blocks []BlockUsage, affs []affinityObject
 			u.AutoAllocateBlocks = *cfg.Spec.AutoAllocateBlocks
 		}
 	}
-	u.MaxBlocksPerHost = cmp.Or(u.MaxBlocksPerHostSet, defaultMaxBlocksPerHost)
+	u.MaxBlocksPerHost = cmp.Or(u.MaxBlocksPerHostSet, DefaultMaxBlocksPerHost)
 	for _, a := range affs {
 		if a.Spec.State == stateConfirmed && (a.Spec.Type == "" || a.Spec.Type == "host") {
 			u.NodeBlocks[a.Spec.Node]++

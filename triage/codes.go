@@ -1,5 +1,7 @@
 package triage
 
+import "slices"
+
 // Code is a stable diagnosis slug from shared/triage-codes.md. Never rename one: tests, the
 // digest and users' alert rules key on them. Each constant's comment says when it applies.
 type Code string
@@ -158,3 +160,9 @@ const (
 
 // CodeUnknown is emitted when no rule is sure; the diagnosis is then marked Uncertain.
 const CodeUnknown Code = "unknown"
+
+// Pending reports whether c is a cause that keeps a pod unscheduled (the Pending family of
+// docs/triage-codes.md), found by the scheduling rules.
+func (c Code) Pending() bool {
+	return c != CodeNodeNotReady && slices.Contains(schedulingOrder, c)
+}

@@ -371,7 +371,7 @@ func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerm
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	said := quoteLastWords(s, c, t)
-	node := nodeByName(s, pod.Spec.NodeName)
+	node := s.Node(pod.Spec.NodeName)
 	switch code {
 	case CodeExecFormatError:
 		arch := ""

@@ -1,14 +1,21 @@
-// Package triage explains why a pod is stuck.
+// Package triage explains why a pod is stuck, with pure rules over a Snapshot.
 //
-// Diagnose works in two steps, like kubectl describe and the kube-scheduler's filter plugins:
+// A diagnosis has two steps, like kubectl describe and the kube-scheduler's filter plugins:
 //
-//  1. Collect reads everything a diagnosis needs once, within a fixed request budget, into a
-//     Snapshot: the pod, all of its events (core/v1 and events.k8s.io), the nodes and the pods
-//     bound to them, the pod's PVCs, the calico-node pods, a Calico IPAM summary (read only,
-//     through package calico) and, for crashing containers, the tail of the previous log.
-//  2. Pure rules (one file per family: scheduling, images, crashloop, network, volumes,
-//     terminating, nodes) read the Snapshot and return Findings. Rules never call the API.
+//  1. Package triage/collect reads everything a diagnosis needs once, within a fixed request
+//     budget, into a Snapshot: the pod, all of its events (core/v1 and events.k8s.io), the
+//     nodes and the pods bound to them, the pod's PVCs, PVs and StorageClasses, the
+//     calico-node pods, a Calico IPAM summary (read only, through package calico) and, for
+//     crashing containers, the tail of the previous log. It is the only place in triage that
+//     talks to the API server.
+//  2. Evaluate runs the rules of this package over the Snapshot. Rules are pure functions
+//     (func(*Snapshot) []Finding) listed in rules.go, one file per family: scheduling,
+//     images, crashloop, network, volumes, terminating, nodes, …. They never call the API:
+//     this package does not import client-go (TestRulesDoNoIO checks it).
+//
+// To add a rule: write its family file (or add to one), add one line to rules in rules.go,
+// give it a table test beside it and a scenario folder under testdata/.
 //
 // The primary cause is Diagnosis.Findings[0]; its Code is a stable slug from
-// shared/triage-codes.md that tests, the digest and users' alert rules key on.
+// docs/triage-codes.md that tests, the digest and users' alert rules key on.
 package triage

@@ -86,7 +86,7 @@ func evictedFinding(s *Snapshot) Finding {
 	for _, e := range eventsWithReason(s, "Evicted") {
 		f.Evidence = append(f.Evidence, EventEvidence(pod, e))
 	}
-	if node := nodeByName(s, pod.Spec.NodeName); node != nil {
+	if node := s.Node(pod.Spec.NodeName); node != nil {
 		for _, c := range node.Status.Conditions {
 			if c.Status == corev1.ConditionTrue && strings.HasSuffix(string(c.Type), "Pressure") {
 				f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node.Name), Field: "status.conditions[" + string(c.Type) + "]", Reason: c.Reason, Message: c.Message})
@@ -123,7 +123,7 @@ func nodeLostFinding(s *Snapshot) Finding {
 		f.Summary = fmt.Sprintf("The pod's node %s stopped responding (NodeLost); the pod was %s, but only that node's kubelet could confirm it, so it stays until the node returns or the pod is force-deleted.", orUnknown(pod.Spec.NodeName), del.describe(s))
 		f.Evidence = append(f.Evidence, del.evidence(s))
 	}
-	if node := nodeByName(s, pod.Spec.NodeName); node != nil {
+	if node := s.Node(pod.Spec.NodeName); node != nil {
 		if c := nodeReadyCondition(node); c != nil {
 			f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node.Name), Field: "status.conditions[Ready]", Reason: c.Reason,
 				Message: fmt.Sprintf("status %s: %s (last heartbeat %s ago)", c.Status, c.Message, FormatAge(age(s, c.LastHeartbeatTime.Time))), LastSeen: c.LastHeartbeatTime.Time})

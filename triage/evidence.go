@@ -173,8 +173,8 @@ func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodConditi
 	return nil
 }
 
-// nodeByName returns the named node from the Snapshot, or nil.
-func nodeByName(s *Snapshot, name string) *corev1.Node {
+// Node returns the node named name from s.Nodes, or nil.
+func (s *Snapshot) Node(name string) *corev1.Node {
 	if name == "" {
 		return nil
 	}
@@ -196,8 +196,8 @@ func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
 	return nil
 }
 
-// nodeIsReady reports whether the node's Ready condition is True.
-func nodeIsReady(n *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	c := nodeReadyCondition(n)
 	return c != nil && c.Status == corev1.ConditionTrue
 }

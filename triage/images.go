@@ -230,7 +230,7 @@ func serviceAccount(pod *corev1.Pod) string {
 
 // nodePlatform is " (os/arch)" from the pod's node, or "".
 func nodePlatform(s *Snapshot) string {
-	n := nodeByName(s, s.Pod.Spec.NodeName)
+	n := s.Node(s.Pod.Spec.NodeName)
 	if n == nil {
 		return ""
 	}

@@ -17,9 +17,6 @@ const (
 	actionUnlockDatastore    = "unlock-datastore"
 )
 
-// defaultMaxBlocksPerHost is Calico's limit when IPAMConfig leaves maxBlocksPerHost at 0.
-const defaultMaxBlocksPerHost = 20
-
 // networkRules explains a scheduled pod whose sandbox (network namespace) cannot be created:
 // Calico IPAM exhausted or at the per-host block limit, the Calico datastore locked, the
 // node's calico-node not ready, AWS VPC CNI out of IPs, no CNI config, or any other
@@ -37,7 +34,7 @@ func networkRules(s *Snapshot) []Finding {
 	if code, e, ok := classifySandbox(sandbox); ok {
 		f := sandboxFinding(s, code, e, sandbox)
 		primary = &f
-	} else if node := nodeByName(s, pod.Spec.NodeName); node != nil && nodeNetworkNotReady(node) {
+	} else if node := s.Node(pod.Spec.NodeName); node != nil && nodeNetworkNotReady(node) {
 		f := cniFromNodeFinding(s, node)
 		primary = &f
 	}
@@ -260,7 +257,7 @@ func datastoreLockedDetail(s *Snapshot, f *Finding) {
 // awsDetail counts the pods on the node that hold a VPC IP against its pod capacity.
 func awsDetail(s *Snapshot, f *Finding) {
 	pod := s.Pod
-	node := nodeByName(s, pod.Spec.NodeName)
+	node := s.Node(pod.Spec.NodeName)
 	withIP := 0
 	for _, p := range s.PodsByNode[pod.Spec.NodeName] {
 		if !p.Spec.HostNetwork && p.Status.PodIP != "" {
@@ -455,12 +452,16 @@ func nodeBlockEvidence(s *Snapshot, ipam *IPAMState) Evidence {
 	return Evidence{Object: nodeObject(node), Field: "BlockAffinity", Message: msg}
 }
 
+// calicoDefaultMaxBlocksPerHost is Calico's limit when IPAMConfig leaves maxBlocksPerHost at 0
+// (calico.DefaultMaxBlocksPerHost; rules do not import package calico).
+const calicoDefaultMaxBlocksPerHost = 20
+
 // effectiveMaxBlocks is IPAMState.MaxBlocksPerHost, or Calico's default when unset.
 func effectiveMaxBlocks(ipam *IPAMState) int {
 	if ipam.MaxBlocksPerHost > 0 {
 		return ipam.MaxBlocksPerHost
 	}
-	return defaultMaxBlocksPerHost
+	return calicoDefaultMaxBlocksPerHost
 }
 
 // blockAddrs is the number of addresses in an IPv4 block of the given prefix length.

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func TestNetworkRulesCorrelateIPAM(t *testing.T) {
 	}
 
 	s = testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 74, time.Minute))
-	s.IPAMErr = errIPAMNotConfigured
+	s.IPAMErr = errors.New("the collector has no Calico access (built without WithCalico)")
 	f = networkRules(s)[0]
 	if f.Code != CodeCalicoIPAMExhausted || f.Evidence[len(f.Evidence)-1].Object != "Calico IPAM" {
 		t.Errorf("without IPAM: code %s, evidence %v; want calico-ipam-exhausted saying IPAM was not read", f.Code, f.Evidence)

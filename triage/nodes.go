@@ -21,12 +21,12 @@ func nodeContextRules(s *Snapshot) []Finding {
 	if pod == nil || pod.Spec.NodeName == "" {
 		return nil
 	}
-	node := nodeByName(s, pod.Spec.NodeName)
+	node := s.Node(pod.Spec.NodeName)
 	if node == nil {
 		return nil
 	}
 	var out []Finding
-	if !nodeIsReady(node) {
+	if !NodeReady(node) {
 		out = append(out, nodeNotReadyFinding(s, node))
 	}
 	if f, ok := versionSkewFinding(s, node); ok {

@@ -93,14 +93,14 @@ type schedulingView struct {
 	cluster  *cluster
 	verdicts []NodeVerdict
 	// msg is the scheduler's latest FailedScheduling message; hasMsg is false when there is none.
-	msg    schedulerMessage
+	msg    SchedulerMessage
 	hasMsg bool
 }
 
 func newSchedulingView(s *Snapshot) *schedulingView {
 	v := &schedulingView{snap: s, pod: s.Pod, demand: newDemand(s), cluster: newCluster(s)}
 	v.verdicts = nodeVerdicts(v.demand, v.cluster)
-	v.msg, v.hasMsg = latestSchedulerMessage(s.Events)
+	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
 	return v
 }
 
@@ -253,7 +253,7 @@ func (v *schedulingView) noNodesFinding() Finding {
 // be a WaitForFirstConsumer claim that binds once the pod is placed, so it is only a warning.
 func (v *schedulingView) claimFindings() (blockers, warnings []Finding) {
 	ns := v.pod.Namespace
-	counts := v.msg.counts()
+	counts := v.msg.Counts()
 	for _, name := range sortedKeys(v.snap.PVCs) {
 		pvc := v.snap.PVCs[name]
 		obj := "PersistentVolumeClaim " + ns + "/" + name
@@ -399,7 +399,7 @@ func (v *schedulingView) primaryCode() Code {
 	for c := range t.present {
 		codes = append(codes, c)
 	}
-	sched := v.msg.counts()
+	sched := v.msg.Counts()
 	sort.Slice(codes, func(i, j int) bool {
 		a, b := codes[i], codes[j]
 		switch {

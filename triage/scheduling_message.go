@@ -7,25 +7,25 @@ import (
 	"strings"
 )
 
-// schedulerMessage is the kube-scheduler's own verdict, parsed from a FailedScheduling event:
+// SchedulerMessage is the kube-scheduler's own verdict, parsed from a FailedScheduling event:
 // "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.
 // preemption: 0/3 nodes are available: …". The scheduler counts each node once, under the
 // first filter plugin that rejected it (FitError.Error in the scheduler's framework/types.go).
-type schedulerMessage struct {
+type SchedulerMessage struct {
 	// Event is the FailedScheduling event the message came from.
 	Event Event
 	// Total is N in "0/N nodes are available"; -1 when the message has no such prefix.
 	Total int
 	// Reasons are the per-node reason counts, in the scheduler's (sorted) order.
-	Reasons []schedulerReason
+	Reasons []SchedulerReason
 	// PodLevel is the reason a PreFilter plugin gave for every node at once ("pod has unbound
 	// immediate PersistentVolumeClaims", `persistentvolumeclaim "data" not found`), with Code
 	// set when it maps to one.
-	PodLevel *schedulerReason
+	PodLevel *SchedulerReason
 }
 
-// schedulerReason is one "<count> <reason>" entry, mapped to a code (empty when unknown).
-type schedulerReason struct {
+// SchedulerReason is one "<count> <reason>" entry, mapped to a code (empty when unknown).
+type SchedulerReason struct {
 	Count int
 	Text  string
 	Code  Code
@@ -37,11 +37,11 @@ var (
 	pvcNotFound = regexp.MustCompile(`persistentvolumeclaim "([^"]+)" not found`)
 )
 
-// parseSchedulerMessage parses the message of a FailedScheduling event. ok is false when the
+// ParseSchedulerMessage parses the message of a FailedScheduling event. ok is false when the
 // message is not a "0/N nodes are available" or "no nodes available" line.
-func parseSchedulerMessage(e Event) (schedulerMessage, bool) {
+func ParseSchedulerMessage(e Event) (SchedulerMessage, bool) {
 	msg := strings.TrimSpace(e.Message)
-	m := schedulerMessage{Event: e, Total: -1}
+	m := SchedulerMessage{Event: e, Total: -1}
 	if strings.HasPrefix(msg, "no nodes available to schedule pods") {
 		m.Total = 0
 		return m, true
@@ -63,11 +63,11 @@ func parseSchedulerMessage(e Event) (schedulerMessage, bool) {
 	for _, part := range splitReasons(body) {
 		if cm := countRE.FindStringSubmatch(part); cm != nil {
 			n, _ := strconv.Atoi(cm[1])
-			m.Reasons = append(m.Reasons, schedulerReason{Count: n, Text: cm[2], Code: reasonCode(cm[2])})
+			m.Reasons = append(m.Reasons, SchedulerReason{Count: n, Text: cm[2], Code: reasonCode(cm[2])})
 			continue
 		}
 		// A PreFilter message applies to every node and carries no count.
-		m.PodLevel = &schedulerReason{Count: m.Total, Text: part, Code: reasonCode(part)}
+		m.PodLevel = &SchedulerReason{Count: m.Total, Text: part, Code: reasonCode(part)}
 	}
 	return m, true
 }
@@ -129,8 +129,8 @@ func reasonCode(text string) Code {
 	return ""
 }
 
-// counts returns the scheduler's node count per code (a PreFilter reason counts for every node).
-func (m schedulerMessage) counts() map[Code]int {
+// Counts returns the scheduler's node count per code (a PreFilter reason counts for every node).
+func (m SchedulerMessage) Counts() map[Code]int {
 	out := map[Code]int{}
 	for _, r := range m.Reasons {
 		if r.Code != "" {
@@ -144,8 +144,8 @@ func (m schedulerMessage) counts() map[Code]int {
 }
 
 // topCode is the code the scheduler counted on the most nodes (ties: scheduling order).
-func (m schedulerMessage) topCode() Code {
-	counts := m.counts()
+func (m SchedulerMessage) topCode() Code {
+	counts := m.Counts()
 	var codes []Code
 	for c := range counts {
 		codes = append(codes, c)
@@ -162,15 +162,16 @@ func (m schedulerMessage) topCode() Code {
 	return codes[0]
 }
 
-// latestSchedulerMessage returns the newest parseable FailedScheduling event of s.
-func latestSchedulerMessage(events []Event) (schedulerMessage, bool) {
+// LatestSchedulerMessage parses the newest parseable FailedScheduling event in events (sorted
+// newest first, as Snapshot.Events is).
+func LatestSchedulerMessage(events []Event) (SchedulerMessage, bool) {
 	for _, e := range events { // newest first
 		if e.Reason != "FailedScheduling" {
 			continue
 		}
-		if m, ok := parseSchedulerMessage(e); ok {
+		if m, ok := ParseSchedulerMessage(e); ok {
 			return m, true
 		}
 	}
-	return schedulerMessage{}, false
+	return SchedulerMessage{}, false
 }

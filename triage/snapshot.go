@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,4 +122,19 @@ type PoolUsage struct {
 	// Total is the number of addresses in the pool; InUse is the number allocated in its blocks.
 	Total int
 	InUse int
+}
+
+// SortEvents sorts events newest first by LastSeen (ties: by reason, then message, so the
+// order is stable).
+func SortEvents(events []Event) {
+	sort.SliceStable(events, func(i, j int) bool {
+		a, b := events[i], events[j]
+		if !a.LastSeen.Equal(b.LastSeen) {
+			return a.LastSeen.After(b.LastSeen)
+		}
+		if a.Reason != b.Reason {
+			return a.Reason < b.Reason
+		}
+		return a.Message < b.Message
+	})
 }

@@ -23,11 +23,11 @@ func terminatingRules(s *Snapshot) []Finding {
 	if len(pod.Finalizers) > 0 {
 		out = append(out, finalizerFinding(s, del))
 	}
-	node := nodeByName(s, pod.Spec.NodeName)
+	node := s.Node(pod.Spec.NodeName)
 	switch {
 	case pod.Status.Reason == nodeLostReason:
 		// evictedRules reports node-lost; a second finding would only repeat it.
-	case node != nil && !nodeIsReady(node):
+	case node != nil && !NodeReady(node):
 		out = append(out, nodeUnreachableFinding(s, node, del))
 	case node != nil:
 		if f, ok := volumeTeardownFinding(s, node, del); ok {

@@ -26,6 +26,7 @@ import (
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
+	"github.com/whypending/whypending/triage/collect"
 )
 
 // Users of the e2e workspace. Approvers: UALICE directly, members of SOPS (UBOB).
@@ -98,11 +99,11 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 	e.store = bot.NewCRDStore(e.cluster.Dynamic, storeNS)
 	e.slack = newFakeSlack(t, map[string][]string{opsGroup: {bob}})
 	e.hooks = newHookRecorder(t)
-	collector := triage.NewCollector(e.cluster.Client)
+	collector := collect.New(e.cluster.Client)
 	if o.cached {
 		cctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		if collector, err = triage.NewCachedCollector(cctx, e.cluster.Client); err != nil {
+		if collector, err = collect.NewCached(cctx, e.cluster.Client); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +118,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 			Clusters: []*bot.Cluster{{
 				Name: clusterID,
 				Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
-					return triage.Diagnose(ctx, collector, ns, name)
+					return collect.Diagnose(ctx, collector, ns, name)
 				}),
 				IPAM: e.calico, Planner: runner, Executor: countingExecutor{runner, &e.runs},
 			}},

@@ -21,7 +21,7 @@ import (
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/internal/testenv"
-	"github.com/whypending/whypending/triage"
+	"github.com/whypending/whypending/triage/collect"
 )
 
 // demoCluster is one scenario loaded into its own local control plane, wired into the bot
@@ -204,7 +204,7 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 				}
 			}
 			lock := lockSettings{policy: actions.LockAlways, ttl: 2 * time.Minute, owner: "whypending-demo"}
-			bc, err := wireCluster(ctx, s.Name, scenarioNamespace(s), c.Config, triage.NewCollector(c.Client), lock, slog.New(slog.DiscardHandler))
+			bc, err := wireCluster(ctx, s.Name, scenarioNamespace(s), c.Config, collect.New(c.Client), lock, slog.New(slog.DiscardHandler))
 			if err != nil {
 				errs[i] = fmt.Errorf("wire %s into the bot: %w", s.Name, err)
 				return

@@ -28,6 +28,7 @@ import (
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/triage"
+	"github.com/whypending/whypending/triage/collect"
 )
 
 // expirySweep is how often pending plans past their expiry are marked Expired and their
@@ -219,7 +220,7 @@ func buildCluster(ctx context.Context, cfg *bot.Config, cc bot.ClusterConfig, re
 	if err != nil {
 		return nil, check, apiError(restCfg.Host, err)
 	}
-	collector, err := triage.NewCachedCollector(ctx, client)
+	collector, err := collect.NewCached(ctx, client)
 	if err != nil {
 		return nil, check, fmt.Errorf("start triage caches: %w", err)
 	}
@@ -239,13 +240,13 @@ type lockSettings struct {
 // Calico is installed, /ipam and repairs through calico/ and actions/ (recovering a datastore
 // lock an earlier run of this owner left behind). A cluster without Calico still answers
 // /why-pending. serve and demo share it.
-func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Config, collector *triage.Collector, lock lockSettings, log *slog.Logger) (*bot.Cluster, error) {
+func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Config, collector *collect.Collector, lock lockSettings, log *slog.Logger) (*bot.Cluster, error) {
 	collector.WithCalico(restCfg)
 	c := &bot.Cluster{
 		Name:      name,
 		Namespace: namespace,
 		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, pod string) (*triage.Diagnosis, error) {
-			return triage.Diagnose(ctx, collector, ns, pod)
+			return collect.Diagnose(ctx, collector, ns, pod)
 		}),
 	}
 	ipam, err := calico.NewClient(ctx, restCfg)

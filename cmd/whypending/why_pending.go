@@ -14,6 +14,7 @@ import (
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/triage"
+	"github.com/whypending/whypending/triage/collect"
 )
 
 // exitPodNotFound is the exit code when the pod does not exist.
@@ -48,7 +49,7 @@ server cannot be reached), 2 no such pod (the answer lists the closest names).`,
 			if err != nil {
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
 			}
-			d, err := triage.Diagnose(cmd.Context(), triage.NewCollector(client).WithCalico(cfg), ns, name)
+			d, err := collect.Diagnose(cmd.Context(), collect.New(client).WithCalico(cfg), ns, name)
 			if err != nil {
 				return apiError(cfg.Host, err)
 			}

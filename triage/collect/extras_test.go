@@ -1,4 +1,4 @@
-package triage
+package collect
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 func TestIPAMStateFrom(t *testing.T) {
@@ -33,9 +34,9 @@ func TestIPAMStateFrom(t *testing.T) {
 	}}
 	ready := true
 	got := ipamStateFrom(u, check, &ready)
-	want := &IPAMState{
+	want := &triage.IPAMState{
 		DatastoreReady: &ready, StrictAffinity: true, MaxBlocksPerHost: 4,
-		Pools:             []PoolUsage{{Name: "default", CIDR: "172.24.0.0/24", BlockSize: 26, Total: 256, InUse: 129}},
+		Pools:             []triage.PoolUsage{{Name: "default", CIDR: "172.24.0.0/24", BlockSize: 26, Total: 256, InUse: 129}},
 		NodeBlocks:        map[string]int{"worker-1": 2, "worker-2": 1},
 		LeakedIPs:         2,
 		LeakedIPsByNode:   map[string]int{"worker-1": 1, "worker-2": 1},
@@ -56,48 +57,15 @@ func TestSplitLogLines(t *testing.T) {
 	}
 }
 
-func TestLogCandidates(t *testing.T) {
-	s := testSnapshot(testPod(crashLoop("app", 3, 0, "Completed", ""), crashLoop("sidecar", 2, 1, "Error", "")))
-	var got []string
-	for _, c := range logCandidates(s) {
-		got = append(got, c.Status.Name)
-	}
-	if want := []string{"app", "sidecar"}; !cmp.Equal(got, want) {
-		t.Errorf("logCandidates() = %v, want %v", got, want)
-	}
-	if got := logCandidates(testSnapshot(testPod())); len(got) != 0 {
-		t.Errorf("logCandidates(healthy pod) = %v, want none", got)
-	}
-}
-
-func TestNeedsIPAM(t *testing.T) {
-	creating := testPod(pending("ContainerCreating", ""))
-	tests := []struct {
-		name string
-		snap *Snapshot
-		want bool
-	}{
-		{"calico IPAM failure", testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 3, time.Minute)), true},
-		{"AWS CNI failure", testSnapshot(creating, warning("FailedCreatePodSandBox", msgAWS, 3, time.Minute)), false},
-		{"image pull failure", testSnapshot(testPod(pending("ErrImagePull", "quota exceeded"))), false},
-		{"healthy pod", testSnapshot(testPod()), false},
-	}
-	for _, tt := range tests {
-		if got := needsIPAM(tt.snap); got != tt.want {
-			t.Errorf("%s: needsIPAM() = %t, want %t", tt.name, got, tt.want)
-		}
-	}
-}
-
 // TestCollectExtras loads scenarios into the real control plane and checks what collectExtras
 // adds: IPAM state through package calico (counts from the scenario notes), calico-node pods,
 // and a previous-log read that fails (no kubelet) recorded with its reason.
 func TestCollectExtras(t *testing.T) {
 	tests := []struct {
 		scenario string
-		check    func(t *testing.T, s *Snapshot)
+		check    func(t *testing.T, s *triage.Snapshot)
 	}{
-		{"seed-ipam-leaked", func(t *testing.T, s *Snapshot) {
+		{"seed-ipam-leaked", func(t *testing.T, s *triage.Snapshot) {
 			if s.IPAM == nil {
 				t.Fatalf("IPAM = nil (err %v), want state", s.IPAMErr)
 			}
@@ -111,7 +79,7 @@ func TestCollectExtras(t *testing.T) {
 				t.Errorf("CalicoNodePods = %d pods, want worker-1's calico-node", len(s.CalicoNodePods))
 			}
 		}},
-		{"seed-block-limit", func(t *testing.T, s *Snapshot) {
+		{"seed-block-limit", func(t *testing.T, s *triage.Snapshot) {
 			if s.IPAM == nil {
 				t.Fatalf("IPAM = nil (err %v), want state", s.IPAMErr)
 			}
@@ -120,7 +88,7 @@ func TestCollectExtras(t *testing.T) {
 				t.Errorf("maxBlocksPerHost, worker-1 blocks, worker-1 empty blocks, leaked = %v, want %v", got, want)
 			}
 		}},
-		{"case-42", func(t *testing.T, s *Snapshot) {
+		{"case-42", func(t *testing.T, s *triage.Snapshot) {
 			lt, ok := s.PreviousLogs["manager"]
 			if !ok || lt.Err == nil {
 				t.Errorf("PreviousLogs[manager] = %+v (present %t), want a read error (the test cluster has no kubelet)", lt, ok)
@@ -138,7 +106,7 @@ func TestCollectExtras(t *testing.T) {
 			ns, name, _ := strings.Cut(sc.Expected.Pod, "/")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			s, err := NewCollector(c.Client).WithCalico(c.Config).Collect(ctx, ns, name)
+			s, err := New(c.Client).WithCalico(c.Config).Collect(ctx, ns, name)
 			if err != nil {
 				t.Fatal(err)
 			}

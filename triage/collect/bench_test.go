@@ -1,4 +1,4 @@
-package triage
+package collect
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 // Benchmark cluster size (the target: 200 nodes, 5,000 bound pods with status).
@@ -85,7 +86,7 @@ func BenchmarkDiagnose(b *testing.B) {
 	rssBefore, heapBefore := memoryNow()
 	collectorCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	col, err := NewCachedCollector(collectorCtx, client)
+	col, err := NewCached(collectorCtx, client)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func BenchmarkDiagnose(b *testing.B) {
 	}
 	counter.count.Store(0)
 	var lat []time.Duration
-	byCode := map[Code][]time.Duration{}
+	byCode := map[triage.Code][]time.Duration{}
 	for i := 0; b.Loop(); i++ {
 		t := targets[i%len(targets)]
 		t0 := time.Now()

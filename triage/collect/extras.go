@@ -1,4 +1,4 @@
-package triage
+package collect
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/triage"
 )
 
 // Limits of the extra reads. Together with the two event lists they keep a warm diagnosis
@@ -61,7 +61,7 @@ type collectorExtras struct {
 // WithCalico lets the Collector read Calico IPAM state (through package calico, read only)
 // for pods whose sandbox events name Calico. cfg is the same cluster's REST config; the Calico
 // client is built on the first diagnosis that needs it (a cluster without Calico then records
-// calico.ErrCalicoNotInstalled in Snapshot.IPAMErr). Without WithCalico, Snapshot.IPAM stays
+// calico.ErrCalicoNotInstalled in triage.Snapshot.IPAMErr). Without WithCalico, triage.Snapshot.IPAM stays
 // nil and the Calico findings say IPAM state was not read. It returns c.
 func (c *Collector) WithCalico(cfg *rest.Config) *Collector {
 	c.extras = &collectorExtras{cfg: cfg}
@@ -79,17 +79,17 @@ func (x *collectorExtras) calicoClient(ctx context.Context) (*calico.Client, err
 // collectExtras fills the parts of s that the non-Pending rule families read: calico-node pods,
 // Calico IPAM state (through package calico) and previous container logs. Collect calls it
 // last, after the pod, events, nodes, bound pods and volumes are in s; it is best effort and
-// records failures in s's *Err fields (LogTail.Err for logs) rather than returning them.
-func (c *Collector) collectExtras(ctx context.Context, s *Snapshot) {
+// records failures in s's *Err fields (triage.LogTail.Err for logs) rather than returning them.
+func (c *Collector) collectExtras(ctx context.Context, s *triage.Snapshot) {
 	pod := s.Pod
 	if pod == nil {
 		return
 	}
-	if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && awaitingSandbox(pod) {
+	if triage.NeedsCalicoNodePods(pod) {
 		s.CalicoNodePods = c.calicoNodePods(ctx, pod.Spec.NodeName)
 	}
 	var wg sync.WaitGroup
-	if needsIPAM(s) {
+	if triage.NeedsIPAM(s) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -131,33 +131,13 @@ func (c *Collector) calicoNodePods(ctx context.Context, node string) []*corev1.P
 	return out
 }
 
-// needsIPAM reports whether the pod's state calls for reading Calico IPAM: it waits for its
-// sandbox and a sandbox event names Calico or one of Calico's IPAM failures. Reading IPAM is
-// the most expensive read triage does, so any other pod skips it.
-func needsIPAM(s *Snapshot) bool {
-	pod := s.Pod
-	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
-		return false
-	}
-	for _, e := range eventsWithReason(s, "FailedCreatePodSandBox", "FailedCreatePodSandbox") {
-		switch sandboxCode(e.Message) {
-		case CodeCalicoIPAMExhausted, CodeCalicoIPAMBlockLimit, CodeCalicoDatastoreLocked, CodeCalicoNodeNotReady:
-			return true
-		}
-		if containsAny(e.Message, "calico") {
-			return true
-		}
-	}
-	return false
-}
-
 // errIPAMNotConfigured is recorded when the Collector was built without WithCalico.
 var errIPAMNotConfigured = errors.New("the collector has no Calico access (built without WithCalico)")
 
 // readIPAM reads Calico IPAM state through package calico: Utilization (pools, blocks,
 // affinities, IPAMConfig) and Check (what uses each allocation), concurrently. A failed Check
 // still returns the utilization part, with the error.
-func (c *Collector) readIPAM(ctx context.Context) (*IPAMState, error) {
+func (c *Collector) readIPAM(ctx context.Context) (*triage.IPAMState, error) {
 	if c.extras == nil {
 		return nil, errIPAMNotConfigured
 	}
@@ -201,11 +181,11 @@ func (c *Collector) readIPAM(ctx context.Context) (*IPAMState, error) {
 	return st, nil
 }
 
-// ipamStateFrom converts package calico's results into the IPAMState the rules read. check
+// ipamStateFrom converts package calico's results into the triage.IPAMState the rules read. check
 // may be nil (then no leak counts); leaked allocations are counted by their block's affine
 // node.
-func ipamStateFrom(u *calico.Utilization, check *calico.CheckResult, datastoreReady *bool) *IPAMState {
-	st := &IPAMState{
+func ipamStateFrom(u *calico.Utilization, check *calico.CheckResult, datastoreReady *bool) *triage.IPAMState {
+	st := &triage.IPAMState{
 		DatastoreReady:    datastoreReady,
 		StrictAffinity:    u.StrictAffinity,
 		MaxBlocksPerHost:  u.MaxBlocksPerHost,
@@ -224,7 +204,7 @@ func ipamStateFrom(u *calico.Utilization, check *calico.CheckResult, datastoreRe
 		if p.CIDR.Bits() == 0 {
 			continue // calico's "orphaned" pseudo-pool
 		}
-		st.Pools = append(st.Pools, PoolUsage{
+		st.Pools = append(st.Pools, triage.PoolUsage{
 			Name: p.Name, CIDR: p.CIDR.String(), Disabled: p.Disabled, BlockSize: p.BlockSize,
 			Total: clampInt(p.Total), InUse: clampInt(p.InUse),
 		})
@@ -259,53 +239,18 @@ func clampInt(f float64) int {
 	return int(f)
 }
 
-// logCandidates returns the containers whose previous log explains something, most telling
-// first: crash-looping, then terminated with a non-zero code, then any other restart. Pods on
-// a node that is not Ready are skipped: the API server could not reach that kubelet.
-func logCandidates(s *Snapshot) []containerStatus {
-	pod := s.Pod
-	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
-		return nil
-	}
-	type ranked struct {
-		c    containerStatus
-		rank int
-	}
-	var rs []ranked
-	for _, c := range containerStatuses(pod) {
-		st := c.Status
-		if st.LastTerminationState.Terminated == nil {
-			continue // previous=true needs a previous instance
-		}
-		switch {
-		case st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff":
-			rs = append(rs, ranked{c, 0})
-		case st.LastTerminationState.Terminated.ExitCode != 0:
-			rs = append(rs, ranked{c, 1})
-		case st.RestartCount > 0 && age(s, st.LastTerminationState.Terminated.FinishedAt.Time) < recentRestart:
-			rs = append(rs, ranked{c, 2})
-		}
-	}
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].rank < rs[j].rank })
-	var out []containerStatus
-	for _, r := range rs {
-		out = append(out, r.c)
-	}
-	return out
-}
-
 // previousLogs reads pods/log?previous=true (tail-limited) for up to maxLogFetches containers,
-// concurrently. A failed read is kept as LogTail.Err so the finding can say why.
-func (c *Collector) previousLogs(ctx context.Context, s *Snapshot) map[string]LogTail {
-	cands := logCandidates(s)
+// concurrently. A failed read is kept as triage.LogTail.Err so the finding can say why.
+func (c *Collector) previousLogs(ctx context.Context, s *triage.Snapshot) map[string]triage.LogTail {
+	cands := triage.LogCandidates(s)
 	if len(cands) == 0 {
 		return nil
 	}
 	pod := s.Pod
-	out := map[string]LogTail{}
-	if n := nodeByName(s, pod.Spec.NodeName); n != nil && !nodeIsReady(n) {
+	out := map[string]triage.LogTail{}
+	if n := s.Node(pod.Spec.NodeName); n != nil && !triage.NodeReady(n) {
 		for _, cs := range cands {
-			out[cs.Status.Name] = LogTail{Err: fmt.Errorf("node %s is not Ready, so its kubelet cannot serve logs", n.Name)}
+			out[cs] = triage.LogTail{Err: fmt.Errorf("node %s is not Ready, so its kubelet cannot serve logs", n.Name)}
 		}
 		return out
 	}
@@ -322,14 +267,14 @@ func (c *Collector) previousLogs(ctx context.Context, s *Snapshot) map[string]Lo
 			mu.Lock()
 			out[name] = lt
 			mu.Unlock()
-		}(cs.Status.Name)
+		}(cs)
 	}
 	wg.Wait()
 	return out
 }
 
 // previousLog reads one container's previous log.
-func (c *Collector) previousLog(ctx context.Context, pod *corev1.Pod, container string) LogTail {
+func (c *Collector) previousLog(ctx context.Context, pod *corev1.Pod, container string) triage.LogTail {
 	ctx, cancel := context.WithTimeout(ctx, logTimeout)
 	defer cancel()
 	tail, limit := int64(previousLogLines), int64(previousLogBytes)
@@ -337,9 +282,9 @@ func (c *Collector) previousLog(ctx context.Context, pod *corev1.Pod, container 
 		Container: container, Previous: true, TailLines: &tail, LimitBytes: &limit,
 	}).DoRaw(ctx)
 	if err != nil {
-		return LogTail{Err: fmt.Errorf("read previous log of container %s: %w", container, err)}
+		return triage.LogTail{Err: fmt.Errorf("read previous log of container %s: %w", container, err)}
 	}
-	return LogTail{Lines: splitLogLines(raw, previousLogLines)}
+	return triage.LogTail{Lines: splitLogLines(raw, previousLogLines)}
 }
 
 // splitLogLines splits a log into at most n last lines, dropping a trailing empty line.
@@ -401,7 +346,7 @@ func indexEventByUID(obj any) ([]string, error) {
 
 // cachedEvents returns the pod's events from the event cache, newest first; ok is false
 // without a cache (the direct backend lists them).
-func (c *Collector) cachedEvents(pod *corev1.Pod) ([]Event, bool) {
+func (c *Collector) cachedEvents(pod *corev1.Pod) ([]triage.Event, bool) {
 	if c.cache == nil || c.cache.events == nil {
 		return nil, false
 	}
@@ -409,12 +354,12 @@ func (c *Collector) cachedEvents(pod *corev1.Pod) ([]Event, bool) {
 	if err != nil {
 		return nil, false
 	}
-	events := make([]Event, 0, len(objs))
+	events := make([]triage.Event, 0, len(objs))
 	for _, o := range objs {
 		if e, ok := o.(*corev1.Event); ok {
 			events = append(events, eventFromCore(e))
 		}
 	}
-	SortEvents(events)
+	triage.SortEvents(events)
 	return events, true
 }

@@ -1,4 +1,4 @@
-package triage
+package collect
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 // TestMain stops the shared etcd and removes the control planes' temp dirs after the package's
@@ -64,11 +65,11 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		}
 	}
 
-	d, err := Diagnose(ctx, NewCollector(c.Client).WithCalico(c.Config), ns, name)
+	d, err := Diagnose(ctx, New(c.Client).WithCalico(c.Config), ns, name)
 	if err != nil {
 		t.Fatalf("Diagnose(%s) error: %v", exp.Pod, err)
 	}
-	var codes []Code
+	var codes []triage.Code
 	for _, f := range d.Findings {
 		codes = append(codes, f.Code)
 	}
@@ -80,37 +81,32 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		t.Errorf("Diagnose(%s).Findings[0] (%s) names no evidence", exp.Pod, p.Code)
 	}
 	for _, ctxCode := range exp.Context {
-		if !slices.Contains(codes, Code(ctxCode)) {
+		if !slices.Contains(codes, triage.Code(ctxCode)) {
 			t.Errorf("Diagnose(%s) findings = %v, want context code %s among them", exp.Pod, codes, ctxCode)
 		}
 	}
 	if exp.ExpectSchedulerMessage != "" {
-		msg, ok := latestSchedulerMessage(d.Events)
+		msg, ok := triage.LatestSchedulerMessage(d.Events)
 		if !ok || !strings.Contains(msg.Event.Message, exp.ExpectSchedulerMessage) {
 			t.Errorf("latest FailedScheduling message = %q, want it to contain %q (the scenario no longer reproduces)", msg.Event.Message, exp.ExpectSchedulerMessage)
 		}
 	}
-	if isPendingCode(Code(exp.Code)) {
+	if triage.Code(exp.Code).Pending() {
 		checkVerdictsAgree(t, d)
 	}
-}
-
-// isPendingCode reports whether code belongs to triage-codes.md's "Pending" section.
-func isPendingCode(code Code) bool {
-	return code != CodeNodeNotReady && slices.Contains(schedulingOrder, code)
 }
 
 // checkVerdictsAgree checks the node table of d against the scheduler's latest FailedScheduling
 // message: one row per node the scheduler counted, no row that fits when the scheduler found
 // none, and for every reason the scheduler counted on k nodes, at least k rows carrying a
 // reason of that code.
-func checkVerdictsAgree(t *testing.T, d *Diagnosis) {
+func checkVerdictsAgree(t *testing.T, d *triage.Diagnosis) {
 	t.Helper()
-	msg, ok := latestSchedulerMessage(d.Events)
+	msg, ok := triage.LatestSchedulerMessage(d.Events)
 	if !ok {
 		return // no scheduler verdict to agree with (scheduler-not-running, gated)
 	}
-	var table []NodeVerdict
+	var table []triage.NodeVerdict
 	for _, f := range d.Findings {
 		if f.Nodes != nil {
 			table = f.Nodes
@@ -128,13 +124,13 @@ func checkVerdictsAgree(t *testing.T, d *Diagnosis) {
 			t.Errorf("node table says %s fits, the scheduler says %q", nv.Node, msg.Event.Message)
 		}
 	}
-	want := map[Code]int{}
-	got := map[Code]int{}
-	for code, n := range msg.counts() {
+	want := map[triage.Code]int{}
+	got := map[triage.Code]int{}
+	for code, n := range msg.Counts() {
 		want[code] = n
 		rows := 0
 		for _, nv := range table {
-			if slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return r.Code == code }) {
+			if slices.ContainsFunc(nv.Reasons, func(r triage.NodeReason) bool { return r.Code == code }) {
 				rows++
 			}
 		}

@@ -1,4 +1,4 @@
-package triage
+package collect
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 func TestEventLastSeen(t *testing.T) {
@@ -27,43 +28,43 @@ func TestEventLastSeen(t *testing.T) {
 	mmt := func(m int) metav1.MicroTime { return metav1.NewMicroTime(at(m)) }
 	tests := []struct {
 		name string
-		got  Event
-		want Event
+		got  triage.Event
+		want triage.Event
 	}{
 		{
 			name: "core/v1 with a series uses series.lastObservedTime and series.count",
 			got: eventFromCore(&corev1.Event{Reason: "FailedScheduling", Type: "Warning", Message: "m",
 				FirstTimestamp: mt(1), LastTimestamp: mt(2), EventTime: mmt(1),
 				Series: &corev1.EventSeries{Count: 7, LastObservedTime: mmt(9)}, Source: corev1.EventSource{Component: "default-scheduler"}}),
-			want: Event{Type: "Warning", Reason: "FailedScheduling", Message: "m", Count: 7, FirstSeen: at(1), LastSeen: at(9), Source: "default-scheduler"},
+			want: triage.Event{Type: "Warning", Reason: "FailedScheduling", Message: "m", Count: 7, FirstSeen: at(1), LastSeen: at(9), Source: "default-scheduler"},
 		},
 		{
 			name: "core/v1 without a series uses lastTimestamp and count",
 			got: eventFromCore(&corev1.Event{Reason: "BackOff", Count: 3, FirstTimestamp: mt(1), LastTimestamp: mt(5),
 				InvolvedObject: corev1.ObjectReference{FieldPath: "spec.containers{app}"}, Source: corev1.EventSource{Component: "kubelet"}}),
-			want: Event{Reason: "BackOff", Count: 3, FirstSeen: at(1), LastSeen: at(5), Source: "kubelet", FieldPath: "spec.containers{app}"},
+			want: triage.Event{Reason: "BackOff", Count: 3, FirstSeen: at(1), LastSeen: at(5), Source: "kubelet", FieldPath: "spec.containers{app}"},
 		},
 		{
 			name: "core/v1 written by an events.k8s.io client has only eventTime",
 			got:  eventFromCore(&corev1.Event{Reason: "FailedScheduling", EventTime: mmt(4), ReportingController: "default-scheduler"}),
-			want: Event{Reason: "FailedScheduling", Count: 1, FirstSeen: at(4), LastSeen: at(4), Source: "default-scheduler"},
+			want: triage.Event{Reason: "FailedScheduling", Count: 1, FirstSeen: at(4), LastSeen: at(4), Source: "default-scheduler"},
 		},
 		{
 			name: "core/v1 with only firstTimestamp falls back to it",
 			got:  eventFromCore(&corev1.Event{Reason: "Pulled", FirstTimestamp: mt(2)}),
-			want: Event{Reason: "Pulled", Count: 1, FirstSeen: at(2), LastSeen: at(2)},
+			want: triage.Event{Reason: "Pulled", Count: 1, FirstSeen: at(2), LastSeen: at(2)},
 		},
 		{
 			name: "events.k8s.io/v1 uses note, series and reportingController",
 			got: eventFromEventsV1(&eventsv1.Event{Reason: "FailedScheduling", Type: "Warning", Note: "0/3 nodes are available",
 				EventTime: mmt(1), Series: &eventsv1.EventSeries{Count: 4, LastObservedTime: mmt(6)}, ReportingController: "default-scheduler"}),
-			want: Event{Type: "Warning", Reason: "FailedScheduling", Message: "0/3 nodes are available", Count: 4, FirstSeen: at(1), LastSeen: at(6), Source: "default-scheduler"},
+			want: triage.Event{Type: "Warning", Reason: "FailedScheduling", Message: "0/3 nodes are available", Count: 4, FirstSeen: at(1), LastSeen: at(6), Source: "default-scheduler"},
 		},
 		{
 			name: "events.k8s.io/v1 of a core/v1 writer uses the deprecated fields",
 			got: eventFromEventsV1(&eventsv1.Event{Reason: "FailedMount", DeprecatedCount: 12, DeprecatedFirstTimestamp: mt(1),
 				DeprecatedLastTimestamp: mt(8), DeprecatedSource: corev1.EventSource{Component: "kubelet"}}),
-			want: Event{Reason: "FailedMount", Count: 12, FirstSeen: at(1), LastSeen: at(8), Source: "kubelet"},
+			want: triage.Event{Reason: "FailedMount", Count: 12, FirstSeen: at(1), LastSeen: at(8), Source: "kubelet"},
 		},
 	}
 	for _, tt := range tests {
@@ -111,40 +112,6 @@ func TestStripForCache(t *testing.T) {
 				t.Errorf("stripForCache() mismatch (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestSortEventsNewestFirst(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	events := []Event{
-		{Reason: "Scheduled", LastSeen: t0},
-		{Reason: "FailedScheduling", LastSeen: t0.Add(2 * time.Minute)},
-		{Reason: "BackOff", LastSeen: t0.Add(time.Minute)},
-		{Reason: "Pulled", LastSeen: t0.Add(time.Minute)},
-	}
-	SortEvents(events)
-	var got []string
-	for _, e := range events {
-		got = append(got, e.Reason)
-	}
-	want := []string{"FailedScheduling", "BackOff", "Pulled", "Scheduled"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("SortEvents() order mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestClosestNames(t *testing.T) {
-	refs := []PodRef{
-		{Namespace: "shop", Name: "web-7f9c5d-abcde"}, {Namespace: "shop", Name: "web-7f9c5d-xyz12"}, {Namespace: "shop", Name: "worker-55d8-k2k2k"},
-		{Namespace: "staging", Name: "web-7f9c5d-abcdf"}, {Namespace: "kube-system", Name: "coredns-5644d7b6d9-bsmn7"}, {Namespace: "shop", Name: "db-0"},
-	}
-	got := closestNames(refs, "shop", "web-7f9c5d-abcdd", 3)
-	want := []string{"shop/web-7f9c5d-abcde", "staging/web-7f9c5d-abcdf", "shop/web-7f9c5d-xyz12"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("closestNames() mismatch (-want +got):\n%s", diff)
-	}
-	if got := closestNames(refs, "shop", "zzzzzzzz", 5); len(got) != 0 {
-		t.Errorf("closestNames(unrelated) = %v, want none", got)
 	}
 }
 
@@ -212,7 +179,7 @@ func TestCollectorRequestBudget(t *testing.T) {
 	}
 
 	direct := newRequestLog(t, c.Config)
-	cold, err := Diagnose(ctx, NewCollector(direct.client), "seed-frontend-cpu", "frontend")
+	cold, err := Diagnose(ctx, New(direct.client), "seed-frontend-cpu", "frontend")
 	if err != nil {
 		t.Fatalf("Diagnose(direct) error: %v", err)
 	}
@@ -225,9 +192,9 @@ func TestCollectorRequestBudget(t *testing.T) {
 	cached := newRequestLog(t, c.Config)
 	informerCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	cc, err := NewCachedCollector(informerCtx, cached.client)
+	cc, err := NewCached(informerCtx, cached.client)
 	if err != nil {
-		t.Fatalf("NewCachedCollector() error: %v", err)
+		t.Fatalf("NewCached() error: %v", err)
 	}
 	cached.take() // the initial lists and watches
 	warm, err := Diagnose(ctx, cc, "seed-frontend-cpu", "frontend")
@@ -260,18 +227,18 @@ func TestDiagnosePodNotFound(t *testing.T) {
 	c := testenv.StartT(t, testenv.Options{})
 	testenv.LoadT(t, c, "seed-frontend-cpu")
 	ctx := t.Context()
-	cc, err := NewCachedCollector(ctx, c.Client)
+	cc, err := NewCached(ctx, c.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, col := range map[string]*Collector{"direct": NewCollector(c.Client), "cached": cc} {
+	for name, col := range map[string]*Collector{"direct": New(c.Client), "cached": cc} {
 		t.Run(name, func(t *testing.T) {
 			d, err := Diagnose(ctx, col, "seed-frontend-cpu", "frontent")
 			if err != nil {
 				t.Fatalf("Diagnose() error: %v", err)
 			}
-			if got := d.Primary().Code; got != CodePodNotFound {
-				t.Errorf("Diagnose(frontent).Findings[0].Code = %s, want %s", got, CodePodNotFound)
+			if got := d.Primary().Code; got != triage.CodePodNotFound {
+				t.Errorf("Diagnose(frontent).Findings[0].Code = %s, want %s", got, triage.CodePodNotFound)
 			}
 			var similar []string
 			for _, e := range d.Primary().Evidence {
@@ -294,7 +261,7 @@ func TestDiagnoseUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Diagnose(t.Context(), NewCollector(client), "shop", "web")
+	d, err := Diagnose(t.Context(), New(client), "shop", "web")
 	if err == nil {
 		t.Fatalf("Diagnose() = %v, want an error", d.Primary().Code)
 	}

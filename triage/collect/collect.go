@@ -1,4 +1,4 @@
-package triage
+package collect
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/whypending/whypending/triage"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,17 +26,17 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
-// Collector reads everything a diagnosis needs into a Snapshot. It has two backends behind one
+// Collector reads everything a diagnosis needs into a triage.Snapshot. It has two backends behind one
 // type:
 //
-//   - direct (NewCollector): every Collect reads the API, like kubectl describe. The CLI uses it
+//   - direct (New): every Collect reads the API, like kubectl describe. The CLI uses it
 //     for one-shot answers.
-//   - cached (NewCachedCollector): shared informers keep pods, nodes, PVCs, PVs and pod events
+//   - cached (NewCached): shared informers keep pods, nodes, PVCs, PVs and pod events
 //     in memory, so a warm Collect sends no request except what the extras need (previous logs
 //     of a crashing container; Calico IPAM for a Calico sandbox failure). The bot uses it.
 //
-// Both backends build the Snapshot with the same code, so cold and warm answers agree. Objects in
-// a Snapshot may be shared with the informer cache: rules treat them as read-only.
+// Both backends build the triage.Snapshot with the same code, so cold and warm answers agree. Objects in
+// a triage.Snapshot may be shared with the informer cache: rules treat them as read-only.
 type Collector struct {
 	client kubernetes.Interface
 	// cache is nil for the direct backend.
@@ -74,17 +75,17 @@ const podsByNodeIndex = "spec.nodeName"
 // pageSize is the chunk size for paginated lists (kubectl's default).
 const pageSize = 500
 
-// NewCollector returns a Collector that reads the API directly on every Collect (the CLI's
+// New returns a Collector that reads the API directly on every Collect (the CLI's
 // one-shot backend).
-func NewCollector(client kubernetes.Interface) *Collector {
+func New(client kubernetes.Interface) *Collector {
 	return &Collector{client: client, now: time.Now}
 }
 
-// NewCachedCollector starts shared informers for pods, nodes, PVCs, PVs and pod events, waits until their
+// NewCached starts shared informers for pods, nodes, PVCs, PVs and pod events, waits until their
 // caches have synced and returns a Collector that reads those objects from the caches (the bot's
 // backend). The informers run until ctx is done. Cached objects carry no managedFields and no
 // last-applied-configuration annotation (see stripForCache).
-func NewCachedCollector(ctx context.Context, client kubernetes.Interface) (*Collector, error) {
+func NewCached(ctx context.Context, client kubernetes.Interface) (*Collector, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTransform(stripForCache))
 	podInformer := factory.Core().V1().Pods()
@@ -154,27 +155,27 @@ func indexPodByNode(obj any) ([]string, error) {
 	return []string{pod.Spec.NodeName}, nil
 }
 
-// Diagnose collects a Snapshot of namespace/name with c and evaluates it. It returns an error
+// Diagnose collects a triage.Snapshot of namespace/name with c and evaluates it. It returns an error
 // only when the pod itself could not be read for a reason other than NotFound (for example the
 // API server is unreachable); the error wraps the client's error (errors.As finds *url.Error,
-// apierrors.APIStatus, …). A missing pod is a Diagnosis with CodePodNotFound.
-func Diagnose(ctx context.Context, c *Collector, namespace, name string) (*Diagnosis, error) {
+// apierrors.APIStatus, …). A missing pod is a triage.Diagnosis with triage.CodePodNotFound.
+func Diagnose(ctx context.Context, c *Collector, namespace, name string) (*triage.Diagnosis, error) {
 	s, err := c.Collect(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	return Evaluate(s), nil
+	return triage.Evaluate(s), nil
 }
 
-// Collect reads everything the rules need about namespace/name into a Snapshot. Only a failed
+// Collect reads everything the rules need about namespace/name into a triage.Snapshot. Only a failed
 // pod read fails Collect; every other read is best effort (an empty part, with the matching
-// *Err field set where the Snapshot has one).
+// *Err field set where the triage.Snapshot has one).
 //
 // For an unscheduled pod it reads the nodes and every bound pod that still holds resources
 // (the verdict table needs them all: resources, host ports and inter-pod affinity are per
 // node and per topology domain); for a bound pod only its node and the pods on it.
-func (c *Collector) Collect(ctx context.Context, namespace, name string) (*Snapshot, error) {
-	s := &Snapshot{Now: c.now(), Requested: PodRef{Namespace: namespace, Name: name}}
+func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triage.Snapshot, error) {
+	s := &triage.Snapshot{Now: c.now(), Requested: triage.PodRef{Namespace: namespace, Name: name}}
 	pod, err := c.getPod(ctx, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -232,14 +233,14 @@ func (c *Collector) getPod(ctx context.Context, namespace, name string) (*corev1
 // podEvents lists the pod's events by involved-object UID from core/v1 and events.k8s.io/v1
 // (the same objects seen through two APIs; a cluster may serve either), merges them by event
 // UID and sorts them newest first. It fails only when both lists fail.
-func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]Event, error) {
+func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Event, error) {
 	if events, ok := c.cachedEvents(pod); ok {
 		return events, nil
 	}
 	uid := string(pod.UID)
-	byUID := map[types.UID]Event{}
+	byUID := map[types.UID]triage.Event{}
 	var order []types.UID
-	add := func(id types.UID, e Event) {
+	add := func(id types.UID, e triage.Event) {
 		if _, seen := byUID[id]; !seen {
 			order = append(order, id)
 		}
@@ -270,32 +271,17 @@ func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]Event, er
 	if coreErr != nil && newErr != nil {
 		return nil, fmt.Errorf("list events for pod %s/%s: %w", pod.Namespace, pod.Name, coreErr)
 	}
-	events := make([]Event, 0, len(order))
+	events := make([]triage.Event, 0, len(order))
 	for _, id := range order {
 		events = append(events, byUID[id])
 	}
-	SortEvents(events)
+	triage.SortEvents(events)
 	return events, nil
 }
 
-// SortEvents sorts events newest first by LastSeen (ties: by reason, then message, so the
-// order is stable).
-func SortEvents(events []Event) {
-	sort.SliceStable(events, func(i, j int) bool {
-		a, b := events[i], events[j]
-		if !a.LastSeen.Equal(b.LastSeen) {
-			return a.LastSeen.After(b.LastSeen)
-		}
-		if a.Reason != b.Reason {
-			return a.Reason < b.Reason
-		}
-		return a.Message < b.Message
-	})
-}
-
-// eventFromCore normalises a core/v1 Event.
-func eventFromCore(e *corev1.Event) Event {
-	out := Event{
+// eventFromCore normalises a core/v1 triage.Event.
+func eventFromCore(e *corev1.Event) triage.Event {
+	out := triage.Event{
 		Type:      e.Type,
 		Reason:    e.Reason,
 		Message:   e.Message,
@@ -310,14 +296,14 @@ func eventFromCore(e *corev1.Event) Event {
 	if e.Series != nil {
 		seriesLast, seriesCount = e.Series.LastObservedTime.Time, e.Series.Count
 	}
-	out.setSeen(e.Count, e.FirstTimestamp.Time, e.LastTimestamp.Time, e.EventTime.Time, seriesLast, seriesCount)
+	setSeen(&out, e.Count, e.FirstTimestamp.Time, e.LastTimestamp.Time, e.EventTime.Time, seriesLast, seriesCount)
 	return out
 }
 
-// eventFromEventsV1 normalises an events.k8s.io/v1 Event (note is the message; the deprecated*
+// eventFromEventsV1 normalises an events.k8s.io/v1 triage.Event (note is the message; the deprecated*
 // fields hold what a core/v1 writer set).
-func eventFromEventsV1(e *eventsv1.Event) Event {
-	out := Event{
+func eventFromEventsV1(e *eventsv1.Event) triage.Event {
+	out := triage.Event{
 		Type:      e.Type,
 		Reason:    e.Reason,
 		Message:   e.Note,
@@ -332,14 +318,14 @@ func eventFromEventsV1(e *eventsv1.Event) Event {
 	if e.Series != nil {
 		seriesLast, seriesCount = e.Series.LastObservedTime.Time, e.Series.Count
 	}
-	out.setSeen(e.DeprecatedCount, e.DeprecatedFirstTimestamp.Time, e.DeprecatedLastTimestamp.Time, e.EventTime.Time, seriesLast, seriesCount)
+	setSeen(&out, e.DeprecatedCount, e.DeprecatedFirstTimestamp.Time, e.DeprecatedLastTimestamp.Time, e.EventTime.Time, seriesLast, seriesCount)
 	return out
 }
 
-// setSeen fills Count, FirstSeen and LastSeen from the time fields both event APIs share:
+// setSeen fills out's Count, FirstSeen and LastSeen from the time fields both event APIs share:
 // LastSeen is the series' last observation, else lastTimestamp, else eventTime, else
 // firstTimestamp; Count is the larger of count and series.count, at least 1.
-func (out *Event) setSeen(count int32, first, last, eventTime, seriesLast time.Time, seriesCount int32) {
+func setSeen(out *triage.Event, count int32, first, last, eventTime, seriesLast time.Time, seriesCount int32) {
 	out.FirstSeen = first
 	if out.FirstSeen.IsZero() {
 		out.FirstSeen = eventTime

@@ -1,8 +1,7 @@
-package triage
+package collect
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,32 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 // This file checks the non-scheduling rule families against every scenario folder without a
-// control plane: it builds the Snapshot a Collector would build from the manifests (the clock
+// control plane: it builds the triage.Snapshot a Collector would build from the manifests (the clock
 // line is "now", delete_after_load pods get a deletionTimestamp) and evaluates it. The real
 // control-plane test over the same folders is scenarios_test.go; this one is fast and runs the
 // same expectations, so a rule change is checked in a second.
-
-// schedulingCodes are the codes of the Pending (unscheduled) family, judged by the real
-// scheduler in scenarios_test.go.
-var schedulingCodes = map[string]bool{
-	"insufficient-cpu": true, "insufficient-memory": true, "insufficient-ephemeral-storage": true,
-	"insufficient-extended-resource": true, "too-many-pods": true, "untolerated-taint": true,
-	"node-selector-mismatch": true, "node-unschedulable": true, "pod-affinity-unsatisfiable": true,
-	"pod-anti-affinity-unsatisfiable": true, "topology-spread-unsatisfiable": true,
-	"host-port-conflict": true, "pvc-unbound": true, "pvc-not-found": true,
-	"volume-node-affinity-conflict": true, "scheduling-gated": true, "no-nodes": true,
-	"scheduler-not-running": true,
-}
 
 // scenarioDirs lists testdata/scenarios/* and testdata/cases/*.
 func scenarioDirs(t testing.TB) []string {
@@ -62,12 +53,12 @@ func TestScenariosOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if schedulingCodes[sc.Expected.Code] {
+		if triage.Code(sc.Expected.Code).Pending() {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
 			s := offlineSnapshot(t, sc)
-			d := Evaluate(s)
+			d := triage.Evaluate(s)
 			got := d.Primary()
 			if string(got.Code) != sc.Expected.Code && !slices.Contains(sc.Expected.AlsoOK, string(got.Code)) {
 				t.Errorf("primary code = %s, want %s (also ok %v); summary: %s", got.Code, sc.Expected.Code, sc.Expected.AlsoOK, got.Summary)
@@ -91,7 +82,7 @@ func TestScenariosOffline(t *testing.T) {
 				for _, f := range d.Findings {
 					t.Logf("%s [%s] %s", f.Code, f.Severity, f.Summary)
 					for _, e := range f.Evidence {
-						t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, truncate(e.Message, 160), e.Count)
+						t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, e.Message, e.Count)
 					}
 					for _, x := range f.Fix {
 						t.Logf("    $ %s", x)
@@ -105,18 +96,18 @@ func TestScenariosOffline(t *testing.T) {
 	}
 }
 
-// offlineSnapshot builds the Snapshot a Collector would build for the scenario's pod, with the
+// offlineSnapshot builds the triage.Snapshot a Collector would build for the scenario's pod, with the
 // scenario clock as now and IPAM state derived from the Calico objects in the manifests.
-func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *Snapshot {
+func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 	t.Helper()
 	ns, name, _ := strings.Cut(sc.Expected.Pod, "/")
 	now := sc.Clock
 	if now.IsZero() {
 		now = time.Now()
 	}
-	s := &Snapshot{
+	s := &triage.Snapshot{
 		Now:           now,
-		Requested:     PodRef{Namespace: ns, Name: name},
+		Requested:     triage.PodRef{Namespace: ns, Name: name},
 		PodsByNode:    map[string][]*corev1.Pod{},
 		ServerVersion: &version.Info{Major: "1", Minor: "37", GitVersion: "v0.0.0-master+$Format:%H$"},
 	}
@@ -154,7 +145,7 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *Snapshot {
 			calicoObjs = append(calicoObjs, u)
 		}
 	}
-	SortEvents(s.Events)
+	triage.SortEvents(s.Events)
 	for i, p := range pods {
 		p.UID = types.UID(fmt.Sprintf("uid-%d", i))
 		if p.Namespace == ns && p.Name == name {
@@ -201,7 +192,7 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *Snapshot {
 			s.PVs[c.Spec.VolumeName] = pvs[c.Spec.VolumeName]
 		}
 	}
-	if len(calicoObjs) > 0 && needsIPAM(s) {
+	if len(calicoObjs) > 0 && triage.NeedsIPAM(s) {
 		s.IPAM = offlineIPAM(t, calicoObjs, pods, nodes)
 	}
 	return s
@@ -214,12 +205,12 @@ func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {
 	}
 }
 
-// offlineIPAM derives IPAMState from Calico objects the way calicoctl ipam check and ipam show
+// offlineIPAM derives triage.IPAMState from Calico objects the way calicoctl ipam check and ipam show
 // would: an allocation is in use when a running pod or a node tunnel annotation has its IP,
 // and a block is empty when it has no allocation.
-func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1.Pod, nodes []*corev1.Node) *IPAMState {
+func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1.Pod, nodes []*corev1.Node) *triage.IPAMState {
 	t.Helper()
-	st := &IPAMState{NodeBlocks: map[string]int{}, LeakedIPsByNode: map[string]int{}, EmptyBlocksByNode: map[string]int{}}
+	st := &triage.IPAMState{NodeBlocks: map[string]int{}, LeakedIPsByNode: map[string]int{}, EmptyBlocksByNode: map[string]int{}}
 	used := map[netip.Addr]bool{}
 	for _, p := range pods {
 		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -242,7 +233,7 @@ func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1
 	}
 	type pool struct {
 		p     netip.Prefix
-		usage *PoolUsage
+		usage *triage.PoolUsage
 	}
 	var pools []pool
 	for _, u := range objs {
@@ -262,11 +253,11 @@ func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1
 			pfx := netip.MustParsePrefix(cidr)
 			bs, _ := spec["blockSize"].(int64)
 			disabled, _ := spec["disabled"].(bool)
-			st.Pools = append(st.Pools, PoolUsage{Name: u.GetName(), CIDR: cidr, Disabled: disabled, BlockSize: int(bs), Total: 1 << (32 - pfx.Bits())})
+			st.Pools = append(st.Pools, triage.PoolUsage{Name: u.GetName(), CIDR: cidr, Disabled: disabled, BlockSize: int(bs), Total: 1 << (32 - pfx.Bits())})
 		}
 	}
 	if st.MaxBlocksPerHost == 0 {
-		st.MaxBlocksPerHost = defaultMaxBlocksPerHost
+		st.MaxBlocksPerHost = calico.DefaultMaxBlocksPerHost
 	}
 	for i := range st.Pools {
 		pools = append(pools, pool{netip.MustParsePrefix(st.Pools[i].CIDR), &st.Pools[i]})

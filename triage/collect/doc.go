@@ -1,0 +1,11 @@
+// Package collect reads, in one pass, everything package triage's rules need to explain a pod
+// into a triage.Snapshot, and Diagnose evaluates it. It is the only part of triage that talks
+// to the API server.
+//
+// A Collector has two backends behind one type: New reads the API on every Collect (the CLI's
+// one-shot answers, like kubectl describe); NewCached keeps pods, nodes, PVCs, PVs and pod
+// events in shared informers, so a warm Collect sends almost no request (the bot). Both build
+// the Snapshot with the same code, so cold and warm answers agree. Expensive optional reads
+// (Calico IPAM, previous container logs) happen only when the rules say the pod's state calls
+// for them (triage.NeedsIPAM, triage.LogCandidates).
+package collect

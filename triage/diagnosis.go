@@ -21,8 +21,10 @@ type Diagnosis struct {
 	Node string `json:"node,omitempty"`
 	// Summary is one sentence for a person: the primary cause in words.
 	Summary string `json:"summary"`
-	// Uncertain is true when no rule is sure; Findings[0] then carries the best guess or
-	// CodeUnknown, and Summary says so.
+	// Uncertain is true when the primary cause is not sure: no rule found a blocker
+	// (Findings[0] is then CodeUnknown), or the primary finding is itself Uncertain (the
+	// evidence conflicts, or the blocking reason is one the rules do not model). Summary then
+	// says so, and the evidence shows what the cluster says.
 	Uncertain bool `json:"uncertain,omitempty"`
 	// Findings holds the primary cause first, then context findings. Never empty.
 	Findings []Finding `json:"findings"`
@@ -55,8 +57,13 @@ type Finding struct {
 	Code Code `json:"code"`
 	// Severity tells how much this finding blocks the pod.
 	Severity Severity `json:"severity"`
-	// Summary is one sentence rendered from the evidence.
+	// Summary is one sentence rendered from the evidence. An Uncertain finding's Summary says
+	// what is not known.
 	Summary string `json:"summary"`
+	// Uncertain is true when the rule is not sure of this cause: the evidence conflicts, two
+	// readings fit it equally (each is then its own finding), or the blocking reason is one the
+	// rules do not model. A sure finding never has it set.
+	Uncertain bool `json:"uncertain,omitempty"`
 	// Evidence is what the finding rests on: events, container states, fields.
 	Evidence []Evidence `json:"evidence,omitempty"`
 	// Fix holds steps for the operator; entries that start with a command (kubectl, calicoctl,

@@ -8,8 +8,8 @@ import (
 // Evaluate runs every rule over s and ranks the findings: the first blocker (in rules order) is
 // the primary cause, then the other blockers, then context findings. When no rule reports a
 // blocker, a not-stuck finding (pod-healthy, pod-completed) comes first if there is one; else
-// the diagnosis is marked Uncertain with CodeUnknown first. Evaluate is pure: it reads
-// only s.
+// the diagnosis is marked Uncertain with CodeUnknown first; an Uncertain primary finding marks
+// it Uncertain too. Evaluate is pure: it reads only s.
 func Evaluate(s *Snapshot) *Diagnosis {
 	d := &Diagnosis{CollectedAt: s.Now, Events: s.Events}
 	if s.Pod == nil {
@@ -42,6 +42,9 @@ func Evaluate(s *Snapshot) *Diagnosis {
 			d.Uncertain = true
 			d.Findings = append([]Finding{unknownFinding(s)}, d.Findings...)
 		}
+	}
+	if d.Findings[0].Uncertain {
+		d.Uncertain = true
 	}
 	d.Summary = d.Findings[0].Summary
 	return d

@@ -38,6 +38,8 @@ const (
 	CodePVCNotFound Code = "pvc-not-found"
 	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): volume binding blocks scheduling
 	CodeVolumeNodeAffinityConflict Code = "volume-node-affinity-conflict"
+	// CodeVolumeAttachLimit (volume-attach-limit): nodes are at their CSI attachable-volume limit ("exceed max volume count"; CSINode spec.drivers[].allocatable.count)
+	CodeVolumeAttachLimit Code = "volume-attach-limit"
 	// CodeSchedulingGated (scheduling-gated): spec.schedulingGates not removed
 	CodeSchedulingGated Code = "scheduling-gated"
 	// CodeNoNodes (no-nodes): the cluster has no (ready) nodes
@@ -60,6 +62,8 @@ const (
 	CodeAWSVPCCNIIPExhausted Code = "aws-vpc-cni-ip-exhausted"
 	// CodeCNINotInitialized (cni-not-initialized): "network plugin is not ready: cni config uninitialized"
 	CodeCNINotInitialized Code = "cni-not-initialized"
+	// CodeCNIIPRangeExhausted (cni-ip-range-exhausted): a node-local IPAM range is full ("no IP addresses available in range set", host-local as used by flannel, canal, antrea and bridge): compare the pods running on the node with the range size; reservations leaked by failed CNI ADD/DEL are the usual cause
+	CodeCNIIPRangeExhausted Code = "cni-ip-range-exhausted"
 	// CodeSandboxCreationFailed (sandbox-creation-failed): any other FailedCreatePodSandBox
 	CodeSandboxCreationFailed Code = "sandbox-creation-failed"
 	// CodeConfigMapNotFound (configmap-not-found): a volume's ConfigMap or Secret does not exist (FailedMount)
@@ -88,6 +92,12 @@ const (
 	CodeImageNotPresentPullNever Code = "image-not-present-pull-never"
 	// CodeInvalidImageName (invalid-image-name): InvalidImageName
 	CodeInvalidImageName Code = "invalid-image-name"
+	// CodeRegistryCertificateUntrusted (registry-certificate-untrusted): the runtime does not trust the registry's TLS certificate ("x509: certificate signed by unknown authority", "certificate is not valid for")
+	CodeRegistryCertificateUntrusted Code = "registry-certificate-untrusted"
+	// CodeRegistryUnreachable (registry-unreachable): the registry cannot be reached ("dial tcp … i/o timeout", "connection refused", "no such host", a proxy error)
+	CodeRegistryUnreachable Code = "registry-unreachable"
+	// CodeImageShortNameAmbiguous (image-short-name-ambiguous): a short image name (no registry) that the runtime refuses to resolve, e.g. CRI-O short-name mode "enforcing" with several unqualified-search registries (ImageInspectError)
+	CodeImageShortNameAmbiguous Code = "image-short-name-ambiguous"
 	// CodeImagePullFailed (image-pull-failed): any other pull failure
 	CodeImagePullFailed Code = "image-pull-failed"
 	// CodeSecretKeyNotFound (secret-key-not-found): CreateContainerConfigError from env/envFrom

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/whypending/whypending/triage"
 )
 
@@ -34,11 +32,8 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	if ns == "" {
 		ns = firstNonEmpty(f.values["namespace"], f.values["n"], c.Namespace, "default")
 	}
-	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return Reply{}, userErrorf("%q is not a namespace name", ns)
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return Reply{}, userErrorf("%q is not a pod name", name)
+	if err := triage.CheckPodRef(ns, name); err != nil {
+		return Reply{}, userErrorf("%v", err)
 	}
 	if c.Diagnoser == nil {
 		return Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)

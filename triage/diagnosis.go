@@ -118,14 +118,22 @@ type NodeReason struct {
 	Code Code `json:"code"`
 	// Message is the short human reason, e.g. "taint node-role.kubernetes.io/control-plane:NoSchedule".
 	Message string `json:"message"`
-	// Resource is the resource name for resource shortfalls ("cpu", "nvidia.com/gpu").
+	// Resource is the resource name for resource shortfalls ("cpu", "nvidia.com/gpu"), or the
+	// CSI driver for volume-attach-limit ("ebs.csi.aws.com").
 	Resource string `json:"resource,omitempty"`
 	// Requested is what the pod requests (base unit).
 	Requested int64 `json:"requested,omitempty"`
 	// Used is what pods already bound to the node request (base unit).
 	Used int64 `json:"used,omitempty"`
-	// Allocatable is status.allocatable of the node (base unit).
+	// Allocatable is status.allocatable of the node (base unit); for volume-attach-limit, the
+	// CSINode's allocatable count for the driver named in Resource.
 	Allocatable int64 `json:"allocatable,omitempty"`
+	// FromScheduler is true when the reason is the kube-scheduler's own verdict that the rules
+	// do not reproduce: the scheduler's latest FailedScheduling message counts a rejection the
+	// model found no reason for, so it is given to this node verbatim (Code is the reason's
+	// code, or unknown when the rules do not model that reason). Such a node never counts as
+	// fitting.
+	FromScheduler bool `json:"fromScheduler,omitempty"`
 }
 
 // Severity ranks findings. It marshals to JSON by name.

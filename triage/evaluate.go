@@ -75,7 +75,7 @@ func unknownFinding(s *Snapshot) Finding {
 			f.Evidence = append(f.Evidence, EventEvidence(s.Pod, e))
 		}
 	}
-	f.Fix = []string{fmt.Sprintf("kubectl describe pod -n %s %s", s.Pod.Namespace, s.Pod.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl describe pod -n %s %s", shellQuote(s.Pod.Namespace), shellQuote(s.Pod.Name))}
 	return f
 }
 
@@ -92,6 +92,6 @@ func notFoundFinding(s *Snapshot) Finding {
 			f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + p, Message: "similar name"})
 		}
 	}
-	f.Fix = []string{fmt.Sprintf("kubectl get pods -A | grep %s", s.Requested.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl get pods -A | grep %s", shellQuote(s.Requested.Name))}
 	return f
 }

@@ -267,4 +267,4 @@ func plural(n int, one, many string) string {
 }
 
 // nsFlag is "-n namespace" for kubectl lines about the pod.
-func nsFlag(pod *corev1.Pod) string { return "-n " + pod.Namespace }
+func nsFlag(pod *corev1.Pod) string { return "-n " + shellQuote(pod.Namespace) }

@@ -52,7 +52,7 @@ func healthyFinding(s *Snapshot) (Finding, bool) {
 	if restarts > 0 {
 		f.Summary += fmt.Sprintf(" Its containers restarted %d %s in the past, but not in the last %s.", restarts, plural(int(restarts), "time", "times"), FormatAge(recentRestart))
 	}
-	f.Fix = []string{fmt.Sprintf("kubectl get pod %s %s -o wide", nsFlag(pod), pod.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl get pod %s %s -o wide", nsFlag(pod), shellQuote(pod.Name))}
 	return f, true
 }
 
@@ -70,6 +70,6 @@ func completedFinding(s *Snapshot) Finding {
 			f.Evidence = append(f.Evidence, terminatedEvidence(pod, c.field("state.terminated"), t))
 		}
 	}
-	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s --all-containers", nsFlag(pod), pod.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s --all-containers", nsFlag(pod), shellQuote(pod.Name))}
 	return f
 }

@@ -1,41 +1,96 @@
 package triage
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// ClosestPodNames ranks refs by name distance to namespace/name and returns the best n that are
-// plausibly the same thing (distance at most half the longer name, or a shared prefix of at
-// least 3 characters).
-func ClosestPodNames(refs []PodRef, namespace, name string, n int) []string {
-	type scored struct {
-		ref   PodRef
-		score int
+// nameScore says how plausibly have is what someone asking for want meant, lower is closer;
+// ok is false when it is not close at all. Close means one of:
+//   - a typo away: edit distance at most a third of the shorter name (at least 1);
+//   - the same generated-name stem: both names without their last "-suffix" segment are equal
+//     and at least 3 characters (web-7f9c5d-abcde for web-7f9c5d-xyz12: the same ReplicaSet);
+//   - want, at least 3 characters, is have's leading segments (checkout for
+//     checkout-7d9f8b6c4-x2k9q: the workload of that pod).
+//
+// Anything else, e.g. "x" against every name with an x in it, is never suggested.
+func nameScore(want, have string) (score int, ok bool) {
+	if want == "" || have == "" {
+		return 0, false
 	}
-	var cands []scored
+	d := editDistance(want, have)
+	if d <= max(1, min(len(want), len(have))/3) {
+		return d, true
+	}
+	if sw, sh := stem(want), stem(have); len(sw) >= 3 && sw == sh {
+		return 10 + d, true
+	}
+	if len(want) >= 3 && strings.HasPrefix(have, want+"-") {
+		return 20 + len(have) - len(want), true
+	}
+	return 0, false
+}
+
+// stem drops a name's last "-segment" ("web-7f9c5d-abcde" -> "web-7f9c5d"); a name without a
+// dash has no stem.
+func stem(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return ""
+	}
+	return name[:i]
+}
+
+// closestNames returns up to n of candidates that are close to want (nameScore), closest
+// first, ties by name. It never returns want itself.
+func closestNames(want string, candidates []string, n int) []string {
+	var cands []scoredName
+	for _, c := range candidates {
+		if score, ok := nameScore(want, c); ok && c != want {
+			cands = append(cands, scoredName{c, score})
+		}
+	}
+	return bestNames(cands, n)
+}
+
+// ClosestPodNames returns "namespace/name" of up to n pods of refs whose names are close to
+// name (see nameScore), closest first; a pod in another namespace than the one asked ranks
+// after an equally close one in it. A name that is close to nothing gets no suggestion.
+func ClosestPodNames(refs []PodRef, namespace, name string, n int) []string {
+	var cands []scoredName
 	for _, r := range refs {
-		d := editDistance(name, r.Name)
-		prefix := commonPrefixLen(name, r.Name)
-		longer := max(len(name), len(r.Name))
-		if d > longer/2 && prefix < 3 && !strings.Contains(r.Name, name) {
+		score, ok := nameScore(name, r.Name)
+		if !ok || (r.Name == name && r.Namespace == namespace) {
 			continue
 		}
-		score := 2*d - prefix
 		if r.Namespace != namespace {
-			score += 2
+			score++
 		}
-		cands = append(cands, scored{r, score})
+		cands = append(cands, scoredName{r.String(), score})
 	}
+	return bestNames(cands, n)
+}
+
+// scoredName is a suggestion and its nameScore.
+type scoredName struct {
+	name  string
+	score int
+}
+
+// bestNames returns the names of the n lowest scores (ties by name).
+func bestNames(cands []scoredName, n int) []string {
 	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].score != cands[j].score {
 			return cands[i].score < cands[j].score
 		}
-		return cands[i].ref.String() < cands[j].ref.String()
+		return cands[i].name < cands[j].name
 	})
 	var out []string
 	for i := 0; i < len(cands) && i < n; i++ {
-		out = append(out, cands[i].ref.String())
+		out = append(out, cands[i].name)
 	}
 	return out
 }
@@ -61,11 +116,15 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// commonPrefixLen is the length of the longest common prefix of a and b.
-func commonPrefixLen(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
+// CheckPodRef returns an error saying what is wrong when namespace is not a valid namespace
+// name (a DNS-1123 label) or name is not a valid pod name (a DNS-1123 subdomain). No such pod
+// can exist, so callers answer with the error and ask the API server nothing.
+func CheckPodRef(namespace, name string) error {
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid namespace name: %s", namespace, errs[0])
 	}
-	return n
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid pod name: %s", name, errs[0])
+	}
+	return nil
 }

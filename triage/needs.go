@@ -5,6 +5,7 @@ package triage
 // what is already in the Snapshot, whether the pod's state calls for them.
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,4 +71,69 @@ func LogCandidates(s *Snapshot) []string {
 		out = append(out, r.c.Status.Name)
 	}
 	return out
+}
+
+// NeedsStorageClasses reports whether the Collector should read the StorageClasses: one of the
+// pod's claims exists but is not bound, and the rules explain why from its class (binding mode,
+// provisioner, a class that does not exist).
+func NeedsStorageClasses(s *Snapshot) bool {
+	for _, pvc := range s.PVCs {
+		if pvc != nil && (pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsVolumeLimits reports whether the Collector should read CSINodes and the claims of the
+// pods on the nodes (Snapshot.CSINodes, NodeClaims): the pod is unscheduled, mounts volumes,
+// and the scheduler's latest message says nodes exceed their attachable-volume count. Other
+// pods skip these cluster-wide reads.
+func NeedsVolumeLimits(s *Snapshot) bool {
+	if !isUnscheduled(s.Pod) || len(s.Pod.Spec.Volumes) == 0 {
+		return false
+	}
+	m, ok := LatestSchedulerMessage(s.Events)
+	return ok && m.Counts()[CodeVolumeAttachLimit] > 0
+}
+
+// missingObjectResources maps the codes of a missing object to the resource whose names the
+// rules compare with the missing name.
+var missingObjectResources = map[Code]string{
+	CodeConfigMapNotFound: "configmaps",
+	CodeSecretNotFound:    "secrets",
+	CodePVCNotFound:       "persistentvolumeclaims",
+}
+
+// NeedsNames returns the resources ("configmaps", "secrets", "persistentvolumeclaims") whose
+// names in the pod's namespace the Collector should read into Snapshot.NamesInNamespace: those
+// of an object a rule reports missing, so the answer can suggest the closest existing names.
+// It evaluates the rules on s, but only when an event or a container state says "not found".
+func NeedsNames(s *Snapshot) []string {
+	if s.Pod == nil || !mentionsNotFound(s) {
+		return nil
+	}
+	var out []string
+	for _, f := range Evaluate(s).Findings {
+		if r, ok := missingObjectResources[f.Code]; ok && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mentionsNotFound reports whether a Warning event or a waiting container says "not found".
+func mentionsNotFound(s *Snapshot) bool {
+	for _, e := range s.Events {
+		if e.Type == corev1.EventTypeWarning && containsAny(e.Message, "not found") {
+			return true
+		}
+	}
+	for _, c := range containerStatuses(s.Pod) {
+		if w := c.Status.State.Waiting; w != nil && containsAny(w.Message, "not found") {
+			return true
+		}
+	}
+	return false
 }

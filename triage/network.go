@@ -107,6 +107,8 @@ func sandboxCode(msg string) Code {
 		return CodeCNINotInitialized
 	case containsAny(msg, "/var/lib/calico/nodename", "check that the calico/node container is running"):
 		return CodeCalicoNodeNotReady
+	case containsAny(msg, "no IP addresses available in range set"):
+		return CodeCNIIPRangeExhausted
 	}
 	return CodeSandboxCreationFailed
 }
@@ -139,8 +141,8 @@ func sandboxFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 	case CodeCNINotInitialized:
 		f.Summary = fmt.Sprintf("The container runtime on %s has no working CNI configuration, so no pod network can be set up (%s %s).", node, e.Reason, seen)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -Ei 'calico|cilium|flannel|aws-node|weave|kube-router'", node),
-			fmt.Sprintf("On %s: ls /etc/cni/net.d/ && journalctl -u containerd -u kubelet | grep -i cni | tail", node),
+			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -Ei 'calico|cilium|flannel|aws-node|weave|kube-router'", shellQuote(node)),
+			fmt.Sprintf("On %s: ls /etc/cni/net.d/ && journalctl -u containerd -u kubelet | grep -i cni | tail", shellQuote(node)),
 			"Install the cluster's CNI plugin or fix its DaemonSet so it writes its config to /etc/cni/net.d on this node.",
 		}
 	case CodeCalicoNodeNotReady:
@@ -149,14 +151,17 @@ func sandboxFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 			f.Evidence = append(f.Evidence, calicoPodEvidence(cn)...)
 			f.Fix = calicoNodeFix(cn)
 		} else {
-			f.Fix = []string{fmt.Sprintf("kubectl get pods -A -l k8s-app=calico-node -o wide --field-selector spec.nodeName=%s", node)}
+			f.Fix = []string{fmt.Sprintf("kubectl get pods -A -l k8s-app=calico-node -o wide --field-selector spec.nodeName=%s", shellQuote(node))}
 		}
+	case CodeCNIIPRangeExhausted:
+		rangeExhaustedDetail(s, e, &f)
 	default:
 		f.Summary = fmt.Sprintf("The kubelet on %s cannot create the pod's sandbox (FailedCreatePodSandBox %s).", node, seen)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name),
-			fmt.Sprintf("On %s: journalctl -u kubelet -u containerd | grep -i sandbox | tail", node),
+			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)),
+			fmt.Sprintf("On %s: journalctl -u kubelet -u containerd | grep -i sandbox | tail", shellQuote(node)),
 		}
+		cniAPIDetail(s, e, &f)
 	}
 	return f
 }
@@ -182,8 +187,8 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 			f.Summary += fmt.Sprintf(" The pools now have %d free %s and nothing is leaked, so the kubelet's next sandbox retry (with back-off) should succeed.",
 				free, plural(free, "address", "addresses"))
 			f.Fix = []string{
-				fmt.Sprintf("kubectl get events %s --field-selector involvedObject.name=%s -w  # a new FailedCreatePodSandBox means the cause is elsewhere", nsFlag(s.Pod), s.Pod.Name),
-				fmt.Sprintf("kubectl delete pod %s %s  # only to retry at once, if a controller recreates it", nsFlag(s.Pod), s.Pod.Name),
+				fmt.Sprintf("kubectl get events %s --field-selector involvedObject.name=%s -w  # a new FailedCreatePodSandBox means the cause is elsewhere", nsFlag(s.Pod), shellQuote(s.Pod.Name)),
+				fmt.Sprintf("kubectl delete pod %s %s  # only to retry at once, if a controller recreates it", nsFlag(s.Pod), shellQuote(s.Pod.Name)),
 			}
 			return
 		}
@@ -274,7 +279,7 @@ func awsDetail(s *Snapshot, f *Finding) {
 	}
 	f.Fix = []string{
 		"kubectl get daemonset aws-node -n kube-system -o jsonpath='{.spec.template.spec.containers[0].env}'",
-		fmt.Sprintf("On %s: grep 'IP pool stats' /var/log/aws-routed-eni/ipamd.log | tail -1", pod.Spec.NodeName),
+		fmt.Sprintf("On %s: grep 'IP pool stats' /var/log/aws-routed-eni/ipamd.log | tail -1", shellQuote(pod.Spec.NodeName)),
 		"Set the kubelet's max-pods to the ENI limit of the instance type (eni-max-pods.txt), or enable prefix delegation: kubectl set env daemonset aws-node -n kube-system ENABLE_PREFIX_DELEGATION=true",
 	}
 }
@@ -289,8 +294,8 @@ func cniFromNodeFinding(s *Snapshot, node *corev1.Node) Finding {
 		Summary:  fmt.Sprintf("The container runtime on %s reports that its network plugin is not ready (no CNI configuration), so no pod sandbox can be created there.", node.Name),
 		Evidence: []Evidence{{Object: nodeObject(node.Name), Field: "status.conditions[Ready]", Reason: c.Reason, Message: c.Message}},
 		Fix: []string{
-			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", node.Name),
-			fmt.Sprintf("On %s: ls /etc/cni/net.d/", node.Name),
+			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(node.Name)),
+			fmt.Sprintf("On %s: ls /etc/cni/net.d/", shellQuote(node.Name)),
 		},
 	}
 	return f
@@ -361,8 +366,8 @@ func calicoPodEvidence(cn *corev1.Pod) []Evidence {
 // calicoNodeFix is what to run about a broken calico-node pod.
 func calicoNodeFix(cn *corev1.Pod) []string {
 	return []string{
-		fmt.Sprintf("kubectl logs -n %s %s -c calico-node --previous | tail -20", cn.Namespace, cn.Name),
-		fmt.Sprintf("kubectl describe pod -n %s %s", cn.Namespace, cn.Name),
+		fmt.Sprintf("kubectl logs -n %s %s -c calico-node --previous | tail -20", shellQuote(cn.Namespace), shellQuote(cn.Name)),
+		fmt.Sprintf("kubectl describe pod -n %s %s", shellQuote(cn.Namespace), shellQuote(cn.Name)),
 		"If its log says the pools are exhausted: whypending ipam check",
 	}
 }

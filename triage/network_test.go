@@ -2,6 +2,7 @@ package triage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,76 @@ func TestIPAMExhaustedAfterRepairSaysTheFailureIsHistory(t *testing.T) {
 	}
 	if len(f.Actions) != 0 {
 		t.Errorf("Actions = %v, want none", f.Actions)
+	}
+}
+
+// TestSandboxMessagesAreRead is issue 12's kind 6: a full node-local IPAM range and a CNI
+// plugin that cannot reach the API server are read from the sandbox message, for any CNI.
+func TestSandboxMessagesAreRead(t *testing.T) {
+	creating := testPod(pending("ContainerCreating", ""))
+	running := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range n {
+			p := testPod()
+			p.Name = fmt.Sprintf("other-%d", i)
+			out = append(out, p)
+		}
+		return out
+	}
+	withNode := func(s *Snapshot, podCIDR string, pods []*corev1.Pod) *Snapshot {
+		s.Nodes[0].Spec.PodCIDR = podCIDR
+		s.PodsByNode = map[string][]*corev1.Pod{"node-1": pods}
+		return s
+	}
+	sandbox := func(msg string) Event { return warning("FailedCreatePodSandBox", msg, 40, 20*time.Second) }
+	tests := []struct {
+		name string
+		snap *Snapshot
+		want Code
+		says string
+	}{
+		{
+			name: "flannel host-local range with the range in the message and few pods: leaked reservations",
+			snap: withNode(testSnapshot(creating, sandbox(`Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "9a1c": plugin type="flannel" failed (add): failed to delegate add: failed to allocate for range 0: no IP addresses available in range set: 10.244.1.1-10.244.1.254`)), "10.244.1.0/24", running(12)),
+			want: CodeCNIIPRangeExhausted, says: "leaked",
+		},
+		{
+			name: "canal without the range in the message: the node's podCIDR gives the size",
+			snap: withNode(testSnapshot(creating, sandbox(`networkPlugin cni failed to set up pod "web_shop" network: failed to allocate for range 0: no IP addresses available in range set`)), "10.42.3.0/24", running(30)),
+			want: CodeCNIIPRangeExhausted, says: "253 addresses",
+		},
+		{
+			name: "bridge plugin with a tiny range really full",
+			snap: withNode(testSnapshot(creating, sandbox(`plugin type="bridge" failed (add): failed to allocate for range 0: no IP addresses available in range set: 10.88.0.2-10.88.0.6`)), "", running(5)),
+			want: CodeCNIIPRangeExhausted, says: "really is full",
+		},
+		{
+			name: "Calico CNI through a proxy that answers 503 (containerd with HTTP_PROXY)",
+			snap: testSnapshot(creating, sandbox(`Failed create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "1faa": error getting ClusterInformation: Get https://[10.96.0.1]:443/apis/crd.projectcalico.org/v1/clusterinformations/default: Service Unavailable`)),
+			want: CodeSandboxCreationFailed, says: "NO_PROXY",
+		},
+		{
+			name: "Multus through a proxy it cannot connect to",
+			snap: testSnapshot(creating, sandbox(`plugin type="multus" name="multus-cni-network" failed (add): Multus: [shop/app/1f2e]: error getting pod: Get "https://[10.43.0.1]:443/api/v1/namespaces/shop/pods/app?timeout=1m0s": proxyconnect tcp: dial tcp 10.0.0.5:3128: connect: connection refused`)),
+			want: CodeSandboxCreationFailed, says: "NO_PROXY",
+		},
+		{
+			name: "Calico CNI token expired",
+			snap: testSnapshot(creating, sandbox(`plugin type="calico" failed (add): error getting ClusterInformation: connection is unauthorized: Unauthorized`)),
+			want: CodeSandboxCreationFailed, says: "expired",
+		},
+		{
+			name: "the service IP unreachable from the node",
+			snap: testSnapshot(creating, sandbox(`plugin type="cilium-cni" failed (add): unable to connect to Cilium daemon: Get "https://10.96.0.1:443/api/v1/namespaces/kube-system": dial tcp 10.96.0.1:443: i/o timeout`)),
+			want: CodeSandboxCreationFailed, says: "kube-proxy",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := checkCodes(t, networkRules, tt.snap, tt.want)
+			if !strings.Contains(got[0].Summary, tt.says) {
+				t.Errorf("summary lacks %q: %s", tt.says, got[0].Summary)
+			}
+		})
 	}
 }

@@ -56,8 +56,8 @@ func nodeNotReadyFinding(s *Snapshot, node *corev1.Node) Finding {
 		}
 	}
 	f.Fix = []string{
-		fmt.Sprintf("kubectl describe node %s", node.Name),
-		fmt.Sprintf("On %s: systemctl status kubelet containerd; journalctl -u kubelet --since -30m | tail -50", node.Name),
+		fmt.Sprintf("kubectl describe node %s", shellQuote(node.Name)),
+		fmt.Sprintf("On %s: systemctl status kubelet containerd; journalctl -u kubelet --since -30m | tail -50", shellQuote(node.Name)),
 	}
 	return f
 }
@@ -134,7 +134,7 @@ func versionSkewFinding(s *Snapshot, node *corev1.Node) (Finding, bool) {
 			{Object: "APIServer", Field: "/version", Message: fmt.Sprintf("major %s, minor %s (%s)", s.ServerVersion.Major, s.ServerVersion.Minor, s.ServerVersion.GitVersion)},
 		},
 		Fix: []string{
-			fmt.Sprintf("kubectl get node %s -o jsonpath='{.status.nodeInfo.kubeletVersion}'", node.Name),
+			fmt.Sprintf("kubectl get node %s -o jsonpath='{.status.nodeInfo.kubeletVersion}'", shellQuote(node.Name)),
 			fmt.Sprintf("Upgrade the kubelet on %s to within %d minor versions of %s (one minor version at a time), or drain and replace the node.", node.Name, maxKubeletSkew, server),
 		},
 	}

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ const schedulerGrace = 30 * time.Second
 var schedulingOrder = []Code{
 	CodeSchedulingGated, CodePVCNotFound, CodePVCUnbound, CodeNoNodes, CodeSchedulerNotRunning,
 	CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
-	CodeInsufficientExtendedResource, CodeTooManyPods, CodeHostPortConflict,
+	CodeInsufficientExtendedResource, CodeTooManyPods, CodeVolumeAttachLimit, CodeHostPortConflict,
 	CodeNodeSelectorMismatch, CodeNodeUnschedulable, CodeUntoleratedTaint,
 	CodeVolumeNodeAffinityConflict, CodeTopologySpreadUnsatisfiable,
 	CodePodAntiAffinityUnsatisfiable, CodePodAffinityUnsatisfiable, CodeNodeNotReady,
@@ -91,16 +92,22 @@ type schedulingView struct {
 	pod      *corev1.Pod
 	demand   *demand
 	cluster  *cluster
+	spread   *spreadState
 	verdicts []NodeVerdict
 	// msg is the scheduler's latest FailedScheduling message; hasMsg is false when there is none.
 	msg    SchedulerMessage
 	hasMsg bool
+	// inexact is true when reconcile could not say exactly which nodes a scheduler reason the
+	// model does not reproduce belongs to.
+	inexact bool
 }
 
 func newSchedulingView(s *Snapshot) *schedulingView {
 	v := &schedulingView{snap: s, pod: s.Pod, demand: newDemand(s), cluster: newCluster(s)}
-	v.verdicts = nodeVerdicts(v.demand, v.cluster)
+	v.spread = newSpreadState(v.demand, v.cluster)
+	v.verdicts = nodeVerdicts(v.demand, v.cluster, v.spread)
 	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
+	v.inexact = !v.reconcile()
 	return v
 }
 
@@ -137,9 +144,9 @@ func (v *schedulingView) gatedFinding() (Finding, bool) {
 			Message: strings.Join(names, ", "),
 		}},
 		Fix: []string{
-			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.schedulingGates}'", v.pod.Namespace, v.pod.Name),
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.schedulingGates}'", shellQuote(v.pod.Namespace), shellQuote(v.pod.Name)),
 			"Find the controller that owns each gate (the gate's name usually names it) and check why it has not released the pod.",
-			fmt.Sprintf(`kubectl patch pod -n %s %s --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]'   # only if that controller is gone`, v.pod.Namespace, v.pod.Name),
+			fmt.Sprintf(`kubectl patch pod -n %s %s --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]'   # only if that controller is gone`, shellQuote(v.pod.Namespace), shellQuote(v.pod.Name)),
 		},
 	}
 	return f, true
@@ -214,7 +221,7 @@ func (v *schedulingView) schedulerNotRunningFinding() (Finding, bool) {
 	} else {
 		f.Summary += fmt.Sprintf(" The pod asks for scheduler %q, not the default one.", name)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pods -A | grep %s", name),
+			fmt.Sprintf("kubectl get pods -A | grep %s", shellQuote(name)),
 			fmt.Sprintf("Check that the %s scheduler is deployed and running, or drop spec.schedulerName to use the default scheduler.", name),
 		}
 	}
@@ -247,10 +254,10 @@ func (v *schedulingView) noNodesFinding() Finding {
 }
 
 // claimFindings reports PVCs that block scheduling before any node is considered: a claim that
-// does not exist (always a blocker) and an unbound claim. An unbound claim is the blocker when
-// the scheduler says so ("unbound immediate PersistentVolumeClaims") or, without a scheduler
-// message, when the claim names no storage class (nothing will provision it); otherwise it may
-// be a WaitForFirstConsumer claim that binds once the pod is placed, so it is only a warning.
+// does not exist (always a blocker) and an unbound claim, with why (explainUnboundClaim). An
+// unbound claim is the blocker when the scheduler says so ("unbound immediate
+// PersistentVolumeClaims") or, without a scheduler message, when waiting will not bind it;
+// a WaitForFirstConsumer claim that binds once the pod is placed is only a warning.
 func (v *schedulingView) claimFindings() (blockers, warnings []Finding) {
 	ns := v.pod.Namespace
 	counts := v.msg.Counts()
@@ -261,59 +268,35 @@ func (v *schedulingView) claimFindings() (blockers, warnings []Finding) {
 			blockers = append(blockers, Finding{
 				Code:     CodePVCNotFound,
 				Severity: SeverityBlocker,
-				Summary:  fmt.Sprintf("The pod mounts PersistentVolumeClaim %q, which does not exist in namespace %s.", name, ns),
+				Summary: fmt.Sprintf("The pod mounts PersistentVolumeClaim %q, which does not exist in namespace %s.", name, ns) +
+					missingObjectNote(v.snap, "persistentvolumeclaims", name),
 				Evidence: append(v.schedulerEvidence(), Evidence{Object: obj, Message: "not found"}),
-				Fix: []string{
-					fmt.Sprintf("kubectl get pvc -n %s", ns),
-					fmt.Sprintf("Create the claim %s in %s, or fix spec.volumes[].persistentVolumeClaim.claimName in the pod's workload.", name, ns),
-				},
+				Fix: missingObjectFix(v.snap, "persistentvolumeclaims", name,
+					fmt.Sprintf("Create the claim %s in %s, or fix spec.volumes[].persistentVolumeClaim.claimName in the pod's workload.", name, ns)),
 			})
 			continue
 		}
 		if pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName != "" {
 			continue
 		}
-		class := ""
-		if pvc.Spec.StorageClassName != nil {
-			class = *pvc.Spec.StorageClassName
-		}
-		blocking := counts[CodePVCUnbound] > 0 || (!v.hasMsg && class == "")
-		sev := SeverityWarning
-		if blocking {
-			sev = SeverityBlocker
-		}
-		phase := string(pvc.Status.Phase)
-		if phase == "" {
-			phase = string(corev1.ClaimPending)
-		}
-		summary := fmt.Sprintf("PersistentVolumeClaim %s is not bound (status %s)", name, phase)
-		if class == "" {
-			summary += ": it names no storageClassName, so only a matching pre-created PersistentVolume can bind it"
-		} else {
-			summary += fmt.Sprintf(": storage class %s has not provisioned a volume for it", class)
-		}
+		why := explainUnboundClaim(v.snap, name, pvc)
+		blocking := counts[CodePVCUnbound] > 0 || (!v.hasMsg && why.Stuck)
+		summary := fmt.Sprintf("PersistentVolumeClaim %s is not bound (status %s): %s", name, claimPhase(pvc), why.Summary)
 		if blocking {
 			summary += "; the scheduler will not place the pod until it binds."
 		} else {
-			summary += "; if the class binds on first consumer this resolves once the pod is placed."
+			summary += "."
 		}
-		ev := Evidence{Object: obj, Field: "status.phase", Message: phase}
 		f := Finding{
-			Code:     CodePVCUnbound,
-			Severity: sev,
-			Summary:  summary,
-			Evidence: append(v.schedulerEvidence(), ev),
-			Fix: []string{
-				fmt.Sprintf("kubectl get pvc -n %s %s", ns, name),
-				fmt.Sprintf("kubectl describe pvc -n %s %s", ns, name),
-				"kubectl get storageclass",
-				"kubectl get pv",
-			},
-		}
-		if class == "" {
-			f.Fix = append(f.Fix, "Set spec.storageClassName to an existing StorageClass (or mark one default with the storageclass.kubernetes.io/is-default-class annotation), or create a PersistentVolume that matches the claim.")
+			Code:      CodePVCUnbound,
+			Severity:  SeverityWarning,
+			Summary:   summary,
+			Uncertain: why.Unsure,
+			Evidence:  append(append(v.schedulerEvidence(), Evidence{Object: obj, Field: "status.phase", Message: claimPhase(pvc)}), why.Evidence...),
+			Fix:       why.Fix,
 		}
 		if blocking {
+			f.Severity = SeverityBlocker
 			blockers = append(blockers, f)
 		} else {
 			warnings = append(warnings, f)
@@ -360,13 +343,14 @@ func tally(verdicts []NodeVerdict) codeTally {
 
 // candidates returns the verdicts of the nodes the pod is meant for: those its nodeSelector and
 // required node affinity accept (a DaemonSet pod's affinity names one node) and that carry no
-// untolerated control-plane taint. When no node qualifies it returns every verdict.
+// untolerated control-plane or system taint (isSystemTaint). When no node qualifies it returns
+// every verdict.
 func (v *schedulingView) candidates() []NodeVerdict {
 	var out []NodeVerdict
 	for _, nv := range v.verdicts {
 		meant := true
 		for _, r := range nv.Reasons {
-			if r.Code == CodeNodeSelectorMismatch || (r.Code == CodeUntoleratedTaint && isControlPlaneTaint(r.Message)) {
+			if r.Code == CodeNodeSelectorMismatch || (r.Code == CodeUntoleratedTaint && isSystemTaint(taintKeyOf(r))) {
 				meant = false
 			}
 		}
@@ -380,10 +364,29 @@ func (v *schedulingView) candidates() []NodeVerdict {
 	return out
 }
 
-// isControlPlaneTaint reports whether a taint reason names the control-plane (or legacy master)
-// taint.
-func isControlPlaneTaint(msg string) bool {
-	return strings.Contains(msg, "node-role.kubernetes.io/control-plane") || strings.Contains(msg, "node-role.kubernetes.io/master")
+// isSystemTaint reports whether a taint key keeps ordinary workloads off control-plane or
+// system nodes on purpose: node-role.kubernetes.io/* (control-plane, master, infra, …) and
+// CriticalAddonsOnly (system node pools on AKS, EKS, GKE and kops). Removing such a taint to
+// place a workload is never the fix.
+func isSystemTaint(key string) bool {
+	return strings.HasPrefix(key, "node-role.kubernetes.io/") || key == "CriticalAddonsOnly"
+}
+
+// isLifecycleTaint reports whether a taint key is set and cleared by a controller from the
+// node's condition or lifecycle (not-ready, unreachable, pressure, cloud initialisation,
+// autoscaler scale-down): the fix is the node, never removing the taint.
+func isLifecycleTaint(key string) bool {
+	return strings.HasPrefix(key, "node.kubernetes.io/") ||
+		strings.HasPrefix(key, "node.cloudprovider.kubernetes.io/") ||
+		strings.HasPrefix(key, "node.cluster.x-k8s.io/") ||
+		strings.HasPrefix(key, "karpenter.sh/") ||
+		key == "ToBeDeletedByClusterAutoscaler" || key == "DeletionCandidateOfClusterAutoscaler"
+}
+
+// taintKeyOf returns the taint key of an untolerated-taint reason ("taint key=value:Effect").
+func taintKeyOf(r NodeReason) string {
+	key, _ := taintKeyEffect(strings.TrimPrefix(r.Message, "taint "))
+	return key
 }
 
 // primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
@@ -453,7 +456,10 @@ func (v *schedulingView) tableFinding() (Finding, bool) {
 	if !v.anyFits() {
 		code = v.primaryCode()
 	}
-	if disagree != "" {
+	if disagree != "" && !v.inexact {
+		// The table and the scheduler disagree on reasons the model knows: its counts decide.
+		// (When reconcile could not attribute the scheduler's reasons, the counts cannot be
+		// compared, and the unknown reason in the table is the honest answer.)
 		if top := v.msg.topCode(); top != "" {
 			code = top
 		}
@@ -467,7 +473,12 @@ func (v *schedulingView) tableFinding() (Finding, bool) {
 		f.Summary += fmt.Sprintf(" The scheduler has nominated %s and preempted pods there; the pod should bind once they have exited.", nominated)
 		f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + v.podRef(), Field: "status.nominatedNodeName", Message: nominated})
 	}
-	if disagree != "" {
+	switch {
+	case v.inexact && code != CodeUnknown:
+		f.Uncertain = true
+		f.Summary += " Note: the scheduler also rejects nodes for reasons the node table does not reproduce (marked as the scheduler's verdict in the table)."
+	case disagree != "" && !v.inexact:
+		f.Uncertain = true
 		f.Summary += " Note: the node table disagrees with the scheduler's latest message (" + disagree +
 			"); the primary cause follows the scheduler's counts."
 	}
@@ -527,6 +538,37 @@ func (v *schedulingView) nodesWith(code Code) ([]string, map[string][]NodeReason
 		}
 	}
 	return names, reasons
+}
+
+// helpedBy returns the nodes among names where the node fix for one reason would place the
+// pod: the node's only reason (node-not-ready included: untainting or uncordoning a NotReady
+// node does not make it run pods) is one that match accepts. A fix that touches a node
+// (untaint, uncordon, label) is suggested for these nodes and no others.
+func (v *schedulingView) helpedBy(names []string, match func(NodeReason) bool) []string {
+	var out []string
+	for _, nv := range v.verdicts {
+		if len(nv.Reasons) == 1 && match(nv.Reasons[0]) && slices.Contains(names, nv.Node) {
+			out = append(out, nv.Node)
+		}
+	}
+	return out
+}
+
+// otherCodes returns the blocking codes other than code on the given nodes, sorted: what still
+// rejects the pod there after code is fixed.
+func (v *schedulingView) otherCodes(names []string, code Code) []string {
+	seen := map[string]bool{}
+	for _, nv := range v.verdicts {
+		if !slices.Contains(names, nv.Node) {
+			continue
+		}
+		for _, r := range nv.Reasons {
+			if r.Code != code {
+				seen[string(r.Code)] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
 }
 
 // onlyBlockedBy reports whether code is the only blocking code on node.

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,6 +30,10 @@ func (v *schedulingView) describe(code Code, t codeTally) Finding {
 		v.describeCordoned(&f)
 	case CodeHostPortConflict:
 		v.describeHostPorts(&f)
+	case CodeVolumeAttachLimit:
+		v.describeVolumeLimit(&f)
+	case CodeUnknown:
+		v.describeUnmodelled(&f)
 	default:
 		v.describeConstraint(&f)
 	}
@@ -121,8 +126,8 @@ func (v *schedulingView) shortfallOf(code Code) shortfall {
 	sf := shortfall{Resource: corev1.ResourceName(mainResource(code, reasons))}
 	for _, n := range nodes {
 		for _, r := range reasons[n] {
-			if corev1.ResourceName(r.Resource) != sf.Resource {
-				continue
+			if corev1.ResourceName(r.Resource) != sf.Resource || r.FromScheduler {
+				continue // the scheduler's bare word carries no amounts
 			}
 			sf.Requested = r.Requested
 			sf.Rooms = append(sf.Rooms, nodeRoom{Node: n, Free: max(r.Allocatable-r.Used, 0), Used: r.Used, Allocatable: r.Allocatable})
@@ -173,8 +178,8 @@ func (v *schedulingView) describeResource(f *Finding) {
 		}
 		f.Summary = fmt.Sprintf("%s at the pod limit (%s).", v.nodesVerb(len(nodes), "is", "are"), strings.Join(parts, ", "))
 		f.Fix = []string{
-			fmt.Sprintf("kubectl describe node %s", best.Node),
-			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", best.Node),
+			fmt.Sprintf("kubectl describe node %s", shellQuote(best.Node)),
+			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(best.Node)),
 			fmt.Sprintf("Remove finished or unneeded pods from %s, add a node, or raise the kubelet's maxPods (it allows %d now).", best.Node, best.Allocatable),
 		}
 		return
@@ -224,8 +229,8 @@ func (v *schedulingView) describeResource(f *Finding) {
 	}
 	f.Summary = b.String()
 
-	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # see Allocated resources", best.Node))
-	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", best.Node))
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # see Allocated resources", shellQuote(best.Node)))
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(best.Node)))
 	if kind, owner := workloadOf(v.pod); owner != "" && best.Free > 0 && isCoreResource(name) {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: fits %s, if the app can live with it",
 			kind, owner, ns, res, requestString(name, best.Free, len(v.pod.Spec.Containers)), best.Node))
@@ -370,27 +375,31 @@ func (v *schedulingView) describeTaints(f *Finding) {
 		f.Summary += fmt.Sprintf(" None of the %d nodes is Ready, so no node can take pods until the nodes recover.", len(v.verdicts))
 	}
 	v.nodeEvidence(f, nodes, reasons, "spec.taints")
-	seenFix := map[string]bool{}
 	for _, t := range taints {
 		key, effect := taintKeyEffect(t)
-		first := byTaint[t][0]
+		tainted := byTaint[t]
+		first := tainted[0]
+		toleration := fmt.Sprintf("{key: %s, operator: Exists, effect: %s}", key, effect)
 		switch {
-		case key == "node.kubernetes.io/not-ready" || key == "node.kubernetes.io/unreachable" ||
-			key == "node.kubernetes.io/network-unavailable":
-			f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # %s is set by the node lifecycle controller: fix the node (kubelet, container runtime, CNI), don't remove the taint", first, key))
-		case strings.HasPrefix(key, "node.kubernetes.io/") && strings.HasSuffix(key, "-pressure"):
-			f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # %s: relieve the pressure (free disk or memory, prune images), the kubelet then clears the taint", first, key))
-		case key == "node-role.kubernetes.io/control-plane" || key == "node-role.kubernetes.io/master":
-			f.Fix = append(f.Fix, fmt.Sprintf("%s keeps workloads off control-plane nodes: run the pod on workers, or add a toleration {key: %s, operator: Exists, effect: %s} if it belongs there", key, key, effect))
+		case isLifecycleTaint(key):
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # %s is set by a controller from the node's state: fix the node (kubelet, runtime, CNI, disk or memory pressure), don't remove the taint", shellQuote(first), key))
+		case isSystemTaint(key):
+			f.Fix = append(f.Fix, fmt.Sprintf("%s keeps ordinary workloads off control-plane and system nodes (%s): leave it in place. Only if this pod is a system add-on that belongs there, tolerate it on purpose: %s; otherwise the pod needs room on the other nodes.", key, joinLimited(tainted, 3), toleration))
 		default:
-			for _, n := range byTaint[t] {
-				cmd := fmt.Sprintf("kubectl taint nodes %s %s-", n, strings.SplitN(t, "=", 2)[0]+":"+effect)
-				if !seenFix[cmd] {
-					seenFix[cmd] = true
-					f.Fix = append(f.Fix, cmd)
-				}
+			helped := v.helpedBy(tainted, func(r NodeReason) bool {
+				return r.Code == CodeUntoleratedTaint && strings.TrimPrefix(r.Message, "taint ") == t
+			})
+			if len(helped) == 0 {
+				f.Fix = append(f.Fix, fmt.Sprintf("Tolerating or removing %s alone would not place the pod: %s also reject it for %s.", t, joinLimited(tainted, 3), strings.Join(v.otherCodes(tainted, CodeUntoleratedTaint), ", ")))
+				continue
 			}
-			f.Fix = append(f.Fix, fmt.Sprintf("Or give the pod a toleration: {key: %s, operator: Exists, effect: %s}", key, effect))
+			f.Fix = append(f.Fix, fmt.Sprintf("If the pod may run on %s, tolerate the taint on purpose: %s", joinLimited(helped, 3), toleration))
+			for i, n := range helped {
+				if i == 3 {
+					break
+				}
+				f.Fix = append(f.Fix, fmt.Sprintf("kubectl taint nodes %s %s-   # only if the taint is no longer wanted; the pod fits there otherwise", shellQuote(n), shellQuote(key+":"+effect)))
+			}
 		}
 	}
 }
@@ -425,18 +434,27 @@ func (v *schedulingView) describeSelector(f *Finding) {
 		f.Summary += "."
 		keys := strings.Join(sortedKeys(sel), ",")
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get nodes -L %s", keys),
-			fmt.Sprintf("Fix spec.nodeSelector of pod %s/%s (or its workload) to labels the nodes carry, or label the intended nodes:", ns, pod),
+			fmt.Sprintf("kubectl get nodes -L %s", shellQuote(keys)),
+			fmt.Sprintf("Fix spec.nodeSelector of pod %s/%s (or its workload) to labels the nodes carry.", ns, pod),
 		}
-		for _, k := range sortedKeys(sel) {
-			if len(v.verdicts) > 0 {
-				f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s=%s", v.verdicts[0].Node, k, sel[k]))
+		helped := v.helpedBy(nodes, func(r NodeReason) bool { return r.Code == CodeNodeSelectorMismatch })
+		if len(helped) > 0 {
+			var labels []string
+			for _, k := range sortedKeys(sel) {
+				labels = append(labels, shellQuote(k+"="+sel[k]))
+			}
+			f.Fix = append(f.Fix, fmt.Sprintf("Or, if %s is meant for this pod, label it (the pod fits there otherwise):", joinLimited(helped, 3)))
+			for i, n := range helped {
+				if i == 3 {
+					break
+				}
+				f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s", shellQuote(n), strings.Join(labels, " ")))
 			}
 		}
 	} else {
 		f.Summary = fmt.Sprintf("The pod's required node affinity %s.", v.matchesNone(len(nodes)))
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.nodeAffinity}'", ns, pod),
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.nodeAffinity}'", shellQuote(ns), shellQuote(pod)),
 			"kubectl get nodes --show-labels",
 		}
 	}
@@ -448,8 +466,18 @@ func (v *schedulingView) describeCordoned(f *Finding) {
 	nodes, reasons := v.nodesWith(CodeNodeUnschedulable)
 	f.Summary = fmt.Sprintf("%s cordoned (spec.unschedulable): %s.", v.nodesVerb(len(nodes), "is", "are"), joinLimited(nodes, 5))
 	v.nodeEvidence(f, nodes, reasons, "spec.unschedulable")
-	for _, n := range nodes {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over", n))
+	helped := v.helpedBy(nodes, func(r NodeReason) bool { return r.Code == CodeNodeUnschedulable })
+	for _, n := range helped {
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over; the pod fits there otherwise", shellQuote(n)))
+	}
+	if len(helped) < len(nodes) {
+		var rest []string
+		for _, n := range nodes {
+			if !slices.Contains(helped, n) {
+				rest = append(rest, n)
+			}
+		}
+		f.Fix = append(f.Fix, fmt.Sprintf("Uncordoning %s alone would not place the pod: they also reject it for %s.", joinLimited(rest, 3), strings.Join(v.otherCodes(rest, CodeNodeUnschedulable), ", ")))
 	}
 }
 
@@ -482,16 +510,72 @@ func (v *schedulingView) describeHostPorts(f *Finding) {
 	}
 	if sameWorkload {
 		f.Summary += fmt.Sprintf(" The holder is an older pod of the same %s: a rolling update with maxSurge cannot place the new pod while the old one keeps the ports.", kind)
-		f.Fix = append(f.Fix, fmt.Sprintf(`kubectl patch %s %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, kind, owner, v.pod.Namespace))
+		f.Fix = append(f.Fix, fmt.Sprintf(`kubectl patch %s %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, shellQuote(kind), shellQuote(owner), shellQuote(v.pod.Namespace)))
 	}
 	for i, n := range nodes {
 		if i == maxNodeEvidence {
 			f.Fix = append(f.Fix, fmt.Sprintf("# and %d more nodes with the port taken: see the node table", len(nodes)-i))
 			break
 		}
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", n))
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(n)))
 	}
 	f.Fix = append(f.Fix, "Drop hostPort (expose the pod through a Service) or pick a port no other pod binds, or remove the pod holding it.")
+}
+
+// describeVolumeLimit names the nodes at their CSI attachable-volume limit and the driver.
+func (v *schedulingView) describeVolumeLimit(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeVolumeAttachLimit)
+	if len(nodes) == 0 {
+		f.Summary = "The scheduler reports nodes that exceed their attachable-volume count, but the CSINode limits could not be read to say which."
+		f.Fix = []string{"kubectl get csinodes -o custom-columns=NODE:.metadata.name,DRIVERS:.spec.drivers[*].name,LIMITS:.spec.drivers[*].allocatable.count"}
+		return
+	}
+	r := reasons[nodes[0]][0]
+	if r.FromScheduler {
+		f.Summary = fmt.Sprintf("The scheduler says %s exceed their attachable-volume count (CSINode limits); the limits themselves could not be read to say which driver.", v.ofNodes(len(nodes)))
+		v.nodeEvidence(f, nodes, reasons, "FailedScheduling")
+		f.Fix = []string{"kubectl get csinodes -o custom-columns=NODE:.metadata.name,DRIVERS:.spec.drivers[*].name,LIMITS:.spec.drivers[*].allocatable.count",
+			"Add a node (check that the cluster autoscaler's node group is not at its maximum), or use an instance type that attaches more volumes."}
+		return
+	}
+	f.Summary = fmt.Sprintf("%s at the attachable-volume limit of CSI driver %s (%d volumes per node, CSINode allocatable.count): the pod needs %d more volume(s) there.",
+		v.nodesVerb(len(nodes), "is", "are"), r.Resource, r.Allocatable, r.Requested)
+	if helped := v.helpedBy(nodes, func(r NodeReason) bool { return r.Code == CodeVolumeAttachLimit }); len(helped) < len(nodes) {
+		f.Summary += fmt.Sprintf(" %d of them also reject the pod for other reasons (see the node table).", len(nodes)-len(helped))
+	}
+	v.nodeEvidence(f, nodes, reasons, "CSINode spec.drivers[].allocatable.count")
+	f.Fix = []string{
+		fmt.Sprintf("kubectl get csinode %s -o jsonpath='{range .spec.drivers[*]}{.name}{\" \"}{.allocatable.count}{\"\\n\"}{end}'", shellQuote(nodes[0])),
+		fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s   # which pods hold the node's volumes", shellQuote(nodes[0])),
+		"Add a node (check that the cluster autoscaler's node group is not at its maximum), or use an instance type that attaches more volumes.",
+		"Or need fewer volumes per node: spread the volume-heavy pods, or share a volume (ReadWriteMany) instead of one per replica.",
+	}
+}
+
+// describeUnmodelled explains a rejection the rules do not model: the scheduler's own words,
+// verbatim, on the nodes the table found no other reason for. It is never a confident cause.
+func (v *schedulingView) describeUnmodelled(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeUnknown)
+	f.Uncertain = true
+	var text string
+	if len(nodes) > 0 {
+		text = reasons[nodes[0]][0].Message
+	}
+	f.Summary = fmt.Sprintf("The scheduler rejects %s for a reason whypending does not model, so this is its verdict, not a diagnosis: %s.", v.ofNodes(len(nodes)), text)
+	v.nodeEvidence(f, nodes, reasons, "FailedScheduling")
+	f.Fix = []string{
+		fmt.Sprintf("kubectl describe pod -n %s %s   # the scheduler's full message", shellQuote(v.pod.Namespace), shellQuote(v.pod.Name)),
+		fmt.Sprintf("kubectl describe node %s", shellQuote(firstOr(nodes, "NODE"))),
+		"Search the scheduler's message in the docs of the scheduler plugin that writes it (a CSI driver's limits, DRA, a custom plugin).",
+	}
+}
+
+// firstOr returns names[0], or fallback when names is empty.
+func firstOr(names []string, fallback string) string {
+	if len(names) == 0 {
+		return fallback
+	}
+	return names[0]
 }
 
 // describeConstraint covers the placement constraints that depend on other pods or volumes:
@@ -508,34 +592,109 @@ func (v *schedulingView) describeConstraint(f *Finding) {
 		f.Summary = fmt.Sprintf("The pod's topologySpreadConstraints (whenUnsatisfiable: DoNotSchedule) rule out %s.%s", v.ofNodes(len(nodes)), example)
 		v.nodeEvidence(f, nodes, reasons, "spec.topologySpreadConstraints")
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.topologySpreadConstraints}'", ns, pod),
-			fmt.Sprintf("kubectl get pods -n %s -o wide -l %s", ns, v.spreadSelector()),
-			"Add nodes in the emptier topology domains, raise maxSkew, or use whenUnsatisfiable: ScheduleAnyway.",
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.topologySpreadConstraints}'", shellQuote(ns), shellQuote(pod)),
+			fmt.Sprintf("kubectl get pods -n %s -o wide -l %s", shellQuote(ns), shellQuote(v.spreadSelector())),
 		}
+		v.describeSpreadDomains(f)
 	case CodePodAntiAffinityUnsatisfiable:
 		f.Summary = fmt.Sprintf("Required pod anti-affinity rules out %s.%s", v.ofNodes(len(nodes)), example)
 		v.nodeEvidence(f, nodes, reasons, "spec.affinity.podAntiAffinity")
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAntiAffinity}'", ns, pod),
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAntiAffinity}'", shellQuote(ns), shellQuote(pod)),
 			"Use a narrower topologyKey (kubernetes.io/hostname), preferredDuringSchedulingIgnoredDuringExecution, fewer replicas, or more nodes/domains.",
 		}
 	case CodePodAffinityUnsatisfiable:
 		f.Summary = fmt.Sprintf("Required pod affinity rules out %s: no pod it must run next to is in their topology domain.%s", v.ofNodes(len(nodes)), example)
 		v.nodeEvidence(f, nodes, reasons, "spec.affinity.podAffinity")
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAffinity}'", ns, pod),
+			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAffinity}'", shellQuote(ns), shellQuote(pod)),
 			"Start the pods it must run next to first, or relax the rule to preferredDuringSchedulingIgnoredDuringExecution.",
 		}
 	case CodeVolumeNodeAffinityConflict:
 		f.Summary = fmt.Sprintf("The pod's bound PersistentVolume can only be used on nodes its node affinity allows, and that rules out %s.%s", v.ofNodes(len(nodes)), example)
 		v.nodeEvidence(f, nodes, reasons, "spec.nodeAffinity")
 		for _, pv := range sortedKeys(v.demand.pvNodeAffinity) {
-			f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pv %s -o jsonpath='{.spec.nodeAffinity}'", pv))
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pv %s -o jsonpath='{.spec.nodeAffinity}'", shellQuote(pv)))
 		}
 		f.Fix = append(f.Fix, "Bring back a node in the volume's zone/host (the volume cannot move), or restore the data to a new volume where the pod can run.")
 	default:
 		f.Summary = fmt.Sprintf("%s rule out %s.%s", f.Code, v.ofNodes(len(nodes)), example)
 	}
+}
+
+// describeSpreadDomains says, per DoNotSchedule constraint, which domains hold the skew down
+// and whether the pod can run in them at all. With nodeTaintsPolicy Ignore (the default) a
+// tainted node still counts as a domain with 0 matching pods, so a control-plane node the pod
+// can never use can make every worker's skew too large; with nodeAffinityPolicy Ignore the same
+// holds for nodes the pod's affinity excludes. Fixes name domains that can take the pod, or the
+// policy and maxSkew/whenUnsatisfiable trade-offs, never nodes that would still reject it.
+func (v *schedulingView) describeSpreadDomains(f *Finding) {
+	for _, sc := range v.spread.constraints {
+		key := sc.src.TopologyKey
+		var emptiest, blockedEmptiest []string
+		why := map[string]string{}
+		for _, dom := range sortedKeys(sc.domains) {
+			placeable := false
+			for _, node := range sc.domains[dom] {
+				if other := v.nonSpreadReasons(node); len(other) == 0 {
+					placeable = true
+				} else if why[dom] == "" {
+					why[dom] = other[0].Message
+				}
+			}
+			if sc.counts[dom] == sc.minMatch {
+				emptiest = append(emptiest, dom)
+				if !placeable {
+					blockedEmptiest = append(blockedEmptiest, dom)
+				}
+			}
+		}
+		if len(emptiest) == 0 {
+			continue
+		}
+		if len(blockedEmptiest) == len(emptiest) {
+			f.Summary += fmt.Sprintf(" The emptiest %s domains (%s, %d matching pods) hold the skew down, but the pod cannot run in any of them (e.g. %s: %s), so this skew can never be met.",
+				key, joinLimited(emptiest, 3), sc.minMatch, blockedEmptiest[0], why[blockedEmptiest[0]])
+			policy := false
+			if (sc.src.NodeTaintsPolicy == nil || *sc.src.NodeTaintsPolicy == corev1.NodeInclusionPolicyIgnore) && strings.HasPrefix(why[blockedEmptiest[0]], "taint ") {
+				f.Fix = append(f.Fix, fmt.Sprintf("Set nodeTaintsPolicy: Honor on the %s constraint, so nodes with taints the pod does not tolerate stop counting as domains (they count with the default Ignore).", key))
+				policy = true
+			}
+			if sc.src.NodeAffinityPolicy != nil && *sc.src.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore && strings.HasPrefix(why[blockedEmptiest[0]], "nodeSelector") {
+				f.Fix = append(f.Fix, fmt.Sprintf("Set nodeAffinityPolicy: Honor on the %s constraint, so nodes the pod's node affinity excludes stop counting as domains.", key))
+				policy = true
+			}
+			if !policy {
+				f.Fix = append(f.Fix, fmt.Sprintf("Make the pod able to run in %s (see the node table), or the skew cannot be met.", joinLimited(blockedEmptiest, 3)))
+			}
+		} else {
+			var open []string
+			for _, dom := range emptiest {
+				if !slices.Contains(blockedEmptiest, dom) {
+					open = append(open, dom)
+				}
+			}
+			f.Fix = append(f.Fix, fmt.Sprintf("Add capacity in the emptiest %s domains the pod can run in: %s.", key, joinLimited(open, 3)))
+		}
+		f.Fix = append(f.Fix, fmt.Sprintf("Or trade spread for placement: raise maxSkew (now %d) or use whenUnsatisfiable: ScheduleAnyway on the %s constraint.", sc.src.MaxSkew, key))
+	}
+}
+
+// nonSpreadReasons returns node's reasons other than topology spread: what keeps the pod off it
+// even where the skew allows it (a NotReady node counts: it runs no new pods).
+func (v *schedulingView) nonSpreadReasons(node string) []NodeReason {
+	var out []NodeReason
+	for _, nv := range v.verdicts {
+		if nv.Node != node {
+			continue
+		}
+		for _, r := range nv.Reasons {
+			if r.Code != CodeTopologySpreadUnsatisfiable {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // spreadSelector renders the first topology spread constraint's selector for kubectl -l.

@@ -116,6 +116,8 @@ func reasonCode(text string) Code {
 		return CodePodAntiAffinityUnsatisfiable
 	case strings.Contains(t, "pod affinity"):
 		return CodePodAffinityUnsatisfiable
+	case strings.Contains(t, "max volume count"):
+		return CodeVolumeAttachLimit
 	case strings.Contains(t, "volume node affinity conflict") || strings.Contains(t, "volume zone"):
 		return CodeVolumeNodeAffinityConflict
 	case pvcNotFound.MatchString(t):

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,7 +19,8 @@ import (
 
 // This file builds the per-node "why not here" table the way the kube-scheduler's filter
 // plugins judge a node (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
-// NodeResourcesFit, VolumeBinding's PV node affinity, PodTopologySpread, InterPodAffinity), with
+// NodeResourcesFit, NodeVolumeLimits, VolumeBinding's PV node affinity, PodTopologySpread,
+// InterPodAffinity), with
 // one difference: the scheduler stops at the first failing plugin, the table keeps every reason
 // (like Fit keeps every shortfall). Taints, node affinity and pod requests come from
 // k8s.io/component-helpers, the code the plugins call themselves, so the table agrees with them.
@@ -32,10 +34,13 @@ type cluster struct {
 	nodes      []*corev1.Node
 	nodeByName map[string]*corev1.Node
 	podsByNode map[string][]*corev1.Pod
+	// snap holds the storage parts the volume-limit check reads: CSINodes, NodeClaims, PVs,
+	// StorageClasses (nil when not collected).
+	snap *Snapshot
 }
 
 func newCluster(s *Snapshot) *cluster {
-	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, podsByNode: s.PodsByNode}
+	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, podsByNode: s.PodsByNode, snap: s}
 	for _, n := range s.Nodes {
 		c.nodeByName[n.Name] = n
 	}
@@ -52,7 +57,8 @@ type demand struct {
 	hostPorts []corev1.ContainerPort
 	// affinity is nodeSelector plus required node affinity.
 	affinity nodeaffinity.RequiredNodeAffinity
-	// pvNodeAffinity are the node affinities of the PVs the pod's bound claims use, by PV name.
+	// pvNodeAffinity are the node affinities of the PVs the pod's own bound claims use, by PV
+	// name.
 	pvNodeAffinity map[string]*corev1.NodeSelector
 }
 
@@ -65,8 +71,11 @@ func newDemand(s *Snapshot) *demand {
 		affinity:       nodeaffinity.GetRequiredNodeAffinity(pod),
 		pvNodeAffinity: map[string]*corev1.NodeSelector{},
 	}
-	for _, pv := range s.PVs {
-		if pv != nil && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+	for _, pvc := range s.PVCs { // the pod's own claims (s.PVs also holds other pods' PVs)
+		if pvc == nil || pvc.Spec.VolumeName == "" {
+			continue
+		}
+		if pv := s.PVs[pvc.Spec.VolumeName]; pv != nil && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
 			d.pvNodeAffinity[pv.Name] = pv.Spec.NodeAffinity.Required
 		}
 	}
@@ -97,9 +106,9 @@ func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	return out
 }
 
-// nodeVerdicts returns one verdict per node of the cluster, sorted by node name.
-func nodeVerdicts(d *demand, c *cluster) []NodeVerdict {
-	spread := newSpreadState(d, c)
+// nodeVerdicts returns one verdict per node of the cluster, sorted by node name; spread is the
+// pod's topology spread state over c (newSpreadState).
+func nodeVerdicts(d *demand, c *cluster, spread *spreadState) []NodeVerdict {
 	out := make([]NodeVerdict, 0, len(c.nodes))
 	for _, n := range c.nodes {
 		var reasons []NodeReason
@@ -109,6 +118,7 @@ func nodeVerdicts(d *demand, c *cluster) []NodeVerdict {
 		reasons = append(reasons, affinityReasons(d, n)...)
 		reasons = append(reasons, hostPortReasons(d, n, c.podsByNode[n.Name])...)
 		reasons = append(reasons, resourceReasons(d, n, c.podsByNode[n.Name])...)
+		reasons = append(reasons, c.volumeLimitReasons(d, n)...)
 		reasons = append(reasons, volumeAffinityReasons(d, n)...)
 		reasons = append(reasons, spread.reasons(n)...)
 		reasons = append(reasons, interPodReasons(d, n, c)...)
@@ -417,6 +427,114 @@ func formatBytes(v int64) string {
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0") + unit
 }
 
+// volumeLimitReasons judges n like the NodeVolumeLimits filter: for each CSI driver with an
+// attachable-volume limit on the node (CSINode spec.drivers[].allocatable.count), the distinct
+// volumes the node's pods already use plus the pod's new ones must not exceed it. It says
+// nothing when the CSINodes were not collected (triage.NeedsVolumeLimits).
+func (c *cluster) volumeLimitReasons(d *demand, n *corev1.Node) []NodeReason {
+	csiNode := c.snap.CSINodes[n.Name]
+	if csiNode == nil {
+		return nil
+	}
+	want := c.csiVolumes(d.pod, true)
+	if len(want) == 0 {
+		return nil
+	}
+	inUse := map[string]sets.Set[string]{}
+	for _, p := range c.podsByNode[n.Name] {
+		for driver, ids := range c.csiVolumes(p, false) {
+			if inUse[driver] == nil {
+				inUse[driver] = sets.New[string]()
+			}
+			inUse[driver] = inUse[driver].Union(ids)
+		}
+	}
+	var out []NodeReason
+	for _, drv := range csiNode.Spec.Drivers {
+		ids, ok := want[drv.Name]
+		if !ok || drv.Allocatable == nil || drv.Allocatable.Count == nil {
+			continue
+		}
+		limit := int64(*drv.Allocatable.Count)
+		used := int64(inUse[drv.Name].Len())
+		added := int64(ids.Difference(inUse[drv.Name]).Len())
+		if added == 0 || used+added <= limit {
+			continue
+		}
+		out = append(out, NodeReason{
+			Code: CodeVolumeAttachLimit,
+			Message: fmt.Sprintf("attachable-volume limit of %s: %d of %d volumes already in use, the pod needs %d more (CSINode allocatable.count %d)",
+				drv.Name, used, limit, added, limit),
+			Resource:    drv.Name,
+			Requested:   added,
+			Used:        used,
+			Allocatable: limit,
+		})
+	}
+	return out
+}
+
+// csiVolumes returns the CSI volumes pod mounts, by driver, as the NodeVolumeLimits filter
+// identifies them: a bound claim by its PV's volumeHandle, an unbound claim by the claim (its
+// driver is the StorageClass provisioner), an inline CSI volume by pod and volume. self says
+// the pod is the one under diagnosis (its claims are in Snapshot.PVCs, others' in NodeClaims).
+func (c *cluster) csiVolumes(pod *corev1.Pod, self bool) map[string]sets.Set[string] {
+	out := map[string]sets.Set[string]{}
+	add := func(driver, id string) {
+		if out[driver] == nil {
+			out[driver] = sets.New[string]()
+		}
+		out[driver].Insert(id)
+	}
+	for _, v := range pod.Spec.Volumes {
+		claimName := ""
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claimName = v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			claimName = pod.Name + "-" + v.Name
+		case v.CSI != nil:
+			add(v.CSI.Driver, pod.Namespace+"/"+pod.Name+"/"+v.Name)
+			continue
+		default:
+			continue
+		}
+		var pvc *corev1.PersistentVolumeClaim
+		if self {
+			pvc = c.snap.PVCs[claimName]
+		} else {
+			pvc = c.snap.NodeClaims[pod.Namespace+"/"+claimName]
+		}
+		if pvc == nil {
+			continue
+		}
+		if pv := c.snap.PVs[pvc.Spec.VolumeName]; pvc.Spec.VolumeName != "" && pv != nil {
+			if pv.Spec.CSI != nil {
+				add(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
+			}
+			continue
+		}
+		if sc := claimClass(c.snap, pvc); sc != nil {
+			add(sc.Provisioner, "claim:"+pvc.Namespace+"/"+pvc.Name)
+		}
+	}
+	return out
+}
+
+// claimClass returns the StorageClass a claim uses: the one it names, else the default class
+// (storageclass.kubernetes.io/is-default-class) for a claim that names none; nil when unknown.
+func claimClass(s *Snapshot, pvc *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
+	if pvc.Spec.StorageClassName != nil {
+		return s.StorageClasses[*pvc.Spec.StorageClassName]
+	}
+	for _, name := range sortedKeys(s.StorageClasses) {
+		if sc := s.StorageClasses[name]; sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return sc
+		}
+	}
+	return nil
+}
+
 // volumeAffinityReasons reports a node that the node affinity of a PV the pod's claims are
 // bound to does not match (VolumeBinding's "volume node affinity conflict").
 func volumeAffinityReasons(d *demand, n *corev1.Node) []NodeReason {
@@ -444,7 +562,10 @@ type spreadState struct {
 type spreadConstraint struct {
 	src      corev1.TopologySpreadConstraint
 	selector labels.Selector
+	// counts is the number of matching pods per domain (topology value) of the nodes the
+	// constraint's node inclusion policies admit; domains lists those nodes per domain.
 	counts   map[string]int
+	domains  map[string][]string
 	minMatch int
 }
 
@@ -461,7 +582,7 @@ func newSpreadState(d *demand, c *cluster) *spreadState {
 		if err != nil {
 			continue
 		}
-		st.constraints = append(st.constraints, spreadConstraint{src: tsc, selector: sel, counts: map[string]int{}})
+		st.constraints = append(st.constraints, spreadConstraint{src: tsc, selector: sel, counts: map[string]int{}, domains: map[string][]string{}})
 	}
 	if len(st.constraints) == 0 {
 		return st
@@ -485,6 +606,7 @@ func newSpreadState(d *demand, c *cluster) *spreadState {
 				}
 			}
 			sc.counts[value] += count
+			sc.domains[value] = append(sc.domains[value], n.Name)
 		}
 	}
 	for i := range st.constraints {

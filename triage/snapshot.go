@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -35,8 +37,34 @@ type Snapshot struct {
 	// PVCs maps each claim name the pod's volumes reference to the claim; a name that maps
 	// to nil does not exist in the pod's namespace.
 	PVCs map[string]*corev1.PersistentVolumeClaim
-	// PVs maps a bound PV name to the PV, for the pod's bound claims.
+	// PVs maps a bound PV name to the PV: the pod's bound claims' PVs, and, when NodeClaims is
+	// read, those claims' PVs too.
 	PVs map[string]*corev1.PersistentVolume
+	// StorageClasses maps a StorageClass name to the class (binding mode, provisioner, the
+	// default-class annotation); read when one of the pod's claims is not bound
+	// (NeedsStorageClasses). Nil when not read; StorageClassesErr says why it failed.
+	StorageClasses    map[string]*storagev1.StorageClass
+	StorageClassesErr error
+	// ClaimEvents maps the name of each of the pod's claims that is not bound to the claim's
+	// own events (the PV controller's and the provisioner's: WaitForFirstConsumer,
+	// ProvisioningFailed, …), newest first; read with StorageClasses.
+	ClaimEvents map[string][]Event
+	// CSINodes maps a node name to its CSINode (spec.drivers[].allocatable.count: the node's
+	// attachable-volume limit per CSI driver), and NodeClaims maps "namespace/name" to the
+	// PersistentVolumeClaims that the pods in PodsByNode mount (their PVs are added to PVs).
+	// Both are read only for an unscheduled pod when the scheduler reports a volume limit
+	// (NeedsVolumeLimits); nil otherwise.
+	CSINodes   map[string]*storagev1.CSINode
+	NodeClaims map[string]*corev1.PersistentVolumeClaim
+	// NamesInNamespace maps a resource ("configmaps", "secrets", "persistentvolumeclaims") to
+	// the names of those objects in the pod's namespace (metadata only: no Secret data is
+	// read), for "did you mean" suggestions. It is read only when a rule reports such an object
+	// missing (NeedsNames); a resource that could not be listed is absent.
+	NamesInNamespace map[string][]string
+	// Controller is the metadata of the pod's controlling owner (kind in TypeMeta), read with
+	// NamesInNamespace when that owner is a Job: a Helm hook Job carries the helm.sh/hook
+	// annotation. Nil otherwise.
+	Controller *metav1.PartialObjectMetadata
 	// CalicoNodePods are the calico-node pods (k8s-app=calico-node) in calico-system and
 	// kube-system; empty when Calico is not installed that way.
 	CalicoNodePods []*corev1.Pod

@@ -168,9 +168,9 @@ func finalizerFinding(s *Snapshot, del deletion) Finding {
 		f.Evidence = append(f.Evidence, EventEvidence(pod, e))
 	}
 	f.Fix = []string{
-		fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.metadata.finalizers}'", nsFlag(pod), pod.Name),
+		fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.metadata.finalizers}'", nsFlag(pod), shellQuote(pod.Name)),
 		"Find out why the owning controller does not remove the finalizer (its logs; a mutating webhook that rejects pod updates), and fix that first.",
-		fmt.Sprintf("kubectl patch pod %s %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'  # only once you know nothing still needs the cleanup", nsFlag(pod), pod.Name),
+		fmt.Sprintf("kubectl patch pod %s %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'  # only once you know nothing still needs the cleanup", nsFlag(pod), shellQuote(pod.Name)),
 	}
 	return f
 }
@@ -210,9 +210,9 @@ func nodeUnreachableFinding(s *Snapshot, node *corev1.Node, del deletion) Findin
 		f.Evidence = append(f.Evidence, EventEvidence(pod, e))
 	}
 	f.Fix = []string{
-		fmt.Sprintf("kubectl describe node %s", node.Name),
-		fmt.Sprintf("kubectl delete pod %s %s --grace-period=0 --force  # only if the node is really gone or its containers are known to be stopped (StatefulSet pods may otherwise run twice)", nsFlag(pod), pod.Name),
-		fmt.Sprintf("kubectl delete node %s  # if the machine will not come back: the pods bound to it are then removed", node.Name),
+		fmt.Sprintf("kubectl describe node %s", shellQuote(node.Name)),
+		fmt.Sprintf("kubectl delete pod %s %s --grace-period=0 --force  # only if the node is really gone or its containers are known to be stopped (StatefulSet pods may otherwise run twice)", nsFlag(pod), shellQuote(pod.Name)),
+		fmt.Sprintf("kubectl delete node %s  # if the machine will not come back: the pods bound to it are then removed", shellQuote(node.Name)),
 	}
 	return f
 }
@@ -263,10 +263,10 @@ func volumeTeardownFinding(s *Snapshot, node *corev1.Node, del deletion) (Findin
 		}
 	}
 	f.Fix = []string{
-		fmt.Sprintf("kubectl get volumeattachments -o wide | grep %s", node.Name),
-		fmt.Sprintf("On %s: journalctl -u kubelet | grep -E 'UnmountVolume|UnmapVolume|DetachVolume' | tail", node.Name),
+		fmt.Sprintf("kubectl get volumeattachments -o wide | grep %s", shellQuote(node.Name)),
+		fmt.Sprintf("On %s: journalctl -u kubelet | grep -E 'UnmountVolume|UnmapVolume|DetachVolume' | tail", shellQuote(node.Name)),
 		"Fix the mount or device on the node (e.g. unmount the stale bind mount, reconnect the block device), or restart the CSI node plugin there.",
-		fmt.Sprintf("kubectl delete pod %s %s --grace-period=0 --force  # last resort: the volume may still be attached to %s", nsFlag(pod), pod.Name, node.Name),
+		fmt.Sprintf("kubectl delete pod %s %s --grace-period=0 --force  # last resort: the volume may still be attached to %s", nsFlag(pod), shellQuote(pod.Name), shellQuote(node.Name)),
 	}
 	return f, true
 }

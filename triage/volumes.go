@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // volumeRules explains a scheduled pod held in ContainerCreating or Init by its volumes: a
 // ConfigMap or Secret volume whose object does not exist (configmap-not-found,
-// secret-not-found), a ReadWriteOnce volume still attached to another node (multi-attach-rwo),
-// or any other FailedMount/FailedAttachVolume (volume-mount-failed). Every mount event is read:
-// the kubelet's generic "Unable to attach or mount volumes … timed out" line often comes
-// after the specific one.
+// secret-not-found), a claim that does not exist or is not bound (pvc-not-found, pvc-unbound,
+// with why: see explainUnboundClaim), a ReadWriteOnce volume still attached to another node
+// (multi-attach-rwo), or any other FailedMount/FailedAttachVolume (volume-mount-failed). Every
+// mount event is read: the kubelet's generic "Unable to attach or mount volumes … timed out"
+// line often comes after the specific one, and it names the volumes it waits for.
 func volumeRules(s *Snapshot) []Finding {
 	pod := s.Pod
 	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
@@ -28,7 +31,98 @@ func volumeRules(s *Snapshot) []Finding {
 		}
 	}
 	bestCode := volumeCode(best.Message)
+	if bestCode == CodeVolumeMountFailed {
+		if f, ok := claimMountFinding(s, best, events); ok {
+			return []Finding{f}
+		}
+	}
 	return []Finding{volumeFinding(s, bestCode, best, events)}
+}
+
+// reVolumeList matches the kubelet's "unmounted volumes=[a b]" (and unattached) lists.
+var reVolumeList = regexp.MustCompile(`(?:unmounted|unattached) volumes=\[([^\]]*)\]`)
+
+// waitedVolumes returns the pod volumes a mount event says the kubelet waits for: the
+// "unmounted volumes=[…]" list, else the quoted volume, else every claim volume of the pod.
+func waitedVolumes(pod *corev1.Pod, msg string) []string {
+	if m := reVolumeList.FindStringSubmatch(msg); m != nil {
+		return strings.Fields(m[1])
+	}
+	if v := quoted(msg, "volume "); v != "" {
+		return []string{v}
+	}
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// claimOf returns the claim name a pod volume uses, or "" when it is not a claim volume.
+func claimOf(pod *corev1.Pod, volume string) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != volume {
+			continue
+		}
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			return v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			return pod.Name + "-" + v.Name
+		}
+	}
+	return ""
+}
+
+// claimMountFinding explains a generic mount failure (a timeout) by the claims of the volumes
+// the kubelet waits for: a claim that does not exist (pvc-not-found) or is not bound
+// (pvc-unbound, with why). ok is false when every waited-for claim is bound (the cause is in
+// attach or mount, not in binding).
+func claimMountFinding(s *Snapshot, e Event, all []Event) (Finding, bool) {
+	pod := s.Pod
+	for _, vol := range waitedVolumes(pod, e.Message) {
+		name := claimOf(pod, vol)
+		if name == "" {
+			continue
+		}
+		pvc, known := s.PVCs[name]
+		if !known {
+			continue // not read: say nothing rather than guess
+		}
+		obj := "PersistentVolumeClaim " + pod.Namespace + "/" + name
+		f := Finding{Severity: SeverityBlocker, Evidence: []Evidence{EventEvidence(pod, e)}}
+		if pvc == nil {
+			f.Code = CodePVCNotFound
+			f.Summary = fmt.Sprintf("Volume %q uses PersistentVolumeClaim %s, which does not exist in namespace %s, so the kubelet on %s cannot mount it (%s %s).",
+				vol, name, pod.Namespace, pod.Spec.NodeName, e.Reason, eventSeen(s, e)) + missingObjectNote(s, "persistentvolumeclaims", name)
+			f.Evidence = append(f.Evidence, Evidence{Object: obj, Message: "not found"})
+			f.Fix = missingObjectFix(s, "persistentvolumeclaims", name, fmt.Sprintf("Create the claim %s, or point volume %q at the claim that exists.", name, vol))
+			return f, true
+		}
+		if pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName != "" {
+			continue
+		}
+		why := explainUnboundClaim(s, name, pvc)
+		f.Code = CodePVCUnbound
+		f.Uncertain = why.Unsure
+		f.Summary = fmt.Sprintf("Volume %q waits for PersistentVolumeClaim %s, which is not bound (status %s): %s. The kubelet on %s times out mounting it (%s %s).",
+			vol, name, claimPhase(pvc), why.Summary, pod.Spec.NodeName, e.Reason, eventSeen(s, e))
+		f.Evidence = append(f.Evidence, Evidence{Object: obj, Field: "status.phase", Message: claimPhase(pvc)})
+		f.Evidence = append(f.Evidence, why.Evidence...)
+		f.Fix = why.Fix
+		return f, true
+	}
+	return Finding{}, false
+}
+
+// claimPhase is the claim's status.phase, Pending when unset.
+func claimPhase(pvc *corev1.PersistentVolumeClaim) string {
+	if pvc.Status.Phase == "" {
+		return string(corev1.ClaimPending)
+	}
+	return string(pvc.Status.Phase)
 }
 
 var reGenericMount = regexp.MustCompile(`(?i)unable to attach or mount volumes|timed out waiting for the condition|context deadline exceeded`)
@@ -68,6 +162,9 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 		}
 	}
 	volume := quoted(e.Message, "volume ")
+	if volume == "" {
+		volume = strings.Join(waitedVolumes(pod, e.Message), ", ")
+	}
 	seen := eventSeen(s, e)
 	blocked := "the pod's containers cannot start"
 	if len(pod.Spec.InitContainers) > 0 {
@@ -80,16 +177,14 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 			kind, res = "Secret", "secret"
 		}
 		name := quoted(e.Message, res+" ")
-		f.Summary = fmt.Sprintf("Volume %q mounts %s %s, which does not exist in namespace %s, so %s (%s %s).", volume, kind, name, pod.Namespace, blocked, e.Reason, seen)
+		f.Summary = fmt.Sprintf("Volume %q mounts %s %s, which does not exist in namespace %s, so %s (%s %s).", volume, kind, name, pod.Namespace, blocked, e.Reason, seen) +
+			missingObjectNote(s, res+"s", name)
 		for _, v := range pod.Spec.Volumes {
 			if (v.ConfigMap != nil && v.ConfigMap.Name == name) || (v.Secret != nil && v.Secret.SecretName == name) {
 				f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: "spec.volumes[" + v.Name + "]", Message: fmt.Sprintf("%s %s", kind, name)})
 			}
 		}
-		f.Fix = []string{
-			fmt.Sprintf("kubectl get %ss %s  # is it there under another name?", res, nsFlag(pod)),
-			fmt.Sprintf("Create %s %s, or point volume %q at the one that exists (or set optional: true).", kind, name, volume),
-		}
+		f.Fix = missingObjectFix(s, res+"s", name, fmt.Sprintf("Create %s %s, or point volume %q at the one that exists (or set optional: true).", kind, name, volume))
 	case CodeMultiAttachRWO:
 		f.Summary = fmt.Sprintf("Volume %q is ReadWriteOnce and still attached to another node, so it cannot attach to %s (%s %s).", volume, pod.Spec.NodeName, e.Reason, seen)
 		if users := alreadyUsedBy(e.Message); users != "" {
@@ -103,8 +198,8 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 	default:
 		f.Summary = fmt.Sprintf("The kubelet on %s cannot mount volume %s, so %s (%s %s).", pod.Spec.NodeName, orUnknownVolume(volume), blocked, e.Reason, seen)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name),
-			fmt.Sprintf("kubectl get pvc %s; kubectl get volumeattachments -o wide | grep %s", nsFlag(pod), pod.Spec.NodeName),
+			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)),
+			fmt.Sprintf("kubectl get pvc %s; kubectl get volumeattachments -o wide | grep %s", nsFlag(pod), shellQuote(pod.Spec.NodeName)),
 		}
 	}
 	return f

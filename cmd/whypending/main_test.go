@@ -82,6 +82,42 @@ func TestWhyPendingAgainstRealCluster(t *testing.T) {
 			t.Errorf("summary = %q, want it to suggest %s/frontend", d.Summary, ns)
 		}
 	})
+
+	t.Run("a name close to nothing gets no suggestion, and the fix quotes it", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", c.KubeconfigPath, "-n", ns, "zz-nothing-like-it", "-o", "json")
+		if code != exitPodNotFound {
+			t.Fatalf("exit code = %d, want %d", code, exitPodNotFound)
+		}
+		var d triage.Diagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if strings.Contains(d.Summary, "Did you mean") {
+			t.Errorf("summary = %q, want no suggestion for an unrelated name", d.Summary)
+		}
+	})
+
+	// Names no pod can have are refused before any request, with exit 1 and one line that
+	// says which part is wrong; nothing is printed as a command to paste.
+	for _, args := range [][]string{
+		{"-n", "BAD NS", "x"},
+		{"<!channel>"},
+		{"shop/web;rm -rf ~"},
+		{"-n", "shop", "Web-Upper"},
+	} {
+		t.Run("invalid input "+strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, append([]string{"why-pending", "--kubeconfig", c.KubeconfigPath}, args...)...)
+			if code != 1 {
+				t.Errorf("exit code = %d, want 1", code)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want nothing (no suggested command)", out)
+			}
+			if !strings.Contains(errOut, "is not a valid") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Errorf("stderr = %q, want one line saying the name is not valid", errOut)
+			}
+		})
+	}
 }
 
 func TestWhyPendingUnreachableServerIsOneLine(t *testing.T) {

@@ -41,6 +41,9 @@ server cannot be reached), 2 no such pod (the answer lists the closest names).`,
 			if i := strings.IndexByte(name, '/'); i >= 0 {
 				ns, name = name[:i], name[i+1:]
 			}
+			if err := triage.CheckPodRef(ns, name); err != nil {
+				return err
+			}
 			cfg, err := kube.restConfig()
 			if err != nil {
 				return err

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 )
@@ -55,6 +56,9 @@ type collectorCache struct {
 	nodes    corelisters.NodeLister
 	pvcs     corelisters.PersistentVolumeClaimLister
 	pvs      corelisters.PersistentVolumeLister
+	// storageClasses and csiNodes are small (a few classes, one CSINode per node).
+	storageClasses storagelisters.StorageClassLister
+	csiNodes       storagelisters.CSINodeLister
 	// events holds pod events indexed by involvedObject.uid (startEventCache in
 	// collect_extra.go); podEvents reads it instead of listing.
 	events cache.Indexer
@@ -81,7 +85,7 @@ func New(client kubernetes.Interface) *Collector {
 	return &Collector{client: client, now: time.Now}
 }
 
-// NewCached starts shared informers for pods, nodes, PVCs, PVs and pod events, waits until their
+// NewCached starts shared informers for pods, nodes, PVCs, PVs, StorageClasses, CSINodes and pod events, waits until their
 // caches have synced and returns a Collector that reads those objects from the caches (the bot's
 // backend). The informers run until ctx is done. Cached objects carry no managedFields and no
 // last-applied-configuration annotation (see stripForCache).
@@ -98,6 +102,9 @@ func NewCached(ctx context.Context, client kubernetes.Interface) (*Collector, er
 		nodes:    factory.Core().V1().Nodes().Lister(),
 		pvcs:     factory.Core().V1().PersistentVolumeClaims().Lister(),
 		pvs:      factory.Core().V1().PersistentVolumes().Lister(),
+
+		storageClasses: factory.Storage().V1().StorageClasses().Lister(),
+		csiNodes:       factory.Storage().V1().CSINodes().Lister(),
 	}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -193,8 +200,10 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	s.PodsByNode, podsErr = c.boundPods(ctx, pod)
 	s.NodesErr = errors.Join(nodesErr, podsErr)
 	s.PVCs, s.PVs = c.volumes(ctx, pod)
+	c.collectStorage(ctx, s)
 	s.ServerVersion = c.serverVersion()
 	c.collectExtras(ctx, s)
+	c.collectNames(ctx, s)
 	return s, nil
 }
 
@@ -230,14 +239,23 @@ func (c *Collector) getPod(ctx context.Context, namespace, name string) (*corev1
 	return c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// podEvents lists the pod's events by involved-object UID from core/v1 and events.k8s.io/v1
-// (the same objects seen through two APIs; a cluster may serve either), merges them by event
-// UID and sorts them newest first. It fails only when both lists fail.
+// podEvents returns the pod's events: from the event cache when there is one, else listed by
+// objectEvents.
 func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Event, error) {
 	if events, ok := c.cachedEvents(pod); ok {
 		return events, nil
 	}
-	uid := string(pod.UID)
+	events, err := c.objectEvents(ctx, pod.Namespace, string(pod.UID))
+	if err != nil {
+		return nil, fmt.Errorf("list events for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return events, nil
+}
+
+// objectEvents lists the events about the object with uid in namespace from core/v1 and
+// events.k8s.io/v1 (the same objects seen through two APIs; a cluster may serve either),
+// merges them by event UID and sorts them newest first. It fails only when both lists fail.
+func (c *Collector) objectEvents(ctx context.Context, namespace, uid string) ([]triage.Event, error) {
 	byUID := map[types.UID]triage.Event{}
 	var order []types.UID
 	add := func(id types.UID, e triage.Event) {
@@ -250,7 +268,7 @@ func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Ev
 	var coreErr, newErr error
 	coreSel := fields.OneTermEqualSelector("involvedObject.uid", uid).String()
 	coreErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.client.CoreV1().Events(pod.Namespace).List(ctx, opts)
+		return c.client.CoreV1().Events(namespace).List(ctx, opts)
 	}).EachListItem(ctx, metav1.ListOptions{FieldSelector: coreSel, Limit: pageSize}, func(obj runtime.Object) error {
 		e := obj.(*corev1.Event)
 		add(e.UID, eventFromCore(e))
@@ -261,7 +279,7 @@ func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Ev
 	// return the same event, its view wins.
 	newSel := fields.OneTermEqualSelector("regarding.uid", uid).String()
 	newErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.client.EventsV1().Events(pod.Namespace).List(ctx, opts)
+		return c.client.EventsV1().Events(namespace).List(ctx, opts)
 	}).EachListItem(ctx, metav1.ListOptions{FieldSelector: newSel, Limit: pageSize}, func(obj runtime.Object) error {
 		e := obj.(*eventsv1.Event)
 		add(e.UID, eventFromEventsV1(e))
@@ -269,7 +287,7 @@ func (c *Collector) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Ev
 	})
 
 	if coreErr != nil && newErr != nil {
-		return nil, fmt.Errorf("list events for pod %s/%s: %w", pod.Namespace, pod.Name, coreErr)
+		return nil, coreErr
 	}
 	events := make([]triage.Event, 0, len(order))
 	for _, id := range order {
@@ -446,49 +464,23 @@ func (c *Collector) boundPods(ctx context.Context, pod *corev1.Pod) (map[string]
 // the PVs those claims are bound to. Reads that fail for another reason than NotFound leave
 // the claim out.
 func (c *Collector) volumes(ctx context.Context, pod *corev1.Pod) (map[string]*corev1.PersistentVolumeClaim, map[string]*corev1.PersistentVolume) {
-	var claims []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			claims = append(claims, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			// A generic ephemeral volume's claim is named <pod>-<volume>.
-			claims = append(claims, pod.Name+"-"+v.Name)
-		}
-	}
+	claims := claimNames(pod)
 	if len(claims) == 0 {
 		return nil, nil
 	}
 	pvcs := map[string]*corev1.PersistentVolumeClaim{}
 	pvs := map[string]*corev1.PersistentVolume{}
 	for _, name := range claims {
-		var pvc *corev1.PersistentVolumeClaim
-		var err error
-		if c.cache != nil {
-			pvc, err = c.cache.pvcs.PersistentVolumeClaims(pod.Namespace).Get(name)
-		} else {
-			pvc, err = c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			pvcs[name] = nil
-			continue
-		case err != nil:
+		pvc, err := c.claim(ctx, pod.Namespace, name)
+		if err != nil {
 			continue
 		}
 		pvcs[name] = pvc
-		pvName := pvc.Spec.VolumeName
-		if pvName == "" {
+		if pvc == nil || pvc.Spec.VolumeName == "" {
 			continue
 		}
-		var pv *corev1.PersistentVolume
-		if c.cache != nil {
-			pv, err = c.cache.pvs.Get(pvName)
-		} else {
-			pv, err = c.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
-		}
-		if err == nil {
-			pvs[pvName] = pv
+		if pv, err := c.persistentVolume(ctx, pvc.Spec.VolumeName); err == nil {
+			pvs[pvc.Spec.VolumeName] = pv
 		}
 	}
 	return pvcs, pvs

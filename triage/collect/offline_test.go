@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,20 +82,7 @@ func TestScenariosOffline(t *testing.T) {
 					t.Errorf("findings = %v, want context %s among them", codes, want)
 				}
 			}
-			if testing.Verbose() {
-				for _, f := range d.Findings {
-					t.Logf("%s [%s] %s", f.Code, f.Severity, f.Summary)
-					for _, e := range f.Evidence {
-						t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, e.Message, e.Count)
-					}
-					for _, x := range f.Fix {
-						t.Logf("    $ %s", x)
-					}
-					for _, a := range f.Actions {
-						t.Logf("    [%s] %s %v", a.Kind, a.Label, a.Args)
-					}
-				}
-			}
+			logDiagnosis(t, d)
 		})
 	}
 }
@@ -119,8 +107,28 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 	pvcs := map[string]*corev1.PersistentVolumeClaim{}
 	pvs := map[string]*corev1.PersistentVolume{}
 	var calicoObjs []*unstructured.Unstructured
+	classes := map[string]*storagev1.StorageClass{}
+	claimEvents := map[string][]triage.Event{} // by claim name, in the pod's namespace
+	names := map[string][]string{}             // resource -> names in the pod's namespace
+	jobs := map[string]*unstructured.Unstructured{}
 	for _, u := range sc.Objects {
+		if u.GetNamespace() == ns {
+			switch u.GetKind() {
+			case "ConfigMap":
+				names["configmaps"] = append(names["configmaps"], u.GetName())
+			case "Secret":
+				names["secrets"] = append(names["secrets"], u.GetName())
+			case "PersistentVolumeClaim":
+				names["persistentvolumeclaims"] = append(names["persistentvolumeclaims"], u.GetName())
+			case "Job":
+				jobs[u.GetName()] = u
+			}
+		}
 		switch u.GetKind() {
+		case "StorageClass":
+			c := &storagev1.StorageClass{}
+			fromUnstructured(t, u, c)
+			classes[c.Name] = c
 		case "Pod":
 			p := &corev1.Pod{}
 			fromUnstructured(t, u, p)
@@ -140,8 +148,11 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 		case "Event":
 			e := &corev1.Event{}
 			fromUnstructured(t, u, e)
-			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Namespace == ns && e.InvolvedObject.Name == name {
+			switch {
+			case e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Namespace == ns && e.InvolvedObject.Name == name:
 				s.Events = append(s.Events, eventFromCore(e))
+			case e.InvolvedObject.Kind == "PersistentVolumeClaim" && e.InvolvedObject.Namespace == ns:
+				claimEvents[e.InvolvedObject.Name] = append(claimEvents[e.InvolvedObject.Name], eventFromCore(e))
 			}
 		}
 		if strings.HasPrefix(u.GetAPIVersion(), "crd.projectcalico.org/") {
@@ -193,6 +204,25 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 		s.PVCs[v.PersistentVolumeClaim.ClaimName] = c
 		if c != nil && pvs[c.Spec.VolumeName] != nil {
 			s.PVs[c.Spec.VolumeName] = pvs[c.Spec.VolumeName]
+		}
+	}
+	if triage.NeedsStorageClasses(s) {
+		s.StorageClasses, s.ClaimEvents = classes, map[string][]triage.Event{}
+		for claim, pvc := range s.PVCs {
+			if pvc != nil && pvc.Spec.VolumeName == "" {
+				triage.SortEvents(claimEvents[claim])
+				s.ClaimEvents[claim] = claimEvents[claim]
+			}
+		}
+	}
+	if resources := triage.NeedsNames(s); len(resources) > 0 {
+		s.NamesInNamespace = map[string][]string{}
+		for _, r := range resources {
+			s.NamesInNamespace[r] = names[r]
+		}
+		if ref := metav1.GetControllerOf(s.Pod); ref != nil && ref.Kind == "Job" && jobs[ref.Name] != nil {
+			s.Controller = &metav1.PartialObjectMetadata{}
+			fromUnstructured(t, jobs[ref.Name], s.Controller)
 		}
 	}
 	if len(calicoObjs) > 0 && triage.NeedsIPAM(s) {

@@ -69,6 +69,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	if err != nil {
 		t.Fatalf("Diagnose(%s) error: %v", exp.Pod, err)
 	}
+	logDiagnosis(t, d)
 	var codes []triage.Code
 	for _, f := range d.Findings {
 		codes = append(codes, f.Code)
@@ -138,5 +139,32 @@ func checkVerdictsAgree(t *testing.T, d *triage.Diagnosis) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("node table rows per scheduler reason (capped at the scheduler's count) mismatch (-scheduler +table):\n%s\nscheduler: %s", diff, msg.Event.Message)
+	}
+}
+
+// logDiagnosis writes d's findings, evidence, fixes, actions and node table to the test log
+// when the tests run with -v, so a scenario's whole answer can be read.
+func logDiagnosis(t *testing.T, d *triage.Diagnosis) {
+	t.Helper()
+	if !testing.Verbose() {
+		return
+	}
+	t.Logf("uncertain=%t summary: %s", d.Uncertain, d.Summary)
+	for _, f := range d.Findings {
+		t.Logf("%s [%s] uncertain=%t %s", f.Code, f.Severity, f.Uncertain, f.Summary)
+		for _, e := range f.Evidence {
+			t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, e.Message, e.Count)
+		}
+		for _, x := range f.Fix {
+			t.Logf("    $ %s", x)
+		}
+		for _, a := range f.Actions {
+			t.Logf("    [%s] %s %v", a.Kind, a.Label, a.Args)
+		}
+		for _, nv := range f.Nodes {
+			for _, r := range nv.Reasons {
+				t.Logf("    node %s fits=%t: [%s sched=%t] %s", nv.Node, nv.Fits, r.Code, r.FromScheduler, r.Message)
+			}
+		}
 	}
 }

@@ -1,0 +1,63 @@
+package triage
+
+import (
+	"fmt"
+	"strings"
+)
+
+// This file adds what every "object not found" answer (configmap-not-found, secret-not-found,
+// pvc-not-found) shares: the closest existing names in the namespace, and the Helm hook
+// ordering that often explains why the object is not there yet.
+
+// helmHookAnnotation marks a Helm hook Job or Pod.
+const helmHookAnnotation = "helm.sh/hook"
+
+// resourceKinds names a resource's kind for a person.
+var resourceKinds = map[string]string{
+	"configmaps":             "ConfigMap",
+	"secrets":                "Secret",
+	"persistentvolumeclaims": "PersistentVolumeClaim",
+}
+
+// missingObjectNote returns a sentence to add to the summary of a missing object of resource
+// ("configmaps", "secrets", "persistentvolumeclaims") named name: the closest existing names
+// from Snapshot.NamesInNamespace, and, for a Helm hook, why the object may not exist yet. It is
+// "" when there is nothing to add.
+func missingObjectNote(s *Snapshot, resource, name string) string {
+	var b strings.Builder
+	if near := closestNames(name, s.NamesInNamespace[resource], 3); len(near) > 0 {
+		fmt.Fprintf(&b, " Did you mean %s %s? (It exists in %s.)", resourceKinds[resource], strings.Join(near, " or "), s.Pod.Namespace)
+	}
+	if hook, owner := helmHook(s); hook != "" {
+		fmt.Fprintf(&b, " The pod runs as a Helm %s hook (%s): Helm runs hooks before it creates the release's other objects, so a hook cannot use a %s the same release creates.", hook, owner, resourceKinds[resource])
+	}
+	return b.String()
+}
+
+// missingObjectFix returns the fix for a missing object: the near names to check first, todo,
+// and for a Helm hook how to order it.
+func missingObjectFix(s *Snapshot, resource, name, todo string) []string {
+	fix := []string{fmt.Sprintf("kubectl get %s -n %s", resource, shellQuote(s.Pod.Namespace))}
+	if near := closestNames(name, s.NamesInNamespace[resource], 3); len(near) > 0 {
+		fix = append(fix, fmt.Sprintf("If %s is the one meant, fix the name in the pod's spec (or its workload's template).", strings.Join(near, " or ")))
+	}
+	fix = append(fix, todo)
+	if hook, _ := helmHook(s); hook != "" {
+		fix = append(fix, fmt.Sprintf("Create the %s in an earlier hook (annotate it helm.sh/hook: %s with a lower helm.sh/hook-weight), or move this work out of the hook so it runs after the release's objects exist.", resourceKinds[resource], hook))
+	}
+	return fix
+}
+
+// helmHook returns the Helm hook the pod runs as (e.g. "pre-install,pre-upgrade") and the object
+// that carries the annotation: the pod itself or its controlling Job (Snapshot.Controller).
+func helmHook(s *Snapshot) (hook, owner string) {
+	if h := s.Pod.Annotations[helmHookAnnotation]; h != "" {
+		return h, "Pod " + s.Pod.Name
+	}
+	if c := s.Controller; c != nil {
+		if h := c.Annotations[helmHookAnnotation]; h != "" {
+			return h, c.Kind + " " + c.Name
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,137 @@
+package triage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// This file squares the modelled node table with the kube-scheduler's own verdict. The
+// scheduler counts each node once, under the first filter plugin that rejects it (several
+// reasons only when that one plugin gives several, e.g. Insufficient cpu and memory); the
+// table keeps every reason it models. A scheduler reason the table does not account for is
+// never dropped and never silently read as "fits": it goes, verbatim, to the nodes the model
+// found no reason for.
+
+// filterRank is the position of the filter plugin that reports a code in the default
+// scheduler profile (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+// NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+// PodTopologySpread, InterPodAffinity). Codes no plugin reports rank last.
+func filterRank(c Code) int {
+	switch c {
+	case CodeNodeUnschedulable:
+		return 0
+	case CodeUntoleratedTaint:
+		return 2
+	case CodeNodeSelectorMismatch:
+		return 3
+	case CodeHostPortConflict:
+		return 4
+	case CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
+		CodeInsufficientExtendedResource, CodeTooManyPods:
+		return 5
+	case CodeVolumeAttachLimit:
+		return 7
+	case CodePVCUnbound, CodeVolumeNodeAffinityConflict:
+		return 8
+	case CodeTopologySpreadUnsatisfiable:
+		return 10
+	case CodePodAffinityUnsatisfiable, CodePodAntiAffinityUnsatisfiable:
+		return 11
+	}
+	return 99
+}
+
+// firstFilterCodes returns the codes the scheduler would count a node under: the node's
+// blocking codes of its first failing plugin.
+func firstFilterCodes(nv NodeVerdict) []Code {
+	codes := nodeCodes(nv)
+	best := 100
+	for _, c := range codes {
+		best = min(best, filterRank(c))
+	}
+	var out []Code
+	for _, c := range codes {
+		if filterRank(c) == best {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// unaccounted is a scheduler reason (or the part of its count) that the table does not explain.
+type unaccounted struct {
+	SchedulerReason
+	// missing is how many of its nodes the table does not show with it.
+	missing int
+}
+
+// reconcile gives every node the model says fits, while the scheduler's latest message says
+// no node fits, the scheduler reasons the model does not account for (FromScheduler reasons),
+// so the table never claims a node the scheduler rejects. It returns whether that attribution
+// is exact: one unaccounted reason, counted on exactly those nodes. It changes nothing when
+// there is no message, when it is a pod-level (PreFilter) verdict, or when the scheduler
+// counted a different number of nodes than the table has (nodes came or went since).
+func (v *schedulingView) reconcile() (exact bool) {
+	if !v.hasMsg || v.msg.PodLevel != nil || v.msg.Total != len(v.verdicts) {
+		return true
+	}
+	var fits []int
+	predicted := map[Code]int{}
+	for i, nv := range v.verdicts {
+		codes := firstFilterCodes(nv)
+		if len(codes) == 0 {
+			fits = append(fits, i)
+		}
+		for _, c := range codes {
+			predicted[c]++
+		}
+	}
+	if len(fits) == 0 {
+		return true
+	}
+	var open []unaccounted
+	for _, r := range v.msg.Reasons {
+		missing := r.Count
+		if r.Code != "" {
+			explained := min(predicted[r.Code], r.Count)
+			predicted[r.Code] -= explained
+			missing -= explained
+		}
+		if missing > 0 {
+			open = append(open, unaccounted{SchedulerReason: r, missing: missing})
+		}
+	}
+	sort.SliceStable(open, func(i, j int) bool { return open[i].missing > open[j].missing })
+	ago := ""
+	if age := v.snap.Now.Sub(v.msg.Event.LastSeen); age > 0 && !v.msg.Event.LastSeen.IsZero() {
+		ago = " (" + FormatAge(age) + " ago)"
+	}
+	var reason NodeReason
+	switch {
+	case len(open) == 1:
+		u := open[0]
+		code := u.Code
+		if code == "" {
+			code = CodeUnknown
+		}
+		reason = NodeReason{Code: code, FromScheduler: true,
+			Message: fmt.Sprintf("the scheduler's latest verdict%s: %q on %d node(s); the node table found no other reason here", ago, u.Text, u.Count)}
+		exact = u.missing == len(fits) && u.Code != ""
+	case len(open) > 1:
+		var parts []string
+		for _, u := range open {
+			parts = append(parts, fmt.Sprintf("%q (%d)", u.Text, u.missing))
+		}
+		reason = NodeReason{Code: CodeUnknown, FromScheduler: true,
+			Message: fmt.Sprintf("the scheduler's latest verdict%s rejects this node for one of: %s; the node table found no reason here", ago, strings.Join(parts, ", "))}
+	default:
+		reason = NodeReason{Code: CodeUnknown, FromScheduler: true,
+			Message: fmt.Sprintf("the scheduler's latest verdict%s found no node for the pod, but its counts do not say why this node was rejected", ago)}
+	}
+	for _, i := range fits {
+		v.verdicts[i].Fits = false
+		v.verdicts[i].Reasons = append(v.verdicts[i].Reasons, reason)
+	}
+	return exact
+}

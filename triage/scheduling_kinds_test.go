@@ -324,7 +324,9 @@ func TestTopologySpreadKnowsWhichDomainsCount(t *testing.T) {
 		{
 			name: "nodeAffinityPolicy Ignore counts nodes the pod's selector excludes: suggest Honor",
 			s: func() *Snapshot {
-				p := spreadPod(func(c *corev1.TopologySpreadConstraint) { c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore) })
+				p := spreadPod(func(c *corev1.TopologySpreadConstraint) {
+					c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+				})
 				p.Spec.NodeSelector = map[string]string{"pool": "web"}
 				return snap(p, []*corev1.Node{node("other-1"), node("w-1", withLabel("pool", "web")), node("w-2", withLabel("pool", "web"))},
 					[]*corev1.Pod{replica("w-1", "r1"), replica("w-2", "r2")},

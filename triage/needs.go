@@ -86,15 +86,20 @@ func NeedsStorageClasses(s *Snapshot) bool {
 }
 
 // NeedsVolumeLimits reports whether the Collector should read CSINodes and the claims of the
-// pods on the nodes (Snapshot.CSINodes, NodeClaims): the pod is unscheduled, mounts volumes,
-// and the scheduler's latest message says nodes exceed their attachable-volume count. Other
-// pods skip these cluster-wide reads.
+// pods on the nodes (Snapshot.CSINodes, NodeClaims): the pod is unscheduled and mounts claims
+// or CSI volumes. The NodeVolumeLimits filter runs after the taint, affinity and resource
+// filters, so the scheduler's message hides a node's volume limit behind an earlier reason; a
+// node fix (untaint, uncordon) can only be judged with the limits known.
 func NeedsVolumeLimits(s *Snapshot) bool {
-	if !isUnscheduled(s.Pod) || len(s.Pod.Spec.Volumes) == 0 {
+	if !isUnscheduled(s.Pod) {
 		return false
 	}
-	m, ok := LatestSchedulerMessage(s.Events)
-	return ok && m.Counts()[CodeVolumeAttachLimit] > 0
+	for _, v := range s.Pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil || v.CSI != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // missingObjectResources maps the codes of a missing object to the resource whose names the

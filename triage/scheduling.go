@@ -540,11 +540,62 @@ func (v *schedulingView) nodesWith(code Code) ([]string, map[string][]NodeReason
 	return names, reasons
 }
 
-// helpedBy returns the nodes among names where the node fix for one reason would place the
-// pod: the node's only reason (node-not-ready included: untainting or uncordoning a NotReady
-// node does not make it run pods) is one that match accepts. A fix that touches a node
-// (untaint, uncordon, label) is suggested for these nodes and no others.
-func (v *schedulingView) helpedBy(names []string, match func(NodeReason) bool) []string {
+// fixPlaces returns the nodes among names on which fix (a change to the node: untaint,
+// uncordon, label) would let the pod be placed: the node is judged again, with every modelled
+// filter, as it would be after the fix (a label, for example, can make a node count for topology
+// spread). A fix that touches a node is suggested for these nodes and no others. When the model
+// is not complete for this pod (see modelComplete), no node qualifies.
+func (v *schedulingView) fixPlaces(names []string, fix func(*corev1.Node)) []string {
+	if !v.modelComplete() {
+		return nil
+	}
+	var out []string
+	for _, name := range names {
+		n := v.cluster.nodeByName[name]
+		if n == nil {
+			continue
+		}
+		changed := n.DeepCopy()
+		fix(changed)
+		c := v.cluster.withNode(changed)
+		if len(nodeReasons(v.demand, changed, c, newSpreadState(v.demand, c))) == 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// modelComplete reports whether the node table models every filter that can reject this pod,
+// so that a node with no reason left really would take it. It is false when the scheduler
+// reports reasons the table does not reproduce, when the pod asks for dynamic resources (DRA
+// claims), when a claim's class has no provisioner (static PVs are not modelled), and when the
+// pod mounts claims but the CSINode limits were not read.
+func (v *schedulingView) modelComplete() bool {
+	if v.inexact || len(v.pod.Spec.ResourceClaims) > 0 {
+		return false
+	}
+	for _, nv := range v.verdicts {
+		for _, r := range nv.Reasons {
+			if r.FromScheduler {
+				return false
+			}
+		}
+	}
+	mountsClaims := false
+	for _, pvc := range v.snap.PVCs {
+		mountsClaims = true
+		if pvc == nil {
+			continue
+		}
+		if sc := claimClass(v.snap, pvc); pvc.Spec.VolumeName == "" && (sc == nil || sc.Provisioner == noProvisioner) {
+			return false
+		}
+	}
+	return !mountsClaims || v.snap.CSINodes != nil
+}
+
+// onlyReasonIs returns the nodes among names whose only reason satisfies match.
+func (v *schedulingView) onlyReasonIs(names []string, match func(NodeReason) bool) []string {
 	var out []string
 	for _, nv := range v.verdicts {
 		if len(nv.Reasons) == 1 && match(nv.Reasons[0]) && slices.Contains(names, nv.Node) {

@@ -386,8 +386,8 @@ func (v *schedulingView) describeTaints(f *Finding) {
 		case isSystemTaint(key):
 			f.Fix = append(f.Fix, fmt.Sprintf("%s keeps ordinary workloads off control-plane and system nodes (%s): leave it in place. Only if this pod is a system add-on that belongs there, tolerate it on purpose: %s; otherwise the pod needs room on the other nodes.", key, joinLimited(tainted, 3), toleration))
 		default:
-			helped := v.helpedBy(tainted, func(r NodeReason) bool {
-				return r.Code == CodeUntoleratedTaint && strings.TrimPrefix(r.Message, "taint ") == t
+			helped := v.fixPlaces(tainted, func(n *corev1.Node) {
+				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return taintString(&tn) == t })
 			})
 			if len(helped) == 0 {
 				f.Fix = append(f.Fix, fmt.Sprintf("Tolerating or removing %s alone would not place the pod: %s also reject it for %s.", t, joinLimited(tainted, 3), strings.Join(v.otherCodes(tainted, CodeUntoleratedTaint), ", ")))
@@ -437,7 +437,11 @@ func (v *schedulingView) describeSelector(f *Finding) {
 			fmt.Sprintf("kubectl get nodes -L %s", shellQuote(keys)),
 			fmt.Sprintf("Fix spec.nodeSelector of pod %s/%s (or its workload) to labels the nodes carry.", ns, pod),
 		}
-		helped := v.helpedBy(nodes, func(r NodeReason) bool { return r.Code == CodeNodeSelectorMismatch })
+		helped := v.fixPlaces(nodes, func(n *corev1.Node) {
+			for k, val := range sel {
+				n.Labels[k] = val
+			}
+		})
 		if len(helped) > 0 {
 			var labels []string
 			for _, k := range sortedKeys(sel) {
@@ -466,7 +470,7 @@ func (v *schedulingView) describeCordoned(f *Finding) {
 	nodes, reasons := v.nodesWith(CodeNodeUnschedulable)
 	f.Summary = fmt.Sprintf("%s cordoned (spec.unschedulable): %s.", v.nodesVerb(len(nodes), "is", "are"), joinLimited(nodes, 5))
 	v.nodeEvidence(f, nodes, reasons, "spec.unschedulable")
-	helped := v.helpedBy(nodes, func(r NodeReason) bool { return r.Code == CodeNodeUnschedulable })
+	helped := v.fixPlaces(nodes, func(n *corev1.Node) { n.Spec.Unschedulable = false })
 	for _, n := range helped {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over; the pod fits there otherwise", shellQuote(n)))
 	}
@@ -540,7 +544,7 @@ func (v *schedulingView) describeVolumeLimit(f *Finding) {
 	}
 	f.Summary = fmt.Sprintf("%s at the attachable-volume limit of CSI driver %s (%d volumes per node, CSINode allocatable.count): the pod needs %d more volume(s) there.",
 		v.nodesVerb(len(nodes), "is", "are"), r.Resource, r.Allocatable, r.Requested)
-	if helped := v.helpedBy(nodes, func(r NodeReason) bool { return r.Code == CodeVolumeAttachLimit }); len(helped) < len(nodes) {
+	if helped := v.onlyReasonIs(nodes, func(r NodeReason) bool { return r.Code == CodeVolumeAttachLimit }); len(helped) < len(nodes) {
 		f.Summary += fmt.Sprintf(" %d of them also reject the pod for other reasons (see the node table).", len(nodes)-len(helped))
 	}
 	v.nodeEvidence(f, nodes, reasons, "CSINode spec.drivers[].allocatable.count")

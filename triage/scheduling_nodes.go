@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,20 +112,87 @@ func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 func nodeVerdicts(d *demand, c *cluster, spread *spreadState) []NodeVerdict {
 	out := make([]NodeVerdict, 0, len(c.nodes))
 	for _, n := range c.nodes {
-		var reasons []NodeReason
-		reasons = append(reasons, cordonReasons(d, n)...)
-		reasons = append(reasons, taintReasons(d, n)...)
-		reasons = append(reasons, readyReasons(n)...)
-		reasons = append(reasons, affinityReasons(d, n)...)
-		reasons = append(reasons, hostPortReasons(d, n, c.podsByNode[n.Name])...)
-		reasons = append(reasons, resourceReasons(d, n, c.podsByNode[n.Name])...)
-		reasons = append(reasons, c.volumeLimitReasons(d, n)...)
-		reasons = append(reasons, volumeAffinityReasons(d, n)...)
-		reasons = append(reasons, spread.reasons(n)...)
-		reasons = append(reasons, interPodReasons(d, n, c)...)
+		reasons := nodeReasons(d, n, c, spread)
 		out = append(out, NodeVerdict{Node: n.Name, Fits: len(reasons) == 0, Reasons: reasons})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}
+
+// nodeReasons returns every reason node n rejects the pod, in filter order.
+func nodeReasons(d *demand, n *corev1.Node, c *cluster, spread *spreadState) []NodeReason {
+	var reasons []NodeReason
+	reasons = append(reasons, cordonReasons(d, n)...)
+	reasons = append(reasons, taintReasons(d, n)...)
+	reasons = append(reasons, readyReasons(n)...)
+	reasons = append(reasons, affinityReasons(d, n)...)
+	reasons = append(reasons, hostPortReasons(d, n, c.podsByNode[n.Name])...)
+	reasons = append(reasons, resourceReasons(d, n, c.podsByNode[n.Name])...)
+	reasons = append(reasons, c.volumeLimitReasons(d, n)...)
+	reasons = append(reasons, volumeAffinityReasons(d, n)...)
+	reasons = append(reasons, c.provisioningReasons(d, n)...)
+	reasons = append(reasons, spread.reasons(n)...)
+	reasons = append(reasons, interPodReasons(d, n, c)...)
+	return reasons
+}
+
+// matchesTopology reports whether node labels match any of a StorageClass's allowedTopologies
+// terms (ORed; within a term every expression must hold: the label has one of its values), as
+// the PV controller and the scheduler read them.
+func matchesTopology(terms []corev1.TopologySelectorTerm, nodeLabels map[string]string) bool {
+	for _, term := range terms {
+		if len(term.MatchLabelExpressions) == 0 {
+			continue // an empty term selects nothing
+		}
+		ok := true
+		for _, e := range term.MatchLabelExpressions {
+			if v, has := nodeLabels[e.Key]; !has || !slices.Contains(e.Values, v) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withNode returns a copy of c in which the node named like changed replaces it (the pods
+// stay): the cluster as it would be after a node fix.
+func (c *cluster) withNode(changed *corev1.Node) *cluster {
+	out := *c
+	out.nodes = make([]*corev1.Node, len(c.nodes))
+	out.nodeByName = make(map[string]*corev1.Node, len(c.nodeByName))
+	for i, n := range c.nodes {
+		if n.Name == changed.Name {
+			n = changed
+		}
+		out.nodes[i] = n
+		out.nodeByName[n.Name] = n
+	}
+	return &out
+}
+
+// provisioningReasons judges n like VolumeBinding does for the pod's claims that wait for a
+// first consumer: a dynamically provisioned volume can only be made where the StorageClass's
+// allowedTopologies allow.
+func (c *cluster) provisioningReasons(d *demand, n *corev1.Node) []NodeReason {
+	var out []NodeReason
+	for _, name := range sortedKeys(c.snap.PVCs) {
+		pvc := c.snap.PVCs[name]
+		if pvc == nil || pvc.Spec.VolumeName != "" {
+			continue
+		}
+		sc := claimClass(c.snap, pvc)
+		if sc == nil || bindingMode(sc) != storagev1.VolumeBindingWaitForFirstConsumer || len(sc.AllowedTopologies) == 0 {
+			continue
+		}
+		if !matchesTopology(sc.AllowedTopologies, n.Labels) {
+			out = append(out, NodeReason{Code: CodePVCUnbound,
+				Message: fmt.Sprintf("StorageClass %s's allowedTopologies exclude the node, so claim %s cannot be provisioned there", sc.Name, name)})
+		}
+	}
 	return out
 }
 

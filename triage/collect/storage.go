@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -61,7 +60,8 @@ func (c *Collector) storageClasses(ctx context.Context) (map[string]*storagev1.S
 }
 
 // volumeLimits reads what the NodeVolumeLimits filter counts: every CSINode, and for each pod on
-// the nodes its claims and their PVs (s.NodeClaims, s.PVs).
+// the nodes its claims and their PVs (s.NodeClaims, s.PVs). A claim a pod names that does not
+// exist is left out of NodeClaims.
 func (c *Collector) volumeLimits(ctx context.Context, s *triage.Snapshot) {
 	csiNodes := map[string]*storagev1.CSINode{}
 	if c.cache != nil {
@@ -84,44 +84,83 @@ func (c *Collector) volumeLimits(ctx context.Context, s *triage.Snapshot) {
 			return
 		}
 	}
-	claims := map[string]*corev1.PersistentVolumeClaim{}
+	wanted := map[string]bool{}
 	for _, pods := range s.PodsByNode {
 		for _, p := range pods {
 			for _, name := range claimNames(p) {
-				claims[p.Namespace+"/"+name] = nil
+				wanted[p.Namespace+"/"+name] = true
 			}
 		}
 	}
-	keys := make([]string, 0, len(claims))
-	for k := range claims {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pvNames := map[string]bool{}
-	for _, key := range keys {
-		ns, name := splitKey(key)
-		pvc, err := c.claim(ctx, ns, name)
-		if err != nil {
-			delete(claims, key)
-			continue
-		}
-		claims[key] = pvc
-		if pvc != nil && pvc.Spec.VolumeName != "" {
-			pvNames[pvc.Spec.VolumeName] = true
-		}
+	claims, pvs, err := c.claimsAndVolumes(ctx, wanted)
+	if err != nil {
+		return
 	}
 	if s.PVs == nil {
 		s.PVs = map[string]*corev1.PersistentVolume{}
 	}
-	for name := range pvNames {
-		if _, ok := s.PVs[name]; ok {
-			continue
-		}
-		if pv, err := c.persistentVolume(ctx, name); err == nil {
+	for name, pv := range pvs {
+		if _, ok := s.PVs[name]; !ok {
 			s.PVs[name] = pv
 		}
 	}
 	s.CSINodes, s.NodeClaims = csiNodes, claims
+}
+
+// claimsAndVolumes returns the claims named in wanted ("namespace/name") that exist, and the
+// PVs they are bound to: from the informer caches, or with one paginated list of all claims
+// and one of all PVs (not a request per claim: a cluster may hold thousands).
+func (c *Collector) claimsAndVolumes(ctx context.Context, wanted map[string]bool) (map[string]*corev1.PersistentVolumeClaim, map[string]*corev1.PersistentVolume, error) {
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	pvs := map[string]*corev1.PersistentVolume{}
+	if len(wanted) == 0 {
+		return claims, pvs, nil
+	}
+	keep := func(pvc *corev1.PersistentVolumeClaim) {
+		if wanted[pvc.Namespace+"/"+pvc.Name] {
+			claims[pvc.Namespace+"/"+pvc.Name] = pvc
+		}
+	}
+	if c.cache != nil {
+		all, err := c.cache.pvcs.List(labels.Everything())
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, pvc := range all {
+			keep(pvc)
+		}
+		for _, pvc := range claims {
+			if pv, err := c.cache.pvs.Get(pvc.Spec.VolumeName); pvc.Spec.VolumeName != "" && err == nil {
+				pvs[pv.Name] = pv
+			}
+		}
+		return claims, pvs, nil
+	}
+	err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, opts)
+	}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
+		keep(obj.(*corev1.PersistentVolumeClaim))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list persistent volume claims: %w", err)
+	}
+	bound := map[string]bool{}
+	for _, pvc := range claims {
+		bound[pvc.Spec.VolumeName] = true
+	}
+	err = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.client.CoreV1().PersistentVolumes().List(ctx, opts)
+	}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
+		if pv := obj.(*corev1.PersistentVolume); bound[pv.Name] {
+			pvs[pv.Name] = pv
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list persistent volumes: %w", err)
+	}
+	return claims, pvs, nil
 }
 
 // claim reads one PVC (nil, nil when it does not exist).
@@ -160,14 +199,4 @@ func claimNames(pod *corev1.Pod) []string {
 		}
 	}
 	return out
-}
-
-// splitKey splits "namespace/name".
-func splitKey(key string) (namespace, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }

@@ -16,10 +16,12 @@ const recentRestart = 15 * time.Minute
 const logEvidenceLines = 10
 
 // crashRules explains app containers (and restartable sidecars) that start and then die or
-// never become ready: OOMKilled, killed by a failing liveness or startup probe, a binary for
-// another CPU architecture, permission denied, exiting 0 under restartPolicy Always, any other
-// non-zero exit (with its last log lines), or running but never Ready because the readiness
-// probe fails.
+// never become ready: OOMKilled, killed by a failing liveness or startup probe, permission
+// denied, exiting 0 under restartPolicy Always, any other non-zero exit (with its last log
+// lines), or running but never Ready because the readiness probe fails. A container whose
+// process never ran (neverStarted) is left to containerConfigRules, and one that waits for
+// anything but a crash back-off now (its sandbox, image or config) to the rule of that wait:
+// its last termination is history.
 func crashRules(s *Snapshot) []Finding {
 	pod := s.Pod
 	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || lostOrEvicted(pod) {
@@ -30,6 +32,9 @@ func crashRules(s *Snapshot) []Finding {
 		if c.Init && !c.sidecar() {
 			continue // initContainerRules
 		}
+		if _, ok := neverStarted(s, c); ok {
+			continue // containerConfigRules
+		}
 		if f, ok := crashFinding(s, c); ok {
 			out = append(out, f)
 		} else if f, ok := readinessFinding(s, c); ok {
@@ -39,21 +44,31 @@ func crashRules(s *Snapshot) []Finding {
 	return out
 }
 
-// crashing reports whether container c is dying: back-off, terminated now, or restarted
-// recently or while still not ready.
+// crashing reports whether container c is dying now. The current state decides: a container in
+// CrashLoopBackOff or terminated now is; one waiting for anything else (ContainerCreating after
+// a node reboot, an image pull, a config error) is blocked by that, not by its last
+// termination; one running now is crashing only if it restarted recently (or is still not
+// ready) after a termination of its own, not after one its node or runtime caused
+// (lostTermination).
 func crashing(s *Snapshot, c containerStatus) bool {
 	st := c.Status
 	switch {
-	case st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff":
-		return true
-	case st.State.Waiting != nil && st.State.Waiting.Reason == "RunContainerError" && containsAny(st.State.Waiting.Message, "exec format error"):
-		return true
+	case st.State.Waiting != nil:
+		return st.State.Waiting.Reason == "CrashLoopBackOff"
 	case st.State.Terminated != nil:
 		return st.State.Terminated.ExitCode != 0 || s.Pod.Spec.RestartPolicy != corev1.RestartPolicyNever
 	case st.RestartCount > 0 && st.LastTerminationState.Terminated != nil:
-		return !st.Ready || age(s, st.LastTerminationState.Terminated.FinishedAt.Time) < recentRestart
+		last := st.LastTerminationState.Terminated
+		return !lostTermination(last) && (!st.Ready || age(s, last.FinishedAt.Time) < recentRestart)
 	}
 	return false
+}
+
+// lostTermination reports whether a termination was the node's or the runtime's doing rather
+// than the process's: containerd's "Unknown" (exit 255) for a container lost when its node
+// rebooted, and the kubelet's "ContainerStatusUnknown" for one it could no longer find.
+func lostTermination(t *corev1.ContainerStateTerminated) bool {
+	return t != nil && (t.Reason == "ContainerStatusUnknown" || t.Reason == "Unknown" && t.ExitCode == 255)
 }
 
 // crashFinding classifies why container c keeps dying, most specific first: the kubelet's own
@@ -72,8 +87,6 @@ func crashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 		return probeKillFinding(s, c, "liveness", CodeLivenessProbeFailed, t, tField), true
 	case probeKills(s, c, "startup") != nil:
 		return probeKillFinding(s, c, "startup", CodeStartupProbeFailed, t, tField), true
-	case containsAny(words, "exec format error"):
-		return processFinding(s, c, t, tField, CodeExecFormatError), true
 	case containsAny(words, "permission denied", "operation not permitted", "EACCES", "read-only file system"):
 		return processFinding(s, c, t, tField, CodePermissionDenied), true
 	case t != nil && t.ExitCode == 0 && pod.Spec.RestartPolicy != corev1.RestartPolicyNever:
@@ -347,8 +360,8 @@ func exitsZeroFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTe
 	return f
 }
 
-// processFinding reports exec-format-error, permission-denied or app-error from the exit and
-// what the process printed.
+// processFinding reports permission-denied or app-error from the exit and what the process
+// printed.
 func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminated, tField string, code Code) Finding {
 	pod := s.Pod
 	f := Finding{Code: code, Severity: SeverityBlocker}
@@ -371,18 +384,7 @@ func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerm
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	said := quoteLastWords(s, c, t)
-	node := s.Node(pod.Spec.NodeName)
 	switch code {
-	case CodeExecFormatError:
-		arch := ""
-		if node != nil {
-			arch = node.Status.NodeInfo.Architecture
-		}
-		f.Summary = fmt.Sprintf("Container %q cannot start its binary: exec format error, i.e. the image is built for another CPU architecture than node %s (%s); %s.", c.Status.Name, pod.Spec.NodeName, orUnknown(arch), restarts)
-		f.Fix = []string{
-			fmt.Sprintf("docker manifest inspect %s | grep architecture", containerImage(c)),
-			"Use an image built for the node's architecture (a multi-arch image), or keep the pod on matching nodes with a nodeSelector on kubernetes.io/arch.",
-		}
 	case CodePermissionDenied:
 		f.Summary = fmt.Sprintf("Container %q fails with a permission error (%s; %s)%s.", c.Status.Name, exit, restarts, said)
 		f.Fix = []string{

@@ -283,6 +283,17 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// truncateStart shortens s to at most n runes by cutting its start, marking the cut with "…".
+// Go error chains ("failed to pull …: failed to resolve …: x509: …") end with the cause, so
+// that is the part to keep.
+func truncateStart(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
 // plural returns one or many depending on n.
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -338,9 +338,9 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 	image := containerImage(c)
 	said := ""
 	if sf.message != "" {
-		said = fmt.Sprintf(" The runtime says: %q.", truncate(sf.message, 300))
+		said = fmt.Sprintf(" The runtime says: %q.", truncateStart(sf.message, 300))
 		if sf.fromProcess {
-			said = fmt.Sprintf(" It printed: %q.", truncate(sf.message, 300))
+			said = fmt.Sprintf(" It printed: %q.", truncateStart(sf.message, 300))
 		}
 	}
 	noLogs := " Its process never ran, so this is not an app crash and there is no log to read."

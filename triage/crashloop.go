@@ -309,7 +309,7 @@ func oomFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminat
 	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), pod.Name),
-		memoryFix(pod, c.Status.Name),
+		setResourcesFix(pod, c.Status.Name, "--limits=memory=<more> --requests=memory=<more>", "the memory limit"),
 		"Or reduce the app's memory use (heap size flags such as -Xmx or GOMEMLIMIT below the limit).",
 	}
 	return f
@@ -496,11 +496,12 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	return f, true
 }
 
-// memoryFix is the command that gives container more memory: on the owning workload, or, for a
-// pod no controller owns, the note that it must be recreated with a higher limit.
-func memoryFix(pod *corev1.Pod, container string) string {
-	if kind, name := workloadOf(pod); kind != "" {
-		return fmt.Sprintf("kubectl set resources %s/%s %s -c %s --limits=memory=<more> --requests=memory=<more>  # on the owning workload", kind, name, nsFlag(pod), container)
+// setResourcesFix is the command that changes container's resources (flags such as
+// "--limits=memory=<more>"): on the owning workload, or, for a pod no controller owns, the note
+// that it must be recreated with the new value of what.
+func setResourcesFix(pod *corev1.Pod, container, flags, what string) string {
+	if target, owned := workloadTarget(pod); owned {
+		return fmt.Sprintf("kubectl set resources %s %s -c %s %s  # on the owning workload", target, nsFlag(pod), shellQuote(container), flags)
 	}
-	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise the memory limit of %s in pod.yaml, then kubectl replace --force -f pod.yaml", pod.Name, nsFlag(pod), container)
+	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise %s of %s in pod.yaml, then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod), what, container)
 }

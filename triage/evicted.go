@@ -299,6 +299,17 @@ func storageLimitEvidence(pod *corev1.Pod) []Evidence {
 	return ev
 }
 
+// runtimeDataDir is where the container runtime of systemd unit keeps images and writable layers.
+func runtimeDataDir(unit string) string {
+	switch unit {
+	case "crio":
+		return "/var/lib/containers"
+	case "docker":
+		return "/var/lib/docker"
+	}
+	return "/var/lib/containerd"
+}
+
 // hasStorageLimit reports whether any container of the pod sets limits.ephemeral-storage.
 func hasStorageLimit(pod *corev1.Pod) bool {
 	for _, c := range containerStatuses(pod) {
@@ -334,11 +345,7 @@ func ownLimitFix(pod *corev1.Pod, e eviction) []string {
 			target, container = "limits.ephemeral-storage of "+e.limitOf, e.container
 		}
 		fix = append(fix, fmt.Sprintf("Raise %s (the limit was %s; set on %s), or write less to the container filesystem, logs and emptyDir volumes.", target, e.limit, strings.Join(limited, ", ")))
-		if kind, name := workloadOf(pod); kind != "" {
-			fix = append(fix, fmt.Sprintf("kubectl set resources %s/%s %s -c %s --limits=ephemeral-storage=<more>", kind, shellQuote(name), nsFlag(pod), shellQuote(container)))
-		} else {
-			fix = append(fix, fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise limits.ephemeral-storage there, then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod)))
-		}
+		fix = append(fix, setResourcesFix(pod, container, "--limits=ephemeral-storage=<more>", "limits.ephemeral-storage"))
 	}
 	return fix
 }
@@ -359,7 +366,7 @@ func nodePressureFix(s *Snapshot, e eviction) []string {
 	switch {
 	case strings.Contains(e.condition, "DiskPressure"):
 		fix = append(fix,
-			fmt.Sprintf("On %s: df -h /var/lib/kubelet /var/lib/%s /var/log; crictl rmi --prune  # free the node's disk (unused images, logs) or give it a larger one", node, runtimeUnit(s)),
+			fmt.Sprintf("On %s: df -h /var/lib/kubelet %s /var/log; crictl rmi --prune  # free the node's disk (unused images, logs) or give it a larger one", node, runtimeDataDir(runtimeUnit(s))),
 			fmt.Sprintf("Set resources.requests.ephemeral-storage on %s to what they really write: a pod using more than it requests is evicted first, and with a request the scheduler places it where the disk fits.", containers))
 	case strings.Contains(e.condition, "MemoryPressure"):
 		fix = append(fix,

@@ -585,13 +585,14 @@ func pullPolicyFix(pod *corev1.Pod, c containerStatus, ref imageReference) strin
 		return fmt.Sprintf("%s is %s (for tag %q), so a loaded image is used without a pull.", c.specField("imagePullPolicy"), policy, orDefault(ref.tag, "latest"))
 	}
 	fix := fmt.Sprintf("A loaded image needs %s: IfNotPresent (or Never): it is Always now, so the kubelet would still pull.", c.specField("imagePullPolicy"))
-	kind, name := workloadOf(pod)
+	target, _ := workloadTarget(pod)
+	kind, _, _ := strings.Cut(target, "/")
 	if i := containerIndex(pod, c); i >= 0 && (kind == "deployment" || kind == "statefulset" || kind == "daemonset") {
 		list := "containers"
 		if c.Init {
 			list = "initContainers"
 		}
-		fix += fmt.Sprintf(" kubectl patch %s/%s %s --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/template/spec/%s/%d/imagePullPolicy\",\"value\":\"IfNotPresent\"}]'", kind, shellQuote(name), nsFlag(pod), list, i)
+		fix += fmt.Sprintf(" kubectl patch %s %s --type=json -p '[{\"op\":\"add\",\"path\":\"/spec/template/spec/%s/%d/imagePullPolicy\",\"value\":\"IfNotPresent\"}]'", target, nsFlag(pod), list, i)
 	}
 	return fix
 }
@@ -681,22 +682,29 @@ func nodePlatform(s *Snapshot) string {
 	return " (" + os + "/" + arch + ")"
 }
 
+// workloadTarget is "kind/name" of the pod's owning workload (owned true), or "pod/name" for a
+// pod no controller owns, for kubectl commands.
+func workloadTarget(pod *corev1.Pod) (target string, owned bool) {
+	if kind, name := workloadOf(pod); kind != "" {
+		return kind + "/" + shellQuote(name), true
+	}
+	return "pod/" + shellQuote(pod.Name), false
+}
+
 // setImageFix is the command that points container at an image that exists: on the owning
 // workload, or on the pod itself when no controller owns it (a pod's image may be changed in
 // place). The image is the one value only the operator can know.
 func setImageFix(pod *corev1.Pod, container string) string {
-	target, note := "pod/"+shellQuote(pod.Name), "a bare pod: also fix the manifest it was created from"
-	if kind, name := workloadOf(pod); kind != "" {
-		target, note = kind+"/"+shellQuote(name), "fix the tag in the owning workload"
+	target, owned := workloadTarget(pod)
+	note := "a bare pod: also fix the manifest it was created from"
+	if owned {
+		note = "fix the tag in the owning workload"
 	}
 	return fmt.Sprintf("kubectl set image %s %s=<existing image:tag> %s  # %s", target, shellQuote(container), nsFlag(pod), note)
 }
 
 // setImageTo is the command that points container at image, on the owning workload or the pod.
 func setImageTo(pod *corev1.Pod, container, image string) string {
-	target := "pod/" + shellQuote(pod.Name)
-	if kind, name := workloadOf(pod); kind != "" {
-		target = kind + "/" + shellQuote(name)
-	}
+	target, _ := workloadTarget(pod)
 	return fmt.Sprintf("kubectl set image %s %s %s", target, shellQuote(container+"="+image), nsFlag(pod))
 }

@@ -505,8 +505,8 @@ func mountTypeFix(c containerStatus, path string) []string {
 
 // editSpecFix is the command that opens the spec to change: the owning workload, or the pod.
 func editSpecFix(pod *corev1.Pod, c containerStatus) string {
-	if kind, name := workloadOf(pod); kind != "" {
-		return fmt.Sprintf("kubectl edit %s/%s %s  # containers[%s] in the pod template", kind, shellQuote(name), nsFlag(pod), c.Status.Name)
+	if target, owned := workloadTarget(pod); owned {
+		return fmt.Sprintf("kubectl edit %s %s  # containers[%s] in the pod template", target, nsFlag(pod), c.Status.Name)
 	}
 	return ""
 }

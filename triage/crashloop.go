@@ -224,7 +224,7 @@ func probeKillFinding(s *Snapshot, c containerStatus, kind string, code Code, t 
 		f.Evidence = append(f.Evidence, terminatedEvidence(pod, tField, t))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
-	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --previous | tail -20", nsFlag(pod), pod.Name, c.Status.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --previous | tail -20", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name))}
 	if containsAny(failMsg, "connection refused", "no such host") && p != nil && c.Spec != nil {
 		if port := probePort(p); port != "" && !exposesPort(c.Spec, port) {
 			f.Fix = append(f.Fix, fmt.Sprintf("The probe targets port %s, which the container does not declare (ports: %s): point the probe at the port the app listens on.", port, declaredPorts(c.Spec)))
@@ -308,7 +308,7 @@ func oomFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminat
 		}
 	}
 	f.Fix = []string{
-		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), pod.Name),
+		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), shellQuote(pod.Name)),
 		setResourcesFix(pod, c.Status.Name, "--limits=memory=<more> --requests=memory=<more>", "the memory limit"),
 		"Or reduce the app's memory use (heap size flags such as -Xmx or GOMEMLIMIT below the limit).",
 	}
@@ -355,7 +355,7 @@ func exitsZeroFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTe
 	f.Fix = []string{
 		"Give the container a command that keeps running (the server, not a one-shot script); a shell image needs e.g. command: [\"sleep\", \"infinity\"] to stay up.",
 		"If it is meant to run once, run it as a Job (restartPolicy OnFailure/Never) instead of a Deployment or bare pod.",
-		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), pod.Name, c.Status.Name),
+		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)),
 	}
 	return f
 }
@@ -388,13 +388,13 @@ func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerm
 	case CodePermissionDenied:
 		f.Summary = fmt.Sprintf("Container %q fails with a permission error (%s; %s)%s.", c.Status.Name, exit, restarts, said)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.spec.securityContext}{\"\\n\"}{.spec.containers[?(@.name==\"%s\")].securityContext}'", nsFlag(pod), pod.Name, c.Status.Name),
+			fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.spec.securityContext}{\"\\n\"}{.spec.containers[?(@.name==\"%s\")].securityContext}'", nsFlag(pod), shellQuote(pod.Name), c.Status.Name), // a DNS label, inside the quoted jsonpath
 			"Run as a user that owns the paths it writes (runAsUser), set fsGroup so volumes are group-writable, or mount a writable emptyDir where the app writes.",
 		}
 	default:
 		f.Summary = fmt.Sprintf("Container %q exits with %s; %s%s.", c.Status.Name, exit, restarts, said)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), pod.Name, c.Status.Name),
+			fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)),
 			"Fix what the log says (a bad flag, missing config or an unreachable dependency), then let the workload roll out again.",
 		}
 	}
@@ -489,8 +489,8 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	}
 	f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.field("ready"), Message: fmt.Sprintf("false; running since %s ago", FormatAge(running))})
 	f.Fix = []string{
-		fmt.Sprintf("kubectl logs %s %s -c %s | tail -20", nsFlag(pod), pod.Name, st.Name),
-		fmt.Sprintf("kubectl exec %s %s -c %s -- <the probe's request, e.g. wget -qO- localhost:PORT/PATH>", nsFlag(pod), pod.Name, st.Name),
+		fmt.Sprintf("kubectl logs %s %s -c %s | tail -20", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
+		fmt.Sprintf("kubectl exec %s %s -c %s -- <the probe's request, e.g. wget -qO- localhost:PORT/PATH>", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
 		"Fix the probe's path/port, or what the app waits for before it reports ready (a database, a migration).",
 	}
 	return f, true

@@ -90,7 +90,7 @@ func initCrashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	f.Fix = []string{
-		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), pod.Name, st.Name),
+		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
 		"Fix what the init container checks or runs (a migration, a config render, a permission), then the pod proceeds on its next restart.",
 	}
 	if t != nil && t.Reason == "OOMKilled" {
@@ -156,11 +156,11 @@ func initWaitingFinding(s *Snapshot, c containerStatus) Finding {
 		f.Summary = fmt.Sprintf("Init container %q started %s ago and is still running; it may simply not be done yet.", st.Name, FormatAge(running))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
-	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --tail=20", nsFlag(pod), pod.Name, st.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --tail=20", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name))}
 	if target != "" {
 		host := strings.Fields(target)[0]
 		f.Fix = append(f.Fix,
-			fmt.Sprintf("kubectl run -it --rm dnscheck %s --image=busybox:1.36 --restart=Never -- nslookup %s", nsFlag(pod), host),
+			fmt.Sprintf("kubectl run -it --rm dnscheck %s --image=busybox:1.36 --restart=Never -- nslookup %s", nsFlag(pod), shellQuote(host)),
 			"Make sure the dependency exists and is ready (its Service has endpoints); short names like svc.namespace need the cluster's search domains, so prefer the full name <svc>.<namespace>.svc.cluster.local in the init command.")
 	}
 	return f

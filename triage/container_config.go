@@ -8,28 +8,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// containerConfigRules explains containers the kubelet cannot create: CreateContainerConfigError
-// (a Secret or ConfigMap, or one of its keys, that env/envFrom references is missing: named,
-// with the env var that references it) and CreateContainerError/RunContainerError.
+// containerConfigRules explains containers the kubelet cannot create or start:
+// CreateContainerConfigError (a Secret or ConfigMap, or one of its keys, that env/envFrom
+// references is missing: named, with the env var that references it), and every container
+// whose process never ran (neverStarted: CreateContainerError, RunContainerError, a StartError
+// or ContainerCannotRun termination behind a CrashLoopBackOff, a shell's exit 126/127, runc's
+// own exec error), init containers included. crashRules and initContainerRules leave those
+// containers to this rule, so the answer does not change with the moment the pod is caught.
 func containerConfigRules(s *Snapshot) []Finding {
 	pod := s.Pod
-	if pod == nil || pod.DeletionTimestamp != nil {
+	if pod == nil || pod.DeletionTimestamp != nil || lostOrEvicted(pod) {
 		return nil
 	}
 	var out []Finding
 	for _, c := range containerStatuses(pod) {
-		w := c.Status.State.Waiting
-		if w == nil {
-			continue
-		}
-		switch w.Reason {
-		case "CreateContainerConfigError":
+		if w := c.Status.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" {
 			out = append(out, configErrorFinding(s, c))
-		case "CreateContainerError", "RunContainerError", "PreCreateHookError", "PreStartHookError", "PostStartHookError":
-			if containsAny(w.Message, "exec format error") {
-				continue // crashRules explains it as exec-format-error
-			}
-			out = append(out, createErrorFinding(s, c))
+		} else if sf, ok := neverStarted(s, c); ok {
+			out = append(out, startFailureFinding(s, c, sf))
 		}
 	}
 	return out
@@ -157,36 +153,4 @@ func refEvidence(pod *corev1.Pod, c containerStatus, kind, name, key string) []E
 		ev = append(ev, Evidence{Object: podObject(pod), Field: r.field, Message: "references " + msg})
 	}
 	return ev
-}
-
-// createErrorFinding reports create-container-error for CreateContainerError/RunContainerError.
-func createErrorFinding(s *Snapshot, c containerStatus) Finding {
-	pod := s.Pod
-	w := c.Status.State.Waiting
-	f := Finding{
-		Code:     CodeCreateContainerError,
-		Severity: SeverityBlocker,
-		Summary:  fmt.Sprintf("The container runtime on %s cannot create or start container %q: %s", pod.Spec.NodeName, c.Status.Name, strings.TrimSpace(w.Message)),
-		Evidence: []Evidence{waitingEvidence(pod, c)},
-	}
-	for _, e := range eventsMatching(s, forContainer(c.Status.Name)) {
-		if e.Type == corev1.EventTypeWarning && e.Reason == "Failed" && len(f.Evidence) < 3 {
-			f.Evidence = append(f.Evidence, EventEvidence(pod, e))
-		}
-	}
-	if c.Spec != nil {
-		f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.specField("command"),
-			Message: fmt.Sprintf("command %q, args %q, image %s", c.Spec.Command, c.Spec.Args, c.Spec.Image)})
-	}
-	switch {
-	case containsAny(w.Message, "no command specified"):
-		f.Summary += ". The image has no entrypoint and the pod sets no command."
-		f.Fix = []string{"Set command: in the container spec, or run the pod on the node/runtime the image is built for (e.g. a WASM runtime class with its nodeSelector and toleration)."}
-	case containsAny(w.Message, "executable file not found", "no such file or directory"):
-		f.Fix = []string{"Fix command/args so they name a binary that exists in the image."}
-	case containsAny(w.Message, "container name", "is already in use"):
-		f.Fix = []string{fmt.Sprintf("On %s: crictl ps -a | grep %s  # remove the stale container", pod.Spec.NodeName, c.Status.Name)}
-	}
-	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name))
-	return f
 }

@@ -26,7 +26,7 @@ func TestContainerConfigRules(t *testing.T) {
 		{"configmap key missing", testPod(withEnv, pending("CreateContainerConfigError", `couldn't find key mode in ConfigMap shop/app`)), []Code{CodeConfigMapKeyNotFound}, "spec.containers[app].env[MODE]"},
 		{"any other config error", testPod(pending("CreateContainerConfigError", `container has runAsNonRoot and image will run as root`)), []Code{CodeCreateContainerError}, "status.containerStatuses[app].state.waiting"},
 		{"CreateContainerError", testPod(pending("CreateContainerError", `failed to generate container "x" spec: no command specified`)), []Code{CodeCreateContainerError}, "spec.containers[app].command"},
-		{"RunContainerError with exec format error is left to crashRules", testPod(pending("RunContainerError", `exec format error`)), nil, ""},
+		{"RunContainerError with exec format error", testPod(pending("RunContainerError", `exec format error`)), []Code{CodeExecFormatError}, "status.containerStatuses[app].state.waiting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,10 +16,12 @@ const recentRestart = 15 * time.Minute
 const logEvidenceLines = 10
 
 // crashRules explains app containers (and restartable sidecars) that start and then die or
-// never become ready: OOMKilled, killed by a failing liveness or startup probe, a binary for
-// another CPU architecture, permission denied, exiting 0 under restartPolicy Always, any other
-// non-zero exit (with its last log lines), or running but never Ready because the readiness
-// probe fails.
+// never become ready: OOMKilled, killed by a failing liveness or startup probe, permission
+// denied, exiting 0 under restartPolicy Always, any other non-zero exit (with its last log
+// lines), or running but never Ready because the readiness probe fails. A container whose
+// process never ran (neverStarted) is left to containerConfigRules, and one that waits for
+// anything but a crash back-off now (its sandbox, image or config) to the rule of that wait:
+// its last termination is history.
 func crashRules(s *Snapshot) []Finding {
 	pod := s.Pod
 	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || lostOrEvicted(pod) {
@@ -30,6 +32,9 @@ func crashRules(s *Snapshot) []Finding {
 		if c.Init && !c.sidecar() {
 			continue // initContainerRules
 		}
+		if _, ok := neverStarted(s, c); ok {
+			continue // containerConfigRules
+		}
 		if f, ok := crashFinding(s, c); ok {
 			out = append(out, f)
 		} else if f, ok := readinessFinding(s, c); ok {
@@ -39,21 +44,31 @@ func crashRules(s *Snapshot) []Finding {
 	return out
 }
 
-// crashing reports whether container c is dying: back-off, terminated now, or restarted
-// recently or while still not ready.
+// crashing reports whether container c is dying now. The current state decides: a container in
+// CrashLoopBackOff or terminated now is; one waiting for anything else (ContainerCreating after
+// a node reboot, an image pull, a config error) is blocked by that, not by its last
+// termination; one running now is crashing only if it restarted recently (or is still not
+// ready) after a termination of its own, not after one its node or runtime caused
+// (lostTermination).
 func crashing(s *Snapshot, c containerStatus) bool {
 	st := c.Status
 	switch {
-	case st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff":
-		return true
-	case st.State.Waiting != nil && st.State.Waiting.Reason == "RunContainerError" && containsAny(st.State.Waiting.Message, "exec format error"):
-		return true
+	case st.State.Waiting != nil:
+		return st.State.Waiting.Reason == "CrashLoopBackOff"
 	case st.State.Terminated != nil:
 		return st.State.Terminated.ExitCode != 0 || s.Pod.Spec.RestartPolicy != corev1.RestartPolicyNever
 	case st.RestartCount > 0 && st.LastTerminationState.Terminated != nil:
-		return !st.Ready || age(s, st.LastTerminationState.Terminated.FinishedAt.Time) < recentRestart
+		last := st.LastTerminationState.Terminated
+		return !lostTermination(last) && (!st.Ready || age(s, last.FinishedAt.Time) < recentRestart)
 	}
 	return false
+}
+
+// lostTermination reports whether a termination was the node's or the runtime's doing rather
+// than the process's: containerd's "Unknown" (exit 255) for a container lost when its node
+// rebooted, and the kubelet's "ContainerStatusUnknown" for one it could no longer find.
+func lostTermination(t *corev1.ContainerStateTerminated) bool {
+	return t != nil && (t.Reason == "ContainerStatusUnknown" || t.Reason == "Unknown" && t.ExitCode == 255)
 }
 
 // crashFinding classifies why container c keeps dying, most specific first: the kubelet's own
@@ -72,8 +87,6 @@ func crashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 		return probeKillFinding(s, c, "liveness", CodeLivenessProbeFailed, t, tField), true
 	case probeKills(s, c, "startup") != nil:
 		return probeKillFinding(s, c, "startup", CodeStartupProbeFailed, t, tField), true
-	case containsAny(words, "exec format error"):
-		return processFinding(s, c, t, tField, CodeExecFormatError), true
 	case containsAny(words, "permission denied", "operation not permitted", "EACCES", "read-only file system"):
 		return processFinding(s, c, t, tField, CodePermissionDenied), true
 	case t != nil && t.ExitCode == 0 && pod.Spec.RestartPolicy != corev1.RestartPolicyNever:
@@ -211,7 +224,7 @@ func probeKillFinding(s *Snapshot, c containerStatus, kind string, code Code, t 
 		f.Evidence = append(f.Evidence, terminatedEvidence(pod, tField, t))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
-	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --previous | tail -20", nsFlag(pod), pod.Name, c.Status.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --previous | tail -20", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name))}
 	if containsAny(failMsg, "connection refused", "no such host") && p != nil && c.Spec != nil {
 		if port := probePort(p); port != "" && !exposesPort(c.Spec, port) {
 			f.Fix = append(f.Fix, fmt.Sprintf("The probe targets port %s, which the container does not declare (ports: %s): point the probe at the port the app listens on.", port, declaredPorts(c.Spec)))
@@ -295,8 +308,8 @@ func oomFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminat
 		}
 	}
 	f.Fix = []string{
-		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), pod.Name),
-		memoryFix(pod, c.Status.Name),
+		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), shellQuote(pod.Name)),
+		setResourcesFix(pod, c.Status.Name, "--limits=memory=<more> --requests=memory=<more>", "the memory limit"),
 		"Or reduce the app's memory use (heap size flags such as -Xmx or GOMEMLIMIT below the limit).",
 	}
 	return f
@@ -342,13 +355,13 @@ func exitsZeroFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTe
 	f.Fix = []string{
 		"Give the container a command that keeps running (the server, not a one-shot script); a shell image needs e.g. command: [\"sleep\", \"infinity\"] to stay up.",
 		"If it is meant to run once, run it as a Job (restartPolicy OnFailure/Never) instead of a Deployment or bare pod.",
-		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), pod.Name, c.Status.Name),
+		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)),
 	}
 	return f
 }
 
-// processFinding reports exec-format-error, permission-denied or app-error from the exit and
-// what the process printed.
+// processFinding reports permission-denied or app-error from the exit and what the process
+// printed.
 func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminated, tField string, code Code) Finding {
 	pod := s.Pod
 	f := Finding{Code: code, Severity: SeverityBlocker}
@@ -371,28 +384,17 @@ func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerm
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	said := quoteLastWords(s, c, t)
-	node := s.Node(pod.Spec.NodeName)
 	switch code {
-	case CodeExecFormatError:
-		arch := ""
-		if node != nil {
-			arch = node.Status.NodeInfo.Architecture
-		}
-		f.Summary = fmt.Sprintf("Container %q cannot start its binary: exec format error, i.e. the image is built for another CPU architecture than node %s (%s); %s.", c.Status.Name, pod.Spec.NodeName, orUnknown(arch), restarts)
-		f.Fix = []string{
-			fmt.Sprintf("docker manifest inspect %s | grep architecture", containerImage(c)),
-			"Use an image built for the node's architecture (a multi-arch image), or keep the pod on matching nodes with a nodeSelector on kubernetes.io/arch.",
-		}
 	case CodePermissionDenied:
 		f.Summary = fmt.Sprintf("Container %q fails with a permission error (%s; %s)%s.", c.Status.Name, exit, restarts, said)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.spec.securityContext}{\"\\n\"}{.spec.containers[?(@.name==\"%s\")].securityContext}'", nsFlag(pod), pod.Name, c.Status.Name),
+			fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.spec.securityContext}{\"\\n\"}{.spec.containers[?(@.name==\"%s\")].securityContext}'", nsFlag(pod), shellQuote(pod.Name), c.Status.Name), // a DNS label, inside the quoted jsonpath
 			"Run as a user that owns the paths it writes (runAsUser), set fsGroup so volumes are group-writable, or mount a writable emptyDir where the app writes.",
 		}
 	default:
 		f.Summary = fmt.Sprintf("Container %q exits with %s; %s%s.", c.Status.Name, exit, restarts, said)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), pod.Name, c.Status.Name),
+			fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)),
 			"Fix what the log says (a bad flag, missing config or an unreachable dependency), then let the workload roll out again.",
 		}
 	}
@@ -487,18 +489,19 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	}
 	f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: c.field("ready"), Message: fmt.Sprintf("false; running since %s ago", FormatAge(running))})
 	f.Fix = []string{
-		fmt.Sprintf("kubectl logs %s %s -c %s | tail -20", nsFlag(pod), pod.Name, st.Name),
-		fmt.Sprintf("kubectl exec %s %s -c %s -- <the probe's request, e.g. wget -qO- localhost:PORT/PATH>", nsFlag(pod), pod.Name, st.Name),
+		fmt.Sprintf("kubectl logs %s %s -c %s | tail -20", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
+		fmt.Sprintf("kubectl exec %s %s -c %s -- <the probe's request, e.g. wget -qO- localhost:PORT/PATH>", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
 		"Fix the probe's path/port, or what the app waits for before it reports ready (a database, a migration).",
 	}
 	return f, true
 }
 
-// memoryFix is the command that gives container more memory: on the owning workload, or, for a
-// pod no controller owns, the note that it must be recreated with a higher limit.
-func memoryFix(pod *corev1.Pod, container string) string {
-	if kind, name := workloadOf(pod); kind != "" {
-		return fmt.Sprintf("kubectl set resources %s/%s %s -c %s --limits=memory=<more> --requests=memory=<more>  # on the owning workload", kind, name, nsFlag(pod), container)
+// setResourcesFix is the command that changes container's resources (flags such as
+// "--limits=memory=<more>"): on the owning workload, or, for a pod no controller owns, the note
+// that it must be recreated with the new value of what.
+func setResourcesFix(pod *corev1.Pod, container, flags, what string) string {
+	if target, owned := workloadTarget(pod); owned {
+		return fmt.Sprintf("kubectl set resources %s %s -c %s %s  # on the owning workload", target, nsFlag(pod), shellQuote(container), flags)
 	}
-	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise the memory limit of %s in pod.yaml, then kubectl replace --force -f pod.yaml", pod.Name, nsFlag(pod), container)
+	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise %s of %s in pod.yaml, then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod), what, container)
 }

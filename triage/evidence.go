@@ -42,6 +42,23 @@ func eventsWithReason(s *Snapshot, reasons ...string) []Event {
 	})
 }
 
+// informative reports whether an event says more than a state name: not empty, not a bare
+// "Error: ErrImagePull" / "Error: ImagePullBackOff" / "Error: CrashLoopBackOff" line, and not
+// a "Back-off pulling image" / "Back-off restarting failed container" line, which only repeat
+// that the kubelet waits. The runtime's own error is in the informative events.
+func informative(e Event) bool {
+	msg := strings.TrimSpace(e.Message)
+	switch {
+	case msg == "":
+		return false
+	case strings.HasPrefix(msg, "Error: ") && !strings.ContainsAny(strings.TrimSpace(msg[len("Error: "):]), " :"):
+		return false
+	case strings.HasPrefix(msg, "Back-off "), strings.HasPrefix(msg, "back-off "):
+		return false
+	}
+	return true
+}
+
 // eventContainer returns the container an event's involvedObject.fieldPath names
 // ("spec.containers{app}" -> "app", "spec.initContainers{init}" -> "init"), or "".
 func eventContainer(e Event) string {
@@ -100,6 +117,14 @@ func (c containerStatus) specField(sub string) string {
 		f += "." + sub
 	}
 	return f
+}
+
+// who is `container "app"` or `init container "init"`, for summaries.
+func (c containerStatus) who() string {
+	if c.Init {
+		return fmt.Sprintf("init container %q", c.Status.Name)
+	}
+	return fmt.Sprintf("container %q", c.Status.Name)
 }
 
 // sidecar reports whether c is a restartable init container (restartPolicy Always), which
@@ -256,6 +281,17 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// truncateStart shortens s to at most n runes by cutting its start, marking the cut with "…".
+// Go error chains ("failed to pull …: failed to resolve …: x509: …") end with the cause, so
+// that is the part to keep.
+func truncateStart(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
 }
 
 // plural returns one or many depending on n.

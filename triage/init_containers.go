@@ -15,9 +15,10 @@ const initWaitThreshold = 2 * time.Minute
 
 // initContainerRules explains a pod held in Init: an init container that keeps failing
 // (init-container-crashloop) or one that keeps running, usually looping until a Service, DNS
-// name or port answers (init-container-waiting-dependency). Init containers waiting on their
-// image or config are left to imageRules and containerConfigRules, and restartable sidecars to
-// crashRules.
+// name or port answers (init-container-waiting-dependency). The current state of the first init
+// container not done decides: one whose process never ran is left to containerConfigRules, one
+// waiting on its sandbox, image or config to the rule of that wait (an old termination, e.g.
+// from before a node reboot, is history), and restartable sidecars to crashRules.
 func initContainerRules(s *Snapshot) []Finding {
 	pod := s.Pod
 	if pod == nil || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || lostOrEvicted(pod) {
@@ -32,6 +33,12 @@ func initContainerRules(s *Snapshot) []Finding {
 			continue // done
 		}
 		// Init containers run one at a time: the first one not done is the one to explain.
+		if _, ok := neverStarted(s, c); ok {
+			return nil // containerConfigRules
+		}
+		if w := st.State.Waiting; w != nil && w.Reason != "CrashLoopBackOff" {
+			return nil // waits for its sandbox, image or config: another rule's cause
+		}
 		if f, ok := initCrashFinding(s, c); ok {
 			return []Finding{f}
 		}
@@ -43,15 +50,18 @@ func initContainerRules(s *Snapshot) []Finding {
 	return nil
 }
 
-// initCrashFinding reports init-container-crashloop for an init container that failed.
+// initCrashFinding reports init-container-crashloop for an init container that fails: in
+// back-off now, terminated now with a non-zero code, or running again shortly after a failure
+// of its own (not one its node or runtime caused, see lostTermination).
 func initCrashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	pod := s.Pod
 	st := c.Status
 	t, tField := lastTermination(c)
 	backOff := st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff"
-	failedNow := st.State.Terminated != nil && st.State.Terminated.ExitCode != 0
+	failedNow := st.State.Terminated != nil && st.State.Terminated.ExitCode != 0 && !lostTermination(st.State.Terminated)
 	last := st.LastTerminationState.Terminated
-	failedBefore := st.RestartCount > 0 && last != nil && last.ExitCode != 0
+	failedBefore := st.RestartCount > 0 && last != nil && last.ExitCode != 0 && !lostTermination(last) &&
+		(st.State.Running == nil || age(s, last.FinishedAt.Time) < recentRestart)
 	if !backOff && !failedNow && !failedBefore {
 		return Finding{}, false
 	}
@@ -80,7 +90,7 @@ func initCrashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	f.Fix = []string{
-		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), pod.Name, st.Name),
+		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
 		"Fix what the init container checks or runs (a migration, a config render, a permission), then the pod proceeds on its next restart.",
 	}
 	if t != nil && t.Reason == "OOMKilled" {
@@ -146,11 +156,11 @@ func initWaitingFinding(s *Snapshot, c containerStatus) Finding {
 		f.Summary = fmt.Sprintf("Init container %q started %s ago and is still running; it may simply not be done yet.", st.Name, FormatAge(running))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
-	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --tail=20", nsFlag(pod), pod.Name, st.Name)}
+	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --tail=20", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name))}
 	if target != "" {
 		host := strings.Fields(target)[0]
 		f.Fix = append(f.Fix,
-			fmt.Sprintf("kubectl run -it --rm dnscheck %s --image=busybox:1.36 --restart=Never -- nslookup %s", nsFlag(pod), host),
+			fmt.Sprintf("kubectl run -it --rm dnscheck %s --image=busybox:1.36 --restart=Never -- nslookup %s", nsFlag(pod), shellQuote(host)),
 			"Make sure the dependency exists and is ready (its Service has endpoints); short names like svc.namespace need the cluster's search domains, so prefer the full name <svc>.<namespace>.svc.cluster.local in the init command.")
 	}
 	return f

@@ -40,7 +40,10 @@ func NeedsIPAM(s *Snapshot) bool {
 
 // LogCandidates returns the names of the containers whose previous log explains something,
 // most telling first: crash-looping, then terminated with a non-zero code, then any other
-// recent restart. Unbound pods and pods being deleted have none.
+// recent restart. Unbound pods and pods being deleted have none, and so do containers that
+// wait for anything but a crash back-off now (their last run is history), containers whose last
+// run the node or runtime lost (lostTermination), and containers whose last attempt never ran a
+// process (StartError, ContainerCannotRun: there is no log).
 func LogCandidates(s *Snapshot) []string {
 	pod := s.Pod
 	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
@@ -53,8 +56,12 @@ func LogCandidates(s *Snapshot) []string {
 	var rs []ranked
 	for _, c := range containerStatuses(pod) {
 		st := c.Status
-		if st.LastTerminationState.Terminated == nil {
+		last := st.LastTerminationState.Terminated
+		if last == nil {
 			continue // previous=true needs a previous instance
+		}
+		if w := st.State.Waiting; w != nil && w.Reason != "CrashLoopBackOff" || lostTermination(last) || last.Reason == "StartError" || last.Reason == "ContainerCannotRun" {
+			continue
 		}
 		switch {
 		case st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff":

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestLogCandidates(t *testing.T) {
@@ -15,6 +16,15 @@ func TestLogCandidates(t *testing.T) {
 	}
 	if got := LogCandidates(testSnapshot(testPod())); len(got) != 0 {
 		t.Errorf("LogCandidates(healthy pod) = %v, want none", got)
+	}
+	// A container waiting for its sandbox again after a node reboot, and one whose last attempt
+	// never started a process, have no previous log worth a request.
+	rebooted := testPod(crashLoop("app", 3, 255, "Unknown", ""), pending("ContainerCreating", ""))
+	neverRan := testPod(crashLoop("app", 4, 128, "StartError", `exec: "x": executable file not found in $PATH`))
+	for name, p := range map[string]*corev1.Pod{"rebooted": rebooted, "never ran": neverRan} {
+		if got := LogCandidates(testSnapshot(p)); len(got) != 0 {
+			t.Errorf("LogCandidates(%s) = %v, want none", name, got)
+		}
 	}
 }
 

@@ -50,8 +50,11 @@ func networkRules(s *Snapshot) []Finding {
 	return out
 }
 
-// awaitingSandbox reports whether the pod is scheduled but has no running sandbox yet: Pending
-// with no container running or terminated (all waiting, usually ContainerCreating).
+// awaitingSandbox reports whether the pod is scheduled but has no running sandbox now: Pending,
+// its PodReadyToStartContainers condition not True, and no container running or terminated
+// now (all waiting, usually in ContainerCreating or PodInitializing). Only the current state
+// counts: a lastState.terminated from before a node reboot or a sandbox re-creation is
+// history, and the sandbox the pod waits for now is what blocks it.
 func awaitingSandbox(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodPending {
 		return false
@@ -60,7 +63,7 @@ func awaitingSandbox(pod *corev1.Pod) bool {
 		return false
 	}
 	for _, c := range containerStatuses(pod) {
-		if c.Status.State.Running != nil || c.Status.State.Terminated != nil || c.Status.LastTerminationState.Terminated != nil {
+		if c.Status.State.Running != nil || c.Status.State.Terminated != nil {
 			return false
 		}
 		if w := c.Status.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {

@@ -61,7 +61,7 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 		f.Summary = fmt.Sprintf("%s %s exists but has no key %q, which %s needs%s.", kind, name, key, who, refDesc(c, kind, name, key))
 		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, key)...)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get %s %s %s -o jsonpath='{.data}'", strings.ToLower(kind), name, nsFlag(pod)),
+			fmt.Sprintf("kubectl get %s %s %s -o jsonpath='{.data}'", strings.ToLower(kind), shellQuote(name), nsFlag(pod)),
 			fmt.Sprintf("Add key %s to %s %s, or fix the key name in the pod template (or mark the reference optional: true).", key, kind, name),
 		}
 		return f
@@ -71,18 +71,17 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 		if name == "" {
 			continue
 		}
+		resource := strings.ToLower(kind) + "s"
 		f.Code = CodeSecretNotFound
-		create := fmt.Sprintf("kubectl create secret generic %s %s --from-literal=<key>=<value>", name, nsFlag(pod))
+		create := fmt.Sprintf("kubectl create secret generic %s %s --from-literal=<key>=<value>", shellQuote(name), nsFlag(pod))
 		if kind == "ConfigMap" {
 			f.Code = CodeConfigMapNotFound
-			create = fmt.Sprintf("kubectl create configmap %s %s --from-literal=<key>=<value>", name, nsFlag(pod))
+			create = fmt.Sprintf("kubectl create configmap %s %s --from-literal=<key>=<value>", shellQuote(name), nsFlag(pod))
 		}
-		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, ""))
+		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, "")) +
+			missingObjectNote(s, resource, name)
 		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, "")...)
-		f.Fix = []string{
-			fmt.Sprintf("kubectl get %s %s", strings.ToLower(kind)+"s", nsFlag(pod)),
-			create + "  # or install the chart step that creates it",
-		}
+		f.Fix = missingObjectFix(s, resource, name, create+"  # or install the chart step that creates it")
 		return f
 	}
 	f.Code = CodeCreateContainerError

@@ -3,6 +3,8 @@ package triage
 import (
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Evaluate runs every rule over s and ranks the findings: the first blocker (in rules order) is
@@ -62,18 +64,36 @@ func notStuckIndex(fs []Finding) int {
 	return -1
 }
 
-// unknownFinding is the honest fallback when no rule is sure: it shows the latest warning
-// events so the operator still has something to go on.
+// unknownFinding is the honest fallback when no rule is sure: it quotes the newest informative
+// Warning events first (the runtime's own words, not "Back-off …" repeats), then the current
+// state of each container that is not running, so the operator still has the cluster's own
+// evidence to go on.
 func unknownFinding(s *Snapshot) Finding {
 	f := Finding{
-		Code:     CodeUnknown,
-		Severity: SeverityWarning,
-		Summary:  fmt.Sprintf("No rule is sure why this pod is %s; the evidence below is what the cluster says.", strings.ToLower(PodState(s.Pod))),
+		Code:      CodeUnknown,
+		Severity:  SeverityWarning,
+		Uncertain: true,
+		Summary:   fmt.Sprintf("No rule is sure why this pod is %s; the evidence below is what the cluster says.", strings.ToLower(PodState(s.Pod))),
 	}
 	for _, e := range s.Events {
-		if e.Type == "Warning" && len(f.Evidence) < 5 {
+		if e.Type == corev1.EventTypeWarning && informative(e) && len(f.Evidence) < 4 {
 			f.Evidence = append(f.Evidence, EventEvidence(s.Pod, e))
 		}
+	}
+	if len(f.Evidence) == 0 {
+		for _, e := range s.Events {
+			if e.Type == corev1.EventTypeWarning && len(f.Evidence) < 2 {
+				f.Evidence = append(f.Evidence, EventEvidence(s.Pod, e))
+			}
+		}
+	}
+	for _, c := range containerStatuses(s.Pod) {
+		if w := c.Status.State.Waiting; w != nil && len(f.Evidence) < 6 {
+			f.Evidence = append(f.Evidence, waitingEvidence(s.Pod, c))
+		}
+	}
+	if p := s.Pod.Status.Message; p != "" {
+		f.Evidence = append(f.Evidence, Evidence{Object: podObject(s.Pod), Field: "status.message", Reason: s.Pod.Status.Reason, Message: p})
 	}
 	f.Fix = []string{fmt.Sprintf("kubectl describe pod -n %s %s", shellQuote(s.Pod.Namespace), shellQuote(s.Pod.Name))}
 	return f

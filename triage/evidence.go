@@ -59,6 +59,35 @@ func informative(e Event) bool {
 	return true
 }
 
+// currentAttemptSince returns when the pod's current start attempt began, as far as the
+// container states tell: the newest lastState.terminated.finishedAt of a container that is
+// waiting again (zero when none). An event last seen before it belongs to an earlier run of the
+// pod (before a node reboot, say) and cannot explain what blocks it now.
+func currentAttemptSince(pod *corev1.Pod) time.Time {
+	var since time.Time
+	for _, c := range containerStatuses(pod) {
+		if t := c.Status.LastTerminationState.Terminated; t != nil && c.Status.State.Waiting != nil && t.FinishedAt.After(since) {
+			since = t.FinishedAt.Time
+		}
+	}
+	return since
+}
+
+// currentEvents keeps the events of the pod's current attempt (see currentAttemptSince).
+func currentEvents(s *Snapshot, events []Event) []Event {
+	since := currentAttemptSince(s.Pod)
+	if since.IsZero() {
+		return events
+	}
+	var out []Event
+	for _, e := range events {
+		if !e.LastSeen.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // eventContainer returns the container an event's involvedObject.fieldPath names
 // ("spec.containers{app}" -> "app", "spec.initContainers{init}" -> "init"), or "".
 func eventContainer(e Event) string {

@@ -27,7 +27,7 @@ func networkRules(s *Snapshot) []Finding {
 	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
 		return nil
 	}
-	sandbox := eventsWithReason(s, "FailedCreatePodSandBox", "NetworkNotReady", "FailedCreatePodSandbox")
+	sandbox := currentEvents(s, eventsWithReason(s, "FailedCreatePodSandBox", "NetworkNotReady", "FailedCreatePodSandbox"))
 	calicoNode, calicoReady := nodeCalicoPod(s, pod.Spec.NodeName)
 
 	var primary *Finding

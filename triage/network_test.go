@@ -240,3 +240,24 @@ func TestSandboxMessagesAreRead(t *testing.T) {
 		})
 	}
 }
+
+// TestOldSandboxEventsAreHistory: a sandbox or mount failure last seen before the containers'
+// last run ended belongs to an earlier attempt and is not what blocks the pod now.
+func TestOldSandboxEventsAreHistory(t *testing.T) {
+	rerun := testPod(pending("ContainerCreating", ""), func(p *corev1.Pod) {
+		st := status(p, "app")
+		st.RestartCount = 2
+		st.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 255, Reason: "Unknown",
+			FinishedAt: metav1.NewTime(clock0.Add(-10 * time.Minute))}}
+	})
+	old := warning("FailedCreatePodSandBox", msgIPAMExhausted, 5, 40*time.Minute)
+	fresh := warning("FailedCreatePodSandBox", msgIPAMExhausted, 5, time.Minute)
+	if got := networkRules(testSnapshot(rerun, old)); len(got) != 0 {
+		t.Errorf("networkRules(only a sandbox failure from before the last run) = %v, want nothing", codesOf(got))
+	}
+	checkCodes(t, networkRules, testSnapshot(rerun, old, fresh), CodeCalicoIPAMExhausted)
+	oldMount := warning("FailedMount", `MountVolume.SetUp failed for volume "config" : configmap "app-config" not found`, 5, 40*time.Minute)
+	if got := volumeRules(testSnapshot(rerun, oldMount)); len(got) != 0 {
+		t.Errorf("volumeRules(only a mount failure from before the last run) = %v, want nothing", codesOf(got))
+	}
+}

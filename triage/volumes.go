@@ -20,7 +20,7 @@ func volumeRules(s *Snapshot) []Finding {
 	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
 		return nil
 	}
-	events := eventsWithReason(s, "FailedMount", "FailedAttachVolume", "FailedMapVolume")
+	events := currentEvents(s, eventsWithReason(s, "FailedMount", "FailedAttachVolume", "FailedMapVolume"))
 	if len(events) == 0 {
 		return nil
 	}

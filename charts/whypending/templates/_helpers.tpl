@@ -23,7 +23,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* whypending.inCluster: "true" when a configured cluster is the one the bot runs in, so the
 bot needs this cluster's RBAC and its ServiceAccount token. */}}
 {{- define "whypending.inCluster" -}}
-{{- range .Values.config.clusters }}{{ if .inCluster }}true{{ end }}{{ end -}}
+{{- $in := false }}
+{{- range .Values.config.clusters }}{{ if .inCluster }}{{ $in = true }}{{ end }}{{ end }}
+{{- if $in }}true{{ end -}}
 {{- end -}}
 
 {{/* whypending.storeInCluster: "true" when store.cluster (default: the first cluster), which
@@ -32,7 +34,9 @@ the bot runs in. */}}
 {{- define "whypending.storeInCluster" -}}
 {{- $store := .Values.config.store | default dict -}}
 {{- $name := $store.cluster | default (index .Values.config.clusters 0).name -}}
-{{- range .Values.config.clusters }}{{ if and (eq .name $name) .inCluster }}true{{ end }}{{ end -}}
+{{- $in := false }}
+{{- range .Values.config.clusters }}{{ if and (eq .name $name) .inCluster }}{{ $in = true }}{{ end }}{{ end }}
+{{- if $in }}true{{ end -}}
 {{- end -}}
 
 {{/* whypending.chatPaths: the HTTP paths chat platforms POST to in this configuration. */}}

@@ -208,13 +208,8 @@ func TestChartRBAC(t *testing.T) {
 		for _, dir := range dirs {
 			t.Run(filepath.Base(dir), func(t *testing.T) {
 				t.Parallel()
-				var args []string
-				if filepath.Base(dir) == "seed-ipam-leaked" {
-					// The bots run here: with WatchList off, as on API servers without it,
-					// their informers list and then watch (with it, they only watch).
-					args = append(args, "--feature-gates=WatchList=false")
-				}
-				e := startRBACCluster(t, dir, policyFile, args...)
+				bots := filepath.Base(dir) == "seed-ipam-leaked"
+				e := startRBACCluster(t, dir, policyFile, bots)
 				for _, r := range []*chartRelease{rwRelease, roRelease} {
 					e.whyPending(t, r)
 				}
@@ -274,21 +269,28 @@ func TestChartRBAC(t *testing.T) {
 	}
 }
 
-// startRBACCluster starts a control plane writing an audit log (with the extra kube-apiserver
-// flags args), loads the scenario in dir, installs the RemediationRequest CRD and both
-// releases' rendered objects, and writes a kubeconfig with a minted token for each release's
-// ServiceAccount.
-func startRBACCluster(t *testing.T, dir, policyFile string, args ...string) *rbacCluster {
+// startRBACCluster starts a control plane writing an audit log, loads the scenario in dir,
+// installs both releases' rendered objects, and writes a kubeconfig with a minted token for
+// each release's ServiceAccount. For bots (serve runs there) it also installs the
+// RemediationRequest CRD and turns WatchList off, as on API servers without it, so the bots'
+// informers list and then watch (with it, they only watch).
+func startRBACCluster(t *testing.T, dir, policyFile string, bots bool) *rbacCluster {
 	t.Helper()
 	sc, err := testenv.LoadScenarioDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &rbacCluster{scenario: sc, auditPath: filepath.Join(t.TempDir(), "audit.log"), kubeconfig: map[*chartRelease]string{}}
-	e.c = startChartCluster(t, testenv.Options{
+	opts := testenv.Options{
 		Scheduler:     !sc.Expected.SchedulerMustBeStopped,
-		APIServerArgs: append([]string{"--audit-policy-file=" + policyFile, "--audit-log-path=" + e.auditPath}, args...),
-	}, filepath.Join(chartDir, "crds"))
+		APIServerArgs: []string{"--audit-policy-file=" + policyFile, "--audit-log-path=" + e.auditPath},
+	}
+	var crds []string
+	if bots {
+		opts.APIServerArgs = append(opts.APIServerArgs, "--feature-gates=WatchList=false")
+		crds = append(crds, filepath.Join(chartDir, "crds"))
+	}
+	e.c = startChartCluster(t, opts, crds...)
 	testenv.LoadT(t, e.c, dir)
 	ctx := t.Context()
 	for _, r := range []*chartRelease{rwRelease, roRelease} {

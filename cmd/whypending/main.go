@@ -5,6 +5,7 @@
 //	whypending demo                          local control plane + demo scenarios + console
 //	whypending ipam check|show|release-ips|release-blocks|lock|unlock
 //	whypending serve --config FILE           run the bot
+//	whypending version                       version, commit and Go version
 package main
 
 import (

@@ -53,6 +53,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newServeCommand(),
 		newIPAMCommand(kube),
 		newDigestCommand(kube),
+		newVersionCommand(),
 	)
 	return root
 }

@@ -48,7 +48,7 @@ func RepoRoot() (string, error) {
 	return "", errors.New("locate repository root: no go.mod for github.com/whypending/whypending above the testenv source or the working directory")
 }
 
-var binMu sync.Mutex // serialises build.sh runs within the process
+var binMu sync.Mutex // serialises build script runs within the process
 
 // BinDir returns the absolute directory holding the etcd, kube-apiserver and kube-scheduler
 // binaries. If $WHYPENDING_CONTROLPLANE_BIN is set it must name such a directory; otherwise
@@ -67,6 +67,47 @@ func BinDir(ctx context.Context, progress io.Writer) (string, error) {
 		}
 		return abs, nil
 	}
+	dir, err := runBuildScript(ctx, "hack/controlplane/build.sh", progress)
+	if err != nil {
+		return "", fmt.Errorf("build control plane: %w", err)
+	}
+	if err := checkBinaries(dir); err != nil {
+		return "", fmt.Errorf("build control plane: %w", err)
+	}
+	return dir, nil
+}
+
+// HelmEnv names the environment variable that, when set, is the path of a helm binary; Helm
+// then skips hack/helm/build.sh.
+const HelmEnv = "WHYPENDING_HELM"
+
+// Helm returns the absolute path of the pinned helm binary (helm.sh/helm/v3, version in
+// hack/helm/go.mod). If $WHYPENDING_HELM is set it must name an executable; otherwise Helm
+// runs <repo>/hack/helm/build.sh, which builds helm from the Go module proxy into
+// <repo>/.cache/helm/<version key>/helm on first use (about 4 minutes on 2 idle cores) and
+// returns at once when the cache is warm. Progress lines go to progress (may be nil).
+func Helm(ctx context.Context, progress io.Writer) (string, error) {
+	path := os.Getenv(HelmEnv)
+	if path == "" {
+		var err error
+		if path, err = runBuildScript(ctx, "hack/helm/build.sh", progress); err != nil {
+			return "", fmt.Errorf("build helm: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("helm: %w", err)
+	}
+	if err := checkExecutable(abs); err != nil {
+		return "", fmt.Errorf("helm: %w", err)
+	}
+	return abs, nil
+}
+
+// runBuildScript runs the repository script rel (a build.sh that prints one path as its last
+// line of stdout) from the repository root and returns that path. Its stderr progress lines are
+// copied to progress (may be nil); the tail of them is in the error when it fails.
+func runBuildScript(ctx context.Context, rel string, progress io.Writer) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -77,32 +118,36 @@ func BinDir(ctx context.Context, progress io.Writer) (string, error) {
 		progress = io.Discard
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "controlplane", "build.sh"))
+	cmd := exec.CommandContext(ctx, filepath.Join(root, filepath.FromSlash(rel)))
 	cmd.Dir = root
 	cmd.Stdout = &stdout
 	cmd.Stderr = io.MultiWriter(progress, &tailBuffer{buf: &stderr, max: 8 << 10})
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build control plane (hack/controlplane/build.sh): %s: %w", strings.TrimSpace(stderr.String()), err)
+		return "", fmt.Errorf("%s: %s: %w", rel, strings.TrimSpace(stderr.String()), err)
 	}
-	dir := strings.TrimSpace(stdout.String())
-	if i := strings.LastIndexByte(dir, '\n'); i >= 0 {
-		dir = dir[i+1:]
+	out := strings.TrimSpace(stdout.String())
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
 	}
-	if err := checkBinaries(dir); err != nil {
-		return "", fmt.Errorf("build control plane: %w", err)
-	}
-	return dir, nil
+	return out, nil
 }
 
 func checkBinaries(dir string) error {
 	for _, b := range binaries {
-		fi, err := os.Stat(filepath.Join(dir, b))
-		if err != nil {
-			return fmt.Errorf("missing binary: %w", err)
+		if err := checkExecutable(filepath.Join(dir, b)); err != nil {
+			return err
 		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return fmt.Errorf("%s is not an executable file", filepath.Join(dir, b))
-		}
+	}
+	return nil
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("missing binary: %w", err)
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func (c *Cluster) InstallCRDs(ctx context.Context, fsys fs.FS, dir string) error
 		if err != nil {
 			return fmt.Errorf("install crds: %w", err)
 		}
-		objs, err := decodeObjects(data)
+		objs, err := DecodeObjects(data)
 		if err != nil {
 			return fmt.Errorf("install crds: %s: %w", e.Name(), err)
 		}
@@ -110,9 +110,9 @@ func crdEstablished(crd *unstructured.Unstructured) bool {
 	return false
 }
 
-// decodeObjects splits a multi-document YAML (or JSON) stream into objects, skipping empty
+// DecodeObjects splits a multi-document YAML (or JSON) stream into objects, skipping empty
 // documents. Nulls inside lists (IPAMBlock allocations) are kept.
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objs []*unstructured.Unstructured
 	for i := 0; ; i++ {

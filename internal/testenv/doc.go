@@ -30,7 +30,9 @@
 // # Binaries and processes
 //
 // BinDir builds the binaries on first use (about 6 minutes on 2 cores, cached under
-// <repo>/.cache) or takes them from $WHYPENDING_CONTROLPLANE_BIN. Every child runs in its own
+// <repo>/.cache) or takes them from $WHYPENDING_CONTROLPLANE_BIN. Helm does the same for the
+// pinned helm (hack/helm; $WHYPENDING_HELM), which the chart tests run; Cluster.Apply sends
+// rendered manifests with server-side apply (optionally as a dry run). Every child runs in its own
 // process group and, on Linux, is killed when the test process dies (Pdeathsig); Stop and
 // Shutdown kill the groups and remove the temp dirs (<tmp>/whypending-testenv-<pid>), and a
 // later process sweeps the dirs of processes that died without Shutdown.

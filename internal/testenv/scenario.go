@@ -82,7 +82,7 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 			return nil, fmt.Errorf("read scenario %s: clock line: %w", s.Name, err)
 		}
 	}
-	if s.Objects, err = decodeObjects(manifests); err != nil {
+	if s.Objects, err = DecodeObjects(manifests); err != nil {
 		return nil, fmt.Errorf("read scenario %s: manifests.yaml: %w", s.Name, err)
 	}
 	expected, err := fs.ReadFile(fsys, path.Join(dir, "expected.yaml"))

@@ -49,14 +49,7 @@ const rbacValues = `config:
 // unusedGrants are (group, resource, verb) triples the chart grants although no flow below
 // uses them, each with the reason. An entry that a flow does use fails the test, so the list
 // only shrinks.
-var unusedGrants = map[grant]string{
-	{group: "storage.k8s.io", resource: "storageclasses", verb: "get"}:   "triage is about to read StorageClasses (unbound claims)",
-	{group: "storage.k8s.io", resource: "storageclasses", verb: "list"}:  "triage is about to read StorageClasses (unbound claims)",
-	{group: "storage.k8s.io", resource: "storageclasses", verb: "watch"}: "triage is about to read StorageClasses (unbound claims)",
-	{group: "storage.k8s.io", resource: "csinodes", verb: "get"}:         "triage is about to read CSINodes (attach limits)",
-	{group: "storage.k8s.io", resource: "csinodes", verb: "list"}:        "triage is about to read CSINodes (attach limits)",
-	{group: "storage.k8s.io", resource: "csinodes", verb: "watch"}:       "triage is about to read CSINodes (attach limits)",
-}
+var unusedGrants = map[grant]string{}
 
 // auditPolicy records every request of a ServiceAccount, and the admin's flush marker.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -201,8 +194,11 @@ func TestChartRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The seed scenarios have no volumes: two cases add a pending claim and a bound one.
-	dirs = append(dirs, filepath.Join(root, "testdata", "cases", "case-22"), filepath.Join(root, "testdata", "cases", "case-51"))
+	// The seed scenarios have no volumes: cases add a pending claim (StorageClasses), a bound
+	// one, CSI attach limits (CSINodes) and a missing ConfigMap (names in the namespace).
+	for _, c := range []string{"case-22", "case-51", "case-58", "case-45"} {
+		dirs = append(dirs, filepath.Join(root, "testdata", "cases", c))
+	}
 	var log accessLog
 	t.Run("flows", func(t *testing.T) {
 		for _, dir := range dirs {

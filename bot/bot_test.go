@@ -42,7 +42,7 @@ func TestCommands(t *testing.T) {
 	}{
 		{"a pod in the default namespace of the default cluster", "why-pending", "web-7f9c", "shop/web-7f9c", true, "release-leaked-ips;cluster=prod"},
 		{"no pod named", "why-pending", "", "/why-pending: name one pod", false, ""},
-		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a pod name`, false, ""},
+		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a valid pod name`, false, ""},
 		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: prod, staging)`, false, ""},
 		{"a cluster without diagnosis", "why-pending", "web --cluster staging", "/why-pending: cluster staging cannot diagnose pods", false, ""},
 		{"no ipam subcommand", "ipam", "", "/ipam: choose one of check, blocks", false, ""},

@@ -25,10 +25,14 @@ const (
 	// KindUnlockDatastore sets ClusterInformation default spec.datastoreReady back to true
 	// (undoes a lock left behind by an interrupted repair or `calicoctl datastore migrate lock`).
 	KindUnlockDatastore Kind = "unlock-datastore"
+	// KindReleaseLeakedHandles deletes IPAMHandles that no block allocation references (what
+	// `calicoctl ipam check` calls "handles with no matching IPs"), such as the handles a
+	// release interrupted between its block and handle writes leaves behind.
+	KindReleaseLeakedHandles Kind = "release-leaked-handles"
 )
 
 // Kinds lists every kind in a fixed order.
-var Kinds = []Kind{KindReleaseLeakedIPs, KindReleaseEmptyBlocks, KindUnlockDatastore}
+var Kinds = []Kind{KindReleaseLeakedIPs, KindReleaseEmptyBlocks, KindUnlockDatastore, KindReleaseLeakedHandles}
 
 // Valid reports whether k is one of Kinds.
 func (k Kind) Valid() bool {
@@ -43,7 +47,7 @@ func (k Kind) Valid() bool {
 // Destructive reports whether running the kind deletes or frees something. The two-person
 // rule applies to destructive kinds only; unlocking restores normal operation and is not.
 func (k Kind) Destructive() bool {
-	return k == KindReleaseLeakedIPs || k == KindReleaseEmptyBlocks
+	return k == KindReleaseLeakedIPs || k == KindReleaseEmptyBlocks || k == KindReleaseLeakedHandles
 }
 
 // Verb is the kind as an imperative phrase with a count, e.g. "release 181 leaked IPs".
@@ -55,6 +59,8 @@ func (k Kind) Verb(n int) string {
 		return fmt.Sprintf("release %d empty IPAM %s", n, plural(n, "block", "blocks"))
 	case KindUnlockDatastore:
 		return "unlock the Calico datastore"
+	case KindReleaseLeakedHandles:
+		return fmt.Sprintf("delete %d leaked IPAM %s", n, plural(n, "handle", "handles"))
 	}
 	return string(k)
 }
@@ -110,7 +116,7 @@ type Plan struct {
 type Item struct {
 	// Target is the object changed: an IP ("172.16.0.5") for release-leaked-ips, a block
 	// CIDR ("172.16.0.64/26") for release-empty-blocks, "ClusterInformation default" for
-	// unlock-datastore.
+	// unlock-datastore, a handle ID ("k8s-pod-network.<id>") for release-leaked-handles.
 	Target string `json:"target"`
 	// Node is the node the allocation or block belongs to (from the allocation's
 	// secondary.node attribute, else the block's affinity); "" when unknown.
@@ -126,9 +132,13 @@ type Item struct {
 	SequenceNumber uint64 `json:"sequenceNumber,omitempty"`
 	// Block is the CIDR of the block that holds the IP (release-leaked-ips only).
 	Block string `json:"block,omitempty"`
+	// Revision is the IPAMHandle's metadata.resourceVersion when planned
+	// (release-leaked-handles only); Execute deletes the handle only if it is unchanged.
+	Revision string `json:"revision,omitempty"`
 }
 
-// Fingerprint computes Plan.Fingerprint for the given kind, cluster and items.
+// Fingerprint computes Plan.Fingerprint for the given kind, cluster and items. An item's
+// Revision counts when it is set.
 func Fingerprint(kind Kind, cluster string, items []Item) string {
 	sorted := append([]Item(nil), items...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Target < sorted[j].Target })
@@ -136,6 +146,9 @@ func Fingerprint(kind Kind, cluster string, items []Item) string {
 	fmt.Fprintf(h, "%s\x00%s\x00", kind, cluster)
 	for _, it := range sorted {
 		fmt.Fprintf(h, "%s\x00%s\x00%d\x00", it.Target, it.Handle, it.SequenceNumber)
+		if it.Revision != "" {
+			fmt.Fprintf(h, "rv=%s\x00", it.Revision)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -20,6 +20,7 @@ type IPAM interface {
 	Lock(ctx context.Context, opts calico.LockOptions) (*calico.Lock, error)
 	LockStatus(ctx context.Context) (*calico.LockStatus, error)
 	ForceUnlock(ctx context.Context) error
+	UnlockMarker(ctx context.Context, m calico.LockMarker) (bool, error)
 }
 
 var _ IPAM = (*calico.Client)(nil)
@@ -52,6 +53,11 @@ type Runner struct {
 	// restarts so calico.Client.RecoverLocks can undo a lock a crash left behind (default
 	// "whypending-bot").
 	LockOwner string
+	// HandleGracePeriod keeps leaked IPAMHandles younger than this out of plans and
+	// executions (zero: calico.DefaultHandleGracePeriod; negative: none): the CNI plugin
+	// writes a handle before its block, so a young unreferenced handle may be an allocation in
+	// flight.
+	HandleGracePeriod time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
@@ -77,6 +83,8 @@ func (r *Runner) Plan(ctx context.Context, kind Kind, opts PlanOptions) (Plan, e
 		err = r.planEmptyBlocks(ctx, &p)
 	case KindUnlockDatastore:
 		err = r.planUnlock(ctx, &p)
+	case KindReleaseLeakedHandles:
+		err = r.planLeakedHandles(ctx, &p)
 	default:
 		return Plan{}, fmt.Errorf("plan %q: %w", kind, ErrUnknownKind)
 	}
@@ -124,6 +132,11 @@ func (r *Runner) Execute(ctx context.Context, ap Approved) (Result, error) {
 		if err == nil {
 			res.Remaining = r.countEmptyBlocks(ctx, p)
 		}
+	case KindReleaseLeakedHandles:
+		err = r.withLock(ctx, p, &res, func(ctx context.Context) error { return r.releaseLeakedHandles(ctx, p, &res) })
+		if err == nil {
+			res.Remaining = r.countLeakedHandles(ctx)
+		}
 	case KindUnlockDatastore:
 		err = r.unlock(ctx, p, &res)
 	default:
@@ -143,11 +156,7 @@ func (r *Runner) withLock(ctx context.Context, p Plan, res *Result, f func(conte
 	if ttl <= 0 {
 		ttl = 2 * time.Minute
 	}
-	owner := r.LockOwner
-	if owner == "" {
-		owner = "whypending-bot"
-	}
-	lock, err := r.IPAM.Lock(ctx, calico.LockOptions{Owner: owner, Operation: string(p.Kind) + " " + p.ID, TTL: ttl})
+	lock, err := r.IPAM.Lock(ctx, calico.LockOptions{Owner: r.lockOwner(), Operation: lockOperation(p), TTL: ttl})
 	if errors.Is(err, calico.ErrDatastoreLocked) {
 		return fmt.Errorf("%w: %w", ErrDatastoreLocked, err)
 	}
@@ -164,3 +173,15 @@ func (r *Runner) withLock(ctx context.Context, p Plan, res *Result, f func(conte
 	defer cancel()
 	return f(lctx)
 }
+
+// lockOwner is LockOwner or its default.
+func (r *Runner) lockOwner() string {
+	if r.LockOwner == "" {
+		return "whypending-bot"
+	}
+	return r.LockOwner
+}
+
+// lockOperation is the Operation of the lock marker an execution of p writes: how Recover
+// finds the lock of a plan whose execution died.
+func lockOperation(p Plan) string { return string(p.Kind) + " " + p.ID }

@@ -3,8 +3,11 @@ package actions_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,4 +243,177 @@ func TestReleaseEmptyBlocksKeepsEachNodesLastBlock(t *testing.T) {
 	if n := u.NodeBlocks["worker-2"]; n != 1 {
 		t.Errorf("worker-2 affine blocks = %d, want 1", n)
 	}
+}
+
+// ipamHandles is the Calico v1 IPAMHandle resource.
+var ipamHandles = schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "ipamhandles"}
+
+// createHandle creates an IPAMHandle named id that claims one address in block; no block
+// allocation references it, so it is leaked.
+func createHandle(t *testing.T, c *testenv.Cluster, id, block string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "crd.projectcalico.org/v1", "kind": "IPAMHandle",
+		"metadata": map[string]any{"name": id},
+		"spec":     map[string]any{"handleID": id, "block": map[string]any{block: int64(1)}},
+	}}
+	if _, err := c.Dynamic.Resource(ipamHandles).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func handleCount(t *testing.T, c *testenv.Cluster) int {
+	t.Helper()
+	list, err := c.Dynamic.Resource(ipamHandles).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+func TestReleaseLeakedHandles(t *testing.T) {
+	c, client, r := leakedCluster(t, actions.LockAlways)
+	r.HandleGracePeriod = -1 // the handles below are seconds old
+	ctx := t.Context()
+	const block = "172.16.0.128/26"
+	leaked := []string{"k8s-pod-network.0000aaaa", "k8s-pod-network.0000bbbb", "k8s-pod-network.0000cccc", "k8s-pod-network.0000dddd"}
+	for _, id := range leaked {
+		createHandle(t, c, id, block)
+	}
+	before := handleCount(t, c)
+
+	young, err := (&actions.Runner{Cluster: "test", IPAM: client}).Plan(ctx, actions.KindReleaseLeakedHandles, actions.PlanOptions{})
+	if err != nil || len(young.Items) != 0 {
+		t.Errorf("plan with the default grace period = %d items, %v; want none (the handles are seconds old: maybe in flight)", len(young.Items), err)
+	}
+	p, err := r.Plan(ctx, actions.KindReleaseLeakedHandles, actions.PlanOptions{})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	var planned []string
+	for _, it := range p.Items {
+		planned = append(planned, it.Target)
+		if it.Revision == "" {
+			t.Errorf("item %s has no resourceVersion", it.Target)
+		}
+	}
+	if diff := cmp.Diff(leaked, planned); diff != "" || p.Total != 4 {
+		t.Fatalf("planned handles (-want +got):\n%s (total %d)", diff, p.Total)
+	}
+	if !p.Kind.Destructive() || p.Title() != "delete 4 leaked IPAM handles on test" {
+		t.Errorf("plan %q destructive=%v, want a destructive handle deletion", p.Title(), p.Kind.Destructive())
+	}
+	if _, err := r.Plan(ctx, actions.KindReleaseLeakedHandles, actions.PlanOptions{Node: "worker-1"}); err == nil {
+		t.Errorf("Plan with a node = nil error, want a refusal (handles belong to no node)")
+	}
+
+	// Between plan and approval: one handle changes (someone writes it), and a block
+	// allocation starts to reference another (a CNI ADD reused the ID).
+	h, err := c.Dynamic.Resource(ipamHandles).Get(ctx, leaked[1], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(h.Object, map[string]any{block: int64(2)}, "spec", "block"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Dynamic.Resource(ipamHandles).Update(ctx, h, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	blocks := schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "ipamblocks"}
+	b, err := c.Dynamic.Resource(blocks).Get(ctx, "172-16-0-128-26", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, _, _ := unstructured.NestedSlice(b.Object, "spec", "attributes")
+	attrs[0].(map[string]any)["handle_id"] = leaked[2]
+	if err := unstructured.SetNestedSlice(b.Object, attrs, "spec", "attributes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Dynamic.Resource(blocks).Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	p.ExpiresAt = time.Now().Add(time.Minute)
+	res, err := r.Execute(ctx, approve(p, time.Now()))
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	skipped := map[string]string{}
+	for _, s := range res.Skipped {
+		skipped[s.Target] = s.Reason
+	}
+	if res.Done != 2 || len(skipped) != 2 || !strings.HasPrefix(skipped[leaked[1]], "changed since the plan") ||
+		!strings.HasPrefix(skipped[leaked[2]], "no longer leaked") {
+		t.Errorf("done=%d skipped=%v, want 2 deleted, %s changed and %s referenced again", res.Done, skipped, leaked[1], leaked[2])
+	}
+	if !res.Locked {
+		t.Errorf("the deletion ran without the datastore lock (policy always)")
+	}
+	// The handle the block took over was leaked before; the one it no longer names is now.
+	if res.Remaining != 2 {
+		t.Errorf("remaining leaked handles = %d, want 2 (the changed one, and the one the block let go)", res.Remaining)
+	}
+	if n := handleCount(t, c); n != before-2 {
+		t.Errorf("handles = %d, want %d (only the two still leaked as planned deleted)", n, before-2)
+	}
+	for _, id := range []string{leaked[1], leaked[2]} {
+		if _, err := c.Dynamic.Resource(ipamHandles).Get(ctx, id, metav1.GetOptions{}); err != nil {
+			t.Errorf("handle %s: %v, want it kept", id, err)
+		}
+	}
+	if s, err := client.LockStatus(ctx); err != nil || !s.Ready {
+		t.Errorf("datastore after the deletion: %+v, %v; want unlocked", s, err)
+	}
+}
+
+func TestRecover(t *testing.T) {
+	c, client, r := leakedCluster(t, actions.LockAlways)
+	ctx := t.Context()
+	p, err := r.Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{Node: "worker-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the lock a dead run of the plan holds is released, and nothing was done", func(t *testing.T) {
+		// The run took the lock in another process (detached: no process to look up here).
+		if _, err := client.Lock(ctx, calico.LockOptions{Owner: r.LockOwner, Operation: string(p.Kind) + " " + p.ID,
+			TTL: time.Hour, Detached: true}); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := r.Recover(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := actions.Recovery{Planned: 128, Remaining: 128, Unlocked: true}
+		if rec != want {
+			t.Errorf("Recover = %+v, want %+v", rec, want)
+		}
+		if s, _ := client.LockStatus(ctx); !s.Ready || s.Marker != nil {
+			t.Errorf("datastore after Recover: %+v, want unlocked with no marker", s)
+		}
+		if n := leakedCount(t, client); n != 181 {
+			t.Errorf("leaked IPs = %d, want 181 (Recover re-runs nothing)", n)
+		}
+	})
+
+	t.Run("what a dead run did is counted, and a lock of someone else is left alone", func(t *testing.T) {
+		half := p
+		half.Items = p.Items[:64]
+		half.ExpiresAt = time.Now().Add(time.Minute)
+		if res, err := r.Execute(ctx, approve(half, time.Now())); err != nil || res.Done != 64 {
+			t.Fatalf("release half = done %d, %v; want 64", res.Done, err)
+		}
+		setDatastoreReady(t, c, false)
+		rec, err := r.Recover(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Done() != 64 || rec.Remaining != 64 || rec.Unlocked || !strings.HasPrefix(rec.LockedBy, "unknown (no whypending marker") {
+			t.Errorf("Recover = %+v, want 64 done, 64 remaining and the foreign lock reported, not released", rec)
+		}
+		if s, _ := client.LockStatus(ctx); s.Ready {
+			t.Errorf("Recover released a lock that was not the plan's")
+		}
+		setDatastoreReady(t, c, true)
+	})
 }

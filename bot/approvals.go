@@ -8,12 +8,30 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/internal/proc"
 )
 
 // Executor runs an approved plan on one cluster. actions.Runner implements it.
 type Executor interface {
 	Execute(ctx context.Context, approved actions.Approved) (actions.Result, error)
 }
+
+// Recoverer cleans up after a plan whose executing process died: it releases the datastore
+// lock that execution took and counts what is left to do, and never re-runs anything.
+// actions.Runner implements it; an Executor may implement it too.
+type Recoverer interface {
+	Recover(ctx context.Context, p actions.Plan) (actions.Recovery, error)
+}
+
+// Heartbeat timing defaults (ApprovalsOptions.HeartbeatInterval and StaleAfter).
+const (
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultStaleAfter        = time.Minute
+)
+
+// maxRefusals bounds the refusal records kept in one plan's history, so that repeated
+// clicks cannot grow a RemediationRequest without limit; later refusals are only logged.
+const maxRefusals = 20
 
 // Verdict is what a click on a plan message asks for.
 type Verdict string
@@ -51,14 +69,18 @@ type Outcome struct {
 // for execution by compare-and-set (so it runs at most once across clicks and replicas),
 // executes it and records every transition.
 type Approvals struct {
-	store     Store
-	policy    Policy
-	directory Directory
-	executors map[string]Executor
-	audit     *Auditor
-	now       func() time.Time
-	log       *slog.Logger
-	lockNote  string
+	store          Store
+	policy         Policy
+	directory      Directory
+	executors      map[string]Executor
+	clusterHealth  func(cluster string) error
+	audit          *Auditor
+	now            func() time.Time
+	log            *slog.Logger
+	lockNote       string
+	heartbeatEvery time.Duration
+	staleAfter     time.Duration
+	process        proc.Identity
 }
 
 // ApprovalsOptions configures NewApprovals.
@@ -80,13 +102,35 @@ type ApprovalsOptions struct {
 	// LockNote is shown on plan messages to say how the datastore lock is used, e.g.
 	// "The Calico datastore is locked while IPs are released (new pods wait)."
 	LockNote string
+	// ClusterHealth reports whether a cluster can be used now (see Cluster.Health); nil
+	// means always. Approving a plan for an unavailable cluster claims nothing: the plan
+	// stays pending.
+	ClusterHealth func(cluster string) error
+	// HeartbeatInterval is how often the process executing a plan renews its heartbeat
+	// (default DefaultHeartbeatInterval).
+	HeartbeatInterval time.Duration
+	// StaleAfter is how old a Running plan's heartbeat may get before another process
+	// recovers the plan as Interrupted (default DefaultStaleAfter); keep it several
+	// HeartbeatIntervals.
+	StaleAfter time.Duration
+	// Process identifies this bot process in heartbeats (zero: proc.Self()).
+	Process proc.Identity
 }
 
 // NewApprovals returns an Approvals.
 func NewApprovals(o ApprovalsOptions) *Approvals {
 	a := &Approvals{
 		store: o.Store, policy: o.Policy, directory: o.Directory, executors: o.Executors,
-		audit: o.Audit, now: o.Now, log: o.Log, lockNote: o.LockNote,
+		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log, lockNote: o.LockNote,
+		heartbeatEvery: durationOr(o.HeartbeatInterval, DefaultHeartbeatInterval),
+		staleAfter:     durationOr(o.StaleAfter, DefaultStaleAfter),
+		process:        o.Process,
+	}
+	if a.process == (proc.Identity{}) {
+		a.process = proc.Self()
+	}
+	if a.clusterHealth == nil {
+		a.clusterHealth = func(string) error { return nil }
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -171,7 +215,9 @@ func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approva
 }
 
 // Decide applies one click. Refusals (not an approver, self-approval under the two-person
-// rule, a plan already decided) change nothing and come back as a Notice. An approval is
+// rule, an expired plan, a plan already decided) change nothing and come back as a Notice;
+// all but the last are recorded in the plan's history and the audit log (see refuse). An
+// approval is
 // claimed with compare-and-set (Pending -> Running), so only one click on one replica runs
 // the plan; progress is called with the "running" message before execution starts, and the
 // returned Outcome carries the final message. Execution uses ctx: the adapter passes a
@@ -184,12 +230,15 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 	if err != nil {
 		return ap.internalError(ctx, "read plan "+d.PlanID, err)
 	}
+	if a.State == StateExpired {
+		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, expiredWhy(a.Plan), alreadyDecided(a))
+	}
 	if a.State != StatePending {
 		return Outcome{Notice: alreadyDecided(a)}
 	}
 	now := ap.now().UTC()
 	if a.Plan.Expired(now) {
-		return ap.expire(ctx, a.Plan.ID, d.Principal)
+		return ap.expire(ctx, a.Plan.ID, d)
 	}
 	switch d.Verdict {
 	case VerdictDeny:
@@ -213,17 +262,28 @@ func alreadyDecided(a *Approval) string {
 		return "This plan was denied; nothing was changed."
 	case StateExpired:
 		return "This plan expired; nothing was changed. Ask for a fresh plan."
+	case StateInterrupted:
+		return "This plan was interrupted (the bot stopped while running it) and is never re-run; make a fresh plan to finish the job."
 	}
 	return fmt.Sprintf("This plan is %s; nothing was changed.", a.State)
 }
 
-func (ap *Approvals) expire(ctx context.Context, id string, who Principal) Outcome {
+// expiredWhy is the refusal reason for a click on an expired plan.
+func expiredWhy(p actions.Plan) string {
+	return "the plan expired at " + p.ExpiresAt.UTC().Format(time.RFC3339)
+}
+
+// expire marks a pending plan past its expiry Expired, and records the click d that found
+// it so as refused.
+func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Outcome {
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
 			return &errStop{Outcome{Notice: alreadyDecided(a)}}
 		}
+		now := ap.now().UTC()
 		a.State = StateExpired
-		a.History = append(a.History, AuditRecord{Time: ap.now().UTC(), Event: AuditExpired})
+		a.History = append(a.History, AuditRecord{Time: now, Event: AuditExpired},
+			refusal(now, d.Principal, d.Verdict, expiredWhy(a.Plan)))
 		return nil
 	})
 	if out, stopped := stopOutcome(err); stopped {
@@ -234,6 +294,40 @@ func (ap *Approvals) expire(ctx context.Context, id string, who Principal) Outco
 	}
 	msg := ap.Message(a)
 	return Outcome{Update: &msg, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
+}
+
+// refusal is the audit record of a refused click.
+func refusal(at time.Time, who Principal, v Verdict, why string) AuditRecord {
+	return AuditRecord{Time: at, Event: AuditRefused, Actor: who.String(), Detail: string(v) + " refused: " + why}
+}
+
+// refuse records that who's click (verdict) on plan id was refused and why, in the plan's
+// history (compare-and-set, whatever the plan's state) and in the audit log, and returns
+// notice for the clicker. After maxRefusals records in one plan, refusals are only logged.
+// A refusal that cannot be written is still logged, and still refused.
+func (ap *Approvals) refuse(ctx context.Context, id string, who Principal, v Verdict, why, notice string) Outcome {
+	rec := refusal(ap.now().UTC(), who, v, why)
+	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+		n := 0
+		for _, r := range a.History {
+			if r.Event == AuditRefused {
+				n++
+			}
+		}
+		if n >= maxRefusals {
+			return &errStop{}
+		}
+		a.History = append(a.History, rec)
+		return nil
+	})
+	if _, stopped := stopOutcome(err); stopped {
+		ap.audit.emit(ctx, a, []AuditRecord{rec}) // over the limit: log only
+	} else if err != nil {
+		ap.log.WarnContext(ctx, "approval refused (not recorded in the plan's history)", slog.Bool("audit", true),
+			slog.String("plan", id), slog.String("actor", rec.Actor), slog.Time("at", rec.Time),
+			slog.String("detail", rec.Detail), slog.Any("err", err))
+	}
+	return Outcome{Notice: notice}
 }
 
 func stopOutcome(err error) (Outcome, bool) {
@@ -251,7 +345,8 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outco
 			return ap.internalError(ctx, "check approver", err)
 		}
 		if !ok {
-			return Outcome{Notice: "Only approvers (" + ap.policy.approverList() + ") or the requester can deny this plan; nothing was changed."}
+			return ap.refuse(ctx, a.Plan.ID, who, VerdictDeny, "not an approver or the requester",
+				"Only approvers ("+ap.policy.approverList()+") or the requester can deny this plan; nothing was changed.")
 		}
 	}
 	id := a.Plan.ID
@@ -280,14 +375,25 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		return ap.internalError(ctx, "check approver", err)
 	}
 	if !ok {
-		return Outcome{Notice: "Only approvers (" + ap.policy.approverList() + ") can approve this plan; nothing was changed."}
+		return ap.refuse(ctx, a.Plan.ID, who, VerdictApprove, "not an approver",
+			"Only approvers ("+ap.policy.approverList()+") can approve this plan; nothing was changed.")
 	}
 	if ap.policy.TwoPersonRule && a.Plan.Kind.Destructive() && who.Same(a.RequestedBy) {
-		return Outcome{Notice: "You requested this plan; another approver must approve it (two-person rule). Nothing was changed."}
+		return ap.refuse(ctx, a.Plan.ID, who, VerdictApprove, "self-approval of a destructive plan (two-person rule)",
+			"You requested this plan; another approver must approve it (two-person rule). Nothing was changed.")
 	}
 	exec, ok := ap.executors[a.Plan.Cluster]
 	if !ok {
 		return Outcome{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
+	}
+	if err := ap.clusterHealth(a.Plan.Cluster); err != nil {
+		var ue *UnavailableError
+		text := fmt.Sprintf("Cluster %s is unavailable.", a.Plan.Cluster)
+		if errors.As(err, &ue) {
+			text = ue.Text
+		}
+		return Outcome{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
+			text, a.Plan.ExpiresAt.UTC().Format("15:04:05Z"))}
 	}
 	var approvedAt time.Time
 	id := a.Plan.ID
@@ -301,6 +407,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		}
 		approvedAt = now
 		a.State, a.DecidedBy, a.DecidedAt = StateRunning, &who, now
+		a.Heartbeat = &Heartbeat{Process: ap.process, Time: now}
 		a.History = append(a.History,
 			AuditRecord{Time: now, Event: AuditApproved, Actor: who.String()},
 			AuditRecord{Time: now, Event: AuditStarted})
@@ -316,12 +423,28 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		progress(ctx, ap.Message(a))
 	}
 
-	res, execErr := exec.Execute(ctx, actions.Approved{Plan: a.Plan, By: who.String(), At: approvedAt})
+	ectx, cancelExec := context.WithCancel(ctx)
+	stopHeartbeat := ap.heartbeat(ectx, id, cancelExec)
+	res, execErr := exec.Execute(ectx, actions.Approved{Plan: a.Plan, By: who.String(), At: approvedAt})
+	stopHeartbeat()
+	cancelExec()
 	a, err = ap.mutate(context.WithoutCancel(ctx), id, func(a *Approval) error {
 		now := ap.now().UTC()
 		if res.PlanID != "" {
 			r := res
 			a.Result = &r
+		}
+		if a.State != StateRunning {
+			// Another process recovered the plan as Interrupted while this one still ran
+			// (its heartbeats did not get through); the record keeps that state and gets
+			// what this run really did.
+			ev, detail := AuditFinished, resultCounts(res)
+			if execErr != nil {
+				ev, detail = AuditFailed, execErr.Error()
+			}
+			a.History = append(a.History, AuditRecord{Time: now, Event: ev,
+				Detail: detail + " (reported after the plan was marked " + string(a.State) + ")"})
+			return nil
 		}
 		if execErr != nil {
 			a.State, a.Error, a.FailureCode = StateFailed, execErr.Error(), failureCode(execErr)
@@ -350,7 +473,51 @@ func failureCode(err error) string {
 	case errors.Is(err, actions.ErrApprovalExpired):
 		return "approval-expired"
 	}
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		return "cluster-unavailable"
+	}
 	return "error"
+}
+
+// heartbeat renews the heartbeat of the Running plan id every HeartbeatInterval until the
+// returned stop is called or ctx is done. When the record is no longer this process's
+// Running plan (another process recovered it as Interrupted), it calls cancel, so the
+// execution stops.
+func (ap *Approvals) heartbeat(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
+	hctx, hcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(ap.heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+			_, err := ap.mutate(hctx, id, func(a *Approval) error {
+				if a.State != StateRunning || a.Heartbeat == nil || !a.Heartbeat.Process.Same(ap.process) {
+					return &errStop{}
+				}
+				a.Heartbeat.Time = ap.now().UTC()
+				return nil
+			})
+			if _, stopped := stopOutcome(err); stopped {
+				ap.log.WarnContext(ctx, "plan was taken over while running (marked Interrupted); stopping its execution", slog.String("plan", id))
+				cancel()
+				return
+			}
+			if err != nil && hctx.Err() == nil {
+				ap.log.WarnContext(ctx, "renew plan heartbeat", slog.String("plan", id), slog.Any("err", err))
+			}
+		}
+	}()
+	return func() {
+		hcancel()
+		<-done
+	}
 }
 
 // resultCounts is the audit detail for a finished execution.
@@ -361,7 +528,7 @@ func resultCounts(r actions.Result) string {
 // ExpireDue moves every pending plan past its expiry to Expired and returns the updated
 // records, so the caller can update their messages (see Approval.MessageRef).
 func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
-	pending, err := ap.store.ListPending(ctx)
+	pending, err := ap.store.List(ctx, StatePending)
 	if err != nil {
 		return nil, fmt.Errorf("list pending plans: %w", err)
 	}
@@ -390,33 +557,46 @@ func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
 }
 
 // internalError logs err with a short reference and returns a notice that shows only the
-// reference (users never see raw error text).
+// reference (users never see raw error text); an *UnavailableError is shown as its text.
 func (ap *Approvals) internalError(ctx context.Context, what string, err error) Outcome {
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		return Outcome{Notice: ue.Text + " Nothing was decided."}
+	}
 	ref := errorRef()
 	ap.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
 	return Outcome{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
 }
 
-// RunExpiry expires due plans every interval until ctx is done, calling notify with each
-// newly expired record and its message so the adapter can update the posted plan. Several
-// replicas may run it: compare-and-set makes each plan expire once.
-func (ap *Approvals) RunExpiry(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, Message)) {
+// RunSweeper keeps plan records truthful until ctx is done: at once and then every interval,
+// it expires pending plans past their expiry (ExpireDue) and recovers Running plans whose
+// executing process died (RecoverInterrupted), calling notify with each changed record and
+// its message so the adapter can update the posted plan. Several replicas may run it:
+// compare-and-set makes each transition happen once.
+func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, Message)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// An unavailable store cluster is logged when it goes down, not at every sweep.
+	var unavailable *UnavailableError
+	quiet := func(err error) bool { return err == nil || ctx.Err() != nil || errors.As(err, &unavailable) }
 	for {
+		expired, err := ap.ExpireDue(ctx)
+		if !quiet(err) {
+			ap.log.WarnContext(ctx, "expire plans", slog.Any("err", err))
+		}
+		interrupted, err := ap.RecoverInterrupted(ctx)
+		if !quiet(err) {
+			ap.log.WarnContext(ctx, "recover interrupted plans", slog.Any("err", err))
+		}
+		for _, a := range append(expired, interrupted...) {
+			if notify != nil {
+				notify(ctx, a, ap.Message(a))
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		expired, err := ap.ExpireDue(ctx)
-		if err != nil {
-			ap.log.WarnContext(ctx, "expire plans", slog.Any("err", err))
-		}
-		for _, a := range expired {
-			if notify != nil {
-				notify(ctx, a, ap.Message(a))
-			}
 		}
 	}
 }

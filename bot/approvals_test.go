@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -128,14 +129,14 @@ func TestDecide(t *testing.T) {
 			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
 		},
 		{
-			name: "a user who is not an approver is refused and nothing runs",
+			name: "a user who is not an approver is refused, the refusal is recorded and nothing runs",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers",
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
-			name: "the requester cannot approve their own destructive plan under the two-person rule",
+			name: "the requester cannot approve their own destructive plan under the two-person rule, and the attempt is recorded",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: alice, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "two-person rule",
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "two-person rule",
 		},
 		{
 			name:   "the requester may approve their own plan when the two-person rule is off",
@@ -151,10 +152,10 @@ func TestDecide(t *testing.T) {
 			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
 		},
 		{
-			name: "an approval after the expiry expires the plan and nothing runs",
+			name: "an approval after the expiry expires the plan, is recorded as refused and nothing runs",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictApprove,
 			after: 15 * time.Minute, wantState: StateExpired,
-			wantEvents: []AuditEvent{AuditRequested, AuditExpired}, wantNotice: "expired",
+			wantEvents: []AuditEvent{AuditRequested, AuditExpired, AuditRefused}, wantNotice: "expired",
 		},
 		{
 			name: "an approver denies",
@@ -167,9 +168,9 @@ func TestDecide(t *testing.T) {
 			wantState: StateDenied, wantEvents: []AuditEvent{AuditRequested, AuditDenied},
 		},
 		{
-			name: "a stranger cannot deny",
+			name: "a stranger cannot deny, and the attempt is recorded",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: VerdictDeny,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers",
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a failing group lookup refuses without deciding",
@@ -370,14 +371,14 @@ func TestMemoryStoreCompareAndSet(t *testing.T) {
 	}
 }
 
-func TestRunExpiryNotifiesOnce(t *testing.T) {
+func TestRunSweeperNotifiesOnce(t *testing.T) {
 	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, Expiry: time.Minute}, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	a, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
 	f.clk.add(2 * time.Minute)
 	notified := make(chan string, 10)
-	go f.ap.RunExpiry(ctx, 5*time.Millisecond, func(_ context.Context, a *Approval, m Message) {
+	go f.ap.RunSweeper(ctx, 5*time.Millisecond, func(_ context.Context, a *Approval, m Message) {
 		notified <- a.Plan.ID + " " + m.Title
 	})
 	select {
@@ -392,4 +393,122 @@ func TestRunExpiryNotifiesOnce(t *testing.T) {
 	if n := len(notified); n != 0 {
 		t.Errorf("further notifications = %d, want 0 (a plan expires once)", n)
 	}
+}
+
+func TestRefusalsAreAudited(t *testing.T) {
+	policy := Policy{Users: []string{"UALICE", "UBOB"}, TwoPersonRule: true, Expiry: 15 * time.Minute}
+	tests := []struct {
+		name       string
+		clicker    Principal
+		verdict    Verdict
+		expireBy   time.Duration // clock advance after an earlier expiry sweep
+		wantDetail string
+	}{
+		{name: "self-approval under the two-person rule", clicker: alice, verdict: VerdictApprove,
+			wantDetail: "approve refused: self-approval of a destructive plan (two-person rule)"},
+		{name: "approval by someone who is not an approver", clicker: mallory, verdict: VerdictApprove,
+			wantDetail: "approve refused: not an approver"},
+		{name: "denial by someone who is neither approver nor requester", clicker: mallory, verdict: VerdictDeny,
+			wantDetail: "deny refused: not an approver or the requester"},
+		{name: "approval of a plan that already expired", clicker: bob, verdict: VerdictApprove, expireBy: 16 * time.Minute,
+			wantDetail: "approve refused: the plan expired at 2026-11-30T12:15:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncLog
+			f := newApprovalsFixture(t, policy, nil)
+			f.ap = NewApprovals(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
+				Now: f.clk.now, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+			ctx := t.Context()
+			a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 3), alice, "C1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.expireBy > 0 {
+				f.clk.add(tt.expireBy)
+				if _, err := f.ap.ExpireDue(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.clk.add(time.Second)
+			out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker}, nil)
+			if out.Notice == "" || out.Update != nil || f.exec.runs.Load() != 0 {
+				t.Fatalf("outcome = %+v after %d runs, want a refusal notice and nothing run", out, f.exec.runs.Load())
+			}
+			got, _ := f.store.Get(ctx, a.Plan.ID)
+			last := got.History[len(got.History)-1]
+			want := AuditRecord{Time: f.clk.now(), Event: AuditRefused, Actor: tt.clicker.String(), Detail: tt.wantDetail}
+			if diff := cmp.Diff(want, last); diff != "" {
+				t.Errorf("last history record (-want +got):\n%s", diff)
+			}
+			line := logs.find(t, "approval refused")
+			for k, v := range map[string]any{"level": "WARN", "audit": true, "plan": a.Plan.ID, "actor": tt.clicker.String(),
+				"detail": tt.wantDetail, "at": f.clk.now().Format(time.RFC3339Nano)} {
+				if line[k] != v {
+					t.Errorf("log %s = %v, want %v", k, line[k], v)
+				}
+			}
+		})
+	}
+
+	t.Run("a plan keeps at most 20 refusals; later ones are only logged", func(t *testing.T) {
+		var logs syncLog
+		f := newApprovalsFixture(t, policy, nil)
+		f.ap = NewApprovals(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
+			Now: f.clk.now, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+		a, err := f.ap.Request(t.Context(), testPlan(actions.KindReleaseLeakedIPs, 3), alice, "C1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 25 {
+			f.ap.Decide(t.Context(), Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: mallory}, nil)
+		}
+		got, _ := f.store.Get(t.Context(), a.Plan.ID)
+		refused := 0
+		for _, r := range got.History {
+			if r.Event == AuditRefused {
+				refused++
+			}
+		}
+		if refused != maxRefusals || got.State != StatePending {
+			t.Errorf("refusal records = %d, state %s; want %d, Pending", refused, got.State, maxRefusals)
+		}
+		if n := strings.Count(logs.String(), `"msg":"approval refused"`); n != 25 {
+			t.Errorf("refusals logged = %d, want 25", n)
+		}
+	})
+}
+
+// syncLog is a goroutine-safe JSON log sink.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// find returns the last JSON log line whose msg is msg.
+func (l *syncLog) find(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			found = m
+		}
+	}
+	if found == nil {
+		t.Fatalf("no log line %q in:\n%s", msg, l.String())
+	}
+	return found
 }

@@ -24,6 +24,13 @@ const (
 	AuditFinished AuditEvent = "finished"
 	// AuditFailed: execution stopped on an error; Detail carries the error.
 	AuditFailed AuditEvent = "failed"
+	// AuditRefused: a click was refused and changed nothing (self-approval under the
+	// two-person rule, a click by someone who is not an approver, a click on an expired
+	// plan); Actor is who clicked, Detail what they asked and why it was refused.
+	AuditRefused AuditEvent = "refused"
+	// AuditInterrupted: the bot process executing the plan died; another start found it,
+	// released its datastore lock and counted what was done (Detail).
+	AuditInterrupted AuditEvent = "interrupted"
 )
 
 // AuditRecord is one transition.
@@ -36,12 +43,14 @@ type AuditRecord struct {
 	// (expiry, execution).
 	Actor string `json:"actor,omitempty"`
 	// Detail is counts for finished ("done=179 skipped=2 new=0 remaining=0"), the error for
-	// failed, empty otherwise.
+	// failed, what was asked and why it was refused for refused ("approve refused: not an
+	// approver"), the dead process and what it had done for interrupted; empty otherwise.
 	Detail string `json:"detail,omitempty"`
 }
 
-// Auditor appends audit records to approval records and writes each to the log at Info with
-// the attribute audit=true, so the log is a second, append-only trail.
+// Auditor appends audit records to approval records and writes each to the log with the
+// attribute audit=true (refusals and interruptions at Warn, the rest at Info), so the log is
+// a second, append-only trail.
 type Auditor struct {
 	log     *slog.Logger
 	metrics *Metrics
@@ -59,13 +68,18 @@ func NewAuditor(log *slog.Logger, metrics *Metrics) *Auditor {
 // compare-and-set lost never happened).
 func (au *Auditor) emit(ctx context.Context, a *Approval, recs []AuditRecord) {
 	for _, rec := range recs {
-		au.log.InfoContext(ctx, "approval "+string(rec.Event),
+		level := slog.LevelInfo
+		if rec.Event == AuditRefused || rec.Event == AuditInterrupted {
+			level = slog.LevelWarn
+		}
+		au.log.Log(ctx, level, "approval "+string(rec.Event),
 			slog.Bool("audit", true),
 			slog.String("plan", a.Plan.ID),
 			slog.String("kind", string(a.Plan.Kind)),
 			slog.String("cluster", a.Plan.Cluster),
 			slog.String("fingerprint", a.Plan.Fingerprint),
 			slog.String("actor", rec.Actor),
+			slog.Time("at", rec.Time),
 			slog.String("detail", rec.Detail),
 		)
 		if au.metrics != nil {

@@ -53,10 +53,25 @@ type Cluster struct {
 	Diagnoser Diagnoser
 	// IPAM answers /ipam check and /ipam blocks.
 	IPAM IPAM
-	// Planner makes plans for /ipam release-ips|release-blocks|unlock and plan buttons.
+	// Planner makes plans for /ipam release-ips|release-blocks|release-handles|unlock and plan buttons.
 	Planner Planner
-	// Executor runs approved plans.
+	// Executor runs approved plans. An Executor that also implements Recoverer lets the bot
+	// clean up after a plan whose executing process died (see Approvals.RecoverInterrupted).
 	Executor Executor
+	// Health, when set, returns nil while the cluster can be used, else why not: a
+	// *UnavailableError naming the cluster and its API server's error (see
+	// ClusterUnavailable). Commands for an unavailable cluster are answered with that one
+	// line, approvals of its plans wait, and the digest skips it and says so. Nil means
+	// always available.
+	Health func() error
+}
+
+// health is c.Health(), or nil when c has none.
+func (c *Cluster) health() error {
+	if c.Health == nil {
+		return nil
+	}
+	return c.Health()
 }
 
 // Options configures New.
@@ -101,23 +116,32 @@ func New(o Options) *Bot {
 		o.Log = slog.Default()
 	}
 	executors := map[string]Executor{}
+	byName := map[string]*Cluster{}
 	for _, c := range o.Clusters {
 		if c.Executor != nil {
 			executors[c.Name] = c.Executor
 		}
+		byName[c.Name] = c
+	}
+	health := func(name string) error {
+		if c, ok := byName[name]; ok {
+			return c.health()
+		}
+		return nil
 	}
 	b := &Bot{
 		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
 		approvals: NewApprovals(ApprovalsOptions{
 			Store: o.Store, Policy: o.Policy, Directory: o.Directory, Executors: executors,
 			Audit: NewAuditor(o.Log, o.Metrics), Now: o.Now, Log: o.Log, LockNote: o.LockNote,
+			ClusterHealth: health,
 		}),
 		clusters: o.Clusters,
 		log:      o.Log,
 	}
 	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod [--cluster C]",
 		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …)"}, b.whyPending)
-	b.router.Handle(Command{Name: "ipam", Usage: "check|blocks|release-ips|release-blocks|unlock [--cluster C] [--node N]",
+	b.router.Handle(Command{Name: "ipam", Usage: "check|blocks|release-ips|release-blocks|release-handles|unlock [--cluster C] [--node N]",
 		Summary: "check Calico IPAM, or plan a repair that an approver runs"}, b.ipam)
 	b.router.Handle(Command{Name: "whypending", Usage: "help",
 		Summary: "show this help"}, b.help)
@@ -132,7 +156,7 @@ func (b *Bot) Command(ctx context.Context, req Request) Reply {
 // Commands lists the registered commands.
 func (b *Bot) Commands() []Command { return b.router.Commands() }
 
-// Approvals returns the approval workflow (for the expiry sweeper and tests).
+// Approvals returns the approval workflow (for its sweeper, RunSweeper, and tests).
 func (b *Bot) Approvals() *Approvals { return b.approvals }
 
 // Attach records where the adapter posted a plan message.
@@ -177,12 +201,16 @@ func (b *Bot) Click(ctx context.Context, c Click, progress func(context.Context,
 	return Outcome{Notice: fmt.Sprintf("Unknown button %q; nothing was done.", c.ActionID)}
 }
 
-// errorNotice turns an error into text for the clicker: a UserError as it is, anything else
-// as a log reference.
+// errorNotice turns an error into text for the clicker: a UserError or UnavailableError as
+// it is, anything else as a log reference.
 func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
 	var ue *UserError
 	if errors.As(err, &ue) {
 		return ue.Text
+	}
+	var unavailable *UnavailableError
+	if errors.As(err, &unavailable) {
+		return unavailable.Text + " Nothing was changed."
 	}
 	ref := errorRef()
 	b.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
@@ -202,18 +230,19 @@ func parseActionValue(v string) (kind string, args map[string]string) {
 	return kind, args
 }
 
-// cluster finds a configured cluster by name; "" means the default (first) one.
+// cluster finds a configured cluster by name; "" means the default (first) one. An
+// unavailable cluster is an *UnavailableError (see Cluster.Health).
 func (b *Bot) cluster(name string) (*Cluster, error) {
 	if len(b.clusters) == 0 {
 		return nil, userErrorf("no cluster is configured")
 	}
 	if name == "" {
-		return b.clusters[0], nil
+		return b.clusters[0], b.clusters[0].health()
 	}
 	var names []string
 	for _, c := range b.clusters {
 		if c.Name == name {
-			return c, nil
+			return c, c.health()
 		}
 		names = append(names, c.Name)
 	}

@@ -134,6 +134,10 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseEmptyBlocks, cluster,
 			fmt.Sprintf("Release %s", countNoun(releasable, "empty block", "empty blocks")), "primary"))
 	}
+	if n := len(check.LeakedHandles); n > 0 {
+		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedHandles, cluster,
+			"Delete "+countNoun(n, "leaked handle", "leaked handles"), ""))
+	}
 	if locked {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindUnlockDatastore, cluster, "Unlock the datastore", ""))
 	}
@@ -339,7 +343,7 @@ type ChannelPoster interface {
 // DigestScheduler runs it on a schedule; RunDigest runs one round.
 type Digest struct {
 	// Clusters are the configured clusters; those without IPAM (Calico not installed) are
-	// skipped.
+	// skipped silently, unavailable ones (Cluster.Health) with a post that says so.
 	Clusters []*Cluster
 	// Channels are the channel IDs every digest is posted to.
 	Channels []string
@@ -353,11 +357,12 @@ type Digest struct {
 }
 
 // RunDigest runs one digest round: for each cluster in order it reads the IPAM check and
-// utilization and posts DigestMessage to every channel. A cluster that cannot be read gets a
-// short "could not be collected" message instead (no error text), and the round goes on with
-// the next cluster; a failed post does not stop the other posts either. The error joins one
-// error per failed cluster read or post, each naming the cluster (and channel); it is nil
-// when everything was posted.
+// utilization and posts DigestMessage to every channel. An unavailable cluster (see
+// Cluster.Health) is not read: its post says it was skipped, naming the API server's error. A
+// cluster that cannot be read gets a short "could not be collected" message instead (no error
+// text), and the round goes on with the next cluster; a failed post does not stop the other
+// posts either. The error joins one error per skipped or failed cluster and failed post, each
+// naming the cluster (and channel); it is nil when everything was posted.
 func (d *Digest) RunDigest(ctx context.Context) error {
 	now := time.Now
 	if d.Now != nil {
@@ -375,13 +380,23 @@ func (d *Digest) RunDigest(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
 		at := now()
-		m, err := CollectDigest(cctx, c.Name, c.IPAM, at)
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("digest of cluster %s: %w", c.Name, err))
-			m = digestFailedMessage(c.Name, at)
+		var m Message
+		if herr := c.health(); herr != nil {
+			errs = append(errs, fmt.Errorf("digest of cluster %s skipped: %w", c.Name, herr))
+			m = digestSkippedMessage(c.Name, herr, at)
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			var err error
+			m, err = CollectDigest(cctx, c.Name, c.IPAM, at)
+			cancel()
+			if errors.Is(err, calico.ErrCalicoNotInstalled) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("digest of cluster %s: %w", c.Name, err))
+				m = digestFailedMessage(c.Name, at)
+			}
 		}
 		for _, ch := range d.Channels {
 			if err := d.Poster.PostMessage(ctx, ch, m); err != nil {
@@ -390,6 +405,21 @@ func (d *Digest) RunDigest(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// digestSkippedMessage says a cluster's digest was skipped because the cluster is
+// unavailable, with the one-line reason (the API server and its error).
+func digestSkippedMessage(cluster string, why error, at time.Time) Message {
+	var ue *UnavailableError
+	if !errors.As(why, &ue) {
+		ue = ClusterUnavailable(cluster, time.Time{}, why)
+	}
+	return Message{
+		Title:    fmt.Sprintf("IPAM digest for %s skipped: the cluster is unavailable", cluster),
+		Severity: "warning",
+		Sections: []Section{{Text: ue.Text + " The digest covers it again once it is back; /readyz shows its state."}},
+		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
+	}
 }
 
 // digestFailedMessage says a cluster's digest could not be collected, without error text.

@@ -193,6 +193,8 @@ func TestDigestMessage(t *testing.T) {
 				{"default-ipv6-ippool", "fd00::/48", "5 / 1208925819614629174706176", "<1%"},
 			},
 			wantOther: []string{"2 addresses in use but not allocated", "1 leaked handle"},
+			wantButtons: []Button{{ActionID: "plan:release-leaked-handles", Label: "Delete 1 leaked handle",
+				Value: "release-leaked-handles;cluster=prod-eu"}},
 		},
 	}
 	for _, tt := range tests {
@@ -331,9 +333,20 @@ func (downIPAM) Check(context.Context, calico.CheckOptions) (*calico.CheckResult
 
 func (downIPAM) Utilization(context.Context) (*calico.Utilization, error) { return nil, errIPAMDown }
 
-// TestDigestRoundOnSeedIPAMLeaked runs one digest round over three clusters: the
-// seed-ipam-leaked scenario on a real control plane, one whose API fails and one without
-// Calico, to two channels of which one refuses posts.
+// noCalicoIPAM is the IPAM of a cluster found to have no Calico after it was configured.
+type noCalicoIPAM struct{}
+
+func (noCalicoIPAM) Check(context.Context, calico.CheckOptions) (*calico.CheckResult, error) {
+	return nil, calico.ErrCalicoNotInstalled
+}
+
+func (noCalicoIPAM) Utilization(context.Context) (*calico.Utilization, error) {
+	return nil, calico.ErrCalicoNotInstalled
+}
+
+// TestDigestRoundOnSeedIPAMLeaked runs one digest round over five clusters: the
+// seed-ipam-leaked scenario on a real control plane, one whose API fails, two without
+// Calico and one that is unavailable (down), to two channels of which one refuses posts.
 func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 	c := testenv.StartT(t, testenv.Options{})
 	testenv.LoadT(t, c, "seed-ipam-leaked")
@@ -343,7 +356,11 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 	}
 	poster := &recordingPoster{fail: map[string]bool{"C0GONE": true}}
 	d := &Digest{
-		Clusters: []*Cluster{{Name: "prod-eu", IPAM: ipam}, {Name: "prod-us", IPAM: downIPAM{}}, {Name: "no-calico"}},
+		Clusters: []*Cluster{{Name: "prod-eu", IPAM: ipam}, {Name: "prod-us", IPAM: downIPAM{}}, {Name: "no-calico"},
+			{Name: "plain", IPAM: noCalicoIPAM{}},
+			{Name: "prod-ap", IPAM: downIPAM{}, Health: func() error {
+				return ClusterUnavailable("prod-ap", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
+			}}},
 		Channels: []string{"C0OPS", "C0GONE"},
 		Poster:   poster,
 		Now:      func() time.Time { return testT0 },
@@ -362,6 +379,8 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 		"post digest of cluster prod-eu to channel C0GONE: channel_not_found",
 		"digest of cluster prod-us: check calico ipam: " + errIPAMDown.Error(),
 		"post digest of cluster prod-us to channel C0GONE: channel_not_found",
+		"digest of cluster prod-ap skipped: Cluster prod-ap is unavailable: cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused (since 12:00:00Z).",
+		"post digest of cluster prod-ap to channel C0GONE: channel_not_found",
 	}
 	if diff := cmp.Diff(wantErrs, gotErrs); diff != "" {
 		t.Errorf("RunDigest errors (-want +got):\n%s", diff)
@@ -378,9 +397,13 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 	want := []string{
 		"C0OPS: IPAM digest for prod-eu: 181 leaked IPs, 0 empty blocks, pool default-ipv4-ippool 100% allocated",
 		"C0OPS: IPAM digest for prod-us could not be collected",
+		"C0OPS: IPAM digest for prod-ap skipped: the cluster is unavailable",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("posts (-want +got):\n%s", diff)
+	}
+	if text := posts[2].m.Sections[0].Text; !strings.Contains(text, "cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused") {
+		t.Errorf("skipped cluster's post = %q, want it to name the API server and its error", text)
 	}
 	m := posts[0].m
 	if diff := cmp.Diff([]string{"worker-2: 128", "worker-1: 53"}, sectionLines(m, "Leaked IPs by node")); diff != "" {

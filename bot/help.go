@@ -20,7 +20,7 @@ func (b *Bot) help(_ context.Context, req Request) (Reply, error) {
 		Severity: "info",
 		Sections: []Section{
 			{Heading: "Commands", Lines: b.router.usageLines()},
-			{Heading: "Repairs", Text: "/ipam release-ips, release-blocks and unlock post a plan (a dry run) with Approve / Deny buttons. Only configured approvers can approve; plans expire; a plan runs at most once, re-checks every item and touches only what is still eligible."},
+			{Heading: "Repairs", Text: "/ipam release-ips, release-blocks, release-handles and unlock post a plan (a dry run) with Approve / Deny buttons. Only configured approvers can approve; plans expire; a plan runs at most once, re-checks every item and touches only what is still eligible."},
 		},
 	}
 	if len(names) > 0 {

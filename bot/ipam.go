@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,30 +15,35 @@ import (
 
 // ipamSubcommands maps /ipam subcommands that make plans to their action kinds.
 var ipamSubcommands = map[string]actions.Kind{
-	"release-ips":    actions.KindReleaseLeakedIPs,
-	"release-blocks": actions.KindReleaseEmptyBlocks,
-	"unlock":         actions.KindUnlockDatastore,
+	"release-ips":     actions.KindReleaseLeakedIPs,
+	"release-blocks":  actions.KindReleaseEmptyBlocks,
+	"release-handles": actions.KindReleaseLeakedHandles,
+	"unlock":          actions.KindUnlockDatastore,
 }
 
-// ipam answers "/ipam check|blocks|release-ips|release-blocks|unlock [--cluster C]".
+// ipamChoices lists the /ipam subcommands for usage errors.
+const ipamChoices = "check, blocks, release-ips, release-blocks, release-handles, unlock"
+
+// ipam answers "/ipam check|blocks|release-ips|release-blocks|release-handles|unlock
+// [--cluster C]".
 func (b *Bot) ipam(ctx context.Context, req Request) (Reply, error) {
 	f, err := parseFlags(req.Args, "cluster", "node")
 	if err != nil {
 		return Reply{}, err
 	}
 	if len(f.positional) != 1 {
-		return Reply{}, userErrorf("choose one of check, blocks, release-ips, release-blocks, unlock")
+		return Reply{}, userErrorf("choose one of %s", ipamChoices)
 	}
 	sub := f.positional[0]
 	if kind, ok := ipamSubcommands[sub]; ok {
 		node := f.values["node"]
-		if node != "" && kind == actions.KindUnlockDatastore {
-			return Reply{}, userErrorf("unlock is cluster-wide; --node does not apply")
+		if node != "" && (kind == actions.KindUnlockDatastore || kind == actions.KindReleaseLeakedHandles) {
+			return Reply{}, userErrorf("%s is cluster-wide; --node does not apply", sub)
 		}
 		return b.plan(ctx, req, kind, f.values["cluster"], actions.PlanOptions{Node: node})
 	}
 	if sub != "check" && sub != "blocks" {
-		return Reply{}, userErrorf("unknown subcommand %q: choose one of check, blocks, release-ips, release-blocks, unlock", sub)
+		return Reply{}, userErrorf("unknown subcommand %q: choose one of %s", sub, ipamChoices)
 	}
 	if f.values["node"] != "" {
 		return Reply{}, userErrorf("--node applies to release-ips and release-blocks only")
@@ -52,13 +58,13 @@ func (b *Bot) ipam(ctx context.Context, req Request) (Reply, error) {
 	if sub == "check" {
 		res, err := c.IPAM.Check(ctx, calico.CheckOptions{})
 		if err != nil {
-			return Reply{}, fmt.Errorf("check calico ipam on %s: %w", c.Name, err)
+			return Reply{}, ipamError(c, "check calico ipam", err)
 		}
 		return Reply{Message: CheckMessage(c.Name, res), Public: true}, nil
 	}
 	u, err := c.IPAM.Utilization(ctx)
 	if err != nil {
-		return Reply{}, fmt.Errorf("read calico ipam utilization on %s: %w", c.Name, err)
+		return Reply{}, ipamError(c, "read calico ipam utilization", err)
 	}
 	return Reply{Message: BlocksMessage(c.Name, u), Public: true}, nil
 }
@@ -81,7 +87,7 @@ func (b *Bot) plan(ctx context.Context, req Request, kind actions.Kind, clusterN
 	}
 	p, err := c.Planner.Plan(ctx, kind, opts)
 	if err != nil {
-		return Reply{}, fmt.Errorf("plan %s on %s: %w", kind, c.Name, err)
+		return Reply{}, ipamError(c, "plan "+string(kind), err)
 	}
 	if len(p.Items) == 0 {
 		return Reply{Message: Message{
@@ -97,6 +103,15 @@ func (b *Bot) plan(ctx context.Context, req Request, kind actions.Kind, clusterN
 	return Reply{Message: b.approvals.Message(a), Public: true, PlanID: p.ID}, nil
 }
 
+// ipamError is what the user sees when an IPAM read or plan on c fails: a cluster without
+// Calico is an answer, not a failure; anything else stays an error, naming the cluster.
+func ipamError(c *Cluster, what string, err error) error {
+	if errors.Is(err, calico.ErrCalicoNotInstalled) {
+		return userErrorf("Calico is not installed on cluster %s (its API server serves no Calico API group): /ipam does not apply there", c.Name)
+	}
+	return fmt.Errorf("%s on %s: %w", what, c.Name, err)
+}
+
 // nothingToDo says why a plan of kind came out empty.
 func nothingToDo(kind actions.Kind) string {
 	switch kind {
@@ -106,6 +121,8 @@ func nothingToDo(kind actions.Kind) string {
 		return "a fresh check found no empty block that can be released"
 	case actions.KindUnlockDatastore:
 		return "the Calico datastore is not locked"
+	case actions.KindReleaseLeakedHandles:
+		return "a fresh check found no leaked IPAM handle older than a minute"
 	}
 	return "nothing is eligible"
 }
@@ -150,6 +167,10 @@ func CheckMessage(cluster string, r *calico.CheckResult) Message {
 			Value:    string(actions.KindReleaseLeakedIPs) + ";cluster=" + cluster,
 			Style:    "primary",
 		})
+	}
+	if n := len(r.LeakedHandles); n > 0 {
+		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedHandles, cluster,
+			"Delete "+countNoun(n, "leaked handle", "leaked handles"), ""))
 	}
 	if n := len(r.InUseNotAllocated); n > 0 {
 		var lines []string

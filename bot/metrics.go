@@ -7,7 +7,7 @@ import (
 // Metrics are the bot's Prometheus metrics, served on /metrics.
 type Metrics struct {
 	// commands counts commands by name ("why-pending", "ipam", "unknown") and outcome
-	// ("ok", "user-error", "error").
+	// ("ok", "user-error", "unavailable", "error").
 	commands *prometheus.CounterVec
 	// transitions counts approval audit events by event name.
 	transitions *prometheus.CounterVec

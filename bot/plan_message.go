@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/triage"
 )
 
 // Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
@@ -87,8 +88,62 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Mes
 		m.Title, m.Severity = "Expired: "+p.Title(), "info"
 		m.Sections = append(m.Sections, facts, Section{Text: fmt.Sprintf(
 			"Nobody decided before %s; nothing was changed. Ask for a fresh plan.", p.ExpiresAt.UTC().Format("15:04:05Z"))})
+	case StateInterrupted:
+		m.Title, m.Severity = "Interrupted: "+p.Title(), "blocker"
+		facts.Fields = append(facts.Fields, Field{Name: "Approved by", Value: decider})
+		m.Sections = append(m.Sections, facts, interruptedSection(a))
+		m.Buttons = []Button{replanButton(p)}
 	}
 	return m
+}
+
+// interruptedSection says that the bot stopped while running the plan, what had been done,
+// what became of the datastore lock, and that a fresh plan finishes the job.
+func interruptedSection(a *Approval) Section {
+	s := Section{Text: "The bot process running this plan stopped before it finished; nothing is re-run automatically."}
+	for _, r := range a.History {
+		if r.Event == AuditInterrupted {
+			s.Lines = []string{"Found: " + r.Detail}
+		}
+	}
+	if rec := a.Recovery; rec != nil {
+		s.Lines = append(s.Lines, fmt.Sprintf("%d of %d planned items were done before it stopped (or changed since); %d are still to do.",
+			rec.Done(), rec.Planned, rec.Remaining))
+		switch {
+		case rec.Unlocked:
+			s.Lines = append(s.Lines, "The datastore lock it held has been released.")
+		case rec.LockedBy != "":
+			s.Lines = append(s.Lines, "The Calico datastore is still locked by "+rec.LockedBy+" (not this plan's lock; left alone).")
+		default:
+			s.Lines = append(s.Lines, "The Calico datastore is unlocked.")
+		}
+	}
+	s.Lines = append(s.Lines, fmt.Sprintf("Re-plan to finish the job: %s (or the button), then approve the fresh plan.", replanCommand(a.Plan)))
+	return s
+}
+
+// replanCommand is the command that makes a fresh plan of p's kind, cluster and node.
+func replanCommand(p actions.Plan) string {
+	for sub, kind := range ipamSubcommands {
+		if kind == p.Kind {
+			cmd := "/ipam " + sub + " --cluster " + p.Cluster
+			if p.Node != "" {
+				cmd += " --node " + p.Node
+			}
+			return cmd
+		}
+	}
+	return "/ipam check --cluster " + p.Cluster
+}
+
+// replanButton makes a fresh plan of p's kind, cluster and node (the Bot.Click plan path).
+func replanButton(p actions.Plan) Button {
+	args := map[string]string{"cluster": p.Cluster}
+	if p.Node != "" {
+		args["node"] = p.Node
+	}
+	ref := triage.ActionRef{Kind: string(p.Kind), Label: "Make a fresh plan", Args: args}
+	return Button{ActionID: ActionPlanPrefix + ref.Kind, Label: ref.Label, Value: ActionValue(ref), Style: "primary"}
 }
 
 // itemsSection is the table of what the plan changes.
@@ -104,6 +159,11 @@ func itemsSection(p actions.Plan, heading string) Section {
 		s.Table = &Table{Columns: []string{"Block", "Node"}}
 		for _, it := range p.Items {
 			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Node)})
+		}
+	case actions.KindReleaseLeakedHandles:
+		s.Table = &Table{Columns: []string{"IPAMHandle", "resourceVersion"}}
+		for _, it := range p.Items {
+			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Revision)})
 		}
 	default:
 		for _, it := range p.Items {
@@ -139,6 +199,8 @@ func doneTitle(p actions.Plan, r *actions.Result) string {
 		return fmt.Sprintf("released %d of %d empty IPAM blocks on %s", r.Done, r.Planned, p.Cluster)
 	case actions.KindUnlockDatastore:
 		return "unlocked the Calico datastore on " + p.Cluster
+	case actions.KindReleaseLeakedHandles:
+		return fmt.Sprintf("deleted %d of %d leaked IPAM handles on %s", r.Done, r.Planned, p.Cluster)
 	}
 	return p.Title()
 }
@@ -166,6 +228,8 @@ func resultSections(p actions.Plan, r actions.Result) []Section {
 		verify.Text = fmt.Sprintf("%d leaked IPs remain.", r.Remaining)
 	case p.Kind == actions.KindReleaseEmptyBlocks:
 		verify.Text = fmt.Sprintf("%d releasable empty blocks remain.", r.Remaining)
+	case p.Kind == actions.KindReleaseLeakedHandles:
+		verify.Text = fmt.Sprintf("%d leaked IPAM handles remain.", r.Remaining)
 	case p.Kind == actions.KindUnlockDatastore:
 		verify.Text = "The datastore is unlocked."
 		if r.Remaining > 0 {
@@ -185,6 +249,8 @@ func failureText(a *Approval) string {
 		return "The Calico datastore was locked by someone else, so nothing was changed. Try again later or run /ipam unlock if the lock is stale."
 	case "approval-expired":
 		return "The approval came after the plan expired, so nothing was changed. Ask for a fresh plan."
+	case "cluster-unavailable":
+		return fmt.Sprintf("Cluster %s became unavailable during the repair. What was changed before stays changed; the bot releases the datastore lock once the cluster is back. Run /ipam check --cluster %s then, and re-plan.", a.Plan.Cluster, a.Plan.Cluster)
 	}
 	return fmt.Sprintf("The repair stopped on an error; see RemediationRequest %s (status.error) or the bot's log.", a.Plan.ID)
 }

@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// Handler answers one command. A *UserError is shown to the user as it is; any other error
-// is logged and shown as a generic failure with a log reference.
+// Handler answers one command. A *UserError is shown to the user as it is, with the usage; an
+// *UnavailableError as one line; any other error is logged and shown as a generic failure with
+// a log reference.
 type Handler func(ctx context.Context, req Request) (Reply, error)
 
 // Reply is a handler's answer to the person who typed the command.
@@ -108,10 +109,14 @@ func (r *Router) Serve(ctx context.Context, req Request) Reply {
 	}
 	reply, err := rt.h(ctx, req)
 	var ue *UserError
+	var unavailable *UnavailableError
 	switch {
 	case err == nil:
 		r.count(req.Command, "ok", start)
 		return reply
+	case errors.As(err, &unavailable):
+		r.count(req.Command, "unavailable", start)
+		return Reply{Message: Message{Title: unavailable.Text + " Nothing was done.", Severity: "warning"}}
 	case errors.As(err, &ue):
 		r.count(req.Command, "user-error", start)
 		return Reply{Message: Message{

@@ -8,19 +8,31 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// ReadyCheck is one readiness condition for /readyz, e.g. "the store cluster answers".
+// ReadyCheck is one readiness condition for /readyz, e.g. "cluster prod-eu" or "store".
 type ReadyCheck struct {
 	// Name is shown in /readyz output.
 	Name string
-	// Check returns nil when ready; it should honour ctx (2 s budget).
+	// Check returns nil when ready, else why not (one line, shown in /readyz). An error
+	// wrapping ErrNotChecked is shown but does not make the bot unready. It should honour ctx
+	// (2 s budget).
 	Check func(ctx context.Context) error
+	// Group, when not empty, makes the checks that share it alternatives: they count as
+	// ready when at least one of them is (the clusters: the bot is useful while any cluster
+	// answers). Checks without a Group must all be ready.
+	Group string
 }
+
+// ErrNotChecked is wrapped by a ReadyCheck error when the condition could not be checked for
+// a reason another check already reports (the store's cluster is unavailable): /readyz shows
+// it, but it does not make the bot unready.
+var ErrNotChecked = errors.New("not checked")
 
 // Server is the bot's HTTP listener: /healthz, /readyz, /metrics, plus whatever the adapters
 // mount (Slack's /slack/commands and /slack/interactions).
@@ -28,6 +40,9 @@ type Server struct {
 	mux    *http.ServeMux
 	checks []ReadyCheck
 	log    *slog.Logger
+
+	mu   sync.Mutex
+	last map[string]string // check name -> last result line, to log changes only
 }
 
 // NewServer returns a Server exposing gatherer on /metrics (nil: prometheus.DefaultGatherer)
@@ -39,7 +54,7 @@ func NewServer(gatherer prometheus.Gatherer, log *slog.Logger, checks ...ReadyCh
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{mux: http.NewServeMux(), checks: checks, log: log}
+	s := &Server{mux: http.NewServeMux(), checks: checks, log: log, last: map[string]string{}}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -55,23 +70,72 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // Handler returns the server's root handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// readyz answers 200 when every ungrouped check passes and each group has a passing check,
+// else 503. The body has one line per check ("cluster a: ok", "cluster b: <why>"), one
+// "<group>: N of M ready" line per group, then "ready" or "not ready". A check whose result
+// changed is logged.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	var failed []string
+	type tally struct{ ok, total int }
+	groups := map[string]*tally{}
+	var order []string
+	ready := true
+	var b strings.Builder
 	for _, c := range s.checks {
-		if err := c.Check(ctx); err != nil {
-			failed = append(failed, c.Name)
-			s.log.WarnContext(ctx, "readiness check failed", slog.String("check", c.Name), slog.Any("err", err))
+		err := c.Check(ctx)
+		line := "ok"
+		if err != nil {
+			line = oneLine(err.Error())
+		}
+		fmt.Fprintf(&b, "%s: %s\n", c.Name, line)
+		s.logChange(ctx, c.Name, line, err)
+		if c.Group != "" {
+			g := groups[c.Group]
+			if g == nil {
+				g = &tally{}
+				groups[c.Group] = g
+				order = append(order, c.Group)
+			}
+			g.total++
+			if err == nil {
+				g.ok++
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, ErrNotChecked) {
+			ready = false
+		}
+	}
+	for _, name := range order {
+		g := groups[name]
+		fmt.Fprintf(&b, "%s: %d of %d ready\n", name, g.ok, g.total)
+		if g.ok == 0 {
+			ready = false
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if len(failed) > 0 {
+	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready: "+strings.Join(failed, ", "))
+		fmt.Fprint(w, b.String()+"not ready\n")
 		return
 	}
-	fmt.Fprintln(w, "ok")
+	fmt.Fprint(w, b.String()+"ready\n")
+}
+
+// logChange logs a readiness check whose result line differs from the last one.
+func (s *Server) logChange(ctx context.Context, name, line string, err error) {
+	s.mu.Lock()
+	changed := s.last[name] != line
+	s.last[name] = line
+	s.mu.Unlock()
+	switch {
+	case !changed:
+	case err != nil:
+		s.log.WarnContext(ctx, "readiness check failed", slog.String("check", name), slog.String("why", line))
+	default:
+		s.log.InfoContext(ctx, "readiness check passes", slog.String("check", name))
+	}
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully (10 s for in-flight

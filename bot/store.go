@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/internal/proc"
 )
 
 // ErrNotFound is returned by a Store for an unknown plan ID.
@@ -31,8 +32,8 @@ type Store interface {
 	// Update replaces the record if a.Version is still current and sets the new Version;
 	// otherwise it returns ErrConflict and stores nothing.
 	Update(ctx context.Context, a *Approval) error
-	// ListPending returns the records in StatePending, oldest first.
-	ListPending(ctx context.Context) ([]*Approval, error)
+	// List returns the records in state, oldest plan first.
+	List(ctx context.Context, state State) ([]*Approval, error)
 }
 
 // State is where an approval record is in its life.
@@ -51,11 +52,25 @@ const (
 	StateSucceeded State = "Succeeded"
 	// StateFailed ran and stopped on an error; Error says which, Result what was done.
 	StateFailed State = "Failed"
+	// StateInterrupted was Running when the bot process executing it died (SIGKILL, node
+	// loss): another start found it, released its datastore lock and counted what was done
+	// (Result). It is never re-run automatically; a fresh plan finishes the job.
+	StateInterrupted State = "Interrupted"
 )
 
 // Final reports whether no further transition is possible.
 func (s State) Final() bool {
-	return s == StateDenied || s == StateExpired || s == StateSucceeded || s == StateFailed
+	return s == StateDenied || s == StateExpired || s == StateSucceeded || s == StateFailed || s == StateInterrupted
+}
+
+// Heartbeat says which bot process executes a Running plan and when it last said it was
+// alive. A record whose process is gone, or whose heartbeat is older than the staleness
+// limit, is recovered as Interrupted (see Approvals.RecoverInterrupted).
+type Heartbeat struct {
+	// Process is the executing bot process (host, PID and start time).
+	Process proc.Identity `json:"process"`
+	// Time is when the process last renewed the heartbeat (bot clock, UTC).
+	Time time.Time `json:"time"`
 }
 
 // Approval is the record of one plan's life: the plan, who asked, who decided, what ran, and
@@ -81,8 +96,14 @@ type Approval struct {
 	// Error is the execution error text for StateFailed, for operators (not shown in chat).
 	Error string `json:"error,omitempty"`
 	// FailureCode classifies Error for the chat message: "datastore-locked",
-	// "approval-expired" or "error".
+	// "approval-expired", "cluster-unavailable" or "error".
 	FailureCode string `json:"failureCode,omitempty"`
+	// Heartbeat names the process executing the plan and its last sign of life; set while
+	// Running (kept afterwards, for the record).
+	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
+	// Recovery is what the recovery of an Interrupted plan found and did: how many planned
+	// items were still to do, and what happened to the datastore lock.
+	Recovery *actions.Recovery `json:"recovery,omitempty"`
 	// History holds every transition, oldest first.
 	History []AuditRecord `json:"history,omitempty"`
 	// Version is the store's concurrency token (the resourceVersion for CRDStore); "" before
@@ -164,13 +185,13 @@ func (s *MemoryStore) Update(_ context.Context, a *Approval) error {
 	return nil
 }
 
-// ListPending implements Store.
-func (s *MemoryStore) ListPending(_ context.Context) ([]*Approval, error) {
+// List implements Store.
+func (s *MemoryStore) List(_ context.Context, state State) ([]*Approval, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*Approval
 	for _, a := range s.records {
-		if a.State == StatePending {
+		if a.State == state {
 			out = append(out, a.clone())
 		}
 	}

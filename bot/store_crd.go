@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -49,13 +50,49 @@ func (s *CRDStore) res() dynamic.ResourceInterface {
 	return s.client.Resource(RemediationRequestGVR).Namespace(s.namespace)
 }
 
-// Ping checks that the RemediationRequest resource answers (for /readyz).
+// Ping checks that a record could be written now, for /readyz: it creates a probe
+// RemediationRequest with dryRun=All (validated and admitted, never stored), which needs no
+// permission beyond the store's own. A missing namespace, a missing CRD or an RBAC refusal is
+// an *UnavailableError saying so by name; anything else (the API server unreachable) is
+// returned wrapped.
 func (s *CRDStore) Ping(ctx context.Context) error {
-	_, err := s.res().List(ctx, metav1.ListOptions{Limit: 1})
+	probe := &Approval{
+		Plan: actions.Plan{ID: "whypending-readyz-probe", Kind: actions.KindUnlockDatastore, Cluster: "readyz",
+			Fingerprint: "0", CreatedAt: time.Unix(0, 0).UTC(), ExpiresAt: time.Unix(0, 0).UTC()},
+		State: StatePending, RequestedBy: Principal{Platform: "readyz", ID: "readyz"},
+	}
+	obj, err := toObject(probe, s.namespace)
 	if err != nil {
-		return fmt.Errorf("list remediationrequests in %s: %w", s.namespace, err)
+		return err
+	}
+	_, err = s.res().Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return s.errorf("create", "", err)
 	}
 	return nil
+}
+
+// errorf wraps an API error of verb on RemediationRequest id ("" for the collection). The
+// three problems a person must fix (the namespace or the CRD is missing, RBAC forbids it)
+// become an *UnavailableError whose text says what to do.
+func (s *CRDStore) errorf(verb, id string, err error) error {
+	what := "remediationrequests"
+	if id != "" {
+		what = "remediationrequest " + id
+	}
+	var st apierrors.APIStatus
+	switch {
+	case apierrors.IsNotFound(err) && errors.As(err, &st) && st.Status().Details != nil && st.Status().Details.Kind == "namespaces":
+		return &UnavailableError{Err: err, Text: fmt.Sprintf(
+			"The approval store is not ready: namespace %q does not exist (create it, or set store.namespace).", s.namespace)}
+	case apierrors.IsNotFound(err) && (errors.As(err, &st) && (st.Status().Details == nil || st.Status().Details.Name == "")):
+		return &UnavailableError{Err: err, Text: "The approval store is not ready: the RemediationRequest CRD " +
+			RemediationRequestGVR.GroupResource().String() + " is not installed (apply charts/whypending/crds)."}
+	case apierrors.IsForbidden(err):
+		return &UnavailableError{Err: err, Text: fmt.Sprintf(
+			"The approval store is not ready: the bot may not %s RemediationRequests in namespace %q (RBAC).", verb, s.namespace)}
+	}
+	return fmt.Errorf("%s %s in %s: %w", verb, what, s.namespace, err)
 }
 
 // Create implements Store.
@@ -66,7 +103,7 @@ func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
 	}
 	out, err := s.res().Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("create remediationrequest %s: %w", a.Plan.ID, err)
+		return s.errorf("create", a.Plan.ID, err)
 	}
 	a.Version, a.raw = out.GetResourceVersion(), out
 	return nil
@@ -75,11 +112,13 @@ func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
 // Get implements Store.
 func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
 	obj, err := s.res().Get(ctx, id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("get remediationrequest %s: %w", id, ErrNotFound)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("get remediationrequest %s: %w", id, err)
+		err = s.errorf("get", id, err)
+		var ue *UnavailableError
+		if apierrors.IsNotFound(err) && !errors.As(err, &ue) {
+			return nil, fmt.Errorf("get remediationrequest %s: %w", id, ErrNotFound)
+		}
+		return nil, err
 	}
 	return fromObject(obj)
 }
@@ -109,30 +148,33 @@ func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 	switch {
 	case apierrors.IsConflict(err):
 		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrConflict)
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrNotFound)
 	case err != nil:
-		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, err)
+		err = s.errorf("update", a.Plan.ID, err)
+		var ue *UnavailableError
+		if apierrors.IsNotFound(err) && !errors.As(err, &ue) {
+			return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrNotFound)
+		}
+		return err
 	}
 	a.Version, a.raw = out.GetResourceVersion(), out
 	return nil
 }
 
-// ListPending implements Store (label selector whypending.io/state=Pending).
-func (s *CRDStore) ListPending(ctx context.Context) ([]*Approval, error) {
+// List implements Store (label selector whypending.io/state=<state>).
+func (s *CRDStore) List(ctx context.Context, state State) ([]*Approval, error) {
 	var out []*Approval
-	opts := metav1.ListOptions{LabelSelector: LabelState + "=" + string(StatePending), Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: LabelState + "=" + string(state), Limit: 500}
 	for {
 		list, err := s.res().List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list pending remediationrequests: %w", err)
+			return nil, s.errorf("list", "", err)
 		}
 		for i := range list.Items {
 			a, err := fromObject(&list.Items[i])
 			if err != nil {
 				return nil, err
 			}
-			if a.State == StatePending {
+			if a.State == state {
 				out = append(out, a)
 			}
 		}
@@ -161,15 +203,17 @@ type rrSpec struct {
 
 // rrStatus is RemediationRequest.status: decisions, result and history.
 type rrStatus struct {
-	State       State           `json:"state"`
-	ApprovedBy  *Principal      `json:"approvedBy,omitempty"`
-	DeniedBy    *Principal      `json:"deniedBy,omitempty"`
-	DecidedAt   *time.Time      `json:"decidedAt,omitempty"`
-	MessageRef  string          `json:"messageRef,omitempty"`
-	Error       string          `json:"error,omitempty"`
-	FailureCode string          `json:"failureCode,omitempty"`
-	Result      *actions.Result `json:"result,omitempty"`
-	History     []AuditRecord   `json:"history,omitempty"`
+	State       State             `json:"state"`
+	ApprovedBy  *Principal        `json:"approvedBy,omitempty"`
+	DeniedBy    *Principal        `json:"deniedBy,omitempty"`
+	DecidedAt   *time.Time        `json:"decidedAt,omitempty"`
+	MessageRef  string            `json:"messageRef,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	FailureCode string            `json:"failureCode,omitempty"`
+	Result      *actions.Result   `json:"result,omitempty"`
+	Heartbeat   *Heartbeat        `json:"heartbeat,omitempty"`
+	Recovery    *actions.Recovery `json:"recovery,omitempty"`
+	History     []AuditRecord     `json:"history,omitempty"`
 }
 
 // toObject maps an approval record onto a RemediationRequest.
@@ -180,7 +224,7 @@ func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error)
 		RequestedBy: a.RequestedBy, Channel: a.Channel, Items: a.Plan.Items,
 	}
 	status := rrStatus{State: a.State, MessageRef: a.MessageRef, Error: a.Error, FailureCode: a.FailureCode,
-		Result: a.Result, History: a.History}
+		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History}
 	if a.DecidedBy != nil {
 		if a.State == StateDenied {
 			status.DeniedBy = a.DecidedBy
@@ -234,7 +278,7 @@ func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
 			CreatedAt: spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
 		},
 		State: status.State, RequestedBy: spec.RequestedBy, Channel: spec.Channel, MessageRef: status.MessageRef,
-		Result: status.Result, Error: status.Error, FailureCode: status.FailureCode, History: status.History,
+		Result: status.Result, Error: status.Error, FailureCode: status.FailureCode, Heartbeat: status.Heartbeat, Recovery: status.Recovery, History: status.History,
 		Version: obj.GetResourceVersion(),
 		raw:     obj,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/internal/testenv"
@@ -69,12 +70,12 @@ func TestCRDStore(t *testing.T) {
 	})
 
 	t.Run("pending records are listed", func(t *testing.T) {
-		got, err := s.ListPending(ctx)
+		got, err := s.List(ctx, StatePending)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != 1 || got[0].Plan.ID != plan.ID {
-			t.Errorf("ListPending = %d records, want only %s", len(got), plan.ID)
+			t.Errorf("List(Pending) = %d records, want only %s", len(got), plan.ID)
 		}
 	})
 
@@ -94,8 +95,8 @@ func TestCRDStore(t *testing.T) {
 		if got.State != StateRunning || got.DecidedBy == nil || got.DecidedBy.ID != bob.ID {
 			t.Errorf("state, decided by = %s, %+v, want Running, bob", got.State, got.DecidedBy)
 		}
-		if pending, _ := s.ListPending(ctx); len(pending) != 0 {
-			t.Errorf("ListPending after approval = %d records, want 0", len(pending))
+		if pending, _ := s.List(ctx, StatePending); len(pending) != 0 {
+			t.Errorf("List(Pending) after approval = %d records, want 0", len(pending))
 		}
 	})
 
@@ -163,4 +164,91 @@ func TestCRDStore(t *testing.T) {
 			t.Errorf("row (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("a refused click is recorded in the RemediationRequest's history", func(t *testing.T) {
+		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Users: []string{"UALICE", "UBOB"}, TwoPersonRule: true},
+			Executors: map[string]Executor{"prod": &fakeExecutor{}}, Log: quietLog})
+		req, err := ap.Request(ctx, testPlan(actions.KindReleaseLeakedHandles, 2), alice, "C0OPS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ap.Decide(ctx, Decision{PlanID: req.Plan.ID, Verdict: VerdictApprove, Principal: alice}, nil)
+		ap.Decide(ctx, Decision{PlanID: req.Plan.ID, Verdict: VerdictApprove, Principal: mallory}, nil)
+		got, err := s.Get(ctx, req.Plan.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refusals []string
+		for _, r := range got.History {
+			if r.Event == AuditRefused {
+				refusals = append(refusals, r.Actor+" "+r.Detail)
+			}
+		}
+		want := []string{alice.String() + " approve refused: self-approval of a destructive plan (two-person rule)",
+			mallory.String() + " approve refused: not an approver"}
+		if diff := cmp.Diff(want, refusals); diff != "" || got.State != StatePending {
+			t.Errorf("state %s, refusals (-want +got):\n%s", got.State, diff)
+		}
+	})
+
+	t.Run("a plan whose bot process died is stored as Interrupted with what it had done", func(t *testing.T) {
+		a := runningPlan(t, s, goneProcess(t), time.Now().UTC().Truncate(time.Second))
+		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Users: []string{"UBOB"}},
+			Executors: map[string]Executor{"prod": &recoveringExecutor{remaining: 1}}, Log: quietLog})
+		marked, err := ap.RecoverInterrupted(ctx)
+		if err != nil || len(marked) != 1 {
+			t.Fatalf("RecoverInterrupted = %d records, %v; want 1", len(marked), err)
+		}
+		got, err := s.Get(ctx, a.Plan.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != StateInterrupted || got.Recovery == nil || got.Recovery.Remaining != 1 || !got.Recovery.Unlocked {
+			t.Errorf("state %s, recovery %+v; want Interrupted, remaining 1, unlocked", got.State, got.Recovery)
+		}
+		if diff := cmp.Diff(a.Heartbeat, got.Heartbeat); diff != "" {
+			t.Errorf("heartbeat (-want +got):\n%s", diff)
+		}
+		obj, _ := c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Get(ctx, a.Plan.ID, metav1.GetOptions{})
+		if obj.GetLabels()[LabelState] != string(StateInterrupted) {
+			t.Errorf("state label = %q, want Interrupted (kubectl get rr -l %s=Interrupted)", obj.GetLabels()[LabelState], LabelState)
+		}
+	})
+
+	t.Run("readiness and plans name a missing namespace", func(t *testing.T) {
+		missing := NewCRDStore(c.Dynamic, "nowhere")
+		const want = `The approval store is not ready: namespace "nowhere" does not exist (create it, or set store.namespace).`
+		var ue *UnavailableError
+		if err := missing.Ping(ctx); !errors.As(err, &ue) || ue.Text != want {
+			t.Errorf("Ping = %v, want %q", err, want)
+		}
+		b := New(Options{Clusters: []*Cluster{{Name: "prod", Planner: onePlanPlanner{}, Executor: &fakeExecutor{}}},
+			Store: missing, Policy: Policy{Users: []string{"UBOB"}}, Log: quietLog})
+		reply := b.Command(ctx, Request{Principal: alice, Channel: "C1", Command: "ipam", Args: []string{"release-ips"}})
+		if reply.Message.Title != want+" Nothing was done." || len(reply.Message.Sections) != 0 {
+			t.Errorf("/ipam release-ips = %q %+v, want one line naming the namespace", reply.Message.Title, reply.Message.Sections)
+		}
+	})
+
+	t.Run("readiness names a missing CRD", func(t *testing.T) {
+		crds := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+		if err := crds.Delete(ctx, RemediationRequestGVR.GroupResource().String(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const want = "The approval store is not ready: the RemediationRequest CRD remediationrequests.whypending.io is not installed (apply charts/whypending/crds)."
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			var ue *UnavailableError
+			if err = s.Ping(ctx); errors.As(err, &ue) && ue.Text == want {
+				return
+			}
+		}
+		t.Errorf("Ping after deleting the CRD = %v, want %q", err, want)
+	})
+}
+
+// onePlanPlanner plans one leaked IP.
+type onePlanPlanner struct{}
+
+func (onePlanPlanner) Plan(_ context.Context, kind actions.Kind, _ actions.PlanOptions) (actions.Plan, error) {
+	return testPlan(kind, 1), nil
 }

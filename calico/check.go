@@ -74,6 +74,10 @@ type HandleInfo struct {
 	created time.Time // metadata.creationTimestamp
 }
 
+// Created is the handle's metadata.creationTimestamp as the check read it; zero for a handle
+// read from a report file (calicoctl's schema does not carry it).
+func (h HandleInfo) Created() time.Time { return h.created }
+
 // Report is calicoctl's `ipam check -o` JSON schema (stable from v3.26 to v3.32).
 type Report struct {
 	Version             string                   `json:"version"`

@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/whypending/whypending/internal/proc"
 )
 
 // LockAnnotation is the ClusterInformation "default" annotation that marks a datastore lock
@@ -192,31 +191,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // process starts. recovered is true when it set datastoreReady back to true. A marker left on
 // an unlocked datastore is just removed. Locks of other owners are never touched.
 func (c *Client) RecoverLocks(ctx context.Context, owner string) (recovered bool, err error) {
-	for attempt := 1; ; attempt++ {
-		obj, err := c.getClusterInfo(ctx)
-		if isNotFoundErr(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("recover datastore lock: %w", err)
-		}
-		m := markerOf(obj)
-		if m == nil || m.Owner != owner || m.live(time.Now()) {
-			return false, nil
-		}
-		ready, _ := readyOf(obj)
-		if err := setLockState(obj, true, nil); err != nil {
-			return false, fmt.Errorf("recover datastore lock: %w", err)
-		}
-		_, err = c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
-		if isConflict(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("recover datastore lock: update clusterinformation: %w", err)
-		}
-		return !ready, nil
+	recovered, err = c.unlockIf(ctx, "recover datastore lock", func(_ bool, m *LockMarker) (bool, error) {
+		return m != nil && m.Owner == owner && !m.live(time.Now()), nil
+	})
+	if isNotFoundErr(err) {
+		return false, nil
 	}
+	return recovered, err
 }
 
 // UnlockOwner unlocks a lock whose marker names owner, whatever its deadline or process (the
@@ -224,13 +205,7 @@ func (c *Client) RecoverLocks(ctx context.Context, owner string) (recovered bool
 // when the datastore is not locked by owner; a lock without a marker or with another owner's
 // gives ErrDatastoreLocked.
 func (c *Client) UnlockOwner(ctx context.Context, owner string) (unlocked bool, err error) {
-	for attempt := 1; ; attempt++ {
-		obj, err := c.getClusterInfo(ctx)
-		if err != nil {
-			return false, fmt.Errorf("unlock datastore: %w", err)
-		}
-		ready, _ := readyOf(obj)
-		m := markerOf(obj)
+	return c.unlockIf(ctx, "unlock datastore", func(ready bool, m *LockMarker) (bool, error) {
 		switch {
 		case ready && m == nil:
 			return false, nil
@@ -239,39 +214,54 @@ func (c *Client) UnlockOwner(ctx context.Context, owner string) (unlocked bool, 
 		case m.Owner != owner:
 			return false, fmt.Errorf("unlock datastore: locked by %s (%s): %w", m.Owner, m.Operation, ErrDatastoreLocked)
 		}
-		if err := setLockState(obj, true, nil); err != nil {
-			return false, fmt.Errorf("unlock datastore: %w", err)
-		}
-		_, err = c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
-		if isConflict(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("unlock datastore: update clusterinformation: %w", err)
-		}
-		return !ready, nil
-	}
+		return true, nil
+	})
+}
+
+// UnlockMarker unlocks the datastore if the lock is still the one m describes (same owner,
+// acquisition time, host and process), with compare-and-set. It is how a bot replica undoes
+// the lock of a plan whose executor died, whatever its deadline or host. unlocked is false,
+// and nothing changes, when the datastore is not locked under m (unlocked already, or locked
+// by someone else since).
+func (c *Client) UnlockMarker(ctx context.Context, m LockMarker) (unlocked bool, err error) {
+	return c.unlockIf(ctx, "unlock datastore", func(_ bool, cur *LockMarker) (bool, error) {
+		return cur != nil && cur.same(&m), nil
+	})
 }
 
 // ForceUnlock sets datastoreReady=true whoever locked it (calicoctl, another whypending) and
 // removes any marker. It is the operator's `unlock --force`.
 func (c *Client) ForceUnlock(ctx context.Context) error {
+	_, err := c.unlockIf(ctx, "force unlock datastore", func(bool, *LockMarker) (bool, error) { return true, nil })
+	return err
+}
+
+// unlockIf sets datastoreReady=true and removes the marker of ClusterInformation default,
+// with compare-and-set (re-reading on conflict), when may approves what it reads: may gets
+// spec.datastoreReady and the marker (nil if none) and returns false to change nothing, or an
+// error to stop with it. unlocked reports whether datastoreReady went from false to true.
+// what starts the errors unlockIf makes.
+func (c *Client) unlockIf(ctx context.Context, what string, may func(ready bool, m *LockMarker) (bool, error)) (unlocked bool, err error) {
 	for attempt := 1; ; attempt++ {
 		obj, err := c.getClusterInfo(ctx)
 		if err != nil {
-			return fmt.Errorf("force unlock datastore: %w", err)
+			return false, fmt.Errorf("%s: %w", what, err)
+		}
+		ready, _ := readyOf(obj)
+		if ok, err := may(ready, markerOf(obj)); err != nil || !ok {
+			return false, err
 		}
 		if err := setLockState(obj, true, nil); err != nil {
-			return fmt.Errorf("force unlock datastore: %w", err)
+			return false, fmt.Errorf("%s: %w", what, err)
 		}
 		_, err = c.res(resClusterInfo).Update(ctx, obj, metav1.UpdateOptions{})
 		if isConflict(err) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("force unlock datastore: update clusterinformation: %w", err)
+			return false, fmt.Errorf("%s: update clusterinformation: %w", what, err)
 		}
-		return nil
+		return !ready, nil
 	}
 }
 
@@ -332,10 +322,9 @@ func setLockState(obj *unstructured.Unstructured, ready bool, m *LockMarker) err
 }
 
 func selfMarker(owner, op string, now, deadline time.Time) LockMarker {
-	host, _ := os.Hostname()
-	pid := os.Getpid()
+	self := proc.Self()
 	return LockMarker{Owner: owner, Operation: op, Acquired: now, Deadline: deadline,
-		Host: host, PID: pid, PIDStart: processStart(pid)}
+		Host: self.Host, PID: self.PID, PIDStart: self.Start}
 }
 
 func (m *LockMarker) same(o *LockMarker) bool {
@@ -348,38 +337,5 @@ func (m *LockMarker) live(now time.Time) bool {
 	if !now.Before(m.Deadline) {
 		return false
 	}
-	host, _ := os.Hostname()
-	if m.Host == "" || m.Host != host || m.PID == 0 {
-		return true
-	}
-	start := processStart(m.PID)
-	if start == 0 {
-		return !procReadable()
-	}
-	return m.PIDStart == 0 || start == m.PIDStart
+	return !proc.Identity{Host: m.Host, PID: m.PID, Start: m.PIDStart}.Gone()
 }
-
-// processStart is the start time of pid in clock ticks since boot (/proc/<pid>/stat field
-// 22), or 0 when the process does not exist or /proc is not available.
-func processStart(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may contain spaces; fields after it follow the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), so field 22 is f[19].
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
-}
-
-// procReadable reports whether this process can see /proc (so a missing /proc/<pid> means
-// the process is gone).
-func procReadable() bool { return processStart(os.Getpid()) != 0 }

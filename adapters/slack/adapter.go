@@ -237,7 +237,7 @@ func (a *Adapter) updateClicked(ctx context.Context, cj *clickJob, m bot.Message
 }
 
 // UpdateMessage replaces a message the adapter posted, given the reference it attached
-// ("slack:<channel>/<ts>"). The expiry sweeper uses it.
+// ("slack:<channel>/<ts>"). The plan sweeper (expired and interrupted plans) uses it.
 func (a *Adapter) UpdateMessage(ctx context.Context, ref string, m bot.Message) error {
 	channel, ts, ok := parseRef(ref)
 	if !ok {

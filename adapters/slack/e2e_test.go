@@ -422,7 +422,8 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by bob with 181 done", rec.State, rec.DecidedBy, rec.Result)
 		}
-		if got, want := strings.Join(auditEvents(rec), ","), "requested,approved,started,finished"; got != want {
+		// The two refused clicks before (a non-approver's, and alice's own) are on record too.
+		if got, want := strings.Join(auditEvents(rec), ","), "requested,refused,refused,approved,started,finished"; got != want {
 			t.Errorf("audit = %s, want %s", got, want)
 		}
 		if n := e.leaked(t); n != 0 {
@@ -517,8 +518,8 @@ func TestE2EExpiredPlan(t *testing.T) {
 		_, updates := e.slack.snapshot()
 		return len(updates) == 1 && strings.Contains(updates[0].Text, "Expired:")
 	})
-	if rec := e.record(t, planID); rec.State != bot.StateExpired || strings.Join(auditEvents(rec), ",") != "requested,expired" {
-		t.Errorf("record = %s %v, want Expired with requested,expired", rec.State, auditEvents(rec))
+	if rec := e.record(t, planID); rec.State != bot.StateExpired || strings.Join(auditEvents(rec), ",") != "requested,expired,refused" {
+		t.Errorf("record = %s %v, want Expired with requested,expired,refused (bob's late approval)", rec.State, auditEvents(rec))
 	}
 	if n := e.runs.Load(); n != 0 {
 		t.Errorf("executions = %d, want 0", n)

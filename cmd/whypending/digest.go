@@ -65,30 +65,28 @@ func (f *kubeFlags) clusterName(host string) string {
 }
 
 // runDigestSchedule posts the IPAM digest of clusters to cfg.Channels.Digest through poster
-// on cfg.Digest's schedule until ctx is done, electing one poster among the replicas with a
-// Lease in the store namespace of the store cluster (cfg.Store.Cluster, else the first).
-func runDigestSchedule(ctx context.Context, cfg *bot.Config, clusters []*bot.Cluster, poster bot.ChannelPoster, log *slog.Logger) error {
-	cc := cfg.Clusters[0]
-	for _, c := range cfg.Clusters {
-		if c.Name == cfg.Store.Cluster {
-			cc = c
-		}
-	}
-	restCfg, err := clusterConfig(cc)
-	if err != nil {
-		return fmt.Errorf("digest lease cluster %s: %w", cc.Name, err)
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("digest lease cluster %s: %w", cc.Name, err)
-	}
+// on cfg.Digest's schedule until ctx is done. With the kubernetes store, one poster is elected
+// among the replicas with a Lease in the store namespace of storeCluster (it waits until that
+// cluster's kubeconfig loads; while its API server is down no replica can lead, so no digest
+// is posted). With the memory store (one replica) there is no election.
+func runDigestSchedule(ctx context.Context, cfg *bot.Config, clusters []*bot.Cluster, poster bot.ChannelPoster, storeCluster *liveCluster, log *slog.Logger) error {
 	s := &bot.DigestScheduler{
 		Digest:    &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: poster},
 		Schedule:  cfg.Digest.Schedule,
 		Timezone:  cfg.Digest.Timezone,
-		Leases:    client.CoordinationV1(),
 		Namespace: cfg.Store.Namespace,
 		Log:       log,
+	}
+	if storeCluster != nil {
+		restCfg, err := storeCluster.waitConfig(ctx)
+		if err != nil {
+			return nil // ctx done
+		}
+		client, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("digest lease cluster %s: %w", storeCluster.cc.Name, err)
+		}
+		s.Leases = client.CoordinationV1()
 	}
 	return s.Run(ctx)
 }

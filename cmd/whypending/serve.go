@@ -17,9 +17,6 @@ import (
 	"github.com/slack-go/slack/socketmode"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -31,9 +28,9 @@ import (
 	"github.com/whypending/whypending/triage/collect"
 )
 
-// expirySweep is how often pending plans past their expiry are marked Expired and their
-// messages updated.
-const expirySweep = 30 * time.Second
+// sweepEvery is how often pending plans past their expiry are marked Expired, Running plans
+// whose bot process died are marked Interrupted, and their messages updated.
+const sweepEvery = 30 * time.Second
 
 func newServeCommand() *cobra.Command {
 	var configPath string
@@ -72,41 +69,27 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bot.NewMetrics(reg)
 
-	lockOwner := "whypending-bot:" + cfg.Store.Namespace
-	var clusters []*bot.Cluster
-	var checks []bot.ReadyCheck
+	lock := lockSettings{policy: actions.LockPolicy(cfg.Lock.Policy), ttl: cfg.Lock.MaxDuration.Duration,
+		owner: "whypending-bot:" + cfg.Store.Namespace}
+	// Clusters connect in the background and reconnect after an outage: one that is down or
+	// misconfigured does not stop the others (see liveCluster).
+	cctx, stopClusters := context.WithCancel(ctx)
+	cs := startClusters(cctx, cfg, lock, defaultConnTiming, log)
+	defer cs.wait()
+	defer stopClusters()
+	clusters := cs.botClusters()
+	checks := cs.readyChecks()
 	var store bot.Store
-	var leases coordinationv1.LeasesGetter // the store cluster's, for the digest's leader election
-	for i, cc := range cfg.Clusters {
-		restCfg, err := clusterConfig(cc)
-		if err != nil {
-			return fmt.Errorf("clusters[%d] (%s): %w", i, cc.Name, err)
-		}
-		c, check, err := buildCluster(ctx, cfg, cc, restCfg, lockOwner, log)
-		if err != nil {
-			return fmt.Errorf("clusters[%d] (%s): %w", i, cc.Name, err)
-		}
-		clusters = append(clusters, c)
-		checks = append(checks, check)
-		if cfg.Store.Backend == "kubernetes" && cc.Name == cfg.Store.Cluster {
-			dyn, err := dynamic.NewForConfig(restCfg)
-			if err != nil {
-				return fmt.Errorf("store cluster %s: %w", cc.Name, err)
-			}
-			kube, err := kubernetes.NewForConfig(restCfg)
-			if err != nil {
-				return fmt.Errorf("store cluster %s: %w", cc.Name, err)
-			}
-			leases = kube.CoordinationV1()
-			s := bot.NewCRDStore(dyn, cfg.Store.Namespace)
-			store = s
-			checks = append(checks, bot.ReadyCheck{Name: "store", Check: s.Ping})
-		}
+	if cs.store != nil {
+		s := liveStore{l: cs.store}
+		store = s
+		checks = append(checks, bot.ReadyCheck{Name: "store", Check: s.Ping})
 	}
 	if cfg.Store.Backend == "memory" {
 		log.Warn("approval records are kept in memory: lost on restart, and only safe with one replica")
 		store = bot.NewMemoryStore()
 	}
+	cs.waitFirstAttempts(ctx, defaultConnTiming.firstAttempts)
 
 	opts := []slackgo.Option{slackgo.OptionHTTPClient(&http.Client{Timeout: 15 * time.Second})}
 	if cfg.Slack.APIURL != "" {
@@ -146,15 +129,15 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	g.Go(func() error { return server.Serve(gctx, ln) })
 	g.Go(func() error { return adapter.Run(gctx) })
 	if cfg.Digest.Schedule != "" {
-		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, adapter, log) })
+		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, adapter, cs.store, log) })
 	}
 	g.Go(func() error {
-		b.Approvals().RunExpiry(gctx, expirySweep, func(ctx context.Context, a *bot.Approval, m bot.Message) {
+		b.Approvals().RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m bot.Message) {
 			if a.MessageRef == "" {
 				return
 			}
 			if err := adapter.UpdateMessage(ctx, a.MessageRef, m); err != nil {
-				log.WarnContext(ctx, "update expired plan message", slog.String("plan", a.Plan.ID), slog.Any("err", err))
+				log.WarnContext(ctx, "update plan message", slog.String("plan", a.Plan.ID), slog.String("state", string(a.State)), slog.Any("err", err))
 			}
 		})
 		return nil
@@ -163,14 +146,6 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		g.Go(func() error {
 			return adapter.RunSocketMode(gctx, socketmode.New(api))
 		})
-	}
-	if cfg.Digest.Schedule != "" {
-		digest := &bot.DigestScheduler{
-			Digest:   &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: adapter},
-			Schedule: cfg.Digest.Schedule, Timezone: cfg.Digest.Timezone,
-			Leases: leases, Namespace: cfg.Store.Namespace, Log: log,
-		}
-		g.Go(func() error { return digest.Run(gctx) })
 	}
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -198,35 +173,6 @@ func clusterConfig(cc bot.ClusterConfig) (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, nil
-}
-
-// buildCluster wires one cluster: a cached triage collector, the Calico client and the
-// action runner (recovering a datastore lock an earlier run of this bot left behind). A
-// cluster without Calico still answers /why-pending.
-func buildCluster(ctx context.Context, cfg *bot.Config, cc bot.ClusterConfig, restCfg *rest.Config, lockOwner string, log *slog.Logger) (*bot.Cluster, bot.ReadyCheck, error) {
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, bot.ReadyCheck{}, fmt.Errorf("build client: %w", err)
-	}
-	check := bot.ReadyCheck{Name: "cluster " + cc.Name, Check: func(ctx context.Context) error {
-		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err
-	}}
-	// Fail fast with the server's name rather than wait forever for informer caches that
-	// cannot sync.
-	reach, cancel := context.WithTimeout(ctx, 15*time.Second)
-	_, err = client.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(reach)
-	cancel()
-	if err != nil {
-		return nil, check, apiError(restCfg.Host, err)
-	}
-	collector, err := collect.NewCached(ctx, client)
-	if err != nil {
-		return nil, check, fmt.Errorf("start triage caches: %w", err)
-	}
-	lock := lockSettings{policy: actions.LockPolicy(cfg.Lock.Policy), ttl: cfg.Lock.MaxDuration.Duration, owner: lockOwner}
-	c, err := wireCluster(ctx, cc.Name, cc.Namespace, restCfg, collector, lock, log)
-	return c, check, err
 }
 
 // lockSettings is how a cluster's repairs use the Calico datastore lock.

@@ -3,18 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,143 +61,136 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestServeAnswersSignedCommands(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+// served is `whypending serve` running in this process, with the fake Slack of chat_test.go.
+type served struct {
+	base   string // http://127.0.0.1:<port>
+	slack  *fakeSlack
+	client *slackClient
+	logs   *syncBuffer
+}
+
+// startServe runs serve with config (YAML, without the slack section, which it adds: the
+// signing secret from an environment variable, the bot token from a file, the Web API on a
+// fakeSlack). It stops serve at the end of the test and checks that it stopped cleanly and
+// logged no secret.
+func startServe(t *testing.T, config string) *served {
+	t.Helper()
+	const secret, token = "serve-test-signing-secret", "xoxb-serve-test-token"
+	s := &served{slack: newFakeSlack(t, nil), logs: &syncBuffer{}}
+	t.Setenv("WP_TEST_SIGNING_SECRET", secret)
+	tokenFile := filepath.Join(t.TempDir(), "bot-token")
+	writeFile(t, tokenFile, token+"\n")
+	config += fmt.Sprintf("slack:\n  signingSecret: {env: WP_TEST_SIGNING_SECRET}\n  botToken: {file: %s}\n  apiURL: %s/\n",
+		tokenFile, strings.TrimSuffix(s.slack.apiURL(), "/"))
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, config)
+	listening := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, path, s.logs, listening) }()
+	select {
+	case addr := <-listening:
+		s.base = "http://" + addr
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve stopped: %v\n%s", err, s.logs.String())
+	case <-time.After(90 * time.Second):
+		cancel()
+		t.Fatal("serve did not start listening")
+	}
+	s.client = &slackClient{base: s.base, secret: secret, channel: "C0OPS", slack: s.slack}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("serve did not stop within 60s of its context ending")
+		}
+		for _, secret := range []string{secret, token} {
+			if strings.Contains(s.logs.String(), secret) {
+				t.Errorf("logs contain a secret:\n%s", s.logs.String())
+			}
+		}
+	})
+	return s
+}
+
+// get fetches path and returns the status and body.
+func (s *served) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(s.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitReadyz waits up to 90 s for /readyz to show line.
+func (s *served) waitReadyz(t *testing.T, line string) {
+	t.Helper()
+	waitUntil(t, 90*time.Second, fmt.Sprintf("%q in /readyz", line), func() bool {
+		_, body := s.get(t, "/readyz")
+		return strings.Contains(body, line)
+	})
+}
+
+// ask sends a signed slash command as user and returns the text of its answer.
+func (s *served) ask(t *testing.T, user, command, text string) string {
+	t.Helper()
+	return s.slack.answer(t, s.client.command(t, user, command, text)).Text
+}
+
+// installStore installs the RemediationRequest CRD on c and, unless ns is "", creates the
+// namespace ns.
+func installStore(t *testing.T, c *testenv.Cluster, ns string) {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
-	if err := c.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
+	if err := c.InstallCRDs(t.Context(), os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "whypending"}}, metav1.CreateOptions{}); err != nil {
+	if ns == "" {
+		return
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-
-	var mu sync.Mutex
-	var answers []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		answers = append(answers, string(b))
-		mu.Unlock()
-		_, _ = io.WriteString(w, "ok")
-	}))
-	defer hook.Close()
-
-	const secret, token = "serve-test-signing-secret", "xoxb-serve-test-token"
-	t.Setenv("WP_TEST_SIGNING_SECRET", secret)
-	tokenFile := filepath.Join(t.TempDir(), "bot-token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-slack:
-  signingSecret: {env: WP_TEST_SIGNING_SECRET}
-  botToken: {file: %s}
-  apiURL: %s/api/
-approvals:
-  approvers: {users: [U0BOB]}
-store: {namespace: whypending}
-`, c.KubeconfigPath, tokenFile, hook.URL)
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	logs := &syncBuffer{}
-	listening := make(chan string, 1)
-	serveCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runServe(serveCtx, path, logs, listening) }()
-	var addr string
-	select {
-	case addr = <-listening:
-	case err := <-done:
-		t.Fatalf("serve stopped: %v\n%s", err, logs.String())
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not start listening")
-	}
-	base := "http://" + addr
-
-	for _, p := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get(base + p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s = %d, want 200", p, resp.StatusCode)
-		}
-	}
-
-	form := url.Values{"command": {"/why-pending"}, "text": {"seed-ipam-leaked/shop-7frd7stjbt-2kq8r"},
-		"user_id": {"U0ALICE"}, "user_name": {"alice"}, "team_id": {"T1"}, "channel_id": {"C0OPS"},
-		"response_url": {hook.URL + "/answer"}}.Encode()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, form)
-	req, _ := http.NewRequest(http.MethodPost, base+"/slack/commands", strings.NewReader(form))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(ack), "Working on it") {
-		t.Fatalf("ack = %d %s, want 200 Working on it", resp.StatusCode, ack)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		mu.Lock()
-		n := len(answers)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer on response_url; logs:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var answer struct{ Text, ResponseType string }
-	mu.Lock()
-	_ = json.Unmarshal([]byte(answers[0]), &answer)
-	mu.Unlock()
-	if !strings.Contains(answer.Text, "seed-ipam-leaked/shop-7frd7stjbt-2kq8r") {
-		t.Errorf("answer = %q, want the diagnosis of the pod", answer.Text)
-	}
-
-	resp, err = http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(metrics), `whypending_commands_total{command="why-pending",outcome="ok"} 1`) {
-		t.Errorf("/metrics lacks the command count:\n%s", metrics)
-	}
-
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("serve returned %v after shutdown, want nil", err)
-	}
-	for _, s := range []string{secret, token} {
-		if strings.Contains(logs.String(), s) {
-			t.Errorf("logs contain a secret:\n%s", logs.String())
-		}
 	}
 }
 
-func TestServeUnreachableClusterFailsFast(t *testing.T) {
+func TestServeAnswersSignedCommands(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, "seed-ipam-leaked")
+	installStore(t, c, "whypending")
+	s := startServe(t, fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- name: test
+  kubeconfig: %s
+approvals:
+  approvers: {users: [U0BOB]}
+store: {namespace: whypending}
+`, c.KubeconfigPath))
+
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := s.get(t, p); code != 200 {
+			t.Errorf("GET %s = %d %s, want 200", p, code, body)
+		}
+	}
+	if answer := s.ask(t, "U0ALICE", "/why-pending", "seed-ipam-leaked/shop-7frd7stjbt-2kq8r"); !strings.Contains(answer, "seed-ipam-leaked/shop-7frd7stjbt-2kq8r") {
+		t.Errorf("answer = %q, want the diagnosis of the pod", answer)
+	}
+	if _, metrics := s.get(t, "/metrics"); !strings.Contains(metrics, `whypending_commands_total{command="why-pending",outcome="ok"} 1`) {
+		t.Errorf("/metrics lacks the command count:\n%s", metrics)
+	}
+}
+
+func TestServeStartsWithAnUnreachableCluster(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir+"/kubeconfig", `apiVersion: v1
 kind: Config
@@ -213,15 +199,127 @@ contexts: [{name: nowhere, context: {cluster: nowhere, user: u}}]
 current-context: nowhere
 users: [{name: u, user: {token: not-a-secret}}]
 `)
-	writeFile(t, dir+"/config.yaml", `listen: "127.0.0.1:0"
-clusters: [{name: a, kubeconfig: `+dir+`/kubeconfig}]
+	s := startServe(t, `listen: "127.0.0.1:0"
+clusters: [{name: a, kubeconfig: `+dir+`/kubeconfig}, {name: b, kubeconfig: `+dir+`/missing}]
 approvals: {approvers: {users: [U024BE7LH]}}
 store: {backend: memory}
 `)
-	t.Setenv("SLACK_SIGNING_SECRET", "s")
-	t.Setenv("SLACK_BOT_TOKEN", "xoxb-t")
-	code, _, errOut := runCLI(t, "serve", "--config", dir+"/config.yaml")
-	if code != 1 || !strings.Contains(errOut, "cannot reach the Kubernetes API server at https://127.0.0.1:1") {
-		t.Errorf("exit %d, stderr %q; want 1 and one line naming the server", code, errOut)
+	code, body := s.get(t, "/readyz")
+	for _, want := range []string{
+		"cluster a: unavailable since ",
+		"cannot reach the Kubernetes API server at https://127.0.0.1:1: connection refused",
+		"cluster b: unavailable since ",
+		"misconfigured: load kubeconfig: ",
+		"clusters: 0 of 2 ready",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/readyz body lacks %q:\n%s", want, body)
+		}
 	}
+	if code != 503 {
+		t.Errorf("GET /readyz = %d, want 503 (no cluster answers)", code)
+	}
+	answer := s.ask(t, "U0ALICE", "/why-pending", "web")
+	if !strings.Contains(answer, "Cluster a is unavailable: cannot reach the Kubernetes API server at https://127.0.0.1:1: connection refused (since ") ||
+		strings.Contains(answer, "\n") {
+		t.Errorf("answer = %q, want one line naming the cluster, the API server and its error", answer)
+	}
+	if strings.Contains(s.logs.String()+body+answer, "not-a-secret") {
+		t.Errorf("the token leaked into logs, /readyz or the answer")
+	}
+}
+
+// TestServeSurvivesADownCluster is the end-to-end run of issue 9: two clusters configured,
+// one API server stopped. serve starts, answers for the live one, names the dead one, and
+// answers for it again after its API server is back, without a restart.
+func TestServeSurvivesADownCluster(t *testing.T) {
+	live := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, live, "seed-crash-app")
+	installStore(t, live, "") // the namespace comes later: readiness must name it
+	dead := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, dead, "seed-web-test")
+	if err := dead.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	deadServer := dead.Config.Host
+
+	s := startServe(t, fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- {name: live, kubeconfig: %s}
+- {name: dead, kubeconfig: %s}
+approvals: {approvers: {users: [U0BOB]}}
+store: {namespace: whypending}
+`, live.KubeconfigPath, dead.KubeconfigPath))
+
+	t.Run("readiness names the dead cluster and the missing store namespace", func(t *testing.T) {
+		code, body := s.get(t, "/readyz")
+		for _, want := range []string{
+			"cluster live: ok\n",
+			"cluster dead: unavailable since ",
+			"cannot reach the Kubernetes API server at " + deadServer + ": connection refused",
+			`store: The approval store is not ready: namespace "whypending" does not exist`,
+			"clusters: 1 of 2 ready\n",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/readyz body lacks %q:\n%s", want, body)
+			}
+		}
+		if code != 503 {
+			t.Errorf("GET /readyz = %d, want 503 while the store namespace is missing", code)
+		}
+		if _, err := live.Client.CoreV1().Namespaces().Create(t.Context(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "whypending"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The store is checked after every probe of its cluster (5 s).
+		waitUntil(t, 30*time.Second, "GET /readyz = 200 with the store namespace created", func() bool {
+			code, body := s.get(t, "/readyz")
+			return code == 200 && strings.Contains(body, "store: ok\n")
+		})
+	})
+
+	ask := func(t *testing.T, text string) string {
+		t.Helper()
+		return s.ask(t, "U0ALICE", "/why-pending", text)
+	}
+	t.Run("the live cluster answers", func(t *testing.T) {
+		if answer := ask(t, "seed-crash-app/crash-app"); !strings.Contains(answer, "container-exits-immediately") {
+			t.Errorf("answer = %q, want the diagnosis", answer)
+		}
+	})
+	t.Run("the dead cluster gets one line naming it and the API server's error", func(t *testing.T) {
+		answer := ask(t, "seed-web-test/web-test --cluster dead")
+		want := "Cluster dead is unavailable: cannot reach the Kubernetes API server at " + deadServer + ": connection refused (since "
+		if !strings.Contains(answer, want) || strings.Contains(answer, "\n") {
+			t.Errorf("answer = %q, want one line starting %q", answer, want)
+		}
+	})
+	t.Run("the dead cluster answers again once its API server is back", func(t *testing.T) {
+		if err := dead.StartAPIServer(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		s.waitReadyz(t, "cluster dead: ok\n")
+		if answer := ask(t, "seed-web-test/web-test --cluster dead"); !strings.Contains(answer, "image-not-found") {
+			t.Errorf("answer = %q, want the diagnosis", answer)
+		}
+		if code, body := s.get(t, "/readyz"); code != 200 || !strings.Contains(body, "clusters: 2 of 2 ready\n") {
+			t.Errorf("GET /readyz = %d\n%s\nwant 200 with both clusters", code, body)
+		}
+	})
+	t.Run("an outage of a connected cluster is noticed, and it is used again after", func(t *testing.T) {
+		if err := live.StopAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		s.waitReadyz(t, "cluster live: unavailable since ")
+		if answer := ask(t, "seed-crash-app/crash-app"); !strings.Contains(answer, "Cluster live is unavailable: ") {
+			t.Errorf("answer = %q, want the one-line unavailable answer", answer)
+		}
+		if err := live.StartAPIServer(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		s.waitReadyz(t, "cluster live: ok\n")
+		if answer := ask(t, "seed-crash-app/crash-app"); !strings.Contains(answer, "container-exits-immediately") {
+			t.Errorf("answer = %q, want the diagnosis", answer)
+		}
+	})
 }

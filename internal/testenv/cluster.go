@@ -88,6 +88,8 @@ type Cluster struct {
 	server     string // https://127.0.0.1:<port>
 	schedToken string
 	progress   io.Writer
+	caPEM      []byte   // the serving certificate, for readiness polls
+	apiArgs    []string // the kube-apiserver command line, for StartAPIServer
 
 	mu        sync.Mutex
 	apiserver *process
@@ -185,7 +187,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			return err
 		}
 		c.mu.Lock()
-		c.apiserver = p
+		c.apiserver, c.apiArgs, c.caPEM = p, args, pki.certPEM
 		c.mu.Unlock()
 		lastErr = waitHTTP(ctx, p, httpClient, c.server+"/readyz", apiserverReady)
 		if lastErr == nil {
@@ -338,6 +340,61 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("start scheduler: %w", lastErr)
+}
+
+// StopAPIServer kills the cluster's kube-apiserver with SIGKILL, as a crash or an outage
+// would: clients get "connection refused" until StartAPIServer. The cluster's objects stay
+// in etcd. Idempotent.
+func (c *Cluster) StopAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.apiserver.stop()
+	if err != nil {
+		return fmt.Errorf("stop kube-apiserver of %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// StartAPIServer starts a stopped kube-apiserver again on the same address, with the same
+// certificates and tokens, so Config, Client, KubeconfigPath and every client made from them
+// work again; it waits until /readyz answers. It is a no-op if the API server runs.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("start kube-apiserver: cluster stopped")
+	}
+	if c.apiserver != nil && !c.apiserver.exited() {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.caPEM)
+	httpClient := &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		Timeout:   5 * time.Second,
+	}
+	defer httpClient.CloseIdleConnections()
+	var err error
+	// The port was ours a moment ago, but a client's connection in TIME_WAIT or another
+	// process can hold it briefly: retry the start for a few seconds.
+	for attempt := 0; attempt < 5; attempt++ {
+		var p *process
+		p, err = startProcess("kube-apiserver", filepath.Join(c.binDir, "kube-apiserver"), c.apiArgs, filepath.Join(c.dir, "kube-apiserver.log"))
+		if err != nil {
+			return err
+		}
+		c.apiserver = p
+		if err = waitHTTP(ctx, p, httpClient, c.server+"/readyz", apiserverReady); err == nil || !p.exited() || ctx.Err() != nil {
+			break
+		}
+		if serr := sleep(ctx, time.Second); serr != nil {
+			return serr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("start kube-apiserver of %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 // StopScheduler kills the cluster's kube-scheduler if it runs. Idempotent.

@@ -1,0 +1,49 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// UnavailableError says that something a command needs cannot be used right now: a cluster
+// whose API server is unreachable or whose connection is misconfigured, or an approval store
+// whose namespace or CRD is missing. The router answers with Text in one line, without a
+// usage hint; nothing was done. It is not the user's mistake, so it is kept apart from
+// UserError.
+type UnavailableError struct {
+	// Text is one line naming what is unavailable and why, e.g. "Cluster prod-eu is
+	// unavailable: cannot reach the Kubernetes API server at https://10.0.0.1:6443:
+	// connection refused (since 12:03:04Z)."
+	Text string
+	// Err is the underlying error, for errors.Is/As; may be nil.
+	Err error
+}
+
+// Error returns Text.
+func (e *UnavailableError) Error() string { return e.Text }
+
+// Unwrap returns Err.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ClusterUnavailable is the UnavailableError for a configured cluster that cannot be used:
+// why is one line naming the API server and its error (or the configuration problem); since
+// is when the cluster became unavailable (zero: unknown).
+func ClusterUnavailable(cluster string, since time.Time, why error) *UnavailableError {
+	text := fmt.Sprintf("Cluster %s is unavailable: %s", cluster, oneLine(why.Error()))
+	if !since.IsZero() {
+		text += fmt.Sprintf(" (since %s)", since.UTC().Format("15:04:05Z"))
+	}
+	return &UnavailableError{Text: text + ".", Err: why}
+}
+
+// oneLine joins the lines of s with "; ", so an error never breaks a one-line answer.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -87,13 +87,17 @@ func ActionValue(a triage.ActionRef) string {
 
 func titleFor(d *triage.Diagnosis) string {
 	p := d.Primary()
+	code := string(p.Code)
+	if d.Uncertain {
+		code += " (uncertain)"
+	}
 	switch {
 	case p.Code == triage.CodePodNotFound:
 		return fmt.Sprintf("%s: pod not found", d.Pod)
 	case d.State != "":
-		return fmt.Sprintf("%s is %s: %s", d.Pod, d.State, p.Code)
+		return fmt.Sprintf("%s is %s: %s", d.Pod, d.State, code)
 	default:
-		return fmt.Sprintf("%s: %s", d.Pod, p.Code)
+		return fmt.Sprintf("%s: %s", d.Pod, code)
 	}
 }
 

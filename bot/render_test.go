@@ -102,3 +102,19 @@ func TestActionValue(t *testing.T) {
 		t.Errorf("ActionValue = %q, want %q", got, want)
 	}
 }
+
+// TestUncertainIsSaid: an uncertain diagnosis says so in its title and before its cause.
+func TestUncertainIsSaid(t *testing.T) {
+	d := &triage.Diagnosis{
+		Pod: triage.PodRef{Namespace: "shop", Name: "train"}, State: "Pending", Uncertain: true,
+		Findings: []triage.Finding{{Code: triage.CodeUnknown, Severity: triage.SeverityBlocker, Uncertain: true,
+			Summary: "The scheduler rejects all 2 nodes for a reason whypending does not model."}},
+	}
+	m := DiagnosisMessage(d)
+	if !strings.HasSuffix(m.Title, "unknown (uncertain)") {
+		t.Errorf("title = %q, want it to end in \"unknown (uncertain)\"", m.Title)
+	}
+	if !strings.HasPrefix(m.Sections[0].Text, "Uncertain: ") {
+		t.Errorf("cause = %q, want it to start with \"Uncertain: \"", m.Sections[0].Text)
+	}
+}

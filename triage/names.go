@@ -121,10 +121,10 @@ func editDistance(a, b string) int {
 // can exist, so callers answer with the error and ask the API server nothing.
 func CheckPodRef(namespace, name string) error {
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-		return fmt.Errorf("%q is not a valid namespace name: %s", namespace, errs[0])
+		return fmt.Errorf("%q is not a valid namespace name (lower-case letters, digits and '-', at most 63 characters)", namespace)
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("%q is not a valid pod name: %s", name, errs[0])
+		return fmt.Errorf("%q is not a valid pod name (lower-case letters, digits, '-' and '.')", name)
 	}
 	return nil
 }

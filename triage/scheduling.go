@@ -540,17 +540,31 @@ func (v *schedulingView) nodesWith(code Code) ([]string, map[string][]NodeReason
 	return names, reasons
 }
 
-// fixPlaces returns the nodes among names on which fix (a change to the node: untaint,
-// uncordon, label) would let the pod be placed: the node is judged again, with every modelled
-// filter, as it would be after the fix (a label, for example, can make a node count for topology
-// spread). A fix that touches a node is suggested for these nodes and no others. When the model
-// is not complete for this pod (see modelComplete), no node qualifies.
-func (v *schedulingView) fixPlaces(names []string, fix func(*corev1.Node)) []string {
-	if !v.modelComplete() {
-		return nil
+// maxFixChecks caps how many nodes tryFix judges again: an answer names at most three.
+const maxFixChecks = 20
+
+// fixOutcome is what a node fix (untaint, uncordon, label) would leave on the nodes it was
+// tried on.
+type fixOutcome struct {
+	// helped are the nodes that would then take the pod.
+	helped []string
+	// left are the codes still rejecting the pod on the other tried nodes, sorted.
+	left []string
+	// unsure says why the outcome cannot be judged ("" when it can): the model is not
+	// complete for this pod (see modelGaps), so no node fix is suggested at all.
+	unsure string
+}
+
+// tryFix judges the nodes among names (the first maxFixChecks) again, with every modelled
+// filter, as fix would leave them (a label, for example, can make a node count for topology
+// spread). A fix that touches a node is suggested for the nodes in helped and no others.
+func (v *schedulingView) tryFix(names []string, fix func(*corev1.Node)) fixOutcome {
+	var out fixOutcome
+	if out.unsure = v.modelGaps(); out.unsure != "" {
+		return out
 	}
-	var out []string
-	for _, name := range names {
+	left := map[string]bool{}
+	for _, name := range names[:min(len(names), maxFixChecks)] {
 		n := v.cluster.nodeByName[name]
 		if n == nil {
 			continue
@@ -558,40 +572,48 @@ func (v *schedulingView) fixPlaces(names []string, fix func(*corev1.Node)) []str
 		changed := n.DeepCopy()
 		fix(changed)
 		c := v.cluster.withNode(changed)
-		if len(nodeReasons(v.demand, changed, c, newSpreadState(v.demand, c))) == 0 {
-			out = append(out, name)
+		reasons := nodeReasons(v.demand, changed, c, newSpreadState(v.demand, c))
+		if len(reasons) == 0 {
+			out.helped = append(out.helped, name)
+		}
+		for _, r := range reasons {
+			left[string(r.Code)] = true
 		}
 	}
+	out.left = sortedKeys(left)
 	return out
 }
 
-// modelComplete reports whether the node table models every filter that can reject this pod,
-// so that a node with no reason left really would take it. It is false when the scheduler
-// reports reasons the table does not reproduce, when the pod asks for dynamic resources (DRA
-// claims), when a claim's class has no provisioner (static PVs are not modelled), and when the
-// pod mounts claims but the CSINode limits were not read.
-func (v *schedulingView) modelComplete() bool {
-	if v.inexact || len(v.pod.Spec.ResourceClaims) > 0 {
-		return false
+// modelGaps says why the node table may not model every filter that can reject this pod, so
+// that a node with no reason left might still refuse it; "" when the model is complete. Gaps:
+// reasons only the scheduler gave, dynamic resource (DRA) claims, a claim whose class has no
+// provisioner (static PVs are not modelled), and claims whose CSINode limits were not read.
+func (v *schedulingView) modelGaps() string {
+	if v.inexact {
+		return "the scheduler rejects nodes for reasons the node table does not reproduce"
 	}
 	for _, nv := range v.verdicts {
 		for _, r := range nv.Reasons {
 			if r.FromScheduler {
-				return false
+				return "the scheduler rejects nodes for reasons the node table does not reproduce"
 			}
 		}
 	}
-	mountsClaims := false
-	for _, pvc := range v.snap.PVCs {
-		mountsClaims = true
+	if len(v.pod.Spec.ResourceClaims) > 0 {
+		return "the pod claims dynamic resources (DRA), which the node table does not model"
+	}
+	for name, pvc := range v.snap.PVCs {
 		if pvc == nil {
 			continue
 		}
 		if sc := claimClass(v.snap, pvc); pvc.Spec.VolumeName == "" && (sc == nil || sc.Provisioner == noProvisioner) {
-			return false
+			return fmt.Sprintf("claim %s waits for a pre-created PersistentVolume, which the node table does not model", name)
 		}
 	}
-	return !mountsClaims || v.snap.CSINodes != nil
+	if len(v.snap.PVCs) > 0 && v.snap.CSINodes == nil {
+		return "the nodes' CSI volume limits could not be read"
+	}
+	return ""
 }
 
 // onlyReasonIs returns the nodes among names whose only reason satisfies match.

@@ -386,11 +386,16 @@ func (v *schedulingView) describeTaints(f *Finding) {
 		case isSystemTaint(key):
 			f.Fix = append(f.Fix, fmt.Sprintf("%s keeps ordinary workloads off control-plane and system nodes (%s): leave it in place. Only if this pod is a system add-on that belongs there, tolerate it on purpose: %s; otherwise the pod needs room on the other nodes.", key, joinLimited(tainted, 3), toleration))
 		default:
-			helped := v.fixPlaces(tainted, func(n *corev1.Node) {
+			res := v.tryFix(tainted, func(n *corev1.Node) {
 				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return taintString(&tn) == t })
 			})
-			if len(helped) == 0 {
-				f.Fix = append(f.Fix, fmt.Sprintf("Tolerating or removing %s alone would not place the pod: %s also reject it for %s.", t, joinLimited(tainted, 3), strings.Join(v.otherCodes(tainted, CodeUntoleratedTaint), ", ")))
+			helped := res.helped
+			switch {
+			case res.unsure != "":
+				f.Fix = append(f.Fix, fmt.Sprintf("Whether tolerating or removing %s would place the pod cannot be told: %s. Tolerate it on purpose only if the pod belongs on %s: %s", t, res.unsure, joinLimited(tainted, 3), toleration))
+				continue
+			case len(helped) == 0:
+				f.Fix = append(f.Fix, fmt.Sprintf("Tolerating or removing %s alone would not place the pod: %s would still reject it for %s.", t, joinLimited(tainted, 3), strings.Join(res.left, ", ")))
 				continue
 			}
 			f.Fix = append(f.Fix, fmt.Sprintf("If the pod may run on %s, tolerate the taint on purpose: %s", joinLimited(helped, 3), toleration))
@@ -437,11 +442,11 @@ func (v *schedulingView) describeSelector(f *Finding) {
 			fmt.Sprintf("kubectl get nodes -L %s", shellQuote(keys)),
 			fmt.Sprintf("Fix spec.nodeSelector of pod %s/%s (or its workload) to labels the nodes carry.", ns, pod),
 		}
-		helped := v.fixPlaces(nodes, func(n *corev1.Node) {
+		helped := v.tryFix(nodes, func(n *corev1.Node) {
 			for k, val := range sel {
 				n.Labels[k] = val
 			}
-		})
+		}).helped
 		if len(helped) > 0 {
 			var labels []string
 			for _, k := range sortedKeys(sel) {
@@ -470,18 +475,15 @@ func (v *schedulingView) describeCordoned(f *Finding) {
 	nodes, reasons := v.nodesWith(CodeNodeUnschedulable)
 	f.Summary = fmt.Sprintf("%s cordoned (spec.unschedulable): %s.", v.nodesVerb(len(nodes), "is", "are"), joinLimited(nodes, 5))
 	v.nodeEvidence(f, nodes, reasons, "spec.unschedulable")
-	helped := v.fixPlaces(nodes, func(n *corev1.Node) { n.Spec.Unschedulable = false })
-	for _, n := range helped {
+	res := v.tryFix(nodes, func(n *corev1.Node) { n.Spec.Unschedulable = false })
+	for _, n := range res.helped {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over; the pod fits there otherwise", shellQuote(n)))
 	}
-	if len(helped) < len(nodes) {
-		var rest []string
-		for _, n := range nodes {
-			if !slices.Contains(helped, n) {
-				rest = append(rest, n)
-			}
-		}
-		f.Fix = append(f.Fix, fmt.Sprintf("Uncordoning %s alone would not place the pod: they also reject it for %s.", joinLimited(rest, 3), strings.Join(v.otherCodes(rest, CodeNodeUnschedulable), ", ")))
+	switch {
+	case res.unsure != "":
+		f.Fix = append(f.Fix, fmt.Sprintf("Whether uncordoning would place the pod cannot be told: %s.", res.unsure))
+	case len(res.helped) == 0:
+		f.Fix = append(f.Fix, fmt.Sprintf("Uncordoning %s alone would not place the pod: they would still reject it for %s.", joinLimited(nodes, 3), strings.Join(res.left, ", ")))
 	}
 }
 

@@ -53,6 +53,13 @@ func TestNodeFixesOnTheRealScheduler(t *testing.T) {
 		if err := c.Load(ctx, w.scenario()); err != nil {
 			t.Fatalf("load world %d: %v", attempt, err)
 		}
+		// The scheduler's informers see the nodes' final taints (the loader resets the
+		// not-ready taint admission adds) in no particular order with the pod: create the pod
+		// only once they have settled.
+		time.Sleep(time.Second)
+		if _, err := c.Client.CoreV1().Pods(w.ns).Create(ctx, w.pod.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		if judged(ctx, t, c, w.ns, w.pod.Name, w.claim) != "" {
 			w.delete(ctx, t, c)
 			continue // the scheduler placed it: no fix to judge
@@ -206,8 +213,7 @@ func generateWorld(rng *rand.Rand, id int) *world {
 		w.objects = append(w.objects, node)
 		w.desc = append(w.desc, name+": "+strings.Join(append(traits, "ok"), ", "))
 	}
-	w.pod = pod
-	w.objects = append(w.objects, pod)
+	w.pod = pod // created by the test once the world has loaded
 	return w
 }
 
@@ -246,11 +252,11 @@ func (w *world) scenario() *testenv.Scenario {
 	return s
 }
 
-// delete removes the world's nodes, namespace, StorageClass and PVs, so the next world starts
-// from an empty cluster (the scheduler sees every node).
+// delete removes the world's nodes, pods, StorageClass and PVs, so the next world starts from
+// an empty cluster (the scheduler sees every node).
 func (w *world) delete(ctx context.Context, t *testing.T, c *testenv.Cluster) {
 	t.Helper()
-	for _, o := range w.objects {
+	for _, o := range append(w.objects, w.pod) {
 		var err error
 		switch o := o.(type) {
 		case *corev1.Node:

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +37,7 @@ type fakeDiscord struct {
 
 	mu       sync.Mutex
 	calls    []restCall
+	byToken  map[string][]int                           // interaction token -> indexes in calls
 	commands map[string][]*discordgo.ApplicationCommand // by "<app>/<guild>"
 	commIDs  map[string]string                          // command ID by "<app>/<guild>/<name>"
 	channels map[string]string                          // interaction token -> channel ID
@@ -60,7 +60,7 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 	t.Helper()
 	f := &fakeDiscord{
 		commands: map[string][]*discordgo.ApplicationCommand{}, commIDs: map[string]string{},
-		channels: map[string]string{}, original: map[string]string{}, limit: map[string]int{},
+		channels: map[string]string{}, original: map[string]string{}, limit: map[string]int{}, byToken: map[string][]int{},
 	}
 	f.nextID.Store(1400000000000000000)
 	mux := http.NewServeMux()
@@ -131,6 +131,9 @@ func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.Handle
 		f.mu.Lock()
 		f.calls = append(f.calls, restCall{Method: r.Method, Route: route, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
 			Body: body, At: time.Now(), Message: msg})
+		if token := r.PathValue("token"); token != "" {
+			f.byToken[token] = append(f.byToken[token], len(f.calls)-1)
+		}
 		f.mu.Unlock()
 		if reply == nil {
 			w.WriteHeader(status)
@@ -269,13 +272,13 @@ func (f *fakeDiscord) snapshot(route string) []restCall {
 	return out
 }
 
-// callsFor returns the calls for an interaction token, in order.
+// callsFor returns the calls made with an interaction token, in order.
 func (f *fakeDiscord) callsFor(token string) []restCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var out []restCall
-	for _, c := range f.snapshot("") {
-		if slices.Contains(strings.Split(c.Path, "/"), token) {
-			out = append(out, c)
-		}
+	for _, i := range f.byToken[token] {
+		out = append(out, f.calls[i])
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -396,13 +397,34 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			_ = json.Unmarshal(calls[0].Body, &resp)
 			return resp
 		}
-		token := feed(commandData("why-pending", "", "pod", stuckPod), discordgo.InteractionApplicationCommand, nil)
+		// Both replicas are on the gateway and both receive the command: the one whose
+		// response Discord accepts answers, the other leaves it.
+		token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", stuckPod), bob, nil)
+		e.fake.expect(token, channelID)
+		var wg sync.WaitGroup
+		for _, a := range e.adapters {
+			var i discordgo.Interaction
+			if err := json.Unmarshal(body, &i); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { a.HandleGatewayInteraction(t.Context(), gw, &discordgo.InteractionCreate{Interaction: &i}) })
+		}
+		wg.Wait()
 		if r := callback(token); r["type"] != float64(5) {
 			t.Errorf("callback = %v, want a deferred response (type 5)", r)
 		}
-		chattest.WaitFor(t, 60*time.Second, "the gateway answer", func() bool { return len(e.fake.callsFor(token)) > 1 })
-		if got := e.fake.callsFor(token)[1]; !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(messageText(got.Message), "calico-ipam-exhausted") {
-			t.Errorf("gateway answer = %s %q", got.Path, messageText(got.Message))
+		chattest.WaitFor(t, 60*time.Second, "the gateway answer", func() bool { return len(e.fake.callsFor(token)) > 2 })
+		time.Sleep(200 * time.Millisecond) // room for a second answer, which must not come
+		var got []string
+		var answer *discordgo.Message
+		for _, c := range e.fake.callsFor(token) {
+			got = append(got, fmt.Sprintf("%s %d", c.Route, c.Status))
+			if c.Route == "webhook-edit" {
+				answer = c.Message
+			}
+		}
+		if strings.Join(got, ", ") != "callback 204, callback 400, webhook-edit 200" || !strings.Contains(messageText(answer), "calico-ipam-exhausted") {
+			t.Errorf("gateway calls = %v, want one accepted response, one refused, and one answer with the diagnosis", got)
 		}
 		token = feed(clickData(approve.CustomID), discordgo.InteractionMessageComponent, plan)
 		if r := callback(token); r["type"] != float64(4) || !strings.Contains(string(e.fake.callsFor(token)[0].Body), goAhead) {

@@ -43,6 +43,7 @@ type fakeDiscord struct {
 	channels map[string]string                          // interaction token -> channel ID
 	original map[string]string                          // interaction token -> message ID of @original
 	limit    map[string]int                             // route -> 429 answers still to give
+	acked    map[string]bool                            // interaction IDs with a response
 	nextID   atomic.Int64
 }
 
@@ -50,6 +51,7 @@ type fakeDiscord struct {
 type restCall struct {
 	Method, Route, Path string
 	Auth                string
+	Status              int
 	Body                []byte
 	At                  time.Time
 	// Message is the message the call created or edited (nil for others).
@@ -61,6 +63,7 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 	f := &fakeDiscord{
 		commands: map[string][]*discordgo.ApplicationCommand{}, commIDs: map[string]string{},
 		channels: map[string]string{}, original: map[string]string{}, limit: map[string]int{}, byToken: map[string][]int{},
+		acked: map[string]bool{},
 	}
 	f.nextID.Store(1400000000000000000)
 	mux := http.NewServeMux()
@@ -130,7 +133,7 @@ func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.Handle
 		status, reply, msg := h(r, body)
 		f.mu.Lock()
 		f.calls = append(f.calls, restCall{Method: r.Method, Route: route, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
-			Body: body, At: time.Now(), Message: msg})
+			Status: status, Body: body, At: time.Now(), Message: msg})
 		if token := r.PathValue("token"); token != "" {
 			f.byToken[token] = append(f.byToken[token], len(f.calls)-1)
 		}
@@ -147,11 +150,20 @@ func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.Handle
 
 func (f *fakeDiscord) id() string { return strconv.FormatInt(f.nextID.Add(1), 10) }
 
-func (f *fakeDiscord) callback(_ *http.Request, body []byte) (int, any, *discordgo.Message) {
-	var resp discordgo.InteractionResponse
+// callback is Create Interaction Response: an interaction takes one response.
+func (f *fakeDiscord) callback(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	var resp struct {
+		Type discordgo.InteractionResponseType `json:"type"`
+	}
 	if err := json.Unmarshal(body, &resp); err != nil || resp.Type == 0 {
 		return http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035}, nil
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acked[r.PathValue("id")] {
+		return http.StatusBadRequest, map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060}, nil
+	}
+	f.acked[r.PathValue("id")] = true
 	return http.StatusNoContent, nil, nil
 }
 

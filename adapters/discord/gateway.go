@@ -30,18 +30,25 @@ func (a *Adapter) RunGateway(ctx context.Context) error {
 
 // HandleGatewayInteraction handles one INTERACTION_CREATE from the gateway: the initial
 // response goes to the REST callback (Create Interaction Response) within Discord's 3
-// seconds, and the work to the same workers as HTTP mode.
+// seconds, and the work to the same workers as HTTP mode. The work is done only if the
+// callback succeeded: with several replicas on the gateway each receives the interaction,
+// Discord accepts one response (the others get "already acknowledged"), and only that
+// replica answers.
 func (a *Adapter) HandleGatewayInteraction(ctx context.Context, s *discordgo.Session, ic *discordgo.InteractionCreate) {
 	start := time.Now()
 	resp, work, kind := a.dispatch(ic.Interaction)
 	rctx, cancel := context.WithTimeout(ctx, discordgo.InteractionDeadline)
 	err := s.InteractionRespond(ic.Interaction, resp, discordgo.WithContext(rctx))
 	cancel()
-	if err != nil {
-		a.log.WarnContext(ctx, "respond to interaction", slog.String("kind", kind), slog.Any("err", err))
-	}
 	a.observeAck(kind, start)
+	if err != nil {
+		a.log.InfoContext(ctx, "interaction not ours to answer: its response failed", slog.String("kind", kind), slog.Any("err", err))
+		if work != nil {
+			a.queue.Submit(func(context.Context) {}) // give the reserved place back
+		}
+		return
+	}
 	if work != nil {
-		a.queue.Submit(work) // on a failed response the edit fails too, and is logged
+		a.queue.Submit(work)
 	}
 }

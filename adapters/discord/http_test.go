@@ -1,7 +1,9 @@
 package discord_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -365,4 +367,55 @@ func snapshotCommands(f *fakeDiscord) map[string]string {
 		out[k] = string(b)
 	}
 	return out
+}
+
+// longCore answers every command with a plan-sized table: more than one Discord message.
+type longCore struct{ chattest.RecordingCore }
+
+func (c *longCore) Command(context.Context, bot.Request) bot.Reply {
+	tb := &bot.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+	for i := range 40 {
+		tb.Rows = append(tb.Rows, []string{fmt.Sprintf("172.16.0.%d", i), "ip-10-0-12-34.eu-west-1.compute.internal",
+			fmt.Sprintf("shop/web-7f9c-%d", i), fmt.Sprintf("k8s-pod-network.%064d", i)})
+	}
+	return bot.Reply{Public: true, Message: bot.Message{Title: "Calico IPAM on prod: 40 leaked IPs", Severity: "warning",
+		Sections: []bot.Section{{Heading: "Leaked IPs", Table: tb}}}}
+}
+
+// TestLongAnswerContinuesInFollowUps: the first page is edited into the deferred response,
+// the rest are follow-up messages, each within Discord's limits and without mentions.
+func TestLongAnswerContinuesInFollowUps(t *testing.T) {
+	f := newFakeDiscord(t)
+	s := newSigner(t)
+	a := discord.New(discord.Options{Core: &longCore{}, Session: f.session(t), ApplicationID: appID, PublicKey: s.pub, Log: chattest.QuietLog})
+	url := chattest.Serve(t, a).URL + "/discord/interactions"
+	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("ipam", "check"), alice, nil)
+	f.expect(token, channelID)
+	s.post(t, http.DefaultClient, url, body)
+	chattest.WaitFor(t, 10*time.Second, "the answer and its follow-ups", func() bool { return len(f.callsFor(token)) >= 2 })
+	time.Sleep(50 * time.Millisecond)
+	calls := f.callsFor(token)
+	rows := 0
+	for i, c := range calls {
+		wantRoute, wantPath := "followup", "/api/v9/webhooks/"+appID+"/"+token
+		if i == 0 {
+			wantRoute, wantPath = "webhook-edit", "/api/v9/webhooks/"+appID+"/"+token+"/messages/@original"
+		}
+		if c.Route != wantRoute || c.Path != wantPath {
+			t.Errorf("call %d = %s %s, want %s", i, c.Method, c.Path, wantPath)
+		}
+		noMentionsSent(t, c)
+		e := c.Message.Embeds[0]
+		n := len(e.Title) + len(e.Description)
+		for _, fl := range e.Fields {
+			n += len(fl.Name) + len(fl.Value)
+			rows += strings.Count(fl.Value, "\n172.16.0.")
+		}
+		if n > 6000 || len(e.Fields) > 25 {
+			t.Errorf("message %d has %d characters in %d fields, beyond Discord's limits", i, n, len(e.Fields))
+		}
+	}
+	if rows != 40 {
+		t.Errorf("rows shown across %d messages = %d, want all 40", len(calls), rows)
+	}
 }

@@ -184,28 +184,16 @@ type ApprovalsConfig struct {
 	TwoPersonRule *bool `json:"twoPersonRule"`
 }
 
-// ApproversConfig names approvers by platform ID, one list per platform: an ID is only ever
+// ApproversConfig names approvers by platform ID, a list per platform: an ID is only ever
 // checked against the list of the platform the click came from.
 type ApproversConfig struct {
-	// Slack are the Slack approvers.
-	Slack SlackApproversConfig `json:"slack"`
-	// Discord are the Discord approvers.
-	Discord DiscordApproversConfig `json:"discord"`
-	// Users are Slack user IDs, as configs wrote them before approvers had a section per
-	// platform; they add to slack.users.
-	Users []string `json:"users"`
-	// Groups are Slack user group IDs, as older configs wrote them; they add to
-	// slack.groups.
-	Groups []string `json:"groups"`
-}
-
-// SlackApproversConfig are Slack approvers.
-type SlackApproversConfig struct {
 	// Users are Slack user IDs ("U…" or "W…").
 	Users []string `json:"users"`
 	// Groups are Slack user group IDs ("S…"); members are looked up with
 	// usergroups.users.list (scope usergroups:read).
 	Groups []string `json:"groups"`
+	// Discord are the Discord approvers.
+	Discord DiscordApproversConfig `json:"discord"`
 }
 
 // DiscordApproversConfig are Discord approvers.
@@ -685,8 +673,6 @@ func (c *Config) validateApprovers(p *problems) {
 	}{
 		{"approvals.approvers.users", "slack", ap.Users, slackUserID, "a Slack user ID (U… or W…); user names are not accepted"},
 		{"approvals.approvers.groups", "slack", ap.Groups, slackGroupID, "a Slack user group ID (S…)"},
-		{"approvals.approvers.slack.users", "slack", ap.Slack.Users, slackUserID, "a Slack user ID (U… or W…); user names are not accepted"},
-		{"approvals.approvers.slack.groups", "slack", ap.Slack.Groups, slackGroupID, "a Slack user group ID (S…)"},
 		{"approvals.approvers.discord.users", "discord", ap.Discord.Users, snowflake, "a Discord user ID (a snowflake, 17 to 20 digits); user names are not accepted"},
 		{"approvals.approvers.discord.roles", "discord", ap.Discord.Roles, snowflake, "a Discord role ID (a snowflake, 17 to 20 digits); role names are not accepted"},
 	}
@@ -791,10 +777,7 @@ func (c *Config) Policy() Policy {
 	ap := c.Approvals.Approvers
 	return Policy{
 		Approvers: map[string]Approvers{
-			"slack": {
-				Users:  slices.Concat(ap.Slack.Users, ap.Users),
-				Groups: slices.Concat(ap.Slack.Groups, ap.Groups),
-			},
+			"slack":   {Users: ap.Users, Groups: ap.Groups},
 			"discord": {Users: ap.Discord.Users, Groups: ap.Discord.Roles},
 		},
 		TwoPersonRule: c.Approvals.TwoPersonRule == nil || *c.Approvals.TwoPersonRule,

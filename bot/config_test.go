@@ -194,8 +194,7 @@ channels:
   digest: [1190000000000000009]
 approvals:
   approvers:
-    slack: {users: [U024BE7LH]}
-    users: [W012A3CDE]
+    users: [U024BE7LH, W012A3CDE]
     discord: {users: [1160000000000000001], roles: [1150000000000000001]}
 `
 	c, err := ParseConfig([]byte(data))

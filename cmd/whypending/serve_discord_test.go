@@ -90,7 +90,7 @@ discord:
   apiURL: %s/
 approvals:
   approvers:
-    slack: {users: [U0BOB]}
+    users: [U0BOB]
     discord: {roles: ["1700000000000000001"]}
 store: {backend: memory}
 `, c.KubeconfigPath, hook.URL, appID, guildID, discord.URL))

@@ -51,6 +51,10 @@ type Decision struct {
 	Verdict Verdict
 	// Principal is who clicked.
 	Principal Principal
+	// Refusal, when set, refuses the click whatever the policy says, and is why (for the
+	// clicker and the audit): the adapter knows the click cannot count as a decision (a
+	// Discord click in a direct message carries no roles).
+	Refusal string
 }
 
 // Outcome is what a click leads to, for the adapter to show.
@@ -236,6 +240,9 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 	}
 	if a.State != StatePending {
 		return Outcome{Notice: alreadyDecided(a)}
+	}
+	if d.Refusal != "" {
+		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, d.Refusal, d.Refusal+" Nothing was changed.")
 	}
 	now := ap.now().UTC()
 	if a.Plan.Expired(now) {

@@ -196,23 +196,23 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a Discord member without an approver role is refused",
 			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordMallory, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers (users " + discordAlice.ID,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers (users " + discordAlice.ID,
 		},
 		{
 			name: "a Slack approver's ID cannot approve on Discord",
 			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: Principal{Platform: "discord", ID: "UBOB"}, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers",
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a Discord approver's ID or role cannot approve on Slack",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, verdict: VerdictApprove,
 			clicker:   Principal{Platform: "slack", ID: discordAlice.ID, Groups: []string{discordOpsRole}},
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "Only approvers",
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a platform without approvers refuses everyone",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: Principal{Platform: "console", ID: "UBOB"}, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "nobody on console",
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "nobody on console",
 		},
 		{
 			name: "a failing group lookup refuses without deciding",
@@ -556,4 +556,25 @@ func (l *syncLog) find(t *testing.T, msg string) map[string]any {
 		t.Fatalf("no log line %q in:\n%s", msg, l.String())
 	}
 	return found
+}
+
+// TestDecideRefusedByTheAdapter: a click the adapter refuses (a Discord DM) decides nothing,
+// whoever clicks, and the refusal is recorded with its reason.
+func TestDecideRefusedByTheAdapter(t *testing.T) {
+	f := newApprovalsFixture(t, Policy{Approvers: map[string]Approvers{"discord": {Users: []string{discordBob.ID}}}, TwoPersonRule: true}, nil)
+	ctx := t.Context()
+	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 3), discordAlice, "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := Principal{Platform: "discord", ID: discordBob.ID, Name: "bob"} // an approver, but in a DM
+	out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: dm, Refusal: "Not in a direct message."}, nil)
+	if out.Notice != "Not in a direct message. Nothing was changed." || out.Update != nil {
+		t.Errorf("outcome = %+v, want the refusal as a notice and no update", out)
+	}
+	got, _ := f.store.Get(ctx, a.Plan.ID)
+	last := got.History[len(got.History)-1]
+	if got.State != StatePending || f.exec.runs.Load() != 0 || last.Event != AuditRefused || last.Detail != "approve refused: Not in a direct message." {
+		t.Errorf("record = %s, runs %d, last audit %+v; want Pending, 0, the refusal", got.State, f.exec.runs.Load(), last)
+	}
 }

@@ -188,6 +188,9 @@ type Click struct {
 	// ActionID and Value are the button's (see Button).
 	ActionID string
 	Value    string
+	// Refusal, when set, refuses the click whatever it asks, and is why (see
+	// Decision.Refusal); a refused Approve or Deny is recorded in the plan's history.
+	Refusal string
 }
 
 // Click handles a button click: Approve / Deny go to the approval workflow (progress gets
@@ -195,9 +198,11 @@ type Click struct {
 func (b *Bot) Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome {
 	switch {
 	case c.ActionID == ActionApprove:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal}, progress)
+		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.ActionID == ActionDeny:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal}, progress)
+		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
+	case c.Refusal != "":
+		return Outcome{Notice: c.Refusal + " Nothing was done."}
 	case strings.HasPrefix(c.ActionID, ActionPlanPrefix):
 		kind, args := parseActionValue(c.Value)
 		if kind == "" {

@@ -83,8 +83,11 @@ func (a *Adapter) Run(ctx context.Context) error { return a.queue.Run(ctx) }
 // busyText is the reply when the work queue is full.
 const busyText = "whypending is busy right now; nothing was done. Please try again in a minute."
 
-// dmRefusal answers an approval, a repair button or a repair command outside a server.
+// dmRefusal answers a repair button or a repair command outside a server.
 const dmRefusal = "Repairs are planned and approved in a server channel, where Discord tells the bot your roles; in a direct message nothing was done."
+
+// dmDecision is why an Approve or Deny in a direct message is refused (and recorded).
+const dmDecision = "Plans are approved or denied in a server channel, where Discord tells the bot your roles, not in a direct message."
 
 // dispatch decides the initial response to an interaction (within Discord's 3 seconds) and
 // the work to do once it is sent: nil work means the response is all. kind labels the ack
@@ -134,8 +137,14 @@ func (a *Adapter) dispatchClick(i *discordgo.Interaction) (*discordgo.Interactio
 	if !ok {
 		return message(textPage("This button is not one of whypending's; nothing was done."), true), nil, "interaction"
 	}
-	if i.Member == nil && (c.action == bot.ActionApprove || c.action == bot.ActionDeny || strings.HasPrefix(c.action, bot.ActionPlanPrefix)) {
+	decision := c.action == bot.ActionApprove || c.action == bot.ActionDeny
+	if i.Member == nil && !decision && strings.HasPrefix(c.action, bot.ActionPlanPrefix) {
 		return message(textPage(dmRefusal), true), nil, "interaction"
+	}
+	click := bot.Click{Principal: principalOf(i), Channel: i.ChannelID, ActionID: c.action, Value: c.value}
+	if i.Member == nil && decision {
+		// Refused without asking first; the bot records the refusal in the plan's history.
+		click.Refusal, c.ask, c.confirmed = dmDecision, false, false
 	}
 	if c.ask {
 		label, about, messageID := clickedButton(i, id)
@@ -144,7 +153,6 @@ func (a *Adapter) dispatchClick(i *discordgo.Interaction) (*discordgo.Interactio
 	if !a.queue.Reserve() {
 		return message(textPage(busyText), true), nil, "interaction"
 	}
-	click := bot.Click{Principal: principalOf(i), Channel: i.ChannelID, ActionID: c.action, Value: c.value}
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 	return resp, func(ctx context.Context) { a.handleClick(ctx, i, click, c) }, "interaction"
 }

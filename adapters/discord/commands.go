@@ -13,12 +13,10 @@ import (
 // maxChoices is how many choices Discord allows on an option.
 const maxChoices = 25
 
-// planSubcommands are the /ipam subcommands that make a plan for approval.
-var planSubcommands = []string{"release-ips", "release-blocks", "unlock"}
-
 // Commands returns the application commands whypending registers, the Discord form of the
 // bot's commands: /why-pending pod:<pod> [cluster] [namespace], /ipam with the subcommands
-// check, blocks, release-ips, release-blocks and unlock, and /whypending help. clusters are
+// check, blocks, release-ips, release-blocks, release-handles and unlock, and /whypending
+// help. clusters are
 // the configured cluster names; up to 25 become the cluster option's choices (with more it
 // is free text, checked by the bot).
 func Commands(clusters []string) []*discordgo.ApplicationCommand {
@@ -55,6 +53,7 @@ func Commands(clusters []string) []*discordgo.ApplicationCommand {
 				sub("blocks", "show IPAM blocks, pools and empty blocks (like calicoctl ipam show --show-blocks)", cluster),
 				sub("release-ips", "plan the release of leaked IPs, for an approver", cluster, node),
 				sub("release-blocks", "plan the release of empty IPAM blocks, for an approver", cluster, node),
+				sub("release-handles", "plan deleting leaked IPAM handles, for an approver", cluster),
 				sub("unlock", "plan unlocking the Calico datastore, for an approver", cluster),
 			},
 		},
@@ -99,7 +98,7 @@ func requestFor(i *discordgo.Interaction) (req bot.Request, ephemeral, plans boo
 	data := i.ApplicationCommandData()
 	req = bot.Request{Principal: principalOf(i), Channel: i.ChannelID, Command: data.Name, Args: argsOf(data.Options)}
 	ephemeral = data.Name == "whypending"
-	plans = data.Name == "ipam" && len(req.Args) > 0 && slices.Contains(planSubcommands, req.Args[0])
+	plans = data.Name == "ipam" && len(req.Args) > 0 && slices.Contains(bot.IPAMRepairs(), req.Args[0])
 	return req, ephemeral, plans
 }
 

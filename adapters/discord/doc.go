@@ -19,8 +19,9 @@
 // Discord has no confirmation dialog, so a button with one (Approve) first answers with an
 // ephemeral "are you sure?" whose go-ahead button carries the plan message's ID; the
 // decision then edits the plan message with the bot token. Approvals, repair buttons and
-// repair commands are refused in direct messages: there Discord sends no member and no
-// roles. Approvers are checked by the bot against the Discord list of the approval policy,
+// repair commands are refused in direct messages, where Discord sends no member and no
+// roles; a refused Approve or Deny goes to the bot as such (bot.Click.Refusal), which records
+// it in the plan's history like every refusal. Approvers are checked by the bot against the Discord list of the approval policy,
 // with the member's roles (member.roles) as groups.
 //
 // Every text from the cluster or a user is escaped once, in Render, for Discord markdown,

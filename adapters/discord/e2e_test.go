@@ -271,9 +271,14 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	}
 
 	t.Run("nobody can approve in a DM", func(t *testing.T) {
-		_, resp, raw := e.click(t, 0, member{id: bob.id, name: "bob", dm: true}, goAhead, nil)
-		if resp.Type != discordgo.InteractionResponseChannelMessageWithSource || !strings.Contains(raw, "in a direct message nothing was done") {
-			t.Errorf("DM approval = %s, want an immediate refusal", raw)
+		token, _, _ := e.click(t, 0, member{id: bob.id, name: "bob", dm: true}, goAhead, nil)
+		if got := e.answer(t, token); got.Route != "followup" || !strings.Contains(messageText(got.Message), "not in a direct message. Nothing was changed.") {
+			t.Errorf("DM approval answered %s %q, want an ephemeral refusal", got.Route, messageText(got.Message))
+		}
+		rec := e.Record(t, planID)
+		last := rec.History[len(rec.History)-1]
+		if rec.State != bot.StatePending || last.Event != bot.AuditRefused || last.Actor != "discord:/"+bob.id || !strings.Contains(last.Detail, "not in a direct message") {
+			t.Errorf("record = %s, last audit %+v; want Pending with the DM refusal recorded", rec.State, last)
 		}
 	})
 
@@ -355,10 +360,12 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.String() != wantActor || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by %s with 181 done", rec.State, rec.DecidedBy, rec.Result, wantActor)
 		}
-		if got := strings.Join(chattest.AuditEvents(rec), ","); got != "requested,approved,started,finished" {
+		// The four refused clicks before (no role, the requester, a Slack ID, a DM) are on
+		// record too.
+		if got := strings.Join(chattest.AuditEvents(rec), ","); got != "requested,refused,refused,refused,refused,approved,started,finished" {
 			t.Errorf("audit = %s", got)
 		}
-		if r := rec.History[1]; r.Actor != wantActor || r.Detail != "approver by group "+opsRole {
+		if r := rec.History[5]; r.Actor != wantActor || r.Detail != "approver by group "+opsRole {
 			t.Errorf("approved record = %+v, want actor %s by group %s", r, wantActor, opsRole)
 		}
 		if n := e.Leaked(t); n != 0 {

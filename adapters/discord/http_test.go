@@ -171,37 +171,54 @@ func TestHelpIsEphemeral(t *testing.T) {
 	chattest.WaitFor(t, 10*time.Second, "the edited help", func() bool { return len(e.fake.callsFor(token)) > 0 })
 }
 
-// TestDirectMessageRefusals: in a DM there is no member, so no roles: approvals, repair
-// buttons and repair commands are refused at once and never reach the bot.
+// TestDirectMessageRefusals: in a DM there is no member, so no roles. Repair buttons and
+// repair commands are refused at once; Approve and Deny (with or without the confirmation)
+// go to the bot as refused clicks, so the refusal is recorded in the plan's history.
 func TestDirectMessageRefusals(t *testing.T) {
 	core := &chattest.RecordingCore{}
 	e := newUnitEnv(t, core, discord.Options{})
 	dm := member{id: bob.id, name: "bob", dm: true}
 	cases := []struct {
-		name string
-		typ  discordgo.InteractionType
-		data map[string]any
+		name    string
+		typ     discordgo.InteractionType
+		data    map[string]any
+		refused string // the refusal the bot gets; "" for one answered at once
 	}{
-		{"Approve", discordgo.InteractionMessageComponent, clickData("?approve|rr-abcdefghijklm")},
-		{"the confirmed Approve", discordgo.InteractionMessageComponent, clickData("!approve|rr-abcdefghijklm|1400000000000000001")},
-		{"Deny", discordgo.InteractionMessageComponent, clickData("deny|rr-abcdefghijklm")},
-		{"a repair button", discordgo.InteractionMessageComponent, clickData("plan:|release-leaked-ips;cluster=prod")},
-		{"/ipam release-ips", discordgo.InteractionApplicationCommand, commandData("ipam", "release-ips")},
+		{"a repair button", discordgo.InteractionMessageComponent, clickData("plan:|release-leaked-ips;cluster=prod"), ""},
+		{"/ipam release-ips", discordgo.InteractionApplicationCommand, commandData("ipam", "release-ips"), ""},
+		{"Approve", discordgo.InteractionMessageComponent, clickData("?approve|rr-abcdefghijklm"), bot.ActionApprove},
+		{"the confirmed Approve", discordgo.InteractionMessageComponent, clickData("!approve|rr-abcdefghijklm|1400000000000000001"), bot.ActionApprove},
+		{"Deny", discordgo.InteractionMessageComponent, clickData("deny|rr-abcdefghijklm"), bot.ActionDeny},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			clicks := core.Clicks.Load()
 			token, body := interactionJSON(t, c.typ, c.data, dm, nil)
 			e.fake.expect(token, channelID)
 			_, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body)
-			if resp == nil || resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data.Flags != discordgo.MessageFlagsEphemeral ||
-				!strings.Contains(raw, "in a direct message nothing was done") {
-				t.Fatalf("response = %s, want an ephemeral refusal", raw)
+			if c.refused == "" {
+				if resp == nil || resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data.Flags != discordgo.MessageFlagsEphemeral ||
+					!strings.Contains(raw, "in a direct message nothing was done") {
+					t.Fatalf("response = %s, want an ephemeral refusal", raw)
+				}
+				return
+			}
+			if resp == nil || resp.Type != discordgo.InteractionResponseDeferredMessageUpdate {
+				t.Fatalf("response = %s, want a deferred update", raw)
+			}
+			chattest.WaitFor(t, 10*time.Second, "the refused click", func() bool { return core.Clicks.Load() == clicks+1 })
+			_, click := core.Last()
+			if click.ActionID != c.refused || !strings.Contains(click.Refusal, "not in a direct message") || click.Principal.Team != "" {
+				t.Errorf("click = %+v, want %s refused for being in a DM", click, c.refused)
+			}
+			chattest.WaitFor(t, 10*time.Second, "the notice", func() bool { return len(e.fake.callsFor(token)) > 0 })
+			if n := e.fake.callsFor(token)[0]; n.Route != "followup" || !strings.Contains(string(n.Body), `"flags":64`) {
+				t.Errorf("notice = %s %s, want an ephemeral follow-up", n.Route, n.Body)
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
-	if n, m := core.Clicks.Load(), core.Commands.Load(); n+m != 0 {
-		t.Errorf("the bot saw %d clicks and %d commands from a DM, want none", n, m)
+	if n := core.Commands.Load(); n != 0 {
+		t.Errorf("the bot saw %d commands from a DM, want none", n)
 	}
 	// Diagnosing works in a DM: it needs no approval.
 	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", "shop/web"), dm, nil)

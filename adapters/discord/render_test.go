@@ -265,3 +265,23 @@ func TestWriteJSONIsTheWireFormat(t *testing.T) {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
 }
+
+// TestCommandsCoverTheBotsRepairs keeps the registered /ipam subcommands in step with the
+// bot's repairs.
+func TestCommandsCoverTheBotsRepairs(t *testing.T) {
+	var ipam *discordgo.ApplicationCommand
+	for _, c := range Commands([]string{"prod"}) {
+		if c.Name == "ipam" {
+			ipam = c
+		}
+	}
+	subs := map[string]bool{}
+	for _, o := range ipam.Options {
+		subs[o.Name] = true
+	}
+	for _, want := range append([]string{"check", "blocks"}, bot.IPAMRepairs()...) {
+		if !subs[want] {
+			t.Errorf("/ipam has no subcommand %s", want)
+		}
+	}
+}

@@ -402,13 +402,20 @@ func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
 	if n := e.Runs.Load(); n != 1 {
 		t.Errorf("executions across replicas = %d, want 1", n)
 	}
-	_, updates := e.slack.snapshot()
-	done := 0
-	for _, u := range updates {
-		if strings.Contains(u.Text, "Done:") {
-			done++
+	// The winner's final chat.update comes after the record says Succeeded.
+	countDone := func() int {
+		_, updates := e.slack.snapshot()
+		n := 0
+		for _, u := range updates {
+			if strings.Contains(u.Text, "Done:") {
+				n++
+			}
 		}
+		return n
 	}
+	chattest.WaitFor(t, 10*time.Second, "the final plan message", func() bool { return countDone() > 0 })
+	time.Sleep(100 * time.Millisecond) // room for a second final update, which must not come
+	done := countDone()
 	if done != 1 || already != 3 {
 		t.Errorf("final updates, already-approved notices = %d, %d, want 1, 3", done, already)
 	}

@@ -51,6 +51,10 @@ type Decision struct {
 	Verdict Verdict
 	// Principal is who clicked.
 	Principal Principal
+	// Refusal, when set, refuses the click whatever the policy says, and is why (for the
+	// clicker and the audit): the adapter knows the click cannot count as a decision (a
+	// Discord click in a direct message carries no roles).
+	Refusal string
 }
 
 // Outcome is what a click leads to, for the adapter to show.
@@ -71,7 +75,7 @@ type Outcome struct {
 type Approvals struct {
 	store          Store
 	policy         Policy
-	directory      Directory
+	directories    map[string]Directory
 	executors      map[string]Executor
 	clusterHealth  func(cluster string) error
 	audit          *Auditor
@@ -89,8 +93,9 @@ type ApprovalsOptions struct {
 	Store Store
 	// Policy is who may approve and how long plans wait.
 	Policy Policy
-	// Directory resolves Policy.Groups; nil means group approvers never match.
-	Directory Directory
+	// Directories resolve Policy group approvers per platform (Slack user groups); a platform
+	// without one matches groups only through Principal.Groups.
+	Directories map[string]Directory
 	// Executors maps a cluster name to what runs plans there.
 	Executors map[string]Executor
 	// Audit records transitions (nil: NewAuditor(Log, nil)).
@@ -120,7 +125,7 @@ type ApprovalsOptions struct {
 // NewApprovals returns an Approvals.
 func NewApprovals(o ApprovalsOptions) *Approvals {
 	a := &Approvals{
-		store: o.Store, policy: o.Policy, directory: o.Directory, executors: o.Executors,
+		store: o.Store, policy: o.Policy, directories: o.Directories, executors: o.Executors,
 		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log, lockNote: o.LockNote,
 		heartbeatEvery: durationOr(o.HeartbeatInterval, DefaultHeartbeatInterval),
 		staleAfter:     durationOr(o.StaleAfter, DefaultStaleAfter),
@@ -236,6 +241,9 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 	if a.State != StatePending {
 		return Outcome{Notice: alreadyDecided(a)}
 	}
+	if d.Refusal != "" {
+		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, d.Refusal, d.Refusal+" Nothing was changed.")
+	}
 	now := ap.now().UTC()
 	if a.Plan.Expired(now) {
 		return ap.expire(ctx, a.Plan.ID, d)
@@ -340,13 +348,13 @@ func stopOutcome(err error) (Outcome, bool) {
 
 func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outcome {
 	if !who.Same(a.RequestedBy) {
-		ok, err := ap.policy.isApprover(ctx, ap.directory, who)
+		ok, _, err := ap.policy.isApprover(ctx, ap.directories, who)
 		if err != nil {
 			return ap.internalError(ctx, "check approver", err)
 		}
 		if !ok {
 			return ap.refuse(ctx, a.Plan.ID, who, VerdictDeny, "not an approver or the requester",
-				"Only approvers ("+ap.policy.approverList()+") or the requester can deny this plan; nothing was changed.")
+				"Only approvers ("+ap.policy.approverList(who.Platform)+") or the requester can deny this plan; nothing was changed.")
 		}
 	}
 	id := a.Plan.ID
@@ -370,13 +378,13 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outco
 }
 
 func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, progress func(context.Context, Message)) Outcome {
-	ok, err := ap.policy.isApprover(ctx, ap.directory, who)
+	ok, via, err := ap.policy.isApprover(ctx, ap.directories, who)
 	if err != nil {
 		return ap.internalError(ctx, "check approver", err)
 	}
 	if !ok {
 		return ap.refuse(ctx, a.Plan.ID, who, VerdictApprove, "not an approver",
-			"Only approvers ("+ap.policy.approverList()+") can approve this plan; nothing was changed.")
+			"Only approvers ("+ap.policy.approverList(who.Platform)+") can approve this plan; nothing was changed.")
 	}
 	if ap.policy.TwoPersonRule && a.Plan.Kind.Destructive() && who.Same(a.RequestedBy) {
 		return ap.refuse(ctx, a.Plan.ID, who, VerdictApprove, "self-approval of a destructive plan (two-person rule)",
@@ -409,7 +417,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		a.State, a.DecidedBy, a.DecidedAt = StateRunning, &who, now
 		a.Heartbeat = &Heartbeat{Process: ap.process, Time: now}
 		a.History = append(a.History,
-			AuditRecord{Time: now, Event: AuditApproved, Actor: who.String()},
+			AuditRecord{Time: now, Event: AuditApproved, Actor: who.String(), Detail: "approver by " + via},
 			AuditRecord{Time: now, Event: AuditStarted})
 		return nil
 	})

@@ -19,12 +19,17 @@ import (
 )
 
 var (
-	alice    = Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
-	bob      = Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
-	carol    = Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
-	mallory  = Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
-	testT0   = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+	alice   = Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
+	bob     = Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
+	carol   = Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
+	mallory = Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
+	// Discord principals carry their roles (member.roles) in Groups.
+	discordOpsRole = "1180000000000000001"
+	discordAlice   = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000001", Name: "alice"} // requester, approver
+	discordBob     = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000002", Name: "bob", Groups: []string{discordOpsRole}}
+	discordMallory = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000003", Name: "mal", Groups: []string{"1180000000000000009"}}
+	testT0         = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	quietLog       = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
 
 // fakeExecutor counts executions and returns a canned result.
@@ -64,6 +69,11 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// slackUsers is a policy's approvers: these Slack user IDs only.
+func slackUsers(ids []string) map[string]Approvers {
+	return map[string]Approvers{"slack": {Users: ids}}
+}
+
 func testPlan(kind actions.Kind, n int) actions.Plan {
 	p := actions.Plan{ID: actions.NewID(), Kind: kind, Cluster: "prod"}
 	for i := range n {
@@ -85,7 +95,7 @@ func newApprovalsFixture(t *testing.T, policy Policy, dir Directory) *approvalsF
 	t.Helper()
 	f := &approvalsFixture{store: NewMemoryStore(), exec: &fakeExecutor{}, clk: &clock{t: testT0}}
 	f.ap = NewApprovals(ApprovalsOptions{
-		Store: f.store, Policy: policy, Directory: dir,
+		Store: f.store, Policy: policy, Directories: map[string]Directory{"slack": dir},
 		Executors: map[string]Executor{"prod": f.exec}, Now: f.clk.now, Log: quietLog,
 	})
 	return f
@@ -100,7 +110,10 @@ func events(a *Approval) []AuditEvent {
 }
 
 func TestDecide(t *testing.T) {
-	policy := Policy{Users: []string{"UALICE", "UBOB"}, Groups: []string{"SOPS"}, TwoPersonRule: true, Expiry: 15 * time.Minute}
+	policy := Policy{Approvers: map[string]Approvers{
+		"slack":   {Users: []string{"UALICE", "UBOB"}, Groups: []string{"SOPS"}},
+		"discord": {Users: []string{discordAlice.ID}, Groups: []string{discordOpsRole}},
+	}, TwoPersonRule: true, Expiry: 15 * time.Minute}
 	dir := fakeDirectory{groups: map[string][]string{"SOPS": {"UCAROL"}}}
 	tests := []struct {
 		name       string
@@ -115,6 +128,7 @@ func TestDecide(t *testing.T) {
 		wantRuns   int32
 		wantEvents []AuditEvent
 		wantNotice string // substring of the notice; "" means no notice
+		wantDetail string // detail of the approved audit record, when set
 	}{
 		{
 			name: "an approver other than the requester approves: the plan runs once and succeeds",
@@ -140,7 +154,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "the requester may approve their own plan when the two-person rule is off",
-			policy: Policy{Users: []string{"UALICE"}}, kind: actions.KindReleaseEmptyBlocks,
+			policy: Policy{Approvers: slackUsers([]string{"UALICE"})}, kind: actions.KindReleaseEmptyBlocks,
 			requester: alice, clicker: alice, verdict: VerdictApprove,
 			wantState: StateSucceeded, wantRuns: 1,
 			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
@@ -173,6 +187,34 @@ func TestDecide(t *testing.T) {
 			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
+			name: "a Discord member with an approver role approves, and the audit says how",
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordBob, verdict: VerdictApprove,
+			wantState: StateSucceeded, wantRuns: 1,
+			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+			wantDetail: "approver by group " + discordOpsRole,
+		},
+		{
+			name: "a Discord member without an approver role is refused",
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordMallory, verdict: VerdictApprove,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers (users " + discordAlice.ID,
+		},
+		{
+			name: "a Slack approver's ID cannot approve on Discord",
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: Principal{Platform: "discord", ID: "UBOB"}, verdict: VerdictApprove,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
+		},
+		{
+			name: "a Discord approver's ID or role cannot approve on Slack",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, verdict: VerdictApprove,
+			clicker:   Principal{Platform: "slack", ID: discordAlice.ID, Groups: []string{discordOpsRole}},
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
+		},
+		{
+			name: "a platform without approvers refuses everyone",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: Principal{Platform: "console", ID: "UBOB"}, verdict: VerdictApprove,
+			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "nobody on console",
+		},
+		{
 			name: "a failing group lookup refuses without deciding",
 			dir:  fakeDirectory{err: errors.New("usergroups.users.list: ratelimited")},
 			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: VerdictApprove,
@@ -182,7 +224,7 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, d := policy, Directory(dir)
-			if tt.policy.Users != nil {
+			if tt.policy.Approvers != nil {
 				p = tt.policy
 			}
 			if tt.dir != nil {
@@ -224,6 +266,9 @@ func TestDecide(t *testing.T) {
 			if !refused && out.Update == nil {
 				t.Errorf("decision did not update the plan message")
 			}
+			if tt.wantDetail != "" && (len(got.History) < 2 || got.History[1].Detail != tt.wantDetail) {
+				t.Errorf("audit = %+v, want approved with detail %q", got.History, tt.wantDetail)
+			}
 			if tt.wantRuns > 0 && len(progressed) != 1 {
 				t.Errorf("progress messages = %q, want one (running)", progressed)
 			}
@@ -232,7 +277,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideFailureIsRecorded(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, TwoPersonRule: true}, nil)
+	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}, nil)
 	f.exec.err = fmt.Errorf("lock: %w", actions.ErrDatastoreLocked)
 	ctx := t.Context()
 	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 2), alice, "C1")
@@ -254,7 +299,7 @@ func TestDecideFailureIsRecorded(t *testing.T) {
 }
 
 func TestDecideConcurrentClicksRunOnce(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB", "UCAROL"}, TwoPersonRule: true}, nil)
+	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB", "UCAROL"}), TwoPersonRule: true}, nil)
 	f.exec.delay = 20 * time.Millisecond
 	ctx := t.Context()
 	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 5), alice, "C1")
@@ -294,7 +339,7 @@ func TestDecideConcurrentClicksRunOnce(t *testing.T) {
 func TestDecideTwoReplicasRunOnce(t *testing.T) {
 	store := NewMemoryStore()
 	clk := &clock{t: testT0}
-	policy := Policy{Users: []string{"UBOB"}, TwoPersonRule: true}
+	policy := Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
 	execs := []*fakeExecutor{{delay: 20 * time.Millisecond}, {delay: 20 * time.Millisecond}}
 	replicas := make([]*Approvals, 2)
 	for i := range replicas {
@@ -322,7 +367,7 @@ func TestDecideTwoReplicasRunOnce(t *testing.T) {
 }
 
 func TestExpireDue(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, Expiry: 10 * time.Minute}, nil)
+	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB"}), Expiry: 10 * time.Minute}, nil)
 	ctx := t.Context()
 	old, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
 	f.clk.add(6 * time.Minute)
@@ -372,7 +417,7 @@ func TestMemoryStoreCompareAndSet(t *testing.T) {
 }
 
 func TestRunSweeperNotifiesOnce(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Users: []string{"UBOB"}, Expiry: time.Minute}, nil)
+	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB"}), Expiry: time.Minute}, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	a, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
@@ -396,7 +441,7 @@ func TestRunSweeperNotifiesOnce(t *testing.T) {
 }
 
 func TestRefusalsAreAudited(t *testing.T) {
-	policy := Policy{Users: []string{"UALICE", "UBOB"}, TwoPersonRule: true, Expiry: 15 * time.Minute}
+	policy := Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true, Expiry: 15 * time.Minute}
 	tests := []struct {
 		name       string
 		clicker    Principal
@@ -511,4 +556,25 @@ func (l *syncLog) find(t *testing.T, msg string) map[string]any {
 		t.Fatalf("no log line %q in:\n%s", msg, l.String())
 	}
 	return found
+}
+
+// TestDecideRefusedByTheAdapter: a click the adapter refuses (a Discord DM) decides nothing,
+// whoever clicks, and the refusal is recorded with its reason.
+func TestDecideRefusedByTheAdapter(t *testing.T) {
+	f := newApprovalsFixture(t, Policy{Approvers: map[string]Approvers{"discord": {Users: []string{discordBob.ID}}}, TwoPersonRule: true}, nil)
+	ctx := t.Context()
+	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 3), discordAlice, "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := Principal{Platform: "discord", ID: discordBob.ID, Name: "bob"} // an approver, but in a DM
+	out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: dm, Refusal: "Not in a direct message."}, nil)
+	if out.Notice != "Not in a direct message. Nothing was changed." || out.Update != nil {
+		t.Errorf("outcome = %+v, want the refusal as a notice and no update", out)
+	}
+	got, _ := f.store.Get(ctx, a.Plan.ID)
+	last := got.History[len(got.History)-1]
+	if got.State != StatePending || f.exec.runs.Load() != 0 || last.Event != AuditRefused || last.Detail != "approve refused: Not in a direct message." {
+		t.Errorf("record = %s, runs %d, last audit %+v; want Pending, 0, the refusal", got.State, f.exec.runs.Load(), last)
+	}
 }

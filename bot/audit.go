@@ -39,12 +39,14 @@ type AuditRecord struct {
 	Time time.Time `json:"time"`
 	// Event is the transition.
 	Event AuditEvent `json:"event"`
-	// Actor is the principal string of who caused it ("slack:T1/U2"), "" for the bot itself
-	// (expiry, execution).
+	// Actor is the principal string of who caused it: platform, workspace or guild, and user
+	// ("slack:T1/U2", "discord:<guild>/<user>"); "" for the bot itself (expiry, execution).
 	Actor string `json:"actor,omitempty"`
-	// Detail is counts for finished ("done=179 skipped=2 new=0 remaining=0"), the error for
-	// failed, what was asked and why it was refused for refused ("approve refused: not an
-	// approver"), the dead process and what it had done for interrupted; empty otherwise.
+	// Detail is how the approver qualified for approved ("approver by user", "approver by
+	// group S0614TZR7"), counts for finished ("done=179 skipped=2 new=0 remaining=0"), the
+	// error for failed, what was asked and why it was refused for refused ("approve refused:
+	// not an approver"), the dead process and what it had done for interrupted; empty
+	// otherwise.
 	Detail string `json:"detail,omitempty"`
 }
 

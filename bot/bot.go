@@ -83,12 +83,14 @@ type Options struct {
 	Store Store
 	// Policy is the approval policy.
 	Policy Policy
-	// Directory resolves approver groups (may be nil).
-	Directory Directory
+	// Directories resolve approver groups, per platform (Slack user groups); a platform
+	// without one matches groups only through Principal.Groups (Discord roles).
+	Directories map[string]Directory
 	// LockNote is shown on destructive plans to say how the datastore lock is used.
 	LockNote string
-	// AllowedChannels limits commands to these channel IDs (empty: all).
-	AllowedChannels []string
+	// AllowedChannels limits commands to these channel IDs, per platform (a platform without
+	// an entry: every channel).
+	AllowedChannels map[string][]string
 	// Metrics may be nil.
 	Metrics *Metrics
 	// Log is the operational log (nil: slog.Default()).
@@ -132,7 +134,7 @@ func New(o Options) *Bot {
 	b := &Bot{
 		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
 		approvals: NewApprovals(ApprovalsOptions{
-			Store: o.Store, Policy: o.Policy, Directory: o.Directory, Executors: executors,
+			Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
 			Audit: NewAuditor(o.Log, o.Metrics), Now: o.Now, Log: o.Log, LockNote: o.LockNote,
 			ClusterHealth: health,
 		}),
@@ -147,6 +149,19 @@ func New(o Options) *Bot {
 		Summary: "show this help"}, b.help)
 	return b
 }
+
+// Core is what a chat adapter needs from the bot; *Bot implements it.
+type Core interface {
+	// Command answers a slash command.
+	Command(ctx context.Context, req Request) Reply
+	// Click handles a button click; progress shows intermediate versions of the clicked
+	// message (the "running" plan).
+	Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome
+	// Attach records where a plan message was posted.
+	Attach(ctx context.Context, planID, ref string) error
+}
+
+var _ Core = (*Bot)(nil)
 
 // Command answers a slash command.
 func (b *Bot) Command(ctx context.Context, req Request) Reply {
@@ -173,6 +188,9 @@ type Click struct {
 	// ActionID and Value are the button's (see Button).
 	ActionID string
 	Value    string
+	// Refusal, when set, refuses the click whatever it asks, and is why (see
+	// Decision.Refusal); a refused Approve or Deny is recorded in the plan's history.
+	Refusal string
 }
 
 // Click handles a button click: Approve / Deny go to the approval workflow (progress gets
@@ -180,9 +198,11 @@ type Click struct {
 func (b *Bot) Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome {
 	switch {
 	case c.ActionID == ActionApprove:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal}, progress)
+		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.ActionID == ActionDeny:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal}, progress)
+		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
+	case c.Refusal != "":
+		return Outcome{Notice: c.Refusal + " Nothing was done."}
 	case strings.HasPrefix(c.ActionID, ActionPlanPrefix):
 		kind, args := parseActionValue(c.Value)
 		if kind == "" {

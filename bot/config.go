@@ -1,11 +1,15 @@
 package bot
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -21,13 +25,17 @@ import (
 // Config is the `whypending serve --config FILE` file (see config.example.yaml). Secrets are
 // never written in it: secret keys take {env: NAME} or {file: PATH}.
 type Config struct {
-	// Listen is the HTTP listen address for /slack/*, /healthz, /readyz, /metrics
-	// (default ":8080").
+	// Listen is the HTTP listen address for /slack/*, /discord/interactions, /healthz,
+	// /readyz, /metrics (default ":8080").
 	Listen string `json:"listen"`
 	// Clusters are the clusters the bot answers for; the first is the default.
 	Clusters []ClusterConfig `json:"clusters"`
-	// Slack connects the bot to a Slack app.
+	// Slack connects the bot to a Slack app. Slack is served when this section is present,
+	// or when neither slack nor discord is (configs from before Discord); see SlackEnabled.
 	Slack SlackConfig `json:"slack"`
+	// Discord connects the bot to a Discord application; Discord is served when this section
+	// is present. Both can run in one process.
+	Discord DiscordConfig `json:"discord"`
 	// Channels limits where the bot answers and where the digest goes.
 	Channels ChannelsConfig `json:"channels"`
 	// Approvals is the approval policy.
@@ -38,7 +46,16 @@ type Config struct {
 	Digest DigestConfig `json:"digest"`
 	// Store is where approval records live.
 	Store StoreConfig `json:"store"`
+
+	slackSet, discordSet bool // the file had a slack or a discord section (ParseConfig)
 }
+
+// SlackEnabled reports whether the bot serves Slack: the config has a slack section, or has
+// no platform section at all (a config written before Discord support).
+func (c *Config) SlackEnabled() bool { return c.slackSet || !c.discordSet }
+
+// DiscordEnabled reports whether the bot serves Discord: the config has a discord section.
+func (c *Config) DiscordEnabled() bool { return c.discordSet }
 
 // ClusterConfig is one cluster: a kubeconfig (and context) or the in-cluster config.
 type ClusterConfig struct {
@@ -68,6 +85,28 @@ type SlackConfig struct {
 	// socket mode.
 	AppToken Secret `json:"appToken"`
 	// APIURL overrides the Web API base URL (tests, proxies); default Slack's.
+	APIURL string `json:"apiURL"`
+}
+
+// DiscordConfig is the Discord application.
+type DiscordConfig struct {
+	// Mode is "http" (Discord POSTs interactions to /discord/interactions; set it as the
+	// application's Interactions Endpoint URL) or "gateway" (a gateway connection, no public
+	// URL; the Interactions Endpoint URL must be empty). Default "http".
+	Mode string `json:"mode"`
+	// BotToken calls the REST API: command registration, message edits, the digest
+	// (default {env: DISCORD_BOT_TOKEN}).
+	BotToken Secret `json:"botToken"`
+	// PublicKey is the application's Ed25519 public key, 64 hex characters, that verifies
+	// X-Signature-Ed25519 (default {env: DISCORD_PUBLIC_KEY}); http mode.
+	PublicKey Secret `json:"publicKey"`
+	// ApplicationID is the application's ID, a snowflake (required).
+	ApplicationID string `json:"applicationID"`
+	// Guilds are guild IDs to register the commands in (they appear at once); empty registers
+	// them globally (every guild the application is installed in).
+	Guilds []string `json:"guilds"`
+	// APIURL replaces Discord's base URL "https://discord.com/" (tests, egress proxies);
+	// it ends with "/" and the /api/v9/… paths are appended to it.
 	APIURL string `json:"apiURL"`
 }
 
@@ -124,10 +163,11 @@ func (s Secret) Resolve(getenv func(string) (string, bool), readFile func(string
 	return "", errors.New("no env or file given")
 }
 
-// ChannelsConfig lists channel IDs.
+// ChannelsConfig lists channel IDs: Slack's (C…, G…, D…) and Discord's (snowflakes) may be
+// mixed; each ID goes to the platform it has the shape of (ChannelPlatform).
 type ChannelsConfig struct {
-	// Allowed are the channel IDs where commands are answered; empty allows every channel
-	// the app is in.
+	// Allowed are the channel IDs where commands are answered; a platform with no ID here
+	// answers in every channel the app is in.
 	Allowed []string `json:"allowed"`
 	// Digest are the channel IDs the digest is posted to.
 	Digest []string `json:"digest"`
@@ -144,13 +184,25 @@ type ApprovalsConfig struct {
 	TwoPersonRule *bool `json:"twoPersonRule"`
 }
 
-// ApproversConfig names approvers by platform ID.
+// ApproversConfig names approvers by platform ID, a list per platform: an ID is only ever
+// checked against the list of the platform the click came from.
 type ApproversConfig struct {
 	// Users are Slack user IDs ("U…" or "W…").
 	Users []string `json:"users"`
 	// Groups are Slack user group IDs ("S…"); members are looked up with
 	// usergroups.users.list (scope usergroups:read).
 	Groups []string `json:"groups"`
+	// Discord are the Discord approvers.
+	Discord DiscordApproversConfig `json:"discord"`
+}
+
+// DiscordApproversConfig are Discord approvers.
+type DiscordApproversConfig struct {
+	// Users are Discord user IDs (snowflakes).
+	Users []string `json:"users"`
+	// Roles are Discord role IDs (snowflakes): a member who has one (member.roles of the
+	// interaction, which Discord signs) may approve.
+	Roles []string `json:"roles"`
 }
 
 // LockConfig is how repairs use the Calico datastore lock.
@@ -232,12 +284,19 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("parse yaml: %w", err)
 	}
 	var tree any
-	if err := json.Unmarshal(js, &tree); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
 		return nil, fmt.Errorf("parse yaml: %w", err)
 	}
 	var problems []error
 	if tree != nil {
 		checkKeys(tree, reflect.TypeOf(Config{}), "", &problems)
+		// Discord IDs are long numbers that users write without quotes; keep their digits.
+		tree = numbersToStrings(tree, reflect.TypeOf(Config{}))
+		if js, err = json.Marshal(tree); err != nil {
+			return nil, fmt.Errorf("parse yaml: %w", err)
+		}
 	}
 	var c Config
 	if tree != nil {
@@ -248,6 +307,10 @@ func ParseConfig(data []byte) (*Config, error) {
 			}
 			return nil, errors.Join(append(problems, err)...)
 		}
+	}
+	if m, ok := tree.(map[string]any); ok {
+		_, c.slackSet = m["slack"]
+		_, c.discordSet = m["discord"]
 	}
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {
@@ -321,6 +384,40 @@ func checkKeys(tree any, t reflect.Type, path string, problems *[]error) {
 	}
 }
 
+// numbersToStrings returns tree with every number that sits where t wants a string turned
+// into that string, digit for digit: an unquoted snowflake such as 1180000000000000001
+// (more digits than a float64 keeps) reads as the ID it looks like.
+func numbersToStrings(tree any, t reflect.Type) any {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch v := tree.(type) {
+	case json.Number:
+		if t.Kind() == reflect.String {
+			return string(v)
+		}
+	case map[string]any:
+		if t.Kind() != reflect.Struct {
+			return tree
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if x, ok := v[name]; ok && name != "" && name != "-" {
+				v[name] = numbersToStrings(x, f.Type)
+			}
+		}
+	case []any:
+		if t.Kind() != reflect.Slice {
+			return tree
+		}
+		for i := range v {
+			v[i] = numbersToStrings(v[i], t.Elem())
+		}
+	}
+	return tree
+}
+
 func joinPath(path, key string) string {
 	if path == "" {
 		return key
@@ -350,6 +447,15 @@ func (c *Config) applyDefaults() {
 	}
 	if !c.Slack.AppToken.set() {
 		c.Slack.AppToken = Secret{Env: "SLACK_APP_TOKEN"}
+	}
+	if c.Discord.Mode == "" {
+		c.Discord.Mode = "http"
+	}
+	if !c.Discord.BotToken.set() {
+		c.Discord.BotToken = Secret{Env: "DISCORD_BOT_TOKEN"}
+	}
+	if !c.Discord.PublicKey.set() {
+		c.Discord.PublicKey = Secret{Env: "DISCORD_PUBLIC_KEY"}
 	}
 	if c.Approvals.Expiry.Duration == 0 && !c.Approvals.Expiry.invalid {
 		c.Approvals.Expiry.Duration = 15 * time.Minute
@@ -387,15 +493,28 @@ var (
 	slackUserID    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
 	slackGroupID   = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
 	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+	// snowflake is a Discord ID: a 64-bit integer in decimal, 17 to 20 digits for anything
+	// created since 2015.
+	snowflake = regexp.MustCompile(`^[1-9][0-9]{16,19}$`)
 )
+
+// ChannelPlatform names the platform a configured channel ID belongs to by its shape: "slack"
+// (C…, G…, D…), "discord" (a snowflake), or "" for neither.
+func ChannelPlatform(id string) string {
+	switch {
+	case slackChannelID.MatchString(id):
+		return "slack"
+	case snowflake.MatchString(id):
+		return "discord"
+	}
+	return ""
+}
 
 // Validate checks a defaulted config and returns one error per problem, joined, each
 // starting with the key path.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
-	}
+	var probs problems
+	bad := probs.add
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port (e.g. \":8080\")", c.Listen)
 	}
@@ -429,7 +548,10 @@ func (c *Config) Validate() error {
 	for _, s := range []struct {
 		path   string
 		secret Secret
-	}{{"slack.signingSecret", c.Slack.SigningSecret}, {"slack.botToken", c.Slack.BotToken}, {"slack.appToken", c.Slack.AppToken}} {
+	}{
+		{"slack.signingSecret", c.Slack.SigningSecret}, {"slack.botToken", c.Slack.BotToken}, {"slack.appToken", c.Slack.AppToken},
+		{"discord.botToken", c.Discord.BotToken}, {"discord.publicKey", c.Discord.PublicKey},
+	} {
 		switch {
 		case s.secret.inline:
 			bad(s.path, "secrets must not be written in the config file; use {env: NAME} or {file: PATH}")
@@ -440,30 +562,21 @@ func (c *Config) Validate() error {
 	if c.Slack.APIURL != "" && !strings.HasSuffix(c.Slack.APIURL, "/") {
 		bad("slack.apiURL", "must end with \"/\"")
 	}
-	for i, id := range c.Channels.Allowed {
-		if !slackChannelID.MatchString(id) {
-			bad(fmt.Sprintf("channels.allowed[%d]", i), "%q is not a Slack channel ID (C…, G… or D…)", id)
+	c.validateDiscord(&probs)
+	for _, list := range []struct {
+		path string
+		ids  []string
+	}{{"channels.allowed", c.Channels.Allowed}, {"channels.digest", c.Channels.Digest}} {
+		for i, id := range list.ids {
+			switch platform := ChannelPlatform(id); {
+			case platform == "":
+				bad(fmt.Sprintf("%s[%d]", list.path, i), "%q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
+			case !c.enabled(platform):
+				bad(fmt.Sprintf("%s[%d]", list.path, i), "%q is a %s channel, but the config has no %s section", id, platform, platform)
+			}
 		}
 	}
-	for i, id := range c.Channels.Digest {
-		if !slackChannelID.MatchString(id) {
-			bad(fmt.Sprintf("channels.digest[%d]", i), "%q is not a Slack channel ID (C…, G… or D…)", id)
-		}
-	}
-	ap := c.Approvals.Approvers
-	if len(ap.Users) == 0 && len(ap.Groups) == 0 {
-		bad("approvals.approvers", "name at least one user or group; otherwise nobody can approve a repair")
-	}
-	for i, id := range ap.Users {
-		if !slackUserID.MatchString(id) {
-			bad(fmt.Sprintf("approvals.approvers.users[%d]", i), "%q is not a Slack user ID (U… or W…); user names are not accepted", id)
-		}
-	}
-	for i, id := range ap.Groups {
-		if !slackGroupID.MatchString(id) {
-			bad(fmt.Sprintf("approvals.approvers.groups[%d]", i), "%q is not a Slack user group ID (S…)", id)
-		}
-	}
+	c.validateApprovers(&probs)
 	if e := c.Approvals.Expiry.Duration; !c.Approvals.Expiry.invalid && (e < time.Minute || e > 24*time.Hour) {
 		bad("approvals.expiry", "%s is outside 1m..24h", e)
 	}
@@ -497,7 +610,88 @@ func (c *Config) Validate() error {
 	if len(validation.IsDNS1123Label(c.Store.Namespace)) > 0 {
 		bad("store.namespace", "%q is not a namespace name", c.Store.Namespace)
 	}
-	return errors.Join(errs...)
+	return errors.Join(probs...)
+}
+
+func (c *Config) enabled(platform string) bool {
+	switch platform {
+	case "slack":
+		return c.SlackEnabled()
+	case "discord":
+		return c.DiscordEnabled()
+	}
+	return false
+}
+
+// problems collects one error per config problem, each starting with its key path.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+// validateDiscord checks the discord section (its secrets are checked with the others).
+func (c *Config) validateDiscord(p *problems) {
+	bad := p.add
+	d := c.Discord
+	switch d.Mode {
+	case "http", "gateway":
+	default:
+		bad("discord.mode", "%q: want http or gateway", d.Mode)
+	}
+	switch {
+	case !c.DiscordEnabled():
+	case d.ApplicationID == "":
+		bad("discord.applicationID", "required (the Application ID on the application's General Information page)")
+	case !snowflake.MatchString(d.ApplicationID):
+		bad("discord.applicationID", "%q is not a Discord ID (a snowflake, 17 to 20 digits)", d.ApplicationID)
+	}
+	for i, g := range d.Guilds {
+		if !snowflake.MatchString(g) {
+			bad(fmt.Sprintf("discord.guilds[%d]", i), "%q is not a Discord guild ID (a snowflake, 17 to 20 digits)", g)
+		}
+	}
+	if d.APIURL != "" {
+		u, err := url.Parse(d.APIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(d.APIURL, "/") {
+			bad("discord.apiURL", "%q: want an http(s) URL ending with \"/\", e.g. \"https://discord.com/\"", d.APIURL)
+		}
+	}
+}
+
+// validateApprovers checks the approver lists: IDs of the right shape for their platform,
+// no list for a platform the bot does not serve, and at least one approver somewhere.
+func (c *Config) validateApprovers(p *problems) {
+	bad := p.add
+	before := len(*p)
+	ap := c.Approvals.Approvers
+	lists := []struct {
+		path, platform string
+		ids            []string
+		shape          *regexp.Regexp
+		what           string
+	}{
+		{"approvals.approvers.users", "slack", ap.Users, slackUserID, "a Slack user ID (U… or W…); user names are not accepted"},
+		{"approvals.approvers.groups", "slack", ap.Groups, slackGroupID, "a Slack user group ID (S…)"},
+		{"approvals.approvers.discord.users", "discord", ap.Discord.Users, snowflake, "a Discord user ID (a snowflake, 17 to 20 digits); user names are not accepted"},
+		{"approvals.approvers.discord.roles", "discord", ap.Discord.Roles, snowflake, "a Discord role ID (a snowflake, 17 to 20 digits); role names are not accepted"},
+	}
+	some := false
+	for _, l := range lists {
+		if len(l.ids) > 0 && !c.enabled(l.platform) {
+			bad(l.path, "the config has no %s section, so these approvers could never approve", l.platform)
+			continue
+		}
+		some = some || len(l.ids) > 0
+		for i, id := range l.ids {
+			if !l.shape.MatchString(id) {
+				bad(fmt.Sprintf("%s[%d]", l.path, i), "%q is not %s", id, l.what)
+			}
+		}
+	}
+	if !some && len(*p) == before {
+		bad("approvals.approvers", "name at least one user, group or role; otherwise nobody can approve a repair")
+	}
 }
 
 // SlackSecrets are the resolved Slack credentials. They log as "[redacted]".
@@ -533,12 +727,72 @@ func (c *Config) ResolveSlack(getenv func(string) (string, bool), readFile func(
 	return s, errors.Join(errs...)
 }
 
-// Policy returns the approval policy the config describes.
+// DiscordSecrets are the resolved Discord credentials. They log as "[redacted]".
+type DiscordSecrets struct {
+	// BotToken is the bot token, without the "Bot " prefix.
+	BotToken string
+	// PublicKey verifies interactions (http mode; nil in gateway mode).
+	PublicKey ed25519.PublicKey
+}
+
+// LogValue keeps secrets out of slog output.
+func (DiscordSecrets) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+// String keeps secrets out of fmt output.
+func (DiscordSecrets) String() string { return "[redacted]" }
+
+// ResolveDiscord reads the Discord secrets the configured mode needs: the bot token, and in
+// http mode the public key, which must be 64 hex characters. getenv and readFile are
+// os.LookupEnv and os.ReadFile outside tests. Errors name the key path, never the value.
+func (c *Config) ResolveDiscord(getenv func(string) (string, bool), readFile func(string) ([]byte, error)) (DiscordSecrets, error) {
+	var s DiscordSecrets
+	var errs []error
+	token, err := c.Discord.BotToken.Resolve(getenv, readFile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("discord.botToken: %w", err))
+	}
+	s.BotToken = strings.TrimPrefix(token, "Bot ")
+	if c.Discord.Mode == "http" {
+		key, err := c.Discord.PublicKey.Resolve(getenv, readFile)
+		if err == nil {
+			var b []byte
+			b, err = hex.DecodeString(strings.TrimSpace(key))
+			if err == nil && len(b) != ed25519.PublicKeySize {
+				err = fmt.Errorf("want %d hex characters, got %d", 2*ed25519.PublicKeySize, len(strings.TrimSpace(key)))
+			}
+			if err != nil {
+				err = fmt.Errorf("not an Ed25519 public key in hex (the application's Public Key): %w", err)
+			}
+			s.PublicKey = b
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("discord.publicKey: %w", err))
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// Policy returns the approval policy the config describes: one approver list per platform.
 func (c *Config) Policy() Policy {
+	ap := c.Approvals.Approvers
 	return Policy{
-		Users:         c.Approvals.Approvers.Users,
-		Groups:        c.Approvals.Approvers.Groups,
+		Approvers: map[string]Approvers{
+			"slack":   {Users: ap.Users, Groups: ap.Groups},
+			"discord": {Users: ap.Discord.Users, Groups: ap.Discord.Roles},
+		},
 		TwoPersonRule: c.Approvals.TwoPersonRule == nil || *c.Approvals.TwoPersonRule,
 		Expiry:        c.Approvals.Expiry.Duration,
 	}
+}
+
+// AllowedChannels returns channels.allowed by platform (see ChannelPlatform), for
+// bot.Options.AllowedChannels: a platform none of the IDs belongs to answers everywhere.
+func (c *Config) AllowedChannels() map[string][]string {
+	out := map[string][]string{}
+	for _, id := range c.Channels.Allowed {
+		if p := ChannelPlatform(id); p != "" {
+			out[p] = append(out[p], id)
+		}
+	}
+	return out
 }

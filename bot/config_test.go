@@ -1,7 +1,10 @@
 package bot
 
 import (
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestParseConfigValid(t *testing.T) {
@@ -72,7 +76,7 @@ func TestParseConfigProblems(t *testing.T) {
 			yaml: ``,
 			want: []string{
 				"clusters: at least one cluster is required",
-				"approvals.approvers: name at least one user or group; otherwise nobody can approve a repair",
+				"approvals.approvers: name at least one user, group or role; otherwise nobody can approve a repair",
 			},
 		},
 		{
@@ -111,7 +115,7 @@ store: {backend: etcd}
 				`clusters[2].name: "b" is used by another cluster`,
 				`slack.mode: "rtm": want http or socket`,
 				"slack.signingSecret: give env or file, not both",
-				`channels.allowed[0]: "general" is not a Slack channel ID (C…, G… or D…)`,
+				`channels.allowed[0]: "general" is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)`,
 				`approvals.approvers.users[0]: "alice" is not a Slack user ID (U… or W…); user names are not accepted`,
 				`approvals.approvers.groups[0]: "ops" is not a Slack user group ID (S…)`,
 				"approvals.expiry: 48h0m0s is outside 1m..24h",
@@ -120,6 +124,39 @@ store: {backend: etcd}
 				"channels.digest: required when digest.schedule is set",
 				`store.backend: "etcd": want kubernetes or memory`,
 			},
+		},
+		{
+			name: "discord: every invalid value gets its own line",
+			yaml: `
+clusters: [{name: a}]
+discord:
+  mode: websocket
+  botToken: literal-discord-token
+  applicationID: my-app
+  guilds: ["123"]
+  apiURL: discord.com
+channels: {allowed: [C0123ABCD], digest: ["1180000000000000001"]}
+approvals:
+  approvers:
+    users: [U1A]
+    discord: {users: [alice], roles: ["@ops"]}
+`,
+			want: []string{
+				"discord.botToken: secrets must not be written in the config file; use {env: NAME} or {file: PATH}",
+				`discord.mode: "websocket": want http or gateway`,
+				`discord.applicationID: "my-app" is not a Discord ID (a snowflake, 17 to 20 digits)`,
+				`discord.guilds[0]: "123" is not a Discord guild ID (a snowflake, 17 to 20 digits)`,
+				`discord.apiURL: "discord.com": want an http(s) URL ending with "/", e.g. "https://discord.com/"`,
+				`channels.allowed[0]: "C0123ABCD" is a slack channel, but the config has no slack section`,
+				"approvals.approvers.users: the config has no slack section, so these approvers could never approve",
+				`approvals.approvers.discord.users[0]: "alice" is not a Discord user ID (a snowflake, 17 to 20 digits); user names are not accepted`,
+				`approvals.approvers.discord.roles[0]: "@ops" is not a Discord role ID (a snowflake, 17 to 20 digits); role names are not accepted`,
+			},
+		},
+		{
+			name: "a discord section needs the application ID",
+			yaml: "clusters: [{name: a}]\ndiscord: {}\napprovals: {approvers: {discord: {roles: [\"1180000000000000001\"]}}}\n",
+			want: []string{"discord.applicationID: required (the Application ID on the application's General Information page)"},
 		},
 		{
 			name: "a malformed duration names its key",
@@ -141,6 +178,93 @@ store: {backend: etcd}
 				t.Errorf("error %q echoes the secret", err)
 			}
 		})
+	}
+}
+
+func TestParseConfigDiscord(t *testing.T) {
+	// IDs written without quotes keep every digit (a float64 would round them).
+	data := `
+clusters: [{name: prod}]
+slack: {}
+discord:
+  applicationID: 1180000000000000001
+  guilds: [1170000000000000001, "1170000000000000002"]
+channels:
+  allowed: [C0123ABCD, 1190000000000000001]
+  digest: [1190000000000000009]
+approvals:
+  approvers:
+    users: [U024BE7LH, W012A3CDE]
+    discord: {users: [1160000000000000001], roles: [1150000000000000001]}
+`
+	c, err := ParseConfig([]byte(data))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	if !c.SlackEnabled() || !c.DiscordEnabled() {
+		t.Errorf("slack, discord enabled = %v, %v, want both", c.SlackEnabled(), c.DiscordEnabled())
+	}
+	got := struct {
+		Mode, AppID string
+		Guilds      []string
+		BotToken    Secret
+		PublicKey   Secret
+		Allowed     map[string][]string
+		Policy      map[string]Approvers
+	}{c.Discord.Mode, c.Discord.ApplicationID, c.Discord.Guilds, c.Discord.BotToken, c.Discord.PublicKey, c.AllowedChannels(), c.Policy().Approvers}
+	want := got
+	want.Mode, want.AppID = "http", "1180000000000000001"
+	want.Guilds = []string{"1170000000000000001", "1170000000000000002"}
+	want.BotToken, want.PublicKey = Secret{Env: "DISCORD_BOT_TOKEN"}, Secret{Env: "DISCORD_PUBLIC_KEY"}
+	want.Allowed = map[string][]string{"slack": {"C0123ABCD"}, "discord": {"1190000000000000001"}}
+	want.Policy = map[string]Approvers{
+		"slack":   {Users: []string{"U024BE7LH", "W012A3CDE"}},
+		"discord": {Users: []string{"1160000000000000001"}, Groups: []string{"1150000000000000001"}},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Secret{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("parsed config (-want +got):\n%s", diff)
+	}
+
+	// Without a slack section the bot serves Discord only; with neither, Slack (old configs).
+	only, err := ParseConfig([]byte("clusters: [{name: a}]\ndiscord: {applicationID: \"1180000000000000001\"}\napprovals: {approvers: {discord: {roles: [\"1150000000000000001\"]}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := ParseConfig([]byte("clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if only.SlackEnabled() || !only.DiscordEnabled() || !old.SlackEnabled() || old.DiscordEnabled() {
+		t.Errorf("discord-only config: slack %v discord %v; old config: slack %v discord %v; want false true true false",
+			only.SlackEnabled(), only.DiscordEnabled(), old.SlackEnabled(), old.DiscordEnabled())
+	}
+}
+
+func TestResolveDiscord(t *testing.T) {
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DISCORD_BOT_TOKEN": "Bot discord-token", "DISCORD_PUBLIC_KEY": hex.EncodeToString(pub), "SHORT_KEY": "abcd"}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c := &Config{Discord: DiscordConfig{Mode: "http", BotToken: Secret{Env: "DISCORD_BOT_TOKEN"}, PublicKey: Secret{Env: "DISCORD_PUBLIC_KEY"}}}
+	got, err := c.ResolveDiscord(getenv, os.ReadFile)
+	if err != nil {
+		t.Fatalf("ResolveDiscord: %v", err)
+	}
+	if got.BotToken != "discord-token" || !pub.Equal(got.PublicKey) {
+		t.Errorf("ResolveDiscord = token %q key %x, want discord-token (Bot prefix dropped) and %x", got.BotToken, got.PublicKey, pub)
+	}
+	if s := fmt.Sprint(got); s != "[redacted]" {
+		t.Errorf("fmt shows %q, want [redacted]", s)
+	}
+	c.Discord.PublicKey = Secret{Env: "SHORT_KEY"}
+	if _, err := c.ResolveDiscord(getenv, os.ReadFile); err == nil || !strings.Contains(err.Error(), "discord.publicKey: not an Ed25519 public key in hex (the application's Public Key): want 64 hex characters, got 4") {
+		t.Errorf("short key: error = %v", err)
+	}
+	c.Discord.Mode = "gateway"
+	if got, err := c.ResolveDiscord(getenv, os.ReadFile); err != nil || got.PublicKey != nil {
+		t.Errorf("gateway mode: key %x, err %v; want no key read", got.PublicKey, err)
 	}
 }
 
@@ -206,5 +330,8 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 	if len(c.Clusters) == 0 {
 		t.Errorf("example has no clusters")
+	}
+	if !c.SlackEnabled() || !c.DiscordEnabled() {
+		t.Errorf("example serves slack %v, discord %v; want it to document both", c.SlackEnabled(), c.DiscordEnabled())
 	}
 }

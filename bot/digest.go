@@ -334,7 +334,8 @@ func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time
 }
 
 // ChannelPoster posts a message to a chat channel. The Slack adapter implements it with
-// chat.postMessage.
+// chat.postMessage, the Discord adapter with Create Message; Platforms picks the adapter by
+// the channel ID's shape.
 type ChannelPoster interface {
 	PostMessage(ctx context.Context, channel string, m Message) error
 }

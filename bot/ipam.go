@@ -21,6 +21,17 @@ var ipamSubcommands = map[string]actions.Kind{
 	"unlock":          actions.KindUnlockDatastore,
 }
 
+// IPAMRepairs lists the /ipam subcommands that make a plan for approval, sorted: adapters
+// register them and refuse them where nobody could approve.
+func IPAMRepairs() []string {
+	out := make([]string, 0, len(ipamSubcommands))
+	for sub := range ipamSubcommands {
+		out = append(out, sub)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // ipamChoices lists the /ipam subcommands for usage errors.
 const ipamChoices = "check, blocks, release-ips, release-blocks, release-handles, unlock"
 

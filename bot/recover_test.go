@@ -98,7 +98,7 @@ func TestRecoverInterrupted(t *testing.T) {
 			if tt.unhealthy {
 				health = func(string) error { return ClusterUnavailable("prod", testT0, errors.New("connection refused")) }
 			}
-			ap := NewApprovals(ApprovalsOptions{Store: store, Policy: Policy{Users: []string{"UBOB"}},
+			ap := NewApprovals(ApprovalsOptions{Store: store, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
 				Executors: map[string]Executor{"prod": exec}, Now: clk.now, Log: quietLog,
 				ClusterHealth: health, Process: self})
 			a := runningPlan(t, store, tt.process, clk.now().Add(-tt.beatAge))
@@ -189,7 +189,7 @@ func approveInBackground(t *testing.T, a *Approvals, exec *slowExecutor) (*Appro
 }
 
 func TestHeartbeat(t *testing.T) {
-	policy := Policy{Users: []string{"UBOB"}, TwoPersonRule: true}
+	policy := Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
 	replica := func(store Store, exec Executor, host string, stale time.Duration) *Approvals {
 		return NewApprovals(ApprovalsOptions{Store: store, Policy: policy, Executors: map[string]Executor{"prod": exec},
 			Log: quietLog, HeartbeatInterval: 20 * time.Millisecond, StaleAfter: stale,

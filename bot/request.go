@@ -6,16 +6,24 @@ import (
 )
 
 // Principal is who sent a command or clicked a button, as the chat platform identifies them.
-// Authorisation uses Platform, Team and ID only; Name is for display.
+// Authorisation uses Platform, ID and Groups only; Team is recorded for the audit and Name is
+// for display.
 type Principal struct {
-	// Platform is the adapter's name: "slack", "console".
+	// Platform is the adapter's name: "slack", "discord", "console". Approvers are looked up
+	// in this platform's list only (Policy.Approvers).
 	Platform string `json:"platform"`
-	// Team is the workspace or guild ID (Slack team_id), "" when the platform has none.
+	// Team is the workspace or guild ID (Slack team_id, Discord guild_id), "" when there is
+	// none (the console, a Discord DM).
 	Team string `json:"team,omitempty"`
-	// ID is the platform's user ID (Slack user_id, e.g. "U024BE7LH").
+	// ID is the platform's user ID (Slack user_id "U024BE7LH", Discord user snowflake).
 	ID string `json:"id"`
-	// Name is the display name the platform sent (Slack user_name); never trusted.
+	// Name is the display name the platform sent (Slack user_name, Discord nick or user
+	// name); never trusted.
 	Name string `json:"name,omitempty"`
+	// Groups are group or role IDs the platform vouched for in this signed request (Discord
+	// member.roles). Empty where membership is looked up through a Directory instead (Slack
+	// user groups). Point-in-time facts: never stored.
+	Groups []string `json:"-"`
 }
 
 // String returns "platform:team/id", the form stored in plans and audit records.
@@ -32,9 +40,10 @@ func (p Principal) Display() string {
 }
 
 // Same reports whether p and q are the same user on the same platform. Team is ignored on
-// purpose: Slack user IDs are unique across workspaces (Enterprise Grid "W…" IDs appear in
-// several), so one person acting from two workspaces is still one person for the
-// two-person rule.
+// purpose: Slack and Discord user IDs are unique across workspaces and guilds (Enterprise
+// Grid "W…" IDs appear in several), so one person acting from two of them is still one
+// person for the two-person rule. The same person on two platforms has two unrelated IDs;
+// approver lists are per platform for that reason.
 func (p Principal) Same(q Principal) bool {
 	return p.Platform == q.Platform && p.ID == q.ID
 }

@@ -22,7 +22,8 @@ type Reply struct {
 	// Message is the answer.
 	Message Message
 	// Public makes the answer visible to the whole channel; otherwise only the person who
-	// asked sees it (Slack ephemeral).
+	// asked sees it where the platform allows (Slack ephemeral). Discord fixes visibility
+	// when it acknowledges, before the answer exists: see adapters/discord.
 	Public bool
 	// PlanID is set when Message shows a plan awaiting approval: the adapter posts it where
 	// it can update it later and records where with Bot.Attach.
@@ -42,7 +43,7 @@ type Command struct {
 // Router maps a command name to its handler.
 type Router struct {
 	routes   map[string]route
-	channels []string
+	channels map[string][]string
 	metrics  *Metrics
 	log      *slog.Logger
 }
@@ -54,8 +55,9 @@ type route struct {
 
 // RouterOptions configures NewRouter.
 type RouterOptions struct {
-	// AllowedChannels limits commands to these channel IDs; empty allows every channel.
-	AllowedChannels []string
+	// AllowedChannels limits commands to these channel IDs, per platform
+	// (Principal.Platform); a platform with no entry allows every channel.
+	AllowedChannels map[string][]string
 	// Metrics may be nil.
 	Metrics *Metrics
 	// Log receives handler errors (nil: slog.Default()).
@@ -99,7 +101,7 @@ func (r *Router) Serve(ctx context.Context, req Request) Reply {
 			Sections: []Section{{Text: "Nothing was done. These commands exist:", Lines: r.usageLines()}},
 		}}
 	}
-	if len(r.channels) > 0 && !slices.Contains(r.channels, req.Channel) {
+	if allowed := r.channels[req.Principal.Platform]; len(allowed) > 0 && !slices.Contains(allowed, req.Channel) {
 		r.count(req.Command, "user-error", start)
 		return Reply{Message: Message{
 			Title:    "whypending is not enabled in this channel",

@@ -63,7 +63,9 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestRouterServe(t *testing.T) {
-	r := NewRouter(RouterOptions{AllowedChannels: []string{"COPS"}, Log: quietLog})
+	slackUser := Principal{Platform: "slack", ID: "UALICE"}
+	discordUser := Principal{Platform: "discord", ID: "80351110224678912"}
+	r := NewRouter(RouterOptions{AllowedChannels: map[string][]string{"slack": {"COPS"}}, Log: quietLog})
 	r.Handle(Command{Name: "ok", Usage: "x"}, func(context.Context, Request) (Reply, error) {
 		return Reply{Message: Message{Title: "fine"}, Public: true}, nil
 	})
@@ -80,11 +82,12 @@ func TestRouterServe(t *testing.T) {
 		wantPublic bool
 		notIn      string // text that must not reach the user
 	}{
-		{"a known command answers", Request{Command: "ok", Channel: "COPS"}, "fine", true, ""},
-		{"an unknown command lists the commands", Request{Command: "nope", Channel: "COPS"}, "Unknown command /nope", false, ""},
-		{"a channel not allowed is refused", Request{Command: "ok", Channel: "CRANDOM"}, "whypending is not enabled in this channel", false, ""},
-		{"a user error is shown with usage", Request{Command: "usage", Channel: "COPS"}, "/usage: name one thing", false, ""},
-		{"an internal error hides its text", Request{Command: "boom", Channel: "COPS"}, "/boom failed", false, "10.0.0.1"},
+		{"a known command answers", Request{Principal: slackUser, Command: "ok", Channel: "COPS"}, "fine", true, ""},
+		{"an unknown command lists the commands", Request{Principal: slackUser, Command: "nope", Channel: "COPS"}, "Unknown command /nope", false, ""},
+		{"a channel not allowed is refused", Request{Principal: slackUser, Command: "ok", Channel: "CRANDOM"}, "whypending is not enabled in this channel", false, ""},
+		{"a platform without allowed channels answers everywhere", Request{Principal: discordUser, Command: "ok", Channel: "1234567890123456789"}, "fine", true, ""},
+		{"a user error is shown with usage", Request{Principal: slackUser, Command: "usage", Channel: "COPS"}, "/usage: name one thing", false, ""},
+		{"an internal error hides its text", Request{Principal: slackUser, Command: "boom", Channel: "COPS"}, "/boom failed", false, "10.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

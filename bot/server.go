@@ -35,7 +35,7 @@ type ReadyCheck struct {
 var ErrNotChecked = errors.New("not checked")
 
 // Server is the bot's HTTP listener: /healthz, /readyz, /metrics, plus whatever the adapters
-// mount (Slack's /slack/commands and /slack/interactions).
+// mount (Slack's /slack/commands and /slack/interactions, Discord's /discord/interactions).
 type Server struct {
 	mux    *http.ServeMux
 	checks []ReadyCheck

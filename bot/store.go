@@ -84,8 +84,9 @@ type Approval struct {
 	RequestedBy Principal `json:"requestedBy"`
 	// Channel is the platform channel ID the plan was requested in.
 	Channel string `json:"channel,omitempty"`
-	// MessageRef says where the plan message was posted, in the adapter's own format (Slack:
-	// "channel/ts"); "" until the adapter attaches it.
+	// MessageRef says where the plan message was posted, in the adapter's own format after
+	// its platform name ("slack:<channel>/<ts>", "discord:<channel>/<message>"); "" until the
+	// adapter attaches it.
 	MessageRef string `json:"messageRef,omitempty"`
 	// DecidedBy is who approved or denied; nil while pending or when expired.
 	DecidedBy *Principal `json:"decidedBy,omitempty"`

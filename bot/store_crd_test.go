@@ -165,7 +165,7 @@ func TestCRDStore(t *testing.T) {
 		}
 	})
 	t.Run("a refused click is recorded in the RemediationRequest's history", func(t *testing.T) {
-		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Users: []string{"UALICE", "UBOB"}, TwoPersonRule: true},
+		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true},
 			Executors: map[string]Executor{"prod": &fakeExecutor{}}, Log: quietLog})
 		req, err := ap.Request(ctx, testPlan(actions.KindReleaseLeakedHandles, 2), alice, "C0OPS")
 		if err != nil {
@@ -192,7 +192,7 @@ func TestCRDStore(t *testing.T) {
 
 	t.Run("a plan whose bot process died is stored as Interrupted with what it had done", func(t *testing.T) {
 		a := runningPlan(t, s, goneProcess(t), time.Now().UTC().Truncate(time.Second))
-		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Users: []string{"UBOB"}},
+		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
 			Executors: map[string]Executor{"prod": &recoveringExecutor{remaining: 1}}, Log: quietLog})
 		marked, err := ap.RecoverInterrupted(ctx)
 		if err != nil || len(marked) != 1 {
@@ -222,7 +222,7 @@ func TestCRDStore(t *testing.T) {
 			t.Errorf("Ping = %v, want %q", err, want)
 		}
 		b := New(Options{Clusters: []*Cluster{{Name: "prod", Planner: onePlanPlanner{}, Executor: &fakeExecutor{}}},
-			Store: missing, Policy: Policy{Users: []string{"UBOB"}}, Log: quietLog})
+			Store: missing, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})}, Log: quietLog})
 		reply := b.Command(ctx, Request{Principal: alice, Channel: "C1", Command: "ipam", Args: []string{"release-ips"}})
 		if reply.Message.Title != want+" Nothing was done." || len(reply.Message.Sections) != 0 {
 			t.Errorf("/ipam release-ips = %q %+v, want one line naming the namespace", reply.Message.Title, reply.Message.Sections)

@@ -14,10 +14,18 @@ import (
 // It returns the messages to print, in order.
 type Handler func(ctx context.Context, line string) []bot.Message
 
+// Renderer writes one message to a terminal: Render (text), or another platform's form of
+// it (whypending demo --render discord prints the JSON Discord would receive).
+type Renderer func(w io.Writer, m bot.Message) error
+
 // Run reads command lines from in until EOF or ctx is done, answering each through h and
-// writing the rendered messages to out. prompt is printed before each line when non-empty
-// (an interactive terminal). Blank lines and lines starting with # are skipped.
-func Run(ctx context.Context, in io.Reader, out io.Writer, prompt string, h Handler) error {
+// writing the messages to out with render (nil: Render). prompt is printed before each line
+// when non-empty (an interactive terminal). Blank lines and lines starting with # are
+// skipped.
+func Run(ctx context.Context, in io.Reader, out io.Writer, prompt string, h Handler, render Renderer) error {
+	if render == nil {
+		render = Render
+	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for {
@@ -38,7 +46,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, prompt string, h Hand
 			return nil
 		}
 		for _, m := range h(ctx, line) {
-			if err := Render(out, m); err != nil {
+			if err := render(out, m); err != nil {
 				return fmt.Errorf("write answer: %w", err)
 			}
 			fmt.Fprintln(out)

@@ -38,7 +38,7 @@ func TestRunAnswersEachLineAndSkipsComments(t *testing.T) {
 		return []bot.Message{{Title: "answer to " + line}}
 	}
 	var out bytes.Buffer
-	if err := Run(context.Background(), in, &out, "", h); err != nil {
+	if err := Run(context.Background(), in, &out, "", h, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := strings.Join(asked, "|"), "/why-pending a/b|/why-pending c/d"; got != want {

@@ -10,15 +10,6 @@ import (
 	"github.com/whypending/whypending/bot"
 )
 
-// Core is what a console Session needs from the bot; *bot.Bot implements it.
-type Core interface {
-	Command(ctx context.Context, req bot.Request) bot.Reply
-	Click(ctx context.Context, c bot.Click, progress func(context.Context, bot.Message)) bot.Outcome
-	Attach(ctx context.Context, planID, ref string) error
-}
-
-var _ Core = (*bot.Bot)(nil)
-
 // consoleChannel is the channel ID console requests carry.
 const consoleChannel = "console"
 
@@ -28,7 +19,7 @@ const consoleChannel = "console"
 // a plan being requested by one person and approved by another. Its Handle method is a
 // Handler for Run.
 type Session struct {
-	core Core
+	core bot.Core
 
 	mu      sync.Mutex
 	user    string
@@ -37,7 +28,7 @@ type Session struct {
 }
 
 // NewSession returns a Session typing as user (a user ID such as "alice").
-func NewSession(core Core, user string) *Session {
+func NewSession(core bot.Core, user string) *Session {
 	return &Session{core: core, user: user}
 }
 

@@ -37,7 +37,7 @@ func TestSessionShowsAndApprovesAPlan(t *testing.T) {
 	repairs := &fakeRepairs{}
 	b := bot.New(bot.Options{
 		Clusters: []*bot.Cluster{{Name: "demo", Planner: repairs, Executor: repairs}},
-		Policy:   bot.Policy{Users: []string{"alice", "bob"}, TwoPersonRule: true},
+		Policy:   bot.Policy{Approvers: map[string]bot.Approvers{"console": {Users: []string{"alice", "bob"}}}, TwoPersonRule: true},
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	script := strings.Join([]string{
@@ -50,7 +50,7 @@ func TestSessionShowsAndApprovesAPlan(t *testing.T) {
 	}, "\n")
 	var out bytes.Buffer
 	s := console.NewSession(b, "alice")
-	if err := console.Run(t.Context(), strings.NewReader(script), &out, "", s.Handle); err != nil {
+	if err := console.Run(t.Context(), strings.NewReader(script), &out, "", s.Handle, nil); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -12,23 +11,10 @@ import (
 	"github.com/whypending/whypending/bot"
 )
 
-// Core is what the adapter needs from the bot; *bot.Bot implements it.
-type Core interface {
-	// Command answers a slash command.
-	Command(ctx context.Context, req bot.Request) bot.Reply
-	// Click handles a button click; progress shows intermediate versions of the clicked
-	// message (the "running" plan).
-	Click(ctx context.Context, c bot.Click, progress func(context.Context, bot.Message)) bot.Outcome
-	// Attach records where a plan message was posted.
-	Attach(ctx context.Context, planID, ref string) error
-}
-
-var _ Core = (*bot.Bot)(nil)
-
 // Options configures New.
 type Options struct {
 	// Core answers commands and clicks (required).
-	Core Core
+	Core bot.Core
 	// API is the Web API client built with the bot token (chat.postMessage, chat.update).
 	API *slack.Client
 	// SigningSecret verifies HTTP requests (HTTP mode; unused in Socket Mode).
@@ -49,24 +35,17 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Adapter connects a Core to Slack. Requests are acknowledged at once and answered by a
+// Adapter connects the bot (a bot.Core) to Slack. Requests are acknowledged at once and answered by a
 // bounded pool of workers started by Run.
 type Adapter struct {
-	core       Core
+	core       bot.Core
 	api        *slack.Client
 	secret     string
 	httpClient *http.Client
-	workers    int
-	jobTimeout time.Duration
-	jobs       chan job
-	// slots holds one token per free place in jobs: a request reserves one before it is
-	// acknowledged and hands over its job after, so the ack never waits for a worker and a
-	// full queue is known before answering.
-	slots   chan struct{}
-	metrics *bot.Metrics
-	log     *slog.Logger
-
-	wg sync.WaitGroup
+	queue      *bot.Queue
+	deliver    bot.Deliverer
+	metrics    *bot.Metrics
+	log        *slog.Logger
 }
 
 // job is one acknowledged request waiting for a worker.
@@ -94,63 +73,27 @@ type clickJob struct {
 func New(o Options) *Adapter {
 	a := &Adapter{
 		core: o.Core, api: o.API, secret: o.SigningSecret, httpClient: o.HTTPClient,
-		workers: o.Workers, jobTimeout: o.JobTimeout, metrics: o.Metrics, log: o.Log,
+		queue:   bot.NewQueue(bot.QueueOptions{Workers: o.Workers, Size: o.QueueSize, JobTimeout: o.JobTimeout}),
+		metrics: o.Metrics, log: o.Log,
 	}
 	if a.httpClient == nil {
 		a.httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	if a.workers <= 0 {
-		a.workers = 8
-	}
-	if o.QueueSize <= 0 {
-		o.QueueSize = 1024
-	}
-	if a.jobTimeout <= 0 {
-		a.jobTimeout = 10 * time.Minute
-	}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.jobs = make(chan job, o.QueueSize)
-	a.slots = make(chan struct{}, o.QueueSize)
-	for range o.QueueSize {
-		a.slots <- struct{}{}
-	}
+	a.deliver = bot.Deliverer{Platform: "slack", RetryAfter: retryAfter, Metrics: a.metrics, Log: a.log}
 	return a
 }
 
 // Run works on acknowledged requests until ctx is done, then waits for jobs in progress.
-func (a *Adapter) Run(ctx context.Context) error {
-	for range a.workers {
-		a.wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case j := <-a.jobs:
-					a.slots <- struct{}{}
-					a.work(ctx, j)
-				}
-			}
-		})
-	}
-	<-ctx.Done()
-	a.wg.Wait()
-	return nil
-}
+func (a *Adapter) Run(ctx context.Context) error { return a.queue.Run(ctx) }
 
 // reserve takes a place in the work queue; false means the queue is full.
-func (a *Adapter) reserve() bool {
-	select {
-	case <-a.slots:
-		return true
-	default:
-		return false
-	}
-}
+func (a *Adapter) reserve() bool { return a.queue.Reserve() }
 
 // submit hands j to the workers in the place reserve took; it never blocks.
-func (a *Adapter) submit(j job) { a.jobs <- j }
+func (a *Adapter) submit(j job) { a.queue.Submit(func(ctx context.Context) { a.work(ctx, j) }) }
 
 // enqueue reserves a place and submits j; false means the queue is full.
 func (a *Adapter) enqueue(j job) bool {
@@ -161,16 +104,7 @@ func (a *Adapter) enqueue(j job) bool {
 	return true
 }
 
-// shutdownGrace is how long a job in progress may continue after Run's context is done
-// (an approved plan finishing its writes and unlocking), before its context is cancelled.
-const shutdownGrace = 20 * time.Second
-
 func (a *Adapter) work(ctx context.Context, j job) {
-	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.jobTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGrace, cancel) })
-	defer stop()
-	ctx = jctx
 	switch {
 	case j.command != nil:
 		a.answerCommand(ctx, j.command)

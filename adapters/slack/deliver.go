@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -11,12 +10,6 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/whypending/whypending/bot"
-)
-
-// maxRateLimitWait caps one Retry-After wait; maxAttempts caps tries per delivery.
-const (
-	maxRateLimitWait = time.Minute
-	maxAttempts      = 5
 )
 
 var errBadRef = errors.New("not a slack message reference")
@@ -33,30 +26,9 @@ func parseRef(r string) (channel, ts string, ok bool) {
 	return channel, ts, ok && channel != "" && ts != ""
 }
 
-// withRetry calls f, waiting out 429 responses as Slack asks (Retry-After, capped at a
-// minute) up to maxAttempts tries; other errors return at once.
+// withRetry calls f, waiting out 429 responses as Slack asks (bot.Deliverer).
 func (a *Adapter) withRetry(ctx context.Context, what string, f func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := f()
-		if err == nil {
-			a.count("ok")
-			return nil
-		}
-		wait, limited := retryAfter(err)
-		if !limited || attempt >= maxAttempts {
-			a.count("error")
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		a.count("rate-limited")
-		a.log.InfoContext(ctx, "slack rate limit; waiting", slog.String("call", what), slog.Duration("retryAfter", wait))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return a.deliver.Do(ctx, what, f)
 }
 
 // retryAfter reports whether err is a 429 and how long to wait: the Retry-After header when
@@ -64,19 +36,13 @@ func (a *Adapter) withRetry(ctx context.Context, what string, f func() error) er
 func retryAfter(err error) (time.Duration, bool) {
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
-		return min(max(rl.RetryAfter, 0), maxRateLimitWait), true
+		return rl.RetryAfter, true
 	}
 	var sc slack.StatusCodeError
 	if errors.As(err, &sc) && sc.Code == 429 {
 		return time.Second, true
 	}
 	return 0, false
-}
-
-func (a *Adapter) count(outcome string) {
-	if a.metrics != nil {
-		a.metrics.Deliveries.WithLabelValues("slack", outcome).Inc()
-	}
 }
 
 // respond posts m to a response_url: in the channel when public, else only to the user;

@@ -1,14 +1,11 @@
 package slack_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,16 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	goslack "github.com/slack-go/slack"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
-	"github.com/whypending/whypending/calico"
-	"github.com/whypending/whypending/internal/testenv"
-	"github.com/whypending/whypending/triage"
-	"github.com/whypending/whypending/triage/collect"
+	"github.com/whypending/whypending/internal/chattest"
 )
 
 // Users of the e2e workspace. Approvers: UALICE directly, members of SOPS (UBOB).
@@ -36,31 +27,16 @@ const (
 	bob       = "UBOB"     // approver through user group SOPS
 	mallory   = "UMALLORY" // not an approver
 	opsGroup  = "SOPS"
-	storeNS   = "whypending"
-	clusterID = "test"
+	clusterID = chattest.ClusterName
 )
-
-// countingExecutor counts executions of approved plans.
-type countingExecutor struct {
-	bot.Executor
-	runs *atomic.Int32
-}
-
-func (c countingExecutor) Execute(ctx context.Context, ap actions.Approved) (actions.Result, error) {
-	c.runs.Add(1)
-	return c.Executor.Execute(ctx, ap)
-}
 
 // e2eEnv is a real control plane with a scenario loaded, the RemediationRequest CRD, fake
 // Slack Web API and response_url endpoints, and one or more bot replicas serving HTTP.
 type e2eEnv struct {
-	cluster  *testenv.Cluster
-	calico   *calico.Client
-	store    *bot.CRDStore
+	*chattest.Env
 	slack    *fakeSlack
 	hooks    *hookRecorder
 	replicas []*httptest.Server
-	runs     atomic.Int32 // executions across replicas
 	seq      atomic.Int32 // response_url paths
 }
 
@@ -78,59 +54,25 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 	if o.replicas == 0 {
 		o.replicas = 1
 	}
-	e := &e2eEnv{}
-	e.cluster = testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, e.cluster, o.scenario)
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := e.cluster.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cluster.Client.CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: storeNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if e.calico, err = calico.NewClient(ctx, e.cluster.Config); err != nil {
-		t.Fatal(err)
-	}
-	e.store = bot.NewCRDStore(e.cluster.Dynamic, storeNS)
+	e := &e2eEnv{Env: chattest.Start(t, o.scenario, o.cached)}
 	e.slack = newFakeSlack(t, map[string][]string{opsGroup: {bob}})
 	e.hooks = newHookRecorder(t)
-	collector := collect.New(e.cluster.Client)
-	if o.cached {
-		cctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		if collector, err = collect.NewCached(cctx, e.cluster.Client); err != nil {
-			t.Fatal(err)
-		}
-	}
-	collector.WithCalico(e.cluster.Config)
 	for range o.replicas {
 		// Each replica has its own bot, runner, Slack client and worker pool; they share the
 		// cluster (and so the RemediationRequests) and the Slack workspace.
-		runner := &actions.Runner{Cluster: clusterID, IPAM: e.calico, LockPolicy: actions.LockAlways,
-			LockTTL: time.Minute, LockOwner: "whypending-e2e"}
 		api := e.slack.api()
 		b := bot.New(bot.Options{
-			Clusters: []*bot.Cluster{{
-				Name: clusterID,
-				Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
-					return collect.Diagnose(ctx, collector, ns, name)
-				}),
-				IPAM: e.calico, Planner: runner, Executor: countingExecutor{runner, &e.runs},
-			}},
-			Store:     e.store,
-			Policy:    bot.Policy{Users: []string{alice}, Groups: []string{opsGroup}, TwoPersonRule: true, Expiry: o.expiry},
-			Directory: slack.NewDirectory(api, time.Minute),
-			Log:       quietLog,
-			Now:       o.now,
+			Clusters: []*bot.Cluster{e.BotCluster()},
+			Store:    e.Store,
+			Policy: bot.Policy{Approvers: map[string]bot.Approvers{"slack": {Users: []string{alice}, Groups: []string{opsGroup}}},
+				TwoPersonRule: true, Expiry: o.expiry},
+			Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+			Log:         chattest.QuietLog,
+			Now:         o.now,
 		})
-		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: quietLog,
+		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: chattest.QuietLog,
 			Metrics: bot.NewMetrics(prometheus.NewRegistry())})
-		e.replicas = append(e.replicas, startAdapter(t, a))
+		e.replicas = append(e.replicas, chattest.Serve(t, a))
 	}
 	return e
 }
@@ -169,14 +111,14 @@ func (e *e2eEnv) click(t *testing.T, replica int, user, actionID, value, ts stri
 // answer waits for the first post to a response_url path.
 func (e *e2eEnv) answer(t *testing.T, path string) hookPost {
 	t.Helper()
-	waitFor(t, 60*time.Second, "an answer on "+path, func() bool { return len(e.hooks.get(path)) > 0 })
+	chattest.WaitFor(t, 60*time.Second, "an answer on "+path, func() bool { return len(e.hooks.get(path)) > 0 })
 	return e.hooks.get(path)[0]
 }
 
 // planPost waits for the n-th chat.postMessage and returns it with its Approve button's value.
 func (e *e2eEnv) planPost(t *testing.T, n int) (webMessage, string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "the plan message", func() bool { posts, _ := e.slack.snapshot(); return len(posts) >= n })
+	chattest.WaitFor(t, 60*time.Second, "the plan message", func() bool { posts, _ := e.slack.snapshot(); return len(posts) >= n })
 	posts, _ := e.slack.snapshot()
 	m := posts[n-1]
 	for _, b := range m.Blocks.BlockSet {
@@ -205,24 +147,6 @@ func (e *e2eEnv) updatesOf(ts string) []webMessage {
 		}
 	}
 	return out
-}
-
-func (e *e2eEnv) record(t *testing.T, id string) *bot.Approval {
-	t.Helper()
-	a, err := e.store.Get(t.Context(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func (e *e2eEnv) leaked(t *testing.T) int {
-	t.Helper()
-	res, err := e.calico.Check(t.Context(), calico.CheckOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(res.LeakedIPs)
 }
 
 // blocksText flattens Block Kit blocks to their text, for assertions on what users see.
@@ -254,14 +178,6 @@ func blocksText(bs goslack.Blocks) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-func auditEvents(a *bot.Approval) []string {
-	var out []string
-	for _, r := range a.History {
-		out = append(out, string(r.Event))
-	}
-	return out
 }
 
 // TestE2EWhyPendingAndReleaseLeakedIPs is the main path on the seed-ipam-leaked
@@ -318,16 +234,16 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		e.click(t, 0, bob, release.ActionID, release.Value, "1764500000.000001")
 		plan, planID := e.planPost(t, 1)
-		if rec := e.record(t, planID); rec.RequestedBy.ID != bob || len(rec.Plan.Items) != 181 {
+		if rec := e.Record(t, planID); rec.RequestedBy.ID != bob || len(rec.Plan.Items) != 181 {
 			t.Fatalf("plan requested by %s with %d items, want bob with 181", rec.RequestedBy.ID, len(rec.Plan.Items))
 		}
 		e.click(t, 0, bob, bot.ActionDeny, planID, plan.TS)
-		waitFor(t, 10*time.Second, "the denied plan message", func() bool { return len(e.updatesOf(plan.TS)) == 1 })
+		chattest.WaitFor(t, 10*time.Second, "the denied plan message", func() bool { return len(e.updatesOf(plan.TS)) == 1 })
 		if u := e.updatesOf(plan.TS)[0]; !strings.Contains(u.Text, "Denied:") {
 			t.Errorf("update = %q, want Denied", u.Text)
 		}
-		if rec := e.record(t, planID); rec.State != bot.StateDenied || strings.Join(auditEvents(rec), ",") != "requested,denied" {
-			t.Errorf("record = %s %v, want Denied with requested,denied", rec.State, auditEvents(rec))
+		if rec := e.Record(t, planID); rec.State != bot.StateDenied || strings.Join(chattest.AuditEvents(rec), ",") != "requested,denied" {
+			t.Errorf("record = %s %v, want Denied with requested,denied", rec.State, chattest.AuditEvents(rec))
 		}
 	})
 
@@ -342,8 +258,8 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	if n := len(e.hooks.get(cmdPath)); n != 0 {
 		t.Errorf("release-ips also answered on response_url %d times, want the plan in the channel only", n)
 	}
-	waitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.record(t, planID).MessageRef != "" })
-	if rec := e.record(t, planID); rec.State != bot.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
+	chattest.WaitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.Record(t, planID).MessageRef != "" })
+	if rec := e.Record(t, planID); rec.State != bot.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
 		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, slack:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channel, plan.TS)
 	}
 
@@ -365,13 +281,13 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			if !strings.Contains(got.Text, r.notice) || got.ResponseType != "ephemeral" || got.ReplaceOriginal {
 				t.Errorf("reply = %q (%s, replace %v), want an ephemeral notice containing %q", got.Text, got.ResponseType, got.ReplaceOriginal, r.notice)
 			}
-			if rec := e.record(t, planID); rec.State != bot.StatePending {
+			if rec := e.Record(t, planID); rec.State != bot.StatePending {
 				t.Errorf("state = %s, want Pending", rec.State)
 			}
 			if updates := e.updatesOf(plan.TS); len(updates) != 0 {
 				t.Errorf("plan message updated %d times by a refusal, want 0", len(updates))
 			}
-			if n := e.leaked(t); n != 181 {
+			if n := e.Leaked(t); n != 181 {
 				t.Errorf("leaked IPs = %d, want 181 (nothing changed)", n)
 			}
 		})
@@ -387,7 +303,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("forged click = %d, want 401", resp.StatusCode)
 		}
-		if rec := e.record(t, planID); rec.State != bot.StatePending {
+		if rec := e.Record(t, planID); rec.State != bot.StatePending {
 			t.Errorf("state = %s, want Pending", rec.State)
 		}
 	})
@@ -397,7 +313,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("click = %d, want 200", status)
 		}
-		waitFor(t, 120*time.Second, "the final plan message", func() bool {
+		chattest.WaitFor(t, 120*time.Second, "the final plan message", func() bool {
 			updates := e.updatesOf(plan.TS)
 			return len(updates) > 0 && strings.Contains(updates[len(updates)-1].Text, "Done:")
 		})
@@ -418,18 +334,18 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if strings.Contains(text, "[Approve]") {
 			t.Errorf("final message still has the Approve button")
 		}
-		rec := e.record(t, planID)
+		rec := e.Record(t, planID)
 		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by bob with 181 done", rec.State, rec.DecidedBy, rec.Result)
 		}
 		// The two refused clicks before (a non-approver's, and alice's own) are on record too.
-		if got, want := strings.Join(auditEvents(rec), ","), "requested,refused,refused,approved,started,finished"; got != want {
+		if got, want := strings.Join(chattest.AuditEvents(rec), ","), "requested,refused,refused,approved,started,finished"; got != want {
 			t.Errorf("audit = %s, want %s", got, want)
 		}
-		if n := e.leaked(t); n != 0 {
+		if n := e.Leaked(t); n != 0 {
 			t.Errorf("leaked IPs after release = %d, want 0", n)
 		}
-		if s, _ := e.calico.LockStatus(t.Context()); !s.Ready {
+		if s, _ := e.Calico.LockStatus(t.Context()); !s.Ready {
 			t.Errorf("datastore left locked")
 		}
 	})
@@ -446,7 +362,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if got := e.answer(t, path); !strings.Contains(got.Text, "already approved by bob") {
 			t.Errorf("reply = %q, want already approved", got.Text)
 		}
-		if n := e.runs.Load(); n != 1 {
+		if n := e.Runs.Load(); n != 1 {
 			t.Errorf("executions = %d, want 1", n)
 		}
 		if updates := e.updatesOf(plan.TS); len(updates) != 2 {
@@ -469,10 +385,10 @@ func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
 		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, bot.ActionApprove, planID, plan.TS) })
 	}
 	wg.Wait()
-	waitFor(t, 120*time.Second, "the final record", func() bool { return e.record(t, planID).State == bot.StateSucceeded })
+	chattest.WaitFor(t, 120*time.Second, "the final record", func() bool { return e.Record(t, planID).State == bot.StateSucceeded })
 	// Every click but the winner gets an "already approved" notice on its response_url.
 	already := 0
-	waitFor(t, 10*time.Second, "three already-approved notices", func() bool {
+	chattest.WaitFor(t, 10*time.Second, "three already-approved notices", func() bool {
 		already = 0
 		for _, p := range paths {
 			for _, h := range e.hooks.get(p) {
@@ -483,20 +399,27 @@ func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
 		}
 		return already == 3
 	})
-	if n := e.runs.Load(); n != 1 {
+	if n := e.Runs.Load(); n != 1 {
 		t.Errorf("executions across replicas = %d, want 1", n)
 	}
-	_, updates := e.slack.snapshot()
-	done := 0
-	for _, u := range updates {
-		if strings.Contains(u.Text, "Done:") {
-			done++
+	// The winner's final chat.update comes after the record says Succeeded.
+	countDone := func() int {
+		_, updates := e.slack.snapshot()
+		n := 0
+		for _, u := range updates {
+			if strings.Contains(u.Text, "Done:") {
+				n++
+			}
 		}
+		return n
 	}
+	chattest.WaitFor(t, 10*time.Second, "the final plan message", func() bool { return countDone() > 0 })
+	time.Sleep(100 * time.Millisecond) // room for a second final update, which must not come
+	done := countDone()
 	if done != 1 || already != 3 {
 		t.Errorf("final updates, already-approved notices = %d, %d, want 1, 3", done, already)
 	}
-	if got, want := strings.Join(auditEvents(e.record(t, planID)), ","), "requested,approved,started,finished"; got != want {
+	if got, want := strings.Join(chattest.AuditEvents(e.Record(t, planID)), ","), "requested,approved,started,finished"; got != want {
 		t.Errorf("audit = %s, want %s", got, want)
 	}
 }
@@ -514,17 +437,17 @@ func TestE2EExpiredPlan(t *testing.T) {
 	if got := e.answer(t, path); !strings.Contains(got.Text, "expired") {
 		t.Errorf("reply = %q, want the plan expired", got.Text)
 	}
-	waitFor(t, 10*time.Second, "the expired plan message", func() bool {
+	chattest.WaitFor(t, 10*time.Second, "the expired plan message", func() bool {
 		_, updates := e.slack.snapshot()
 		return len(updates) == 1 && strings.Contains(updates[0].Text, "Expired:")
 	})
-	if rec := e.record(t, planID); rec.State != bot.StateExpired || strings.Join(auditEvents(rec), ",") != "requested,expired,refused" {
-		t.Errorf("record = %s %v, want Expired with requested,expired,refused (bob's late approval)", rec.State, auditEvents(rec))
+	if rec := e.Record(t, planID); rec.State != bot.StateExpired || strings.Join(chattest.AuditEvents(rec), ",") != "requested,expired,refused" {
+		t.Errorf("record = %s %v, want Expired with requested,expired,refused (bob's late approval)", rec.State, chattest.AuditEvents(rec))
 	}
-	if n := e.runs.Load(); n != 0 {
+	if n := e.Runs.Load(); n != 0 {
 		t.Errorf("executions = %d, want 0", n)
 	}
-	if n := e.leaked(t); n != 181 {
+	if n := e.Leaked(t); n != 181 {
 		t.Errorf("leaked IPs = %d, want 181 (nothing changed)", n)
 	}
 }

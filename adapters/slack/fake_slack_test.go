@@ -180,18 +180,6 @@ func (h *hookRecorder) count() int {
 	return n
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // sign returns Slack's v0 signature of body at ts with secret.
 func sign(secret string, ts time.Time, body string) string {
 	mac := hmac.New(sha256.New, []byte(secret))

@@ -1,15 +1,10 @@
 package slack_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,53 +12,10 @@ import (
 
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/internal/chattest"
 )
 
 const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
-
-var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// recordingCore answers every command with its text and counts calls; block, when set,
-// holds commands until closed.
-type recordingCore struct {
-	commands atomic.Int32
-	clicks   atomic.Int32
-	block    chan struct{}
-	mu       sync.Mutex
-	last     bot.Request
-}
-
-func (c *recordingCore) Command(_ context.Context, req bot.Request) bot.Reply {
-	if c.block != nil {
-		<-c.block
-	}
-	c.mu.Lock()
-	c.last = req
-	c.mu.Unlock()
-	c.commands.Add(1)
-	return bot.Reply{Message: bot.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
-}
-
-func (c *recordingCore) Click(context.Context, bot.Click, func(context.Context, bot.Message)) bot.Outcome {
-	c.clicks.Add(1)
-	return bot.Outcome{Notice: "clicked"}
-}
-
-func (c *recordingCore) Attach(context.Context, string, string) error { return nil }
-
-// startAdapter serves a's routes on a loopback listener and runs its workers until the test
-// ends.
-func startAdapter(t testing.TB, a *slack.Adapter) *httptest.Server {
-	t.Helper()
-	s := bot.NewServer(prometheus.NewRegistry(), quietLog)
-	a.Mount(s)
-	srv := httptest.NewServer(s.Handler())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = a.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; srv.Close() })
-	return srv
-}
 
 func TestServeCommandVerifiesSignature(t *testing.T) {
 	now := time.Now()
@@ -86,10 +38,10 @@ func TestServeCommandVerifiesSignature(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			core := &recordingCore{}
+			core := &chattest.RecordingCore{}
 			hooks := newHookRecorder(t)
-			a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: quietLog})
-			srv := startAdapter(t, a)
+			a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: chattest.QuietLog})
+			srv := chattest.Serve(t, a)
 			body := commandBody("/why-pending", "shop/web-7f9c", "U0ALICE", "alice", "C0OPS", hooks.url("/c/1"))
 			req := signedRequest(t, srv.URL+"/slack/commands", tt.secret, now.Add(-tt.age), body)
 			if tt.tamper {
@@ -110,7 +62,7 @@ func TestServeCommandVerifiesSignature(t *testing.T) {
 				t.Fatalf("POST /slack/commands = %d %q, want %d containing %q", resp.StatusCode, got, tt.wantStatus, tt.wantBody)
 			}
 			if tt.wantStatus != 200 {
-				if n := core.commands.Load(); n != 0 {
+				if n := core.Commands.Load(); n != 0 {
 					t.Errorf("core answered %d commands, want 0 (refused request)", n)
 				}
 				return
@@ -120,7 +72,7 @@ func TestServeCommandVerifiesSignature(t *testing.T) {
 			if ack.Text != "Working on it…" {
 				t.Errorf("ack text = %q, want the ephemeral working-on-it", ack.Text)
 			}
-			waitFor(t, 5*time.Second, "the follow-up on response_url", func() bool { return len(hooks.get("/c/1")) == 1 })
+			chattest.WaitFor(t, 5*time.Second, "the follow-up on response_url", func() bool { return len(hooks.get("/c/1")) == 1 })
 			p := hooks.get("/c/1")[0]
 			if p.ResponseType != "in_channel" || !strings.Contains(p.Text, "answer to /why-pending shop/web-7f9c") {
 				t.Errorf("follow-up = %q (%s), want the in-channel answer", p.Text, p.ResponseType)
@@ -130,10 +82,10 @@ func TestServeCommandVerifiesSignature(t *testing.T) {
 }
 
 func TestServeInteractionVerifiesSignature(t *testing.T) {
-	core := &recordingCore{}
+	core := &chattest.RecordingCore{}
 	hooks := newHookRecorder(t)
-	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: quietLog})
-	srv := startAdapter(t, a)
+	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: chattest.QuietLog})
+	srv := chattest.Serve(t, a)
 	body := clickBody(t, "U0BOB", "bob", "C0OPS", "1764504000.000001", "approve", "rr-x", hooks.url("/i/1"))
 
 	bad := signedRequest(t, srv.URL+"/slack/interactions", "wrong", time.Now(), body)
@@ -163,17 +115,17 @@ func TestServeInteractionVerifiesSignature(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("signed click = %d, want 200", resp.StatusCode)
 	}
-	waitFor(t, 5*time.Second, "the click notice", func() bool { return len(hooks.get("/i/1")) == 1 })
-	if n := core.clicks.Load(); n != 1 {
+	chattest.WaitFor(t, 5*time.Second, "the click notice", func() bool { return len(hooks.get("/i/1")) == 1 })
+	if n := core.Clicks.Load(); n != 1 {
 		t.Errorf("core saw %d clicks, want 1 (only the signed, fresh one)", n)
 	}
 }
 
 func TestAckBeforeSlowAnswer(t *testing.T) {
-	core := &recordingCore{block: make(chan struct{})}
+	core := &chattest.RecordingCore{Block: make(chan struct{})}
 	hooks := newHookRecorder(t)
-	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: quietLog})
-	srv := startAdapter(t, a)
+	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: chattest.QuietLog})
+	srv := chattest.Serve(t, a)
 	body := commandBody("/ipam", "check", "U0ALICE", "alice", "C0OPS", hooks.url("/c/slow"))
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(signedRequest(t, srv.URL+"/slack/commands", testSecret, start, body))
@@ -187,18 +139,18 @@ func TestAckBeforeSlowAnswer(t *testing.T) {
 	if n := len(hooks.get("/c/slow")); n != 0 {
 		t.Fatalf("follow-ups before the answer was ready = %d, want 0", n)
 	}
-	close(core.block)
-	waitFor(t, 5*time.Second, "the follow-up after the slow answer", func() bool { return len(hooks.get("/c/slow")) == 1 })
+	close(core.Block)
+	chattest.WaitFor(t, 5*time.Second, "the follow-up after the slow answer", func() bool { return len(hooks.get("/c/slow")) == 1 })
 }
 
 func TestFollowUpWaitsOutRateLimit(t *testing.T) {
-	core := &recordingCore{}
+	core := &chattest.RecordingCore{}
 	hooks := newHookRecorder(t)
 	hooks.limitNext.Store(1)
 	reg := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(reg)
-	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: quietLog, Metrics: metrics})
-	srv := startAdapter(t, a)
+	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: chattest.QuietLog, Metrics: metrics})
+	srv := chattest.Serve(t, a)
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(signedRequest(t, srv.URL+"/slack/commands", testSecret, start,
 		commandBody("/whypending", "help", "U0ALICE", "alice", "C0OPS", hooks.url("/c/429"))))
@@ -206,7 +158,7 @@ func TestFollowUpWaitsOutRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	waitFor(t, 10*time.Second, "the follow-up after a 429", func() bool { return len(hooks.get("/c/429")) == 1 })
+	chattest.WaitFor(t, 10*time.Second, "the follow-up after a 429", func() bool { return len(hooks.get("/c/429")) == 1 })
 	if took := hooks.get("/c/429")[0].At.Sub(start); took < time.Second {
 		t.Errorf("follow-up delivered %s after the command, want at least the 1 s Retry-After", took)
 	}
@@ -231,7 +183,7 @@ func TestFollowUpWaitsOutRateLimit(t *testing.T) {
 func TestUpdateMessageWaitsOutRateLimit(t *testing.T) {
 	fake := newFakeSlack(t, nil)
 	fake.limitUpdates.Store(1)
-	a := slack.New(slack.Options{Core: &recordingCore{}, API: fake.api(), Log: quietLog})
+	a := slack.New(slack.Options{Core: &chattest.RecordingCore{}, API: fake.api(), Log: chattest.QuietLog})
 	start := time.Now()
 	if err := a.UpdateMessage(t.Context(), "slack:C0OPS/1764504000.000001", bot.Message{Title: "Expired: release 3 leaked IPs"}); err != nil {
 		t.Fatalf("UpdateMessage: %v", err)

@@ -50,7 +50,7 @@ func Render(m bot.Message) (blocks []slack.Block, fallback string) {
 	title := severityMark[m.Severity] + m.Title
 	fallback = fitEscaped(title, maxFallbackText)
 	if m.Title != "" {
-		blocks = append(blocks, slack.NewHeaderBlock(plain(fitPlain(title, maxHeaderText))))
+		blocks = append(blocks, slack.NewHeaderBlock(plain(bot.Cut(title, maxHeaderText))))
 	} else if len(m.Sections) > 0 {
 		fallback = fitEscaped(m.Sections[0].Text, maxFallbackText)
 	}
@@ -117,41 +117,16 @@ func sectionBlocks(s bot.Section) []slack.Block {
 // tableText lays a table out as aligned, preformatted text: at most maxTableRows rows and
 // maxSectionText characters, then "… and N more rows".
 func tableText(t *bot.Table) string {
-	widths := make([]int, len(t.Columns))
-	cell := func(row []string, i int) string {
-		if i < len(row) {
-			return fitPlain(oneLine(row[i]), maxCellRunes)
-		}
-		return ""
-	}
-	for i, c := range t.Columns {
-		widths[i] = utf8.RuneCountInString(fitPlain(c, maxCellRunes))
-	}
-	shown := min(len(t.Rows), maxTableRows)
-	for _, r := range t.Rows[:shown] {
-		for i := range widths {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell(r, i)))
-		}
-	}
-	line := func(cells func(i int) string) string {
-		var b strings.Builder
-		for i, w := range widths {
-			c := cells(i)
-			b.WriteString(c)
-			if i < len(widths)-1 {
-				b.WriteString(strings.Repeat(" ", w-utf8.RuneCountInString(c)+2))
-			}
-		}
-		return escape(defuseFences(strings.TrimRight(b.String(), " ")))
-	}
+	lines := bot.TableLines(t, maxTableRows, maxCellRunes)
+	line := func(l string) string { return escape(bot.DefuseFences(l)) }
 	const fence = "```"
 	more := func(n int) string { return fmt.Sprintf("\n… and %d more rows", n) }
 	var b strings.Builder
-	b.WriteString(fence + "\n" + line(func(i int) string { return fitPlain(t.Columns[i], maxCellRunes) }))
+	b.WriteString(fence + "\n" + line(lines[0]))
 	budget := maxSectionText - len(fence) - utf8.RuneCountInString(more(len(t.Rows))) - 1
 	n := 0
-	for ; n < shown; n++ {
-		l := "\n" + line(func(i int) string { return cell(t.Rows[n], i) })
+	for ; n < len(lines)-1; n++ {
+		l := "\n" + line(lines[n+1])
 		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
 			break
 		}
@@ -170,7 +145,7 @@ func linesText(lines []string) string {
 	n := 0
 	budget := maxSectionText - 40
 	for ; n < len(lines) && n < maxLines; n++ {
-		l := "• " + fitEscaped(oneLine(lines[n]), 500)
+		l := "• " + fitEscaped(bot.OneLine(lines[n]), 500)
 		if n > 0 {
 			l = "\n" + l
 		}
@@ -193,13 +168,13 @@ func codeText(code string) string {
 	budget := maxSectionText - 2*len(fence) - 40
 	n := 0
 	for ; n < len(lines); n++ {
-		l := escape(defuseFences(lines[n]))
+		l := escape(bot.DefuseFences(lines[n]))
 		if n > 0 {
 			l = "\n" + l
 		}
 		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
 			if n == 0 { // one huge line: cut it
-				b.WriteString(fitEscaped(defuseFences(lines[0]), budget))
+				b.WriteString(fitEscaped(bot.DefuseFences(lines[0]), budget))
 				n = 1
 			}
 			break
@@ -227,8 +202,8 @@ func actionsBlock(buttons []bot.Button) *slack.ActionBlock {
 			id = fmt.Sprintf("%s#%d", id, n)
 		}
 		seen[btn.ActionID]++
-		e := slack.NewButtonBlockElement(fitPlain(id, maxActionID), fitPlain(btn.Value, maxButtonValue),
-			plain(fitPlain(btn.Label, maxButtonText)))
+		e := slack.NewButtonBlockElement(bot.Cut(id, maxActionID), bot.Cut(btn.Value, maxButtonValue),
+			plain(bot.Cut(btn.Label, maxButtonText)))
 		switch btn.Style {
 		case "primary":
 			e.Style = slack.StylePrimary
@@ -237,10 +212,10 @@ func actionsBlock(buttons []bot.Button) *slack.ActionBlock {
 		}
 		if c := btn.Confirm; c != nil {
 			e.Confirm = slack.NewConfirmationBlockObject(
-				plain(fitPlain(c.Title, maxConfirmTitle)),
-				plain(fitPlain(c.Text, maxConfirmText)),
-				plain(fitPlain(nonEmptyOr(c.Confirm, "Confirm"), maxConfirmButton)),
-				plain(fitPlain(nonEmptyOr(c.Deny, "Cancel"), maxConfirmButton)))
+				plain(bot.Cut(c.Title, maxConfirmTitle)),
+				plain(bot.Cut(c.Text, maxConfirmText)),
+				plain(bot.Cut(nonEmptyOr(c.Confirm, "Confirm"), maxConfirmButton)),
+				plain(bot.Cut(nonEmptyOr(c.Deny, "Cancel"), maxConfirmButton)))
 			if btn.Style == "danger" {
 				e.Confirm.Style = slack.StyleDanger
 			}
@@ -282,24 +257,6 @@ func fitEscaped(s string, limit int) string {
 		n += utf8.RuneCountInString(piece)
 	}
 	return b.String() + "…"
-}
-
-// fitPlain cuts plain text (no escaping: plain_text is not parsed) to limit characters.
-func fitPlain(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:limit-1]) + "…"
-}
-
-// defuseFences breaks "```" inside text so it cannot close our code block early.
-func defuseFences(s string) string {
-	return strings.ReplaceAll(s, "```", "`\u200b`\u200b`")
-}
-
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
 }
 
 func nonEmpty(s string) string { return nonEmptyOr(s, "-") }

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/whypending/whypending/adapters/slack"
+	"github.com/whypending/whypending/internal/chattest"
 )
 
 // TestSocketMode drives a real socketmode.Client against slacktest's WebSocket: a slash
@@ -19,10 +20,10 @@ import (
 func TestSocketMode(t *testing.T) {
 	fake := newFakeSlack(t, nil)
 	hooks := newHookRecorder(t)
-	core := &recordingCore{}
+	core := &chattest.RecordingCore{}
 	api := goslack.New("xoxb-test-token", goslack.OptionAPIURL(fake.srv.GetAPIURL()), goslack.OptionAppLevelToken("xapp-test-token"))
 	client := socketmode.New(api, socketmode.OptionPingInterval(time.Minute))
-	a := slack.New(slack.Options{Core: core, API: api, Log: quietLog})
+	a := slack.New(slack.Options{Core: core, API: api, Log: chattest.QuietLog})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
@@ -61,11 +62,11 @@ func TestSocketMode(t *testing.T) {
 		"api_app_id": "A0WHYPEND", "is_enterprise_install": "false", "response_url": hooks.url("/socket/cmd"),
 		"trigger_id": "1.2.3",
 	}))
-	waitFor(t, 10*time.Second, "the command ack on the socket", func() bool { _, ok := acked("env-command"); return ok })
+	chattest.WaitFor(t, 10*time.Second, "the command ack on the socket", func() bool { _, ok := acked("env-command"); return ok })
 	if m, _ := acked("env-command"); !strings.Contains(m, "Working on it") {
 		t.Errorf("command ack = %s, want the ephemeral Working on it… payload", m)
 	}
-	waitFor(t, 10*time.Second, "the answer on response_url", func() bool { return len(hooks.get("/socket/cmd")) == 1 })
+	chattest.WaitFor(t, 10*time.Second, "the answer on response_url", func() bool { return len(hooks.get("/socket/cmd")) == 1 })
 	if got := hooks.get("/socket/cmd")[0].Text; !strings.Contains(got, "answer to /why-pending shop/web-7f9c") {
 		t.Errorf("answer = %q, want the core's answer", got)
 	}
@@ -73,9 +74,9 @@ func TestSocketMode(t *testing.T) {
 	var payload map[string]any
 	_ = json.Unmarshal(clickPayload(t, "U0BOB", "bob", "C0OPS", "1764504000.000001", "approve", "rr-x", hooks.url("/socket/click")), &payload)
 	fake.srv.SendToWebsocket(envelope("env-click", "interactive", payload))
-	waitFor(t, 10*time.Second, "the click ack on the socket", func() bool { _, ok := acked("env-click"); return ok })
-	waitFor(t, 10*time.Second, "the click's reply", func() bool { return len(hooks.get("/socket/click")) == 1 })
-	if n := core.clicks.Load(); n != 1 {
+	chattest.WaitFor(t, 10*time.Second, "the click ack on the socket", func() bool { _, ok := acked("env-click"); return ok })
+	chattest.WaitFor(t, 10*time.Second, "the click's reply", func() bool { return len(hooks.get("/socket/click")) == 1 })
+	if n := core.Clicks.Load(); n != 1 {
 		t.Errorf("clicks handled = %d, want 1", n)
 	}
 }

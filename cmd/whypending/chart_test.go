@@ -344,7 +344,7 @@ func TestChartValues(t *testing.T) {
 	t.Run("the rendered config is one the bot accepts", func(t *testing.T) {
 		cfg, err := bot.ParseConfig(renderedConfig(t, renderChart(t, "wp", "ops")))
 		// The default values name no approver; NOTES says so, and that is the only gap.
-		if err == nil || err.Error() != "approvals.approvers: name at least one user or group; otherwise nobody can approve a repair" {
+		if err == nil || err.Error() != "approvals.approvers: name at least one user, group or role; otherwise nobody can approve a repair" {
 			t.Errorf("default values: ParseConfig = %v, %v; want only the missing approvers", cfg, err)
 		}
 		cfg, err = bot.ParseConfig(renderedConfig(t, renderChart(t, "wp", "ops", "--set", "config.approvals.approvers.users[0]=U024BE7LH")))

@@ -37,7 +37,7 @@ const (
 var (
 	crashAlice  = bot.Principal{Platform: "slack", Team: "T1", ID: "U0ALICE", Name: "alice"}
 	crashBob    = bot.Principal{Platform: "slack", Team: "T1", ID: "U0BOB", Name: "bob"}
-	crashPolicy = bot.Policy{Users: []string{"U0BOB"}, TwoPersonRule: true, Expiry: 15 * time.Minute}
+	crashPolicy = bot.Policy{Approvers: map[string]bot.Approvers{"slack": {Users: []string{"U0BOB"}}}, TwoPersonRule: true, Expiry: 15 * time.Minute}
 )
 
 // crashRunner is the runner serve builds for cluster "test" with the store namespace

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,6 +20,8 @@ import (
 	"github.com/whypending/whypending"
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/console"
+	"github.com/whypending/whypending/adapters/discord"
+	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage/collect"
@@ -39,7 +42,7 @@ const (
 )
 
 func newDemoCommand() *cobra.Command {
-	var dir string
+	var dir, render string
 	var only []string
 	var parallel int
 	cmd := &cobra.Command{
@@ -56,7 +59,11 @@ With a terminal on stdin it prompts for commands:
   /quit
 Without a terminal it answers every scenario's stuck pod, plays the approval flow on the
 leaked-IP scenario (alice plans the release, cannot approve it herself, bob approves, a check
-shows 0 leaked), then answers any commands piped on stdin, and exits.`,
+shows 0 leaked), then answers any commands piped on stdin, and exits.
+
+--render discord prints each answer as the JSON Discord receives (the edit of the deferred
+response, then any follow-ups: embeds, buttons, allowed_mentions); --render slack prints the
+Block Kit message.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var fsys fs.FS = whypending.Scenarios
@@ -64,17 +71,41 @@ shows 0 leaked), then answers any commands piped on stdin, and exits.`,
 			if dir != "" {
 				fsys, root = os.DirFS(dir), "."
 			}
+			renderer, ok := demoRenderers[render]
+			if !ok {
+				return fmt.Errorf("--render %q: want text, discord or slack", render)
+			}
 			defer testenv.Shutdown() // the shared etcd and the temp dir
-			return runDemo(cmd.Context(), fsys, root, only, parallel, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runDemo(cmd.Context(), fsys, root, only, parallel, renderer, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&dir, "scenarios", "", "load scenarios from this folder instead of the embedded ones (each subfolder: manifests.yaml, expected.yaml)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "load only these scenarios (folder names)")
 	cmd.Flags().IntVar(&parallel, "parallel", 2, "how many clusters to start at once")
+	cmd.Flags().StringVar(&render, "render", "text", "show answers as text, or as the JSON a chat platform receives: discord (embeds and buttons), slack (Block Kit)")
 	return cmd
 }
 
-func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parallel int, stdin io.Reader, stdout, stderr io.Writer) error {
+// demoRenderers are the forms --render shows answers in.
+var demoRenderers = map[string]console.Renderer{
+	"text":    console.Render,
+	"discord": discord.WriteJSON,
+	"slack": func(w io.Writer, m bot.Message) error {
+		blocks, text := slack.Render(m)
+		b, err := json.MarshalIndent(map[string]any{"text": text, "blocks": blocks}, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode slack message: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	},
+}
+
+// runDemo runs the demo; render shows each answer (nil: console.Render).
+func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parallel int, render console.Renderer, stdin io.Reader, stdout, stderr io.Writer) error {
+	if render == nil {
+		render = console.Render
+	}
 	scenarios, err := readScenarios(fsys, root, only)
 	if err != nil {
 		return err
@@ -101,7 +132,7 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	}
 	core := bot.New(bot.Options{
 		Clusters: botClusters,
-		Policy:   bot.Policy{Users: []string{demoRequester, demoApprover}, TwoPersonRule: true},
+		Policy:   bot.Policy{Approvers: map[string]bot.Approvers{"console": {Users: []string{demoRequester, demoApprover}}}, TwoPersonRule: true},
 		LockNote: "The datastore is locked while the repair writes, and always unlocked after.",
 		Log:      slog.New(slog.DiscardHandler),
 	})
@@ -110,9 +141,9 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 		return demoAnswer(ctx, clusters, session, line)
 	}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		console.Render(stdout, demoHelp(clusters))
+		render(stdout, demoHelp(clusters))
 		fmt.Fprintln(stdout)
-		return console.Run(ctx, stdin, stdout, "whypending> ", handle)
+		return console.Run(ctx, stdin, stdout, "whypending> ", handle, render)
 	}
 	var script []string
 	for _, c := range clusters {
@@ -122,11 +153,11 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	for _, line := range script {
 		fmt.Fprintf(stdout, "%s> %s\n", session.User(), line)
 		for _, m := range handle(ctx, line) {
-			console.Render(stdout, m)
+			render(stdout, m)
 			fmt.Fprintln(stdout)
 		}
 	}
-	return console.Run(ctx, stdin, stdout, "", handle)
+	return console.Run(ctx, stdin, stdout, "", handle, render)
 }
 
 // readScenarios reads every scenario folder under root (sorted by name), or only those named.

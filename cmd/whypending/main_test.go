@@ -167,7 +167,7 @@ func writeFile(t *testing.T, path, content string) {
 func TestDemoWithoutTerminal(t *testing.T) {
 	var out, progress bytes.Buffer
 	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/why-pending nosuchns/frontend\n/ipam check --cluster seed-ipam-leaked\n")
-	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked"}, 2, stdin, &out, &progress)
+	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked"}, 2, nil, stdin, &out, &progress)
 	if err != nil {
 		t.Fatalf("runDemo: %v\nprogress:\n%s", err, progress.String())
 	}
@@ -188,5 +188,44 @@ func TestDemoWithoutTerminal(t *testing.T) {
 	}
 	if n := strings.Count(got, "Calico IPAM on seed-ipam-leaked: no problems found"); n != 2 {
 		t.Errorf("clean checks after the repair = %d, want 2 (scripted and piped)\n%s", n, got)
+	}
+}
+
+// TestDemoRendersForDiscord shows an answer the way Discord receives it: the request bodies
+// as JSON, with the embed, the node table in a code block and no mentions allowed.
+func TestDemoRendersForDiscord(t *testing.T) {
+	var out, progress bytes.Buffer
+	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu"}, 1,
+		demoRenderers["discord"], strings.NewReader(""), &out, &progress)
+	if err != nil {
+		t.Fatalf("runDemo: %v\nprogress:\n%s", err, progress.String())
+	}
+	got := out.String()
+	start := strings.Index(got, "alice> /why-pending seed-frontend-cpu/frontend\n")
+	if start < 0 {
+		t.Fatalf("demo output lacks the scripted question:\n%s", got)
+	}
+	var bodies []struct {
+		Embeds []struct {
+			Title  string
+			Color  int
+			Fields []struct{ Name, Value string }
+		}
+		AllowedMentions struct{ Parse []string } `json:"allowed_mentions"`
+	}
+	dec := json.NewDecoder(strings.NewReader(got[start+len("alice> /why-pending seed-frontend-cpu/frontend\n"):]))
+	if err := dec.Decode(&bodies); err != nil || len(bodies) == 0 || len(bodies[0].Embeds) != 1 {
+		t.Fatalf("answer is not Discord JSON (%v):\n%s", err, got)
+	}
+	e := bodies[0].Embeds[0]
+	if e.Title != "seed-frontend-cpu/frontend is Pending: insufficient-cpu" || e.Color == 0 || bodies[0].AllowedMentions.Parse == nil {
+		t.Errorf("first embed = %q colour %#x, allowed_mentions %+v", e.Title, e.Color, bodies[0].AllowedMentions)
+	}
+	table := false
+	for _, f := range e.Fields {
+		table = table || (f.Name == "Why not here (per node)" && strings.HasPrefix(f.Value, "```\nNODE"))
+	}
+	if !table {
+		t.Errorf("no per-node table in a code block: %+v", e.Fields)
 	}
 }

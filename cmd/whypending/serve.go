@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
@@ -36,12 +37,13 @@ func newServeCommand() *cobra.Command {
 	var configPath string
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
-		Short: "Run the chat bot (Slack HTTP or Socket Mode) with /healthz, /readyz and /metrics",
+		Short: "Run the chat bot (Slack HTTP or Socket Mode, Discord HTTP or gateway) with /healthz, /readyz and /metrics",
 		Long: `Run the chat bot. The config file (see config.example.yaml) names the clusters, the
-Slack app, the approvers and the approval policy. Secrets come from environment variables or
-files named in the config: by default SLACK_SIGNING_SECRET (HTTP mode), SLACK_BOT_TOKEN and
-SLACK_APP_TOKEN (Socket Mode). An invalid config is reported one problem per line, each with
-its key path, and the bot does not start.`,
+Slack app and the Discord application (each platform whose section is present is served), the
+approvers and the approval policy. Secrets come from environment variables or files named in
+the config: by default SLACK_SIGNING_SECRET (HTTP mode), SLACK_BOT_TOKEN and SLACK_APP_TOKEN
+(Socket Mode), DISCORD_BOT_TOKEN and DISCORD_PUBLIC_KEY (HTTP mode). An invalid config is
+reported one problem per line, each with its key path, and the bot does not start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), configPath, cmd.ErrOrStderr(), nil)
@@ -60,9 +62,17 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	secrets, err := cfg.ResolveSlack(os.LookupEnv, os.ReadFile)
-	if err != nil {
-		return fmt.Errorf("config %s:\n%w", configPath, err)
+	var secrets bot.SlackSecrets
+	if cfg.SlackEnabled() {
+		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
+			return fmt.Errorf("config %s:\n%w", configPath, err)
+		}
+	}
+	var discordSecrets bot.DiscordSecrets
+	if cfg.DiscordEnabled() {
+		if discordSecrets, err = cfg.ResolveDiscord(os.LookupEnv, os.ReadFile); err != nil {
+			return fmt.Errorf("config %s:\n%w", configPath, err)
+		}
 	}
 
 	reg := prometheus.NewRegistry()
@@ -105,13 +115,28 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		lockNote = fmt.Sprintf("The Calico datastore is locked while it runs (new pods wait; at most %s).", cfg.Lock.MaxDuration.Duration)
 	}
 	b := bot.New(bot.Options{
-		Clusters: clusters, Store: store, Policy: cfg.Policy(), Directory: slack.NewDirectory(api, time.Minute),
-		LockNote: lockNote, AllowedChannels: cfg.Channels.Allowed, Metrics: metrics, Log: log,
+		Clusters: clusters, Store: store, Policy: cfg.Policy(),
+		Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(), Metrics: metrics, Log: log,
 	})
 	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics, Log: log})
 	server := bot.NewServer(reg, log, checks...)
-	if cfg.Slack.Mode == "http" {
-		adapter.Mount(server)
+	platforms := bot.Platforms{}
+	if cfg.SlackEnabled() {
+		platforms["slack"] = adapter
+		if cfg.Slack.Mode == "http" {
+			adapter.Mount(server)
+		}
+	}
+	var discordAdapter *discord.Adapter
+	if cfg.DiscordEnabled() {
+		if discordAdapter, err = startDiscord(ctx, cfg, discordSecrets, b, metrics, log); err != nil {
+			return err
+		}
+		platforms[discord.Platform] = discordAdapter
+		if cfg.Discord.Mode == "http" {
+			discordAdapter.Mount(server)
+		}
 	}
 
 	var lc net.ListenConfig
@@ -119,7 +144,8 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", cfg.Slack.Mode),
+	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", platformMode(cfg.SlackEnabled(), cfg.Slack.Mode)),
+		slog.String("discord", platformMode(cfg.DiscordEnabled(), cfg.Discord.Mode)),
 		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend))
 	if listening != nil {
 		listening <- ln.Addr().String()
@@ -127,22 +153,30 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Serve(gctx, ln) })
-	g.Go(func() error { return adapter.Run(gctx) })
+	if cfg.SlackEnabled() {
+		g.Go(func() error { return adapter.Run(gctx) })
+	}
+	if discordAdapter != nil {
+		g.Go(func() error { return discordAdapter.Run(gctx) })
+		if cfg.Discord.Mode == "gateway" {
+			g.Go(func() error { return discordAdapter.RunGateway(gctx) })
+		}
+	}
 	if cfg.Digest.Schedule != "" {
-		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, adapter, cs.store, log) })
+		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, cs.store, log) })
 	}
 	g.Go(func() error {
 		b.Approvals().RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m bot.Message) {
 			if a.MessageRef == "" {
 				return
 			}
-			if err := adapter.UpdateMessage(ctx, a.MessageRef, m); err != nil {
+			if err := platforms.UpdateMessage(ctx, a.MessageRef, m); err != nil {
 				log.WarnContext(ctx, "update plan message", slog.String("plan", a.Plan.ID), slog.String("state", string(a.State)), slog.Any("err", err))
 			}
 		})
 		return nil
 	})
-	if cfg.Slack.Mode == "socket" {
+	if cfg.SlackEnabled() && cfg.Slack.Mode == "socket" {
 		g.Go(func() error {
 			return adapter.RunSocketMode(gctx, socketmode.New(api))
 		})

@@ -1,0 +1,512 @@
+package discord_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/whypending/whypending/adapters/discord"
+)
+
+// IDs of the test application and guild.
+const (
+	appID     = "1100000000000000001"
+	guildID   = "1200000000000000001"
+	channelID = "1300000000000000001"
+	botToken  = "test-bot-token"
+)
+
+// fakeDiscord is Discord's REST API for tests: it speaks the wire format of the endpoints
+// the adapter calls (API v9), records every call, keeps registered commands, and answers
+// 429 with a retry_after body when asked to.
+type fakeDiscord struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	calls    []restCall
+	byToken  map[string][]int                           // interaction token -> indexes in calls
+	commands map[string][]*discordgo.ApplicationCommand // by "<app>/<guild>"
+	commIDs  map[string]string                          // command ID by "<app>/<guild>/<name>"
+	channels map[string]string                          // interaction token -> channel ID
+	original map[string]string                          // interaction token -> message ID of @original
+	limit    map[string]int                             // route -> 429 answers still to give
+	acked    map[string]bool                            // interaction IDs with a response
+	nextID   atomic.Int64
+}
+
+// restCall is one recorded request.
+type restCall struct {
+	Method, Route, Path string
+	Auth                string
+	Status              int
+	Body                []byte
+	At                  time.Time
+	// Message is the message the call created or edited (nil for others).
+	Message *discordgo.Message
+}
+
+func newFakeDiscord(t testing.TB) *fakeDiscord {
+	t.Helper()
+	f := &fakeDiscord{
+		commands: map[string][]*discordgo.ApplicationCommand{}, commIDs: map[string]string{},
+		channels: map[string]string{}, original: map[string]string{}, limit: map[string]int{}, byToken: map[string][]int{},
+		acked: map[string]bool{},
+	}
+	f.nextID.Store(1400000000000000000)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", f.handle("callback", false, f.callback))
+	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/{msg}", f.handle("webhook-edit", false, f.webhookEdit))
+	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", f.handle("followup", false, f.followup))
+	mux.HandleFunc("PATCH /api/v9/channels/{channel}/messages/{msg}", f.handle("channel-edit", true, f.channelEdit))
+	mux.HandleFunc("POST /api/v9/channels/{channel}/messages", f.handle("channel-send", true, f.channelSend))
+	mux.HandleFunc("PUT /api/v9/applications/{app}/guilds/{guild}/commands", f.handle("commands", true, f.putCommands))
+	mux.HandleFunc("PUT /api/v9/applications/{app}/commands", f.handle("commands", true, f.putCommands))
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// session returns a REST session for the bot token pointed at the fake through the
+// adapter's apiURL rewrite (the way discord.apiURL works in production).
+func (f *fakeDiscord) session(t testing.TB) *discordgo.Session {
+	t.Helper()
+	s, err := discord.NewSession(botToken, f.srv.URL+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// rateLimit makes the next n calls of route answer 429.
+func (f *fakeDiscord) rateLimit(route string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limit[route] = n
+}
+
+// expect tells the fake which channel an interaction token's messages are in (Discord knows
+// it from the interaction).
+func (f *fakeDiscord) expect(token, channel string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.channels[token] = channel
+}
+
+type handler func(r *http.Request, body []byte) (status int, reply any, msg *discordgo.Message)
+
+// handle records the call, checks the bot token where Discord needs one, answers 429 when
+// asked to, and runs h.
+func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		limited := f.limit[route] > 0
+		if limited {
+			f.limit[route]--
+		}
+		f.mu.Unlock()
+		if limited {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"message": "You are being rate limited.", "retry_after": 0.25, "global": false}`)
+			return
+		}
+		if needsBot && r.Header.Get("Authorization") != "Bot "+botToken {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"message": "401: Unauthorized", "code": 0}`)
+			return
+		}
+		status, reply, msg := h(r, body)
+		f.mu.Lock()
+		f.calls = append(f.calls, restCall{Method: r.Method, Route: route, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
+			Status: status, Body: body, At: time.Now(), Message: msg})
+		if token := r.PathValue("token"); token != "" {
+			f.byToken[token] = append(f.byToken[token], len(f.calls)-1)
+		}
+		f.mu.Unlock()
+		if reply == nil {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(reply)
+	}
+}
+
+func (f *fakeDiscord) id() string { return strconv.FormatInt(f.nextID.Add(1), 10) }
+
+// callback is Create Interaction Response: an interaction takes one response.
+func (f *fakeDiscord) callback(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	var resp struct {
+		Type discordgo.InteractionResponseType `json:"type"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil || resp.Type == 0 {
+		return http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035}, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acked[r.PathValue("id")] {
+		return http.StatusBadRequest, map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060}, nil
+	}
+	f.acked[r.PathValue("id")] = true
+	return http.StatusNoContent, nil, nil
+}
+
+// message builds the message Discord returns for a create or edit with body.
+func (f *fakeDiscord) message(id, channel string, body []byte, flags discordgo.MessageFlags) (*discordgo.Message, error) {
+	var content struct {
+		Embeds          []*discordgo.MessageEmbed `json:"embeds"`
+		Components      json.RawMessage           `json:"components"`
+		AllowedMentions *struct {
+			Parse []string `json:"parse"`
+		} `json:"allowed_mentions"`
+		Flags discordgo.MessageFlags `json:"flags"`
+	}
+	if err := json.Unmarshal(body, &content); err != nil {
+		return nil, err
+	}
+	raw := map[string]any{
+		"id": id, "channel_id": channel, "type": 0, "content": "", "embeds": content.Embeds,
+		"timestamp": time.Now().UTC().Format(time.RFC3339), "flags": flags | content.Flags,
+		"author": map[string]any{"id": appID, "username": "whypending", "bot": true, "discriminator": "0"},
+	}
+	if len(content.Components) > 0 {
+		raw["components"] = content.Components
+	}
+	b, _ := json.Marshal(raw)
+	var m discordgo.Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (f *fakeDiscord) webhookEdit(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	token, id := r.PathValue("token"), r.PathValue("msg")
+	f.mu.Lock()
+	channel := f.channels[token]
+	if id == "@original" {
+		if f.original[token] == "" {
+			f.original[token] = f.id()
+		}
+		id = f.original[token]
+	}
+	f.mu.Unlock()
+	if channel == "" {
+		return http.StatusNotFound, map[string]any{"message": "Unknown Webhook", "code": 10015}, nil
+	}
+	m, err := f.message(id, channel, body, 0)
+	if err != nil {
+		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
+	}
+	return http.StatusOK, m, m
+}
+
+func (f *fakeDiscord) followup(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	f.mu.Lock()
+	channel := f.channels[r.PathValue("token")]
+	f.mu.Unlock()
+	if channel == "" {
+		return http.StatusNotFound, map[string]any{"message": "Unknown Webhook", "code": 10015}, nil
+	}
+	m, err := f.message(f.id(), channel, body, 0)
+	if err != nil {
+		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
+	}
+	if r.URL.Query().Get("wait") != "true" {
+		return http.StatusNoContent, nil, m
+	}
+	return http.StatusOK, m, m
+}
+
+func (f *fakeDiscord) channelEdit(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	m, err := f.message(r.PathValue("msg"), r.PathValue("channel"), body, 0)
+	if err != nil {
+		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
+	}
+	return http.StatusOK, m, m
+}
+
+func (f *fakeDiscord) channelSend(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	m, err := f.message(f.id(), r.PathValue("channel"), body, 0)
+	if err != nil {
+		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
+	}
+	return http.StatusOK, m, m
+}
+
+// putCommands is Bulk Overwrite: the set becomes exactly the body's commands; a command
+// whose name was registered before keeps its ID, as Discord does.
+func (f *fakeDiscord) putCommands(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	var cmds []*discordgo.ApplicationCommand
+	if err := json.Unmarshal(body, &cmds); err != nil {
+		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
+	}
+	key := r.PathValue("app") + "/" + r.PathValue("guild")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cmds {
+		k := key + "/" + c.Name
+		if f.commIDs[k] == "" {
+			f.commIDs[k] = f.id()
+		}
+		c.ID, c.ApplicationID, c.GuildID, c.Version = f.commIDs[k], r.PathValue("app"), r.PathValue("guild"), "1"
+	}
+	f.commands[key] = cmds
+	return http.StatusOK, cmds, nil
+}
+
+// snapshot returns the recorded calls of route ("" for all).
+func (f *fakeDiscord) snapshot(route string) []restCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []restCall
+	for _, c := range f.calls {
+		if route == "" || c.Route == route {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// callsFor returns the calls made with an interaction token, in order.
+func (f *fakeDiscord) callsFor(token string) []restCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []restCall
+	for _, i := range f.byToken[token] {
+		out = append(out, f.calls[i])
+	}
+	return out
+}
+
+// channelEdits returns the bot-token edits of one message.
+func (f *fakeDiscord) channelEdits(messageID string) []restCall {
+	var out []restCall
+	for _, c := range f.snapshot("channel-edit") {
+		if strings.HasSuffix(c.Path, "/"+messageID) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// messageText flattens what a user sees of a message: embed titles, descriptions, field
+// names and values, footers and button labels.
+func messageText(m *discordgo.Message) string {
+	var parts []string
+	for _, e := range m.Embeds {
+		parts = append(parts, e.Title, e.Description)
+		for _, f := range e.Fields {
+			parts = append(parts, f.Name, f.Value)
+		}
+		if e.Footer != nil {
+			parts = append(parts, e.Footer.Text)
+		}
+	}
+	for _, b := range buttonsOf(m) {
+		parts = append(parts, "["+b.Label+"]")
+	}
+	return strings.Join(parts, "\n")
+}
+
+// buttonsOf lists a message's buttons.
+func buttonsOf(m *discordgo.Message) []*discordgo.Button {
+	var out []*discordgo.Button
+	for _, row := range m.Components {
+		if r, ok := row.(*discordgo.ActionsRow); ok {
+			for _, c := range r.Components {
+				if b, ok := c.(*discordgo.Button); ok {
+					out = append(out, b)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// noMentionsSent checks a message body carried allowed_mentions {parse: []}.
+func noMentionsSent(t testing.TB, c restCall) {
+	t.Helper()
+	var body struct {
+		AllowedMentions *struct {
+			Parse *[]string `json:"parse"`
+		} `json:"allowed_mentions"`
+	}
+	if err := json.Unmarshal(c.Body, &body); err != nil {
+		t.Fatalf("%s %s: %v", c.Method, c.Path, err)
+	}
+	if body.AllowedMentions == nil || body.AllowedMentions.Parse == nil || len(*body.AllowedMentions.Parse) != 0 {
+		t.Errorf("%s %s sent allowed_mentions %s, want {\"parse\": []}", c.Method, c.Path, c.Body)
+	}
+}
+
+// member is a guild member (or, with dm set, a user in a direct message).
+type member struct {
+	id, name string
+	roles    []string
+	dm       bool
+}
+
+// interactionSeq numbers interactions, for unique IDs and tokens.
+var interactionSeq atomic.Int64
+
+// interactionJSON is an interaction as Discord sends it: real field names and types,
+// member.permissions as a string, a fresh token.
+func interactionJSON(t testing.TB, typ discordgo.InteractionType, data any, who member, message *discordgo.Message) (token string, body []byte) {
+	t.Helper()
+	n := interactionSeq.Add(1)
+	token = fmt.Sprintf("aW50ZXJhY3Rpb246%d", n)
+	user := map[string]any{"id": who.id, "username": who.name, "global_name": strings.ToUpper(who.name[:1]) + who.name[1:],
+		"discriminator": "0", "avatar": nil, "public_flags": 0}
+	roles := who.roles
+	if roles == nil {
+		roles = []string{}
+	}
+	in := map[string]any{
+		"id": fmt.Sprint(1800000000000000000 + n), "application_id": appID, "type": typ, "data": data,
+		"channel_id": channelID, "token": token, "version": 1, "locale": "en-US",
+		"app_permissions": "2248473465835073", "entitlements": []any{},
+	}
+	if who.dm {
+		in["user"] = user
+		in["context"] = 1
+		in["channel"] = map[string]any{"id": channelID, "type": 1}
+		in["authorizing_integration_owners"] = map[string]any{"1": who.id}
+	} else {
+		in["guild_id"] = guildID
+		in["guild_locale"] = "en-US"
+		in["context"] = 0
+		in["channel"] = map[string]any{"id": channelID, "type": 0, "guild_id": guildID, "name": "ops"}
+		in["authorizing_integration_owners"] = map[string]any{"0": guildID}
+		in["member"] = map[string]any{
+			"user": user, "roles": roles, "nick": nil, "avatar": nil, "premium_since": nil,
+			"joined_at": "2025-01-15T09:30:00.000000+00:00", "deaf": false, "mute": false, "flags": 0,
+			"pending": false, "permissions": "2248473465835073", "communication_disabled_until": nil,
+		}
+	}
+	if message != nil {
+		in["message"] = messageJSON(t, message)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token, b
+}
+
+// messageJSON is m as Discord sends it inside an interaction (discordgo does not marshal a
+// message's components, so they are added here).
+func messageJSON(t testing.TB, m *discordgo.Message) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	out["components"] = m.Components
+	return out
+}
+
+// commandData is the data of a slash command: opts are option name/value pairs; sub, when
+// set, is the subcommand they belong to.
+func commandData(name, sub string, opts ...string) map[string]any {
+	var options []map[string]any
+	for i := 0; i+1 < len(opts); i += 2 {
+		options = append(options, map[string]any{"name": opts[i], "type": 3, "value": opts[i+1]})
+	}
+	data := map[string]any{"id": "1500000000000000001", "name": name, "type": 1, "guild_id": guildID}
+	if sub != "" {
+		data["options"] = []map[string]any{{"name": sub, "type": 1, "options": options}}
+	} else if options != nil {
+		data["options"] = options
+	}
+	return data
+}
+
+// clickData is the data of a button click.
+func clickData(customID string) map[string]any {
+	return map[string]any{"custom_id": customID, "component_type": 2}
+}
+
+// signer signs interactions with the application's key pair.
+type signer struct {
+	pub  ed25519.PublicKey
+	priv ed25519.PrivateKey
+}
+
+func newSigner(t testing.TB) signer {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer{pub, priv}
+}
+
+// request builds the POST Discord sends to the interactions endpoint: the body, signed over
+// timestamp + body with the application's key.
+func (s signer) request(t testing.TB, target string, ts time.Time, body []byte) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Discord-Interactions/1.0 (+https://discord.com)")
+	req.Header.Set("X-Signature-Timestamp", stamp)
+	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(s.priv, append([]byte(stamp), body...))))
+	return req
+}
+
+// initialResponse is the part of an interaction response tests look at (discordgo cannot
+// decode response components).
+type initialResponse struct {
+	Type discordgo.InteractionResponseType `json:"type"`
+	Data *struct {
+		Flags discordgo.MessageFlags `json:"flags"`
+	} `json:"data"`
+}
+
+// post sends a signed interaction and returns the status and the decoded response.
+func (s signer) post(t testing.TB, client *http.Client, url string, body []byte) (int, *initialResponse, string) {
+	t.Helper()
+	resp, err := client.Do(s.request(t, url, time.Now(), body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil, string(raw)
+	}
+	var out initialResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("response %s: %v", raw, err)
+	}
+	if out.Data == nil {
+		out.Data = &struct {
+			Flags discordgo.MessageFlags `json:"flags"`
+		}{}
+	}
+	return resp.StatusCode, &out, string(raw)
+}

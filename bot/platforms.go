@@ -1,0 +1,43 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Platform is a connected chat adapter as the bot's background work sees it: the digest
+// posts to channels, the expiry sweeper updates posted plan messages.
+type Platform interface {
+	ChannelPoster
+	// UpdateMessage replaces a message the adapter posted, given the reference it attached
+	// (Approval.MessageRef, "<platform>:…").
+	UpdateMessage(ctx context.Context, ref string, m Message) error
+}
+
+// Platforms routes messages that answer no request to the adapter they belong to, keyed by
+// platform name ("slack", "discord"): a channel ID goes to the platform it has the shape of
+// (ChannelPlatform), a message reference to the platform it starts with.
+type Platforms map[string]Platform
+
+var _ Platform = Platforms(nil)
+
+// PostMessage posts m to channel through the channel's platform.
+func (p Platforms) PostMessage(ctx context.Context, channel string, m Message) error {
+	name := ChannelPlatform(channel)
+	pl, ok := p[name]
+	if !ok {
+		return fmt.Errorf("channel %s: no connected platform has channels like it", channel)
+	}
+	return pl.PostMessage(ctx, channel, m)
+}
+
+// UpdateMessage replaces the message ref names through ref's platform.
+func (p Platforms) UpdateMessage(ctx context.Context, ref string, m Message) error {
+	name, _, _ := strings.Cut(ref, ":")
+	pl, ok := p[name]
+	if !ok {
+		return fmt.Errorf("message %s: platform %q is not connected", ref, name)
+	}
+	return pl.UpdateMessage(ctx, ref, m)
+}

@@ -1,0 +1,295 @@
+// Package chattest holds what the chat adapters' end-to-end tests share: a real local control
+// plane with a scenario loaded, the RemediationRequest store and the Calico client on it, bot
+// clusters whose executions are counted, and the polling and latency helpers of the tests and
+// benchmarks. Only tests import it.
+package chattest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
+	"github.com/whypending/whypending/triage/collect"
+)
+
+const (
+	// ClusterName is the configured name of the test cluster.
+	ClusterName = "test"
+	// StoreNamespace holds the RemediationRequests.
+	StoreNamespace = "whypending"
+)
+
+// QuietLog discards everything.
+var QuietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Env is a real control plane with a scenario loaded, the RemediationRequest CRD and its
+// namespace, the Calico client and a triage collector.
+type Env struct {
+	Cluster *testenv.Cluster
+	Calico  *calico.Client
+	Store   *bot.CRDStore
+	// Runs counts executions of approved plans across every BotCluster.
+	Runs atomic.Int32
+
+	collector *collect.Collector
+}
+
+// Start starts a cluster, loads scenario and installs the store; cached uses triage's
+// informer-backed collector, as serve does.
+func Start(t testing.TB, scenario string, cached bool) *Env {
+	t.Helper()
+	e := &Env{Cluster: testenv.StartT(t, testenv.Options{})}
+	testenv.LoadT(t, e.Cluster, scenario)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.Cluster.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Cluster.Client.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: StoreNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e.Calico, err = calico.NewClient(ctx, e.Cluster.Config); err != nil {
+		t.Fatal(err)
+	}
+	e.Store = bot.NewCRDStore(e.Cluster.Dynamic, StoreNamespace)
+	e.collector = collect.New(e.Cluster.Client)
+	if cached {
+		cctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		if e.collector, err = collect.NewCached(cctx, e.Cluster.Client); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.collector.WithCalico(e.Cluster.Config)
+	return e
+}
+
+// BotCluster is the cluster as one bot replica sees it: the shared collector and Calico
+// client, and a runner of its own (locking the datastore while it writes) whose executions
+// count in Runs.
+func (e *Env) BotCluster() *bot.Cluster {
+	runner := &actions.Runner{Cluster: ClusterName, IPAM: e.Calico, LockPolicy: actions.LockAlways,
+		LockTTL: time.Minute, LockOwner: "whypending-e2e"}
+	return &bot.Cluster{
+		Name: ClusterName,
+		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
+			return collect.Diagnose(ctx, e.collector, ns, name)
+		}),
+		IPAM: e.Calico, Planner: runner, Executor: countingExecutor{runner, &e.Runs},
+	}
+}
+
+// countingExecutor counts executions of approved plans.
+type countingExecutor struct {
+	bot.Executor
+	runs *atomic.Int32
+}
+
+func (c countingExecutor) Execute(ctx context.Context, ap actions.Approved) (actions.Result, error) {
+	c.runs.Add(1)
+	return c.Executor.Execute(ctx, ap)
+}
+
+// Record reads an approval record from the store.
+func (e *Env) Record(t testing.TB, id string) *bot.Approval {
+	t.Helper()
+	a, err := e.Store.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// Leaked counts the leaked IPs a fresh IPAM check finds.
+func (e *Env) Leaked(t testing.TB) int {
+	t.Helper()
+	res, err := e.Calico.Check(context.Background(), calico.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(res.LeakedIPs)
+}
+
+// Pods lists "namespace/name" of every pod in namespace.
+func (e *Env) Pods(t testing.TB, namespace string) []string {
+	t.Helper()
+	pods, err := e.Cluster.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	return out
+}
+
+// AuditEvents lists a record's audit events in order.
+func AuditEvents(a *bot.Approval) []string {
+	var out []string
+	for _, r := range a.History {
+		out = append(out, string(r.Event))
+	}
+	return out
+}
+
+// WaitFor polls cond every 5 ms until it holds or the timeout passes.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Percentile returns the p-quantile (0..1) of sorted durations.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
+}
+
+// BenchClient is an HTTP client that keeps up to conns connections open, for bursts.
+func BenchClient(conns int) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns,
+	}}
+}
+
+// BurstMetrics reports a benchmark's ack and follow-up latencies (sorted) in milliseconds:
+// ack p50, p99 and max, follow-up p50 and p99.
+func BurstMetrics(b *testing.B, acks, followUps []time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(Percentile(acks, 0.50)), "ack-p50-ms")
+	b.ReportMetric(ms(Percentile(acks, 0.99)), "ack-p99-ms")
+	b.ReportMetric(ms(acks[len(acks)-1]), "ack-max-ms")
+	b.ReportMetric(ms(Percentile(followUps, 0.50)), "followup-p50-ms")
+	b.ReportMetric(ms(Percentile(followUps, 0.99)), "followup-p99-ms")
+}
+
+// RecordingCore is a bot.Core for adapter tests: it answers every command with its words
+// ("answer to /ipam check --cluster prod"), every click with the notice "clicked", and
+// records what it got. Block, when set, holds commands until closed.
+type RecordingCore struct {
+	Commands, Clicks atomic.Int32
+	Block            chan struct{}
+
+	mu    sync.Mutex
+	req   bot.Request
+	click bot.Click
+}
+
+var _ bot.Core = (*RecordingCore)(nil)
+
+// Command implements bot.Core.
+func (c *RecordingCore) Command(_ context.Context, req bot.Request) bot.Reply {
+	if c.Block != nil {
+		<-c.Block
+	}
+	c.mu.Lock()
+	c.req = req
+	c.mu.Unlock()
+	c.Commands.Add(1)
+	return bot.Reply{Message: bot.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
+}
+
+// Click implements bot.Core.
+func (c *RecordingCore) Click(_ context.Context, click bot.Click, _ func(context.Context, bot.Message)) bot.Outcome {
+	c.mu.Lock()
+	c.click = click
+	c.mu.Unlock()
+	c.Clicks.Add(1)
+	return bot.Outcome{Notice: "clicked"}
+}
+
+// Attach implements bot.Core.
+func (c *RecordingCore) Attach(context.Context, string, string) error { return nil }
+
+// Last returns the last command and click the core got.
+func (c *RecordingCore) Last() (bot.Request, bot.Click) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.req, c.click
+}
+
+// Adapter is a chat adapter in HTTP mode.
+type Adapter interface {
+	Mount(s *bot.Server)
+	Run(ctx context.Context) error
+}
+
+// Serve mounts a's routes on a bot.Server on a loopback listener and runs its workers until
+// the test ends.
+func Serve(t testing.TB, a Adapter) *httptest.Server {
+	t.Helper()
+	s := bot.NewServer(prometheus.NewRegistry(), QuietLog)
+	a.Mount(s)
+	srv := httptest.NewServer(s.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = a.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	return srv
+}
+
+// Burst sends every request at once through client and returns, per request, when it was
+// sent and how long its answer (the platform's ack) took; a transport error or a status
+// other than 200 fails t.
+func Burst(t testing.TB, client *http.Client, reqs []*http.Request) (starts []time.Time, acks []time.Duration) {
+	t.Helper()
+	starts, acks = make([]time.Time, len(reqs)), make([]time.Duration, len(reqs))
+	errs := make(chan error, len(reqs))
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i, req := range reqs {
+		wg.Go(func() {
+			<-gate
+			starts[i] = time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			resp.Body.Close()
+			acks[i] = time.Since(starts[i])
+			if resp.StatusCode != http.StatusOK {
+				errs <- fmt.Errorf("request %d: status %d", i, resp.StatusCode)
+			}
+		})
+	}
+	close(gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return starts, acks
+}

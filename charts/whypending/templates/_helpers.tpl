@@ -41,7 +41,7 @@ the bot runs in. */}}
 
 {{/* whypending.chatPaths: the HTTP paths chat platforms POST to in this configuration. */}}
 {{- define "whypending.chatPaths" -}}
-{{- if eq (.Values.config.slack.mode | default "http") "http" }}
+{{- if and .Values.config.slack (eq (.Values.config.slack.mode | default "http") "http") }}
 - /slack/commands
 - /slack/interactions
 {{- end }}

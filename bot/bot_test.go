@@ -34,6 +34,7 @@ func TestCommands(t *testing.T) {
 				return ClusterUnavailable("down", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
 			}},
 			{Name: "plain", Diagnoser: diagnose, IPAM: noCalicoIPAM{}},
+			{Name: "fresh", Diagnoser: diagnose, IPAM: uninitializedIPAM{}},
 		},
 		Log: quietLog,
 	})
@@ -49,10 +50,11 @@ func TestCommands(t *testing.T) {
 		{"a pod in the default namespace of the default cluster", "why-pending", "web-7f9c", "shop/web-7f9c", true, "release-leaked-ips;cluster=prod"},
 		{"no pod named", "why-pending", "", "/why-pending: name one pod", false, ""},
 		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a valid pod name`, false, ""},
-		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: down, plain, prod, staging)`, false, ""},
+		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: down, fresh, plain, prod, staging)`, false, ""},
 		{"a pod on an unavailable cluster gets one line naming the cluster and the API server's error", "why-pending", "web --cluster down", downLine, false, ""},
 		{"an ipam check on an unavailable cluster gets the same line", "ipam", "check --cluster down", downLine, false, ""},
 		{"a cluster without Calico answers /ipam with a user error", "ipam", "check --cluster plain", "/ipam: Calico is not installed on cluster plain", false, ""},
+		{"a cluster without Calico's ClusterInformation says so", "ipam", "check --cluster fresh", "/ipam: cluster fresh serves Calico's API but has no ClusterInformation default", false, ""},
 		{"--node does not apply to release-handles", "ipam", "release-handles --node worker-1", "/ipam: release-handles is cluster-wide", false, ""},
 		{"a cluster without diagnosis", "why-pending", "web --cluster staging", "/why-pending: cluster staging cannot diagnose pods", false, ""},
 		{"no ipam subcommand", "ipam", "", "/ipam: choose one of check, blocks", false, ""},

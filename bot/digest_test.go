@@ -344,6 +344,17 @@ func (noCalicoIPAM) Utilization(context.Context) (*calico.Utilization, error) {
 	return nil, calico.ErrCalicoNotInstalled
 }
 
+// uninitializedIPAM is a cluster that serves Calico's API but has no ClusterInformation.
+type uninitializedIPAM struct{}
+
+func (uninitializedIPAM) Check(context.Context, calico.CheckOptions) (*calico.CheckResult, error) {
+	return nil, fmt.Errorf("read clusterinformation: %w", calico.ErrNotInitialized)
+}
+
+func (uninitializedIPAM) Utilization(context.Context) (*calico.Utilization, error) {
+	return nil, fmt.Errorf("read clusterinformation: %w", calico.ErrNotInitialized)
+}
+
 // TestDigestRoundOnSeedIPAMLeaked runs one digest round over five clusters: the
 // seed-ipam-leaked scenario on a real control plane, one whose API fails, two without
 // Calico and one that is unavailable (down), to two channels of which one refuses posts.

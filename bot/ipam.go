@@ -115,10 +115,14 @@ func (b *Bot) plan(ctx context.Context, req Request, kind actions.Kind, clusterN
 }
 
 // ipamError is what the user sees when an IPAM read or plan on c fails: a cluster without
-// Calico is an answer, not a failure; anything else stays an error, naming the cluster.
+// Calico, or without Calico's ClusterInformation, is an answer, not a failure; anything else
+// stays an error, naming the cluster.
 func ipamError(c *Cluster, what string, err error) error {
-	if errors.Is(err, calico.ErrCalicoNotInstalled) {
+	switch {
+	case errors.Is(err, calico.ErrCalicoNotInstalled):
 		return userErrorf("Calico is not installed on cluster %s (its API server serves no Calico API group): /ipam does not apply there", c.Name)
+	case errors.Is(err, calico.ErrNotInitialized):
+		return userErrorf("cluster %s serves Calico's API but has no ClusterInformation default: calico-node has never started there (or Calico does not use the Kubernetes datastore), so there is no IPAM state to check or repair", c.Name)
 	}
 	return fmt.Errorf("%s on %s: %w", what, c.Name, err)
 }

@@ -442,23 +442,42 @@ func (v *schedulingView) describeSelector(f *Finding) {
 			fmt.Sprintf("kubectl get nodes -L %s", shellQuote(keys)),
 			fmt.Sprintf("Fix spec.nodeSelector of pod %s/%s (or its workload) to labels the nodes carry.", ns, pod),
 		}
-		helped := v.tryFix(nodes, func(n *corev1.Node) {
-			for k, val := range sel {
+		// Only labels a person may add: missing on the node, and not in a namespace Kubernetes
+		// or the cloud provider owns (arch, os, zone, instance type, role), where a new value
+		// would lie about the node.
+		var labelable []string
+		for _, name := range nodes {
+			if n := v.cluster.nodeByName[name]; n != nil && len(missingLabels(n, sel)) > 0 && !changesLabels(n, sel) {
+				labelable = append(labelable, name)
+			}
+		}
+		var owned []string
+		for _, k := range sortedKeys(sel) {
+			if reservedLabel(k) {
+				owned = append(owned, k)
+			}
+		}
+		if len(owned) > 0 {
+			f.Fix = append(f.Fix, fmt.Sprintf("%s %s set by Kubernetes or the cloud provider from what the node is: change the selector, never the nodes' labels.",
+				strings.Join(owned, ", "), plural(len(owned), "is", "are")))
+		}
+		helped := v.tryFix(labelable, func(n *corev1.Node) {
+			for k, val := range missingLabels(n, sel) {
 				n.Labels[k] = val
 			}
 		}).helped
-		if len(helped) > 0 {
+		for i, n := range helped {
+			if i == 0 {
+				f.Fix = append(f.Fix, fmt.Sprintf("Or, if %s is meant for this pod, label it (the pod fits there otherwise):", joinLimited(helped, 3)))
+			}
+			if i == 3 {
+				break
+			}
 			var labels []string
-			for _, k := range sortedKeys(sel) {
+			for _, k := range sortedKeys(missingLabels(v.cluster.nodeByName[n], sel)) {
 				labels = append(labels, shellQuote(k+"="+sel[k]))
 			}
-			f.Fix = append(f.Fix, fmt.Sprintf("Or, if %s is meant for this pod, label it (the pod fits there otherwise):", joinLimited(helped, 3)))
-			for i, n := range helped {
-				if i == 3 {
-					break
-				}
-				f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s", shellQuote(n), strings.Join(labels, " ")))
-			}
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s", shellQuote(n), strings.Join(labels, " ")))
 		}
 	} else {
 		f.Summary = fmt.Sprintf("The pod's required node affinity %s.", v.matchesNone(len(nodes)))
@@ -470,12 +489,60 @@ func (v *schedulingView) describeSelector(f *Finding) {
 	v.nodeEvidence(f, nodes, reasons, "metadata.labels")
 }
 
+// missingLabels returns the labels of sel the node lacks (key absent).
+func missingLabels(n *corev1.Node, sel map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, val := range sel {
+		if _, has := n.Labels[k]; !has {
+			out[k] = val
+		}
+	}
+	return out
+}
+
+// changesLabels reports whether matching sel would change a label the node already has, or
+// add one in a namespace Kubernetes or the cloud provider owns: a fix that would falsify what
+// the node is.
+func changesLabels(n *corev1.Node, sel map[string]string) bool {
+	for k, val := range sel {
+		if have, has := n.Labels[k]; (has && have != val) || (!has && reservedLabel(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// reservedLabel reports whether a label key is in a namespace that Kubernetes, the kubelet or
+// the cloud provider owns (kubernetes.io/arch, topology.kubernetes.io/zone,
+// node-role.kubernetes.io/…, node.kubernetes.io/instance-type, *.k8s.io/…), except
+// node-restriction.kubernetes.io/, which is meant for administrators.
+func reservedLabel(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	if prefix == "node-restriction.kubernetes.io" {
+		return false // the namespace meant for labels administrators set on nodes
+	}
+	for _, domain := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == domain || strings.HasSuffix(prefix, "."+domain) {
+			return true
+		}
+	}
+	return false
+}
+
 // describeCordoned names the cordoned nodes.
 func (v *schedulingView) describeCordoned(f *Finding) {
 	nodes, reasons := v.nodesWith(CodeNodeUnschedulable)
 	f.Summary = fmt.Sprintf("%s cordoned (spec.unschedulable): %s.", v.nodesVerb(len(nodes), "is", "are"), joinLimited(nodes, 5))
 	v.nodeEvidence(f, nodes, reasons, "spec.unschedulable")
-	res := v.tryFix(nodes, func(n *corev1.Node) { n.Spec.Unschedulable = false })
+	// Uncordoning also lifts the node.kubernetes.io/unschedulable taint the node lifecycle
+	// controller keeps on a cordoned node.
+	res := v.tryFix(nodes, func(n *corev1.Node) {
+		n.Spec.Unschedulable = false
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == unschedulableTaintKey })
+	})
 	for _, n := range res.helped {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over; the pod fits there otherwise", shellQuote(n)))
 	}

@@ -245,6 +245,48 @@ func TestNodeFixesHelpAndNeverHurt(t *testing.T) {
 			want: []string{"c-free"},
 		},
 		{
+			name: "cordoned nodes carry the unschedulable taint: uncordon only the one with room (or label the free worker)",
+			s: func() *Snapshot {
+				p := podRequesting("web", "cpu=1")
+				p.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+				return snap(p, []*corev1.Node{
+					node("worker-1", cordoned, withLabel("disktype", "ssd"), withTaints("node.kubernetes.io/unschedulable:NoSchedule")),
+					node("worker-2"),
+					node("worker-3", cordoned, withLabel("disktype", "ssd"), withTaints("node.kubernetes.io/unschedulable:NoSchedule"))},
+					[]*corev1.Pod{boundTo("worker-1", "big", "cpu=3500m")},
+					sched("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable."))
+			}(),
+			want: []string{"worker-2", "worker-3"},
+		},
+		{
+			name: "a nodeSelector on the architecture: never relabel nodes",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"kubernetes.io/arch": "arm64"}
+				return snap(p, []*corev1.Node{node("w-1", withLabel("kubernetes.io/arch", "amd64")), node("w-2", withLabel("kubernetes.io/arch", "amd64"))}, nil,
+					sched("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+		},
+		{
+			name: "a nodeSelector on a zone no node is in, or on a role: never add such labels",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "eu-west-1c", "node-role.kubernetes.io/control-plane": ""}
+				return snap(p, []*corev1.Node{node("w-1"), node("w-2", withLabel("topology.kubernetes.io/zone", "eu-west-1a"))}, nil,
+					sched("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+		},
+		{
+			name: "a nodeSelector on an administrator's label: label a node that lacks it",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"node-restriction.kubernetes.io/pool": "batch"}
+				return snap(p, []*corev1.Node{node("w-1"), node("w-2", withLabel("node-restriction.kubernetes.io/pool", "web"))}, nil,
+					sched("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+			want: []string{"w-1"},
+		},
+		{
 			name: "a NotReady node with a custom taint: untainting does not help",
 			s: snap(podRequesting("web"),
 				[]*corev1.Node{node("n1", notReady, withTaints("maintenance=true:NoSchedule"))}, nil,

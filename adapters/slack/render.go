@@ -49,9 +49,14 @@ var severityMark = map[string]string{
 func Render(m bot.Message) (blocks []slack.Block, fallback string) {
 	title := severityMark[m.Severity] + m.Title
 	fallback = fitEscaped(title, maxFallbackText)
-	if m.Title != "" {
-		blocks = append(blocks, slack.NewHeaderBlock(plain(bot.Cut(title, maxHeaderText))))
-	} else if len(m.Sections) > 0 {
+	switch {
+	case m.Title != "" && utf8.RuneCountInString(title) <= maxHeaderText:
+		blocks = append(blocks, slack.NewHeaderBlock(plain(title)))
+	case m.Title != "":
+		// A header block cuts at 150 characters, and a long title (a cluster's error, say)
+		// ends with its cause: show it whole, in bold, in a section.
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwn("*"+fitEscaped(title, maxSectionText-2)+"*"), nil, nil))
+	case len(m.Sections) > 0:
 		fallback = fitEscaped(m.Sections[0].Text, maxFallbackText)
 	}
 	for _, s := range m.Sections {

@@ -166,3 +166,20 @@ func TestFitEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestLongTitleIsNotCut: a title longer than a header block allows (a cluster's error ends with
+// its cause) is shown whole in a section, not cut at 150 characters.
+func TestLongTitleIsNotCut(t *testing.T) {
+	title := "Cluster prod-eu is unavailable: cannot reach the Kubernetes API server at https://127.0.0.1:1/k8s/clusters/c-m-7x9k2p4q: connection refused (since 12:03:04Z). Nothing was done."
+	blocks, _ := Render(bot.Message{Title: title, Severity: "warning"})
+	s, ok := blocks[0].(*slack.SectionBlock)
+	if !ok {
+		t.Fatalf("first block = %T, want a section for a %d-character title", blocks[0], len(title))
+	}
+	if !strings.Contains(s.Text.Text, "connection refused (since 12:03:04Z). Nothing was done.") {
+		t.Errorf("title cut: %q", s.Text.Text)
+	}
+	if blocks, _ := Render(bot.Message{Title: "shop/web is Pending: insufficient-cpu"}); blocks[0].BlockType() != slack.MBTHeader {
+		t.Errorf("a short title is a %s block, want a header", blocks[0].BlockType())
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -190,6 +192,9 @@ func (l *lockedFlags) add(cmd *cobra.Command) {
 // withLock runs fn while holding the datastore lock. fn's context ends before the lock's
 // deadline; the lock is released on every return path, Ctrl-C included.
 func withLock(ctx context.Context, cl *calico.Client, owner, op string, ttl time.Duration, w io.Writer, fn func(context.Context) error) (err error) {
+	if err := checkLockTTL(ttl); err != nil {
+		return err
+	}
 	l, err := cl.Lock(ctx, calico.LockOptions{Owner: owner, Operation: op, TTL: ttl})
 	if err != nil {
 		return err
@@ -381,18 +386,41 @@ is its node's last affine block (unless --allow-last-block) is kept.`,
 				return err
 			}
 			release := func(ctx context.Context) error {
-				targets := cidrs
-				if allEmpty {
-					u, err := cl.Utilization(ctx)
-					if err != nil {
-						return err
+				u, err := cl.Utilization(ctx)
+				if err != nil {
+					return err
+				}
+				blocks := map[netip.Prefix]calico.BlockUsage{}
+				for _, p := range u.Pools {
+					for _, b := range p.Blocks {
+						blocks[b.CIDR] = b
 					}
+				}
+				// The plan holds only what the release would really take: the same checks as
+				// ReleaseEmptyBlocks (which checks again, live, before it writes).
+				var targets []netip.Prefix
+				consider := func(c netip.Prefix) {
+					b, ok := blocks[c]
+					switch {
+					case slices.Contains(targets, c):
+					case !ok:
+						fmt.Fprintf(out, "  skipping %s: no such block\n", c)
+					case b.Node == "":
+						fmt.Fprintf(out, "  skipping %s: not affine to a node (%s)\n", c, cmp.Or(b.Affinity, "no affinity"))
+					case !b.Empty:
+						fmt.Fprintf(out, "  skipping %s: %d of its %d addresses are allocated\n", c, b.InUse, b.Total)
+					case b.LastAffineBlock && !allowLast:
+						fmt.Fprintf(out, "  skipping %s: the last affine block of %s (--allow-last-block releases it)\n", c, b.Node)
+					default:
+						targets = append(targets, c)
+					}
+				}
+				for _, c := range cidrs {
+					consider(c)
+				}
+				if allEmpty {
 					for _, b := range u.EmptyBlocks {
-						if b.LastAffineBlock && !allowLast {
-							fmt.Fprintf(out, "  skipping %s: the last affine block of %s\n", b.CIDR, b.Node)
-							continue
-						}
-						targets = append(targets, b.CIDR)
+						consider(b.CIDR)
 					}
 				}
 				fmt.Fprintf(out, "Plan: release %d blocks.\n", len(targets))
@@ -444,6 +472,9 @@ whypending ipam command of the same owner unlocks it.`,
 			if err != nil {
 				return err
 			}
+			if err := checkLockTTL(ttl); err != nil {
+				return err
+			}
 			l, err := cl.Lock(cmd.Context(), calico.LockOptions{Owner: f.owner, Operation: op, TTL: ttl, Detached: true})
 			if err != nil {
 				return err
@@ -457,6 +488,16 @@ whypending ipam command of the same owner unlocks it.`,
 	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "how long the lock may be held")
 	cmd.Flags().StringVar(&op, "operation", "manual", "what the lock is for (recorded in the marker)")
 	return cmd
+}
+
+// checkLockTTL refuses a datastore lock lifetime outside 1s to 30m (the bot's
+// lock.maxDuration has the same ceiling): no pod can start or stop networking while the
+// datastore is locked.
+func checkLockTTL(ttl time.Duration) error {
+	if ttl < time.Second || ttl > 30*time.Minute {
+		return fmt.Errorf("lock TTL %s is out of range: the datastore may be locked for 1s to 30m (no pod can start or stop networking while it is)", ttl)
+	}
+	return nil
 }
 
 func newIPAMUnlockCommand(f *ipamFlags) *cobra.Command {

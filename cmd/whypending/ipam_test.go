@@ -124,6 +124,13 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 	if _, err := runIPAM(t, c.KubeconfigPath, "release-blocks"); err == nil {
 		t.Error("release-blocks without blocks or --all-empty succeeded")
 	}
+	// Named blocks: the plan keeps what the release would keep, says why, and names a block once.
+	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "172.24.10.0/26", "10.99.0.0/26", "172.24.10.0/26")
+	for _, want := range []string{"skipping 172.24.10.0/26:", "addresses are allocated", "skipping 10.99.0.0/26: no such block", "Plan: release 0 blocks."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan for named blocks lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestIPAMLockUnlock(t *testing.T) {
@@ -168,6 +175,12 @@ func TestIPAMLockUnlock(t *testing.T) {
 	}
 	if s, _ := cl.LockStatus(t.Context()); !s.Ready {
 		t.Error("still locked")
+	}
+	// A lock lifetime out of range is refused, not silently replaced.
+	for _, ttl := range []string{"0s", "-5m", "1000h"} {
+		if _, err := runIPAM(t, kc, "lock", "--owner", "alice", "--ttl", ttl); err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("lock --ttl %s: %v, want out of range", ttl, err)
+		}
 	}
 	// --force unlocks anyone's lock.
 	mustRunIPAM(t, kc, "lock", "--owner", "carol")

@@ -211,6 +211,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		QPS:             clientQPS,
 		Burst:           clientBurst,
 		UserAgent:       "whypending-testenv",
+		// Loading real reports sends deprecated fields (beta.kubernetes.io/os selectors):
+		// the API server's warnings about them are not the demo's output.
+		WarningHandler: rest.NoWarnings{},
 	}
 	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return fmt.Errorf("build clientset: %w", err)

@@ -185,7 +185,7 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	s := &triage.Snapshot{Now: c.now(), Requested: triage.PodRef{Namespace: namespace, Name: name}}
 	pod, err := c.getPod(ctx, namespace, name)
 	switch {
-	case apierrors.IsNotFound(err):
+	case podNotFound(err):
 		s.SimilarPods = c.similarPods(ctx, namespace, name)
 		return s, nil
 	case err != nil:
@@ -205,6 +205,28 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	c.collectExtras(ctx, s)
 	c.collectNames(ctx, s)
 	return s, nil
+}
+
+// podNotFound reports whether err is the API server's answer that the pod does not exist: a
+// NotFound Status about pods. A bare 404 from something that is not a Kubernetes API (a
+// mistyped proxy or Rancher URL) is an error, not a missing pod.
+func podNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	if d == nil || (d.Kind != "pods" && d.Kind != "pod") {
+		return false
+	}
+	// client-go makes a NotFound of any 404 whose body is not a Status, and keeps that body as
+	// an UnexpectedServerResponse cause: the API server itself always answers with a Status.
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return false
+		}
+	}
+	return true
 }
 
 // serverVersion returns the API server's /version, nil if it cannot be read. The cached

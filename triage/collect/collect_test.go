@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"sync"
@@ -268,5 +269,22 @@ func TestDiagnoseUnreachable(t *testing.T) {
 	var urlErr *url.Error
 	if !errors.As(err, &urlErr) {
 		t.Errorf("Diagnose() error = %v, want it to wrap a *url.Error", err)
+	}
+}
+
+// TestNotAKubernetesAPI: a server that answers 404 to everything (a mistyped proxy URL) is an
+// error, not "there is no pod".
+func TestNotAKubernetesAPI(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Diagnose(t.Context(), New(client), "shop", "web")
+	if err == nil {
+		t.Fatalf("Diagnose() = %s, want an error", d.Primary().Code)
 	}
 }

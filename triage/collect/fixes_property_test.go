@@ -170,7 +170,9 @@ func generateWorld(rng *rand.Rand, id int) *world {
 			traits = append(traits, "taint "+t)
 		}
 		if rng.IntN(10) < 3 {
+			// As the node lifecycle controller keeps it on a cordoned node.
 			node.Spec.Unschedulable = true
+			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule})
 			traits = append(traits, "cordoned")
 		}
 		if rng.IntN(10) < 5 {
@@ -375,7 +377,9 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 		key, effect, _ := strings.Cut(strings.TrimSuffix(strings.Trim(words[4], "'"), "-"), ":")
 		after.Spec.Taints = slices.DeleteFunc(after.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == key && string(tn.Effect) == effect })
 	case "uncordon":
+		// kubectl uncordon, and the node lifecycle controller lifting its taint.
 		after.Spec.Unschedulable = false
+		after.Spec.Taints = slices.DeleteFunc(after.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == "node.kubernetes.io/unschedulable" })
 	case "label":
 		for _, kv := range words[4:] {
 			k, v, _ := strings.Cut(strings.Trim(kv, "'"), "=")

@@ -52,21 +52,13 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 		}
 		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
 	}
-	offered := map[string]bool{}
+	// The primary cause and a context finding often offer the same repair: the first offer,
+	// the most specific, wins.
+	buttons := &buttonSet{}
 	for _, f := range d.Findings {
-		for _, a := range f.Actions {
-			if offered[a.Kind] {
-				continue // the primary cause and a context finding often offer the same repair; the first is the most specific
-			}
-			offered[a.Kind] = true
-			m.Buttons = append(m.Buttons, Button{
-				ActionID: "plan:" + a.Kind,
-				Label:    a.Label,
-				Value:    ActionValue(a),
-				Style:    "primary",
-			})
-		}
+		buttons.add(f.Actions)
 	}
+	m.Buttons = buttons.list
 	return m
 }
 

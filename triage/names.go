@@ -74,6 +74,23 @@ func ClosestPodNames(refs []PodRef, namespace, name string, n int) []string {
 	return bestNames(cands, n)
 }
 
+// ClosestWorkloadNames returns "kind/name" (kubectl's short kind) of up to n workloads of refs
+// close to the one asked for (see nameScore), closest first; a workload of another kind with
+// exactly the asked name ranks first ("deploy/checkout" when sts/checkout was asked).
+func ClosestWorkloadNames(refs []WorkloadRef, asked WorkloadRef, n int) []string {
+	var cands []scoredName
+	for _, r := range refs {
+		label := r.Kind.Short() + "/" + r.Name
+		switch score, ok := nameScore(asked.Name, r.Name); {
+		case r.Name == asked.Name && r.Kind != asked.Kind:
+			cands = append(cands, scoredName{label, 0})
+		case ok && r.Name != asked.Name:
+			cands = append(cands, scoredName{label, score + 1})
+		}
+	}
+	return bestNames(cands, n)
+}
+
 // scoredName is a suggestion and its nameScore.
 type scoredName struct {
 	name  string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"reflect"
@@ -131,6 +132,10 @@ type ChannelsConfig struct {
 	Allowed []string `json:"allowed"`
 	// Digest are the channel IDs the digest is posted to.
 	Digest []string `json:"digest"`
+	// Namespaces maps a channel ID to the namespace /why-pending asks about in that channel
+	// when no -n is given (for example a team's channel to its namespace); without an entry the
+	// cluster's namespace applies.
+	Namespaces map[string]string `json:"namespaces"`
 }
 
 // ApprovalsConfig is the approval policy.
@@ -448,6 +453,14 @@ func (c *Config) Validate() error {
 	for i, id := range c.Channels.Digest {
 		if !slackChannelID.MatchString(id) {
 			bad(fmt.Sprintf("channels.digest[%d]", i), "%q is not a Slack channel ID (C…, G… or D…)", id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Channels.Namespaces)) {
+		if !slackChannelID.MatchString(id) {
+			bad("channels.namespaces", "key %q is not a Slack channel ID (C…, G… or D…)", id)
+		}
+		if ns := c.Channels.Namespaces[id]; len(validation.IsDNS1123Label(ns)) > 0 {
+			bad("channels.namespaces."+id, "%q is not a namespace name", ns)
 		}
 	}
 	ap := c.Approvals.Approvers

@@ -112,8 +112,8 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 		if arg != "" {
 			return Target{}, fmt.Errorf("--all asks about the whole namespace: give no name with it (got %q)", arg)
 		}
-		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-			return Target{}, fmt.Errorf("%q is not a valid namespace name: %s", namespace, errs[0])
+		if err := checkNames(namespace, "", ""); err != nil {
+			return Target{}, err
 		}
 		return Target{Namespace: namespace, All: true}, nil
 	}
@@ -132,18 +132,15 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 			t.Kind = KindPod
 		}
 	}
-	if errs := validation.IsDNS1123Label(t.Namespace); len(errs) > 0 {
-		return Target{}, fmt.Errorf("%q is not a valid namespace name: %s", t.Namespace, errs[0])
-	}
 	what := "pod"
-	if t.Kind != "" && t.Kind != KindPod {
+	switch {
+	case t.Kind == "":
+		what = "pod or workload"
+	case t.Kind != KindPod:
 		what = strings.ToLower(string(t.Kind))
 	}
-	if t.Kind == "" {
-		what = "pod or workload"
-	}
-	if errs := validation.IsDNS1123Subdomain(t.Name); len(errs) > 0 {
-		return Target{}, fmt.Errorf("%q is not a valid %s name: %s", t.Name, what, errs[0])
+	if err := checkNames(t.Namespace, t.Name, what); err != nil {
+		return Target{}, err
 	}
 	return t, nil
 }

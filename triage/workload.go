@@ -446,7 +446,11 @@ func (v *workloadView) podsFinding(d *WorkloadDiagnosis) Finding {
 				f.Evidence = append(f.Evidence, Evidence{Object: ref.String(), Message: fmt.Sprintf("and %d more pods with the same cause", len(g.Pods)-i)})
 				break
 			}
-			f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + ref.Namespace + "/" + p.Name, Field: "status", Reason: p.State, Message: p.Summary})
+			msg := p.Summary
+			if i > 0 && msg == g.Pods[0].Summary {
+				msg = "the same cause as " + g.Pods[0].Name
+			}
+			f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + ref.Namespace + "/" + p.Name, Field: "status", Reason: p.State, Message: msg})
 		}
 		return f
 	}

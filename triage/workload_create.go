@@ -3,6 +3,7 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,8 +50,12 @@ func failedCreateRules(v *workloadView) []Finding {
 		}
 		if i, ok := byCode[f.Code]; ok {
 			// A Deployment repeats its ReplicaSet's error in its own condition: one finding per
-			// cause, with every object's evidence.
-			out[i].Evidence = append(out[i].Evidence, f.Evidence...)
+			// cause, with every object's evidence once.
+			for _, e := range f.Evidence {
+				if !slices.ContainsFunc(out[i].Evidence, func(x Evidence) bool { return x.Object == e.Object && x.Field == e.Field && x.Message == e.Message }) {
+					out[i].Evidence = append(out[i].Evidence, e)
+				}
+			}
 			continue
 		}
 		byCode[f.Code] = len(out)
@@ -143,9 +148,9 @@ func quotaFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 		var parts []string
 		for _, r := range sortedKeys(req) {
 			resources = append(resources, r)
-			part := fmt.Sprintf("each asks %s=%s, %s %s of %s are used", r, req[r], r, used[r], limited[r])
+			part := fmt.Sprintf("each pod asks %s=%s and %s of the %s allowed is used", r, req[r], used[r], limited[r])
 			if left, ok := quantityLeft(limited[r], used[r]); ok {
-				part += fmt.Sprintf(" (%s left)", left)
+				part = fmt.Sprintf("each pod asks %s=%s but only %s of the %s allowed is left (%s used)", r, req[r], left, limited[r], used[r])
 			}
 			parts = append(parts, part)
 		}
@@ -298,8 +303,8 @@ func splitTopLevel(s string) []string {
 // webhookCallRE a webhook the API server could not call (failurePolicy Fail):
 // `failed calling webhook "NAME": MSG`.
 var (
-	webhookRE     = regexp.MustCompile(`admission webhook "([^"]+)" denied the request:?\s*(.*)$`)
-	webhookCallRE = regexp.MustCompile(`failed calling webhook "([^"]+)": (.*)$`)
+	webhookRE     = regexp.MustCompile(`(?s)admission webhook "([^"]+)" denied the request:?\s*(.*)$`)
+	webhookCallRE = regexp.MustCompile(`(?s)failed calling webhook "([^"]+)": (.*)$`)
 )
 
 // webhookFinding explains admission-webhook-denied: the webhook's name and its message, or
@@ -309,10 +314,10 @@ func webhookFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	var name string
 	if m := webhookRE.FindStringSubmatch(msg); m != nil {
 		name = m[1]
-		f.Summary = fmt.Sprintf("%s cannot create pods: admission webhook %q denies them: %s", c.ref, name, strings.TrimSpace(m[2]))
+		f.Summary = fmt.Sprintf("%s cannot create pods: admission webhook %q denies them: %s", c.ref, name, truncate(strings.Join(strings.Fields(m[2]), " "), 500))
 	} else if m := webhookCallRE.FindStringSubmatch(msg); m != nil {
 		name = m[1]
-		f.Summary = fmt.Sprintf("%s cannot create pods: the API server cannot call admission webhook %q (%s), and the webhook's failurePolicy is Fail, so every pod is refused.", c.ref, name, truncateStart(strings.TrimSpace(m[2]), 300))
+		f.Summary = fmt.Sprintf("%s cannot create pods: the API server cannot call admission webhook %q (%s), and the webhook's failurePolicy is Fail, so every pod is refused.", c.ref, name, truncateStart(strings.Join(strings.Fields(m[2]), " "), 300))
 	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o custom-columns=CONFIG:.metadata.name,WEBHOOKS:.webhooks[*].name | grep -F %s", shellQuote(name)),

@@ -55,20 +55,21 @@ type condition struct {
 	LastTransition        metav1.Time
 }
 
-// creators returns the objects that create the workload's pods, the workload first: for a
-// Deployment, its ReplicaSets (newest revision first); for a CronJob, itself (it creates Jobs)
-// and its Jobs.
+// creators returns the objects that create the workload's pods: for a Deployment, its
+// ReplicaSets (newest revision first, where the controller writes FailedCreate) and then itself
+// (its ReplicaFailure condition repeats their error); for a CronJob, itself (it creates Jobs)
+// and its Jobs; else the workload.
 func (ws *WorkloadSnapshot) creators() []creator {
 	var out []creator
 	ref := ws.Ref()
 	self := creator{ref: ref, uid: types.UID(ref.UID)}
 	switch {
 	case ws.Deployment != nil:
-		self.failure = deploymentFailure(ws.Deployment)
-		out = append(out, self)
 		for _, rs := range ws.ReplicaSets {
 			out = append(out, replicaSetCreator(rs))
 		}
+		self.failure = deploymentFailure(ws.Deployment)
+		out = append(out, self)
 	case ws.ReplicaSet != nil:
 		out = append(out, replicaSetCreator(ws.ReplicaSet))
 	case ws.StatefulSet != nil:

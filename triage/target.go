@@ -155,4 +155,5 @@ const TargetSyntax = `TARGET is read the way kubectl reads it:
   NAMESPACE/POD        a pod, when the part before the slash is not a kind
   --all                every stuck pod and failing workload of the namespace, grouped by cause
 When a namespace is named like a kind ("deploy/checkout" could also mean pod checkout in
-namespace deploy), the workload wins and the answer says how to ask for the pod: -n deploy checkout.`
+namespace deploy), the workload wins and the answer says how to ask for the pod (-n deploy
+checkout); when no such workload exists but that pod does, the pod is answered, with a note.`

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,13 +56,17 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 		cause.Fields = append(cause.Fields, Field{Name: "ready", Value: ready})
 	}
 	m.Sections = append(m.Sections, cause)
+	// When the primary cause is the largest group's, that group's representative below shows
+	// its evidence and fix: say them once.
+	restated := len(d.Groups) > 0 && d.Groups[0].Stuck() && d.Groups[0].Diagnosis != nil &&
+		p.Code == d.Groups[0].Code && slices.Equal(p.Fix, d.Groups[0].Diagnosis.Primary().Fix)
 	if t := nodeTable(p.Nodes); t != nil {
 		m.Sections = append(m.Sections, Section{Heading: "Nodes without a pod", Table: t})
 	}
-	if lines := evidenceLines(p, d.Workload.String(), d.CollectedAt); len(lines) > 0 {
+	if lines := evidenceLines(p, d.Workload.String(), d.CollectedAt); len(lines) > 0 && !restated {
 		m.Sections = append(m.Sections, Section{Heading: "Evidence", Lines: lines})
 	}
-	if len(p.Fix) > 0 {
+	if len(p.Fix) > 0 && !restated {
 		m.Sections = append(m.Sections, Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
 	}
 	if len(d.Groups) > 0 {
@@ -87,11 +92,11 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 		}
 		m.Sections = append(m.Sections, rep.Sections...)
 		if len(g.Pods) > 1 {
-			m.Sections = append(m.Sections, Section{Heading: "The group's other pods", Lines: podLines(g.Pods[1:])})
+			m.Sections = append(m.Sections, Section{Heading: "The group's other pods", Lines: podLines(g.Pods[1:], g.Diagnosis.Summary)})
 		}
 	}
 	if len(d.NotDiagnosed) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: fmt.Sprintf("Not diagnosed (%d pods beyond the first %d)", len(d.NotDiagnosed), triage.MaxDiagnosedPods), Lines: podLines(d.NotDiagnosed)})
+		m.Sections = append(m.Sections, Section{Heading: fmt.Sprintf("Not diagnosed (%d pods beyond the first %d)", len(d.NotDiagnosed), triage.MaxDiagnosedPods), Lines: podLines(d.NotDiagnosed, "")})
 	}
 	if len(d.Findings) > 1 {
 		var also []string
@@ -106,8 +111,8 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 }
 
 // podLines renders pods one line each, "name (state on node, ReplicaSet x): summary", at most
-// maxPodLines and then a count.
-func podLines(pods []triage.PodLine) []string {
+// maxPodLines and then a count; a summary equal to same (the representative's) is left out.
+func podLines(pods []triage.PodLine, same string) []string {
 	var out []string
 	for i, p := range pods {
 		if i == maxPodLines {
@@ -122,7 +127,10 @@ func podLines(pods []triage.PodLine) []string {
 			where += ", " + p.Owner
 		}
 		line := fmt.Sprintf("%s (%s)", p.Name, where)
-		if p.Summary != "" {
+		switch {
+		case p.Summary != "" && p.Summary == same:
+			line += ": the same cause"
+		case p.Summary != "":
 			line += ": " + p.Summary
 		}
 		out = append(out, line)
@@ -170,7 +178,8 @@ func SweepMessage(d *triage.NamespaceDiagnosis) Message {
 	m := Message{
 		Title:    fmt.Sprintf("Namespace %s: nothing is stuck", d.Namespace),
 		Severity: "ok",
-		Footer:   fmt.Sprintf("%d pods, %d workloads · collected %s", d.Pods, d.Workloads, d.CollectedAt.UTC().Format(time.RFC3339)),
+		Footer: fmt.Sprintf("%d %s, %d %s · collected %s", d.Pods, plural(d.Pods, "pod", "pods"), d.Workloads, plural(d.Workloads, "workload", "workloads"),
+			d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
 	if len(d.Causes) > 0 {
 		m.Title = fmt.Sprintf("Namespace %s: %d stuck %s, %d %s", d.Namespace, d.Stuck, plural(d.Stuck, "pod", "pods"), len(d.Causes), plural(len(d.Causes), "cause", "causes"))

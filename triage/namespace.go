@@ -1,7 +1,9 @@
 package triage
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -97,6 +99,7 @@ type SweepItem struct {
 // stuck pods is listed under the group's code. EvaluateNamespace is pure: it reads only ns.
 func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 	d := &NamespaceDiagnosis{Namespace: ns.Namespace, CollectedAt: ns.Now, Workloads: len(ns.Workloads)}
+	memo := newEvalMemo()
 	causes := map[Code]*SweepCause{}
 	add := func(code Code, it SweepItem) {
 		c := causes[code]
@@ -121,7 +124,7 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 		}
 	}
 	for _, ws := range ns.Workloads {
-		wd, v, own := evaluateWorkload(ws)
+		wd, v, own := evaluateWorkload(ws, memo)
 		ref := wd.Workload
 		failing := false
 		var codes map[types.UID]Code
@@ -188,6 +191,74 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 	})
 	d.Summary = sweepSummary(d)
 	return d
+}
+
+// evalMemo shares one evaluation among the unscheduled pods of one controller that ask the
+// scheduler for the same thing and got the same answer (a Deployment's 50 Pending replicas):
+// the scheduling rules judge every node against the pod, the costliest rule, and would judge
+// each replica identically. A nil *evalMemo evaluates every pod.
+type evalMemo struct {
+	byKey map[string]*Diagnosis
+}
+
+func newEvalMemo() *evalMemo { return &evalMemo{byKey: map[string]*Diagnosis{}} }
+
+// evaluate returns Evaluate(s), or the diagnosis of an earlier sibling with the same
+// siblingKey.
+func (m *evalMemo) evaluate(s *Snapshot) *Diagnosis {
+	if m == nil {
+		return Evaluate(s)
+	}
+	key, ok := siblingKey(s)
+	if !ok {
+		return Evaluate(s)
+	}
+	if d, seen := m.byKey[key]; seen {
+		return d
+	}
+	d := Evaluate(s)
+	m.byKey[key] = d
+	return d
+}
+
+// siblingKey identifies what the scheduling rules read of an unscheduled pod that a controller
+// owns: the controller, the pod's labels and spec (volumes other than claims left out: a
+// ServiceAccount token volume's name differs per pod), its PodScheduled condition and its events
+// (type, reason, message; not counts or times). Two pods with one key get one diagnosis; the
+// rest of the Snapshot (nodes, bound pods, claims) is the same for both in a sweep. ok is false
+// for a pod that is bound or has no controller.
+func siblingKey(s *Snapshot) (string, bool) {
+	pod := s.Pod
+	ref := controllerOf(pod)
+	if ref == nil || !isUnscheduled(pod) {
+		return "", false
+	}
+	spec := pod.Spec.DeepCopy()
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim == nil && v.Ephemeral == nil })
+	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+		for i := range cs {
+			cs[i].VolumeMounts = nil
+		}
+	}
+	type event struct{ Type, Reason, Message string }
+	key := struct {
+		Owner     types.UID
+		Labels    map[string]string
+		Spec      *corev1.PodSpec
+		Condition *corev1.PodCondition
+		Events    []event
+	}{Owner: ref.UID, Labels: pod.Labels, Spec: spec}
+	if c := podCondition(pod, corev1.PodScheduled); c != nil {
+		key.Condition = &corev1.PodCondition{Reason: c.Reason, Message: c.Message}
+	}
+	for _, e := range s.Events {
+		key.Events = append(key.Events, event{e.Type, e.Reason, e.Message})
+	}
+	b, err := json.Marshal(key)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // missingPods is how many pods the workload wants beyond those it has.

@@ -262,14 +262,15 @@ type workloadView struct {
 // workload-healthy, or an uncertain unknown when the workload has no pods and nothing says
 // why. EvaluateWorkload is pure: it reads only ws.
 func EvaluateWorkload(ws *WorkloadSnapshot) *WorkloadDiagnosis {
-	d, _, _ := evaluateWorkload(ws)
+	d, _, _ := evaluateWorkload(ws, newEvalMemo())
 	return d
 }
 
 // evaluateWorkload is EvaluateWorkload that also returns the view (each pod's code) and
 // whether the primary cause is the workload's own (a workload rule's blocker) rather than a pod
-// group's. The view is nil for a workload that does not exist.
-func evaluateWorkload(ws *WorkloadSnapshot) (d *WorkloadDiagnosis, v *workloadView, own bool) {
+// group's. The view is nil for a workload that does not exist. memo (nil: none) shares one
+// evaluation among sibling pods that wait for the scheduler for the same reason.
+func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosis, v *workloadView, own bool) {
 	d = &WorkloadDiagnosis{Workload: ws.Ref(), CollectedAt: ws.Now, Pods: len(ws.Pods)}
 	if !ws.Exists() {
 		d.Findings = []Finding{workloadNotFoundFinding(ws)}
@@ -277,7 +278,7 @@ func evaluateWorkload(ws *WorkloadSnapshot) (d *WorkloadDiagnosis, v *workloadVi
 		return d, nil, true
 	}
 	d.Desired = desiredPods(ws)
-	v = newWorkloadView(ws)
+	v = newWorkloadView(ws, memo)
 	d.Groups = v.groups
 	for _, code := range v.codes {
 		if code == CodePodHealthy {
@@ -318,15 +319,16 @@ func evaluateWorkload(ws *WorkloadSnapshot) (d *WorkloadDiagnosis, v *workloadVi
 	return d, v, own
 }
 
-// newWorkloadView evaluates the pods read in full and groups every pod by primary code.
-func newWorkloadView(ws *WorkloadSnapshot) *workloadView {
+// newWorkloadView evaluates the pods read in full (through memo, when not nil) and groups
+// every pod by primary code.
+func newWorkloadView(ws *WorkloadSnapshot, memo *evalMemo) *workloadView {
 	v := &workloadView{ws: ws, diagnoses: map[types.UID]*Diagnosis{}, codes: map[types.UID]Code{}}
 	byCode := map[Code][]*corev1.Pod{}
 	var order []Code
 	for _, p := range ws.Pods {
 		var code Code
 		if s := ws.PodSnapshots[p.UID]; s != nil {
-			d := Evaluate(s)
+			d := memo.evaluate(s)
 			v.diagnoses[p.UID] = d
 			code = d.Primary().Code
 		} else if podLooksHealthy(ws.Now, p) {

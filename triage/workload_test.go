@@ -478,3 +478,32 @@ func TestEvaluateNamespaceGroupsByCause(t *testing.T) {
 		t.Errorf("healthy sweep = %d causes, summary %q, want none and \"Nothing is stuck…\"", len(healthy.Causes), healthy.Summary)
 	}
 }
+
+func TestSiblingKey(t *testing.T) {
+	unscheduled := func(suffix, token string) *Snapshot {
+		p := ownedPod(suffix, time.Hour)
+		p.Spec.NodeName = ""
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu."}}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access-" + token, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access-" + token, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
+		return testSnapshot(p, warning("FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.", int32(len(suffix)), time.Minute))
+	}
+	a, okA := siblingKey(unscheduled("aaaaa", "x1y2z"))
+	b, okB := siblingKey(unscheduled("bbbbbb", "q7w8e"))
+	if !okA || !okB || a != b {
+		t.Errorf("two replicas waiting for the same reason: keys differ (%t %t)", okA, okB)
+	}
+	withClaim := unscheduled("ccccc", "r5t6y")
+	withClaim.Pod.Spec.Volumes = append(withClaim.Pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}})
+	if c, _ := siblingKey(withClaim); c == a {
+		t.Error("a pod with its own claim shares its sibling's key")
+	}
+	otherReason := unscheduled("ddddd", "u1i2o")
+	otherReason.Events[0].Message = "0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: gpu}."
+	if d, _ := siblingKey(otherReason); d == a {
+		t.Error("a pod the scheduler rejected for another reason shares its sibling's key")
+	}
+	if _, ok := siblingKey(testSnapshot(ownedPod("eeeee", time.Hour))); ok {
+		t.Error("a bound pod has a sibling key")
+	}
+}

@@ -34,6 +34,8 @@ type podBatch struct {
 	// namespace and name (Snapshot.PodsByNode before the pod itself is removed).
 	bound    map[string][]*corev1.Pod
 	nodesErr error
+	// requested is triage.RequestsByNode(bound), computed once for every unscheduled pod.
+	requested map[string]corev1.ResourceList
 
 	// events maps an involved object's UID to its events, newest first (direct backend: the
 	// namespace's events, listed once); nil with the cached backend, which reads its indexes.
@@ -66,6 +68,12 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 	for _, n := range b.nodes {
 		b.nodeByName[n.Name] = n
 	}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			b.requested = triage.RequestsByNode(b.bound)
+			break
+		}
+	}
 	if c.cache == nil && b.events == nil {
 		b.events, b.eventsErr = c.namespaceEvents(ctx, namespace)
 	}
@@ -88,7 +96,8 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 	s.Events, s.EventsErr = b.podEvents(pod)
 	s.NodesErr = b.nodesErr
 	if pod.Spec.NodeName == "" {
-		s.Nodes, s.PodsByNode = b.nodes, b.bound // the pod is not bound, so it is in no list
+		// The pod is not bound, so it is in no list: every unscheduled pod shares them.
+		s.Nodes, s.PodsByNode, s.RequestedByNode = b.nodes, b.bound, b.requested
 	} else {
 		if n := b.nodeByName[pod.Spec.NodeName]; n != nil {
 			s.Nodes = []*corev1.Node{n}

@@ -244,7 +244,7 @@ func unscheduledBenchPod(p *corev1.Pod, events *[]*corev1.Event) {
 		Reason: "Unschedulable", Message: fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", benchNodes, benchNodes), LastTransitionTime: now}}}
 	*events = []*corev1.Event{{ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + "."}, Type: corev1.EventTypeWarning, Reason: "FailedScheduling",
 		Message: fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.", benchNodes, benchNodes, benchNodes, benchNodes),
-		Count: 9, FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "default-scheduler"}}}
+		Count:   9, FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "default-scheduler"}}}
 }
 
 // createPodWithEvents creates p, writes its status (unless it is unscheduled) and creates its

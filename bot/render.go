@@ -23,11 +23,7 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 		Severity: severityFor(d),
 		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
-	cause := Section{Heading: "Cause", Text: p.Summary}
-	if d.Uncertain {
-		cause.Text = "Uncertain: " + cause.Text
-	}
-	cause.Fields = append(cause.Fields, Field{Name: "code", Value: string(p.Code)})
+	cause := causeSection(p.Summary, d.Uncertain, p.Code)
 	if d.State != "" {
 		cause.Fields = append(cause.Fields, Field{Name: "state", Value: d.State})
 	}
@@ -60,6 +56,15 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 	}
 	m.Buttons = buttons.list
 	return m
+}
+
+// causeSection is the "Cause" section: the summary (marked when uncertain) and the code.
+func causeSection(summary string, uncertain bool, code triage.Code) Section {
+	s := Section{Heading: "Cause", Text: summary, Fields: []Field{{Name: "code", Value: string(code)}}}
+	if uncertain {
+		s.Text = "Uncertain: " + s.Text
+	}
+	return s
 }
 
 // ActionValue encodes an ActionRef as "kind" or "kind;key=value;…" (keys sorted), the value a

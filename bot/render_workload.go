@@ -43,11 +43,7 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 		Severity: workloadSeverity(d),
 		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
-	cause := Section{Heading: "Cause", Text: d.Summary}
-	if d.Uncertain {
-		cause.Text = "Uncertain: " + cause.Text
-	}
-	cause.Fields = append(cause.Fields, Field{Name: "code", Value: string(p.Code)})
+	cause := causeSection(d.Summary, d.Uncertain, p.Code)
 	if d.Workload.UID != "" {
 		ready := fmt.Sprintf("%d of %d pods", d.Ready, d.Pods)
 		if d.Desired != nil {

@@ -135,12 +135,7 @@ type WorkloadDiagnosis struct {
 }
 
 // Primary returns the primary finding (Findings[0]).
-func (d *WorkloadDiagnosis) Primary() Finding {
-	if len(d.Findings) == 0 {
-		return Finding{Code: CodeUnknown, Severity: SeverityInfo}
-	}
-	return d.Findings[0]
-}
+func (d *WorkloadDiagnosis) Primary() Finding { return primary(d.Findings) }
 
 // PodGroup is the workload's pods that share one primary code.
 type PodGroup struct {
@@ -293,13 +288,7 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 
 	var blockers, context []Finding
 	for _, r := range workloadRules {
-		for _, f := range r.check(v) {
-			if f.Severity == SeverityBlocker {
-				blockers = append(blockers, f)
-			} else {
-				context = append(context, f)
-			}
-		}
+		blockers, context = bySeverity(blockers, context, r.check(v))
 	}
 	own = len(blockers) > 0
 	if own {

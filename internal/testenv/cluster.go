@@ -329,7 +329,21 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 	if c.scheduler != nil && !c.scheduler.exited() {
 		return nil
 	}
-	kubeconfig := filepath.Join(c.dir, "scheduler.kubeconfig")
+	p, err := c.startComponent(ctx, "kube-scheduler", filepath.Join(c.dir, "scheduler.kubeconfig"), "/readyz", 60*time.Second)
+	if err != nil {
+		return fmt.Errorf("start scheduler: %w", err)
+	}
+	c.scheduler = p
+	return nil
+}
+
+// startComponent starts a control-plane component that serves HTTPS on a loopback port
+// (kube-scheduler, kube-controller-manager) with the flags they share (kubeconfig for the API,
+// authentication and authorization; no leader election; loopback only) plus extra, and waits
+// until path answers, up to ready. When the process exits early (most likely its port was
+// taken between freePorts and bind) it tries again on another port, three times in all. The
+// caller holds c.mu.
+func (c *Cluster) startComponent(ctx context.Context, name, kubeconfig, path string, ready time.Duration, extra ...string) (*process, error) {
 	httpClient := &http.Client{
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // self-signed, loopback only
 		Timeout:   5 * time.Second,
@@ -339,9 +353,9 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err := freePorts(1)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		args := []string{
+		args := append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
 			"--authorization-kubeconfig=" + kubeconfig,
@@ -351,22 +365,21 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"--profiling=false",
 			"--v=0",
-		}
-		p, err := startProcess("kube-scheduler", filepath.Join(c.binDir, "kube-scheduler"), args, filepath.Join(c.dir, "kube-scheduler.log"))
+		}, extra...)
+		p, err := startProcess(name, filepath.Join(c.binDir, name), args, filepath.Join(c.dir, name+".log"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lastErr = waitHTTP(ctx, p, httpClient, "https://127.0.0.1:"+strconv.Itoa(ports[0])+"/readyz", 60*time.Second)
+		lastErr = waitHTTP(ctx, p, httpClient, "https://127.0.0.1:"+strconv.Itoa(ports[0])+path, ready)
 		if lastErr == nil {
-			c.scheduler = p
-			return nil
+			return p, nil
 		}
 		_ = p.stop()
 		if ctx.Err() != nil || !p.exited() {
 			break
 		}
 	}
-	return fmt.Errorf("start scheduler: %w", lastErr)
+	return nil, lastErr
 }
 
 // StopAPIServer kills the cluster's kube-apiserver with SIGKILL, as a crash or an outage

@@ -2,12 +2,9 @@ package testenv
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,53 +48,19 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 	if err := checkExecutable(bin); err != nil {
 		return fmt.Errorf("start controller manager: %w (hack/controlplane/build.sh builds it)", err)
 	}
-	kubeconfig := filepath.Join(c.dir, "controller-manager.kubeconfig")
-	httpClient := &http.Client{
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // self-signed, loopback only
-		Timeout:   5 * time.Second,
+	p, err := c.startComponent(ctx, "kube-controller-manager", filepath.Join(c.dir, "controller-manager.kubeconfig"), "/healthz", controllerManagerReady,
+		"--cert-dir="+filepath.Join(c.dir, "kcm-certs"),
+		"--controllers="+strings.Join(WorkloadControllers, ","),
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+c.pki.saKeyFile,
+		"--root-ca-file="+c.pki.certFile,
+		"--concurrent-deployment-syncs=2",
+		"--concurrent-replicaset-syncs=2",
+	)
+	if err != nil {
+		return fmt.Errorf("start controller manager: %w", err)
 	}
-	defer httpClient.CloseIdleConnections()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		ports, err := freePorts(1)
-		if err != nil {
-			return err
-		}
-		args := []string{
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--authentication-skip-lookup=true",
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(ports[0]),
-			"--cert-dir=" + filepath.Join(c.dir, "kcm-certs"),
-			"--controllers=" + strings.Join(WorkloadControllers, ","),
-			"--use-service-account-credentials=false",
-			"--service-account-private-key-file=" + c.pki.saKeyFile,
-			"--root-ca-file=" + c.pki.certFile,
-			"--concurrent-deployment-syncs=2",
-			"--concurrent-replicaset-syncs=2",
-			"--profiling=false",
-			"--v=0",
-		}
-		p, err := startProcess("kube-controller-manager", bin, args, filepath.Join(c.dir, "kube-controller-manager.log"))
-		if err != nil {
-			return err
-		}
-		lastErr = waitHTTP(ctx, p, httpClient, "https://127.0.0.1:"+strconv.Itoa(ports[0])+"/healthz", controllerManagerReady)
-		if lastErr == nil {
-			c.controllerManager = p
-			break
-		}
-		_ = p.stop()
-		if ctx.Err() != nil || !p.exited() {
-			return fmt.Errorf("start controller manager: %w", lastErr)
-		}
-	}
-	if lastErr != nil {
-		return fmt.Errorf("start controller manager: %w", lastErr)
-	}
+	c.controllerManager = p
 	if err := c.waitServiceAccount(ctx, metav1.NamespaceDefault, "default", controllerManagerReady); err != nil {
 		return fmt.Errorf("start controller manager: %w", err)
 	}

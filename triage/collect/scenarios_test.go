@@ -154,20 +154,7 @@ func logWorkload(t *testing.T, wd *triage.WorkloadDiagnosis) {
 		return
 	}
 	t.Logf("%s: %s", wd.Workload, wd.Summary)
-	for _, f := range wd.Findings {
-		t.Logf("%s [%s] uncertain=%t %s", f.Code, f.Severity, f.Uncertain, f.Summary)
-		for _, e := range f.Evidence {
-			t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, e.Message, e.Count)
-		}
-		for _, x := range f.Fix {
-			t.Logf("    $ %s", x)
-		}
-		for _, nv := range f.Nodes {
-			for _, r := range nv.Reasons {
-				t.Logf("    node %s: [%s] %s", nv.Node, r.Code, r.Message)
-			}
-		}
-	}
+	logFindings(t, wd.Findings)
 	for _, g := range wd.Groups {
 		t.Logf("group %s (representative %s): %s", g.Label, g.Pods[0].Name, g.Diagnosis.Summary)
 	}
@@ -226,7 +213,13 @@ func logDiagnosis(t *testing.T, d *triage.Diagnosis) {
 		return
 	}
 	t.Logf("uncertain=%t summary: %s", d.Uncertain, d.Summary)
-	for _, f := range d.Findings {
+	logFindings(t, d.Findings)
+}
+
+// logFindings writes findings with their evidence, fixes, actions and node rows to the log.
+func logFindings(t *testing.T, findings []triage.Finding) {
+	t.Helper()
+	for _, f := range findings {
 		t.Logf("%s [%s] uncertain=%t %s", f.Code, f.Severity, f.Uncertain, f.Summary)
 		for _, e := range f.Evidence {
 			t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, e.Message, e.Count)

@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -12,9 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -42,37 +39,19 @@ const (
 // The cluster is built once; -benchtime sets the number of sweeps. Run:
 // go test ./triage/collect -run '^$' -bench BenchmarkSweep -benchtime 50x
 func BenchmarkSweep(b *testing.B) {
-	c := testenv.StartT(b, testenv.Options{})
+	c, loader := benchCluster(b)
 	ctx := b.Context()
-	loaderCfg := rest.CopyConfig(c.Config)
-	loaderCfg.QPS, loaderCfg.Burst = 5000, 10000
-	loader, err := kubernetes.NewForConfig(loaderCfg)
-	if err != nil {
-		b.Fatal(err)
-	}
 	start := time.Now()
 	populateSweepCluster(b, ctx, loader)
 	b.Logf("created %d nodes, %d Deployments and %d pods in %s in %s", benchNodes, sweepWorkloads, sweepWorkloads*sweepPodsPerLoad, sweepNamespace, time.Since(start).Round(time.Second))
 
-	counted := func() (kubernetes.Interface, *benchRequestCounter) {
-		counter := &benchRequestCounter{}
-		cfg := rest.CopyConfig(c.Config)
-		cfg.QPS, cfg.Burst = 500, 1000
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter })
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return client, counter
-	}
-
-	directClient, directCount := counted()
+	directClient, directCount, _ := countedClient(b, c)
 	if _, err := Sweep(ctx, New(directClient), sweepNamespace); err != nil {
 		b.Fatal(err)
 	}
 	direct := directCount.count.Load()
 
-	client, counter := counted()
+	client, counter, _ := countedClient(b, c)
 	collectorCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	col, err := NewCached(collectorCtx, client)
@@ -111,16 +90,7 @@ func BenchmarkSweep(b *testing.B) {
 // pods with status and events, and the bare pods, with benchWorkers goroutines.
 func populateSweepCluster(b *testing.B, ctx context.Context, cs kubernetes.Interface) {
 	b.Helper()
-	benchParallel(b, benchNodes, func(i int) error {
-		n := benchNode(i)
-		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		created.Status = n.Status
-		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
-	})
+	createBenchNodes(b, ctx, cs)
 	for _, ns := range []string{sweepNamespace, "calico-system"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
@@ -245,24 +215,4 @@ func unscheduledBenchPod(p *corev1.Pod, events *[]*corev1.Event) {
 	*events = []*corev1.Event{{ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + "."}, Type: corev1.EventTypeWarning, Reason: "FailedScheduling",
 		Message: fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.", benchNodes, benchNodes, benchNodes, benchNodes),
 		Count:   9, FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "default-scheduler"}}}
-}
-
-// createPodWithEvents creates p, writes its status (unless it is unscheduled) and creates its
-// events about it.
-func createPodWithEvents(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, events []*corev1.Event) error {
-	created, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	created.Status = p.Status
-	if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	for _, e := range events {
-		e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: created.Namespace, Name: created.Name, UID: created.UID, APIVersion: "v1", FieldPath: e.InvolvedObject.FieldPath}
-		if _, err := cs.CoreV1().Events(created.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -30,6 +30,20 @@ func (f DiagnoserFunc) Diagnose(ctx context.Context, namespace, name string) (*t
 	return f(ctx, namespace, name)
 }
 
+// Answerer answers why-pending questions about a pod, a workload or a whole namespace
+// (collect.Answer with a Collector does it). See AnswererFunc.
+type Answerer interface {
+	Answer(ctx context.Context, t triage.Target) (*triage.Answer, error)
+}
+
+// AnswererFunc adapts a function to Answerer.
+type AnswererFunc func(ctx context.Context, t triage.Target) (*triage.Answer, error)
+
+// Answer calls f.
+func (f AnswererFunc) Answer(ctx context.Context, t triage.Target) (*triage.Answer, error) {
+	return f(ctx, t)
+}
+
 // IPAM is the read side of Calico IPAM that /ipam check and /ipam blocks show.
 // *calico.Client implements it.
 type IPAM interface {
@@ -49,7 +63,10 @@ type Cluster struct {
 	Name string
 	// Namespace is the default namespace for "/why-pending pod" ("" means "default").
 	Namespace string
-	// Diagnoser answers /why-pending.
+	// Answerer answers /why-pending about pods, workloads (TYPE/NAME, a bare workload name) and
+	// namespaces (--all). When it is nil, Diagnoser answers questions about pods only.
+	Answerer Answerer
+	// Diagnoser answers /why-pending about a pod when Answerer is nil.
 	Diagnoser Diagnoser
 	// IPAM answers /ipam check and /ipam blocks.
 	IPAM IPAM
@@ -91,6 +108,9 @@ type Options struct {
 	// AllowedChannels limits commands to these channel IDs, per platform (a platform without
 	// an entry: every channel).
 	AllowedChannels map[string][]string
+	// ChannelNamespaces maps a channel ID to the namespace /why-pending asks about in that
+	// channel when no -n is given (before the cluster's Namespace).
+	ChannelNamespaces map[string]string
 	// Metrics may be nil.
 	Metrics *Metrics
 	// Log is the operational log (nil: slog.Default()).
@@ -106,7 +126,9 @@ type Bot struct {
 	approvals *Approvals
 	clusters  []*Cluster
 	log       *slog.Logger
-	inflight  singleflight.Group // diagnoses in progress, by cluster/namespace/name
+	inflight  singleflight.Group // diagnoses in progress, by cluster and target
+	// channelNS maps a channel ID to its default namespace (Options.ChannelNamespaces).
+	channelNS map[string]string
 }
 
 // New builds a Bot with the /why-pending, /ipam and /whypending commands registered.
@@ -138,11 +160,12 @@ func New(o Options) *Bot {
 			Audit: NewAuditor(o.Log, o.Metrics), Now: o.Now, Log: o.Log, LockNote: o.LockNote,
 			ClusterHealth: health,
 		}),
-		clusters: o.Clusters,
-		log:      o.Log,
+		clusters:  o.Clusters,
+		log:       o.Log,
+		channelNS: o.ChannelNamespaces,
 	}
-	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod [--cluster C]",
-		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …)"}, b.whyPending)
+	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod | TYPE/NAME | NAME | --all [-n NS] [--cluster C]",
+		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …), why a workload's pods are (deploy/NAME, sts/, ds/, job/, cj/, rs/; a bare name no pod has is a workload), or list everything stuck in the namespace (--all)"}, b.whyPending)
 	b.router.Handle(Command{Name: "ipam", Usage: "check|blocks|release-ips|release-blocks|release-handles|unlock [--cluster C] [--node N]",
 		Summary: "check Calico IPAM, or plan a repair that an approver runs"}, b.ipam)
 	b.router.Handle(Command{Name: "whypending", Usage: "help",

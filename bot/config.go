@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -171,6 +172,10 @@ type ChannelsConfig struct {
 	Allowed []string `json:"allowed"`
 	// Digest are the channel IDs the digest is posted to.
 	Digest []string `json:"digest"`
+	// Namespaces maps a channel ID to the namespace /why-pending asks about in that channel
+	// when no -n is given (for example a team's channel to its namespace); without an entry the
+	// cluster's namespace applies.
+	Namespaces map[string]string `json:"namespaces"`
 }
 
 // ApprovalsConfig is the approval policy.
@@ -574,6 +579,17 @@ func (c *Config) Validate() error {
 			case !c.enabled(platform):
 				bad(fmt.Sprintf("%s[%d]", list.path, i), "%q is a %s channel, but the config has no %s section", id, platform, platform)
 			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Channels.Namespaces)) {
+		switch platform := ChannelPlatform(id); {
+		case platform == "":
+			bad("channels.namespaces", "key %q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
+		case !c.enabled(platform):
+			bad("channels.namespaces", "key %q is a %s channel, but the config has no %s section", id, platform, platform)
+		}
+		if ns := c.Channels.Namespaces[id]; len(validation.IsDNS1123Label(ns)) > 0 {
+			bad("channels.namespaces."+id, "%q is not a namespace name", ns)
 		}
 	}
 	c.validateApprovers(&probs)

@@ -1,6 +1,10 @@
 package bot
 
-import "context"
+import (
+	"context"
+
+	"github.com/whypending/whypending/triage"
+)
 
 // help answers "/whypending help" with every command's usage, visible only to the asker.
 func (b *Bot) help(_ context.Context, req Request) (Reply, error) {
@@ -20,6 +24,7 @@ func (b *Bot) help(_ context.Context, req Request) (Reply, error) {
 		Severity: "info",
 		Sections: []Section{
 			{Heading: "Commands", Lines: b.router.usageLines()},
+			{Heading: "What /why-pending asks about", Code: triage.TargetSyntax + "\nWithout -n: the channel's namespace, else the cluster's."},
 			{Heading: "Repairs", Text: "/ipam release-ips, release-blocks, release-handles and unlock post a plan (a dry run) with Approve / Deny buttons. Only configured approvers can approve; plans expire; a plan runs at most once, re-checks every item and touches only what is still eligible."},
 		},
 	}

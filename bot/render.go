@@ -23,11 +23,7 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 		Severity: severityFor(d),
 		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
-	cause := Section{Heading: "Cause", Text: p.Summary}
-	if d.Uncertain {
-		cause.Text = "Uncertain: " + cause.Text
-	}
-	cause.Fields = append(cause.Fields, Field{Name: "code", Value: string(p.Code)})
+	cause := causeSection(p.Summary, d.Uncertain, p.Code)
 	if d.State != "" {
 		cause.Fields = append(cause.Fields, Field{Name: "state", Value: d.State})
 	}
@@ -52,22 +48,23 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 		}
 		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
 	}
-	offered := map[string]bool{}
+	// The primary cause and a context finding often offer the same repair: the first offer,
+	// the most specific, wins.
+	buttons := &buttonSet{}
 	for _, f := range d.Findings {
-		for _, a := range f.Actions {
-			if offered[a.Kind] {
-				continue // the primary cause and a context finding often offer the same repair; the first is the most specific
-			}
-			offered[a.Kind] = true
-			m.Buttons = append(m.Buttons, Button{
-				ActionID: "plan:" + a.Kind,
-				Label:    a.Label,
-				Value:    ActionValue(a),
-				Style:    "primary",
-			})
-		}
+		buttons.add(f.Actions)
 	}
+	m.Buttons = buttons.list
 	return m
+}
+
+// causeSection is the "Cause" section: the summary (marked when uncertain) and the code.
+func causeSection(summary string, uncertain bool, code triage.Code) Section {
+	s := Section{Heading: "Cause", Text: summary, Fields: []Field{{Name: "code", Value: string(code)}}}
+	if uncertain {
+		s.Text = "Uncertain: " + s.Text
+	}
+	return s
 }
 
 // ActionValue encodes an ActionRef as "kind" or "kind;key=value;…" (keys sorted), the value a

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -82,16 +83,24 @@ func normaliseDashes(w string) string {
 	return w
 }
 
-// flags is the parsed form of a command's arguments: positional words and --name value pairs.
+// flags is the parsed form of a command's arguments: positional words, --name value pairs and
+// boolean --name switches.
 type flags struct {
 	positional []string
 	values     map[string]string
+	switches   map[string]bool
 }
 
 // parseFlags splits args into positional words and the flags named in allowed ("--cluster C"
 // or "--cluster=C"). An unknown flag or a flag without a value is a UserError.
 func parseFlags(args []string, allowed ...string) (flags, error) {
-	f := flags{values: map[string]string{}}
+	return parseFlagsAndSwitches(args, nil, allowed...)
+}
+
+// parseFlagsAndSwitches is parseFlags that also accepts the boolean switches named in switches
+// ("--all"), which take no value.
+func parseFlagsAndSwitches(args []string, switches []string, allowed ...string) (flags, error) {
+	f := flags{values: map[string]string{}, switches: map[string]bool{}}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") || a == "-" {
@@ -99,12 +108,16 @@ func parseFlags(args []string, allowed ...string) (flags, error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if slices.Contains(switches, name) && !hasValue {
+			f.switches[name] = true
+			continue
+		}
 		known := false
 		for _, n := range allowed {
 			known = known || n == name
 		}
 		if !known {
-			return flags{}, userErrorf("unknown flag %q (flags: %s)", a, flagList(allowed))
+			return flags{}, userErrorf("unknown flag %q (flags: %s)", a, flagList(append(append([]string(nil), allowed...), switches...)))
 		}
 		if !hasValue {
 			if i+1 >= len(args) {

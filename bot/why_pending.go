@@ -11,45 +11,58 @@ import (
 // diagnoseTimeout bounds one diagnosis.
 const diagnoseTimeout = 2 * time.Minute
 
-// whyPending answers "/why-pending [ns/]pod [--cluster C]" with the diagnosis, visible to the
-// channel. Remediation buttons get the cluster added to their value.
+// whyPending answers "/why-pending [ns/]pod | TYPE/NAME | NAME | --all [-n NS] [--cluster C]",
+// visible to the channel: a pod's diagnosis, a workload's pods grouped by cause, or every
+// stuck pod and failing workload of the namespace. TARGET is read as kubectl reads it
+// (triage.ParseTarget); the namespace is -n, else the channel's, else the cluster's, else
+// "default". Remediation buttons get the cluster added to their value.
 func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
-	f, err := parseFlags(req.Args, "cluster", "namespace", "n")
+	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
 	if err != nil {
 		return Reply{}, err
 	}
-	if len(f.positional) != 1 {
-		return Reply{}, userErrorf("name one pod, e.g. /why-pending shop/web-7f9c")
+	all := f.switches["all"]
+	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
+		return Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
 	}
 	c, err := b.cluster(f.values["cluster"])
 	if err != nil {
 		return Reply{}, err
 	}
-	ns, name, hasNS := strings.Cut(f.positional[0], "/")
-	if !hasNS {
-		ns, name = "", f.positional[0]
+	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
+	arg := ""
+	if !all {
+		arg = f.positional[0]
 	}
-	if ns == "" {
-		ns = firstNonEmpty(f.values["namespace"], f.values["n"], c.Namespace, "default")
-	}
-	if err := triage.CheckPodRef(ns, name); err != nil {
+	t, err := triage.ParseTarget(arg, ns, all)
+	if err != nil {
 		return Reply{}, userErrorf("%v", err)
 	}
-	if c.Diagnoser == nil {
+	switch {
+	case c.Answerer != nil:
+	case c.Diagnoser == nil:
 		return Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
+	case t.Kind != triage.KindPod && t.Kind != "":
+		return Reply{}, userErrorf("cluster %s can diagnose pods only, not workloads or namespaces (not configured)", c.Name)
 	}
-	// Concurrent questions about the same pod (an incident channel) share one diagnosis; it
+	// Concurrent questions about the same target (an incident channel) share one answer; it
 	// must not die with the first asker's context, so it gets its own deadline.
-	v, err, _ := b.inflight.Do(c.Name+"/"+ns+"/"+name, func() (any, error) {
+	v, err, _ := b.inflight.Do(c.Name+"\x00"+t.String(), func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
 		defer cancel()
-		return c.Diagnoser.Diagnose(dctx, ns, name)
+		if c.Answerer != nil {
+			return c.Answerer.Answer(dctx, t)
+		}
+		d, err := c.Diagnoser.Diagnose(dctx, t.Namespace, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		return &triage.Answer{Pod: d}, nil
 	})
 	if err != nil {
 		return Reply{}, err
 	}
-	d := v.(*triage.Diagnosis)
-	m := DiagnosisMessage(d)
+	m := AnswerMessage(v.(*triage.Answer))
 	for i := range m.Buttons {
 		if strings.HasPrefix(m.Buttons[i].ActionID, ActionPlanPrefix) {
 			m.Buttons[i].Value += ";cluster=" + c.Name

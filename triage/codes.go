@@ -156,6 +156,32 @@ const (
 	CodePodNotFound Code = "pod-not-found"
 )
 
+// Workloads (why-pending TYPE/NAME and --all): what a controller cannot do for its pods.
+const (
+	// CodeResourceQuotaExceeded (resource-quota-exceeded): FailedCreate: a ResourceQuota refuses the pod ("exceeded quota": what the pod asks, what is used of the hard limit), or requires requests/limits the template does not set ("failed quota: must specify")
+	CodeResourceQuotaExceeded Code = "resource-quota-exceeded"
+	// CodePodSecurityViolation (pod-security-violation): FailedCreate: the namespace's Pod Security level (pod-security.kubernetes.io/enforce) rejects the pod template; name the level and each field to set
+	CodePodSecurityViolation Code = "pod-security-violation"
+	// CodeAdmissionWebhookDenied (admission-webhook-denied): FailedCreate: a validating or mutating admission webhook denied the pod (its name and message), or could not be called and its failurePolicy is Fail
+	CodeAdmissionWebhookDenied Code = "admission-webhook-denied"
+	// CodeServiceAccountNotFound (service-account-not-found): FailedCreate: the template's serviceAccountName does not exist in the namespace (suggest the closest names)
+	CodeServiceAccountNotFound Code = "service-account-not-found"
+	// CodeLimitRangeViolation (limit-range-violation): FailedCreate: a LimitRange's min, max or limit/request ratio rejects the pod's requests or limits
+	CodeLimitRangeViolation Code = "limit-range-violation"
+	// CodeRolloutStalled (rollout-stalled): a Deployment's Progressing condition is False with ProgressDeadlineExceeded: quote the condition and the new ReplicaSet's pod causes
+	CodeRolloutStalled Code = "rollout-stalled"
+	// CodeJobBackoffLimit (job-backoff-limit): a Job (or a CronJob's newest Job) failed with BackoffLimitExceeded: its pods failed spec.backoffLimit times; the pod groups say why
+	CodeJobBackoffLimit Code = "job-backoff-limit"
+	// CodeJobFailed (job-failed): a Job failed for another reason (DeadlineExceeded, PodFailurePolicy, MaxFailedIndexesExceeded, …): quote its Failed condition
+	CodeJobFailed Code = "job-failed"
+	// CodeDaemonSetUnplaced (daemonset-unplaced): a DaemonSet has no scheduled pod on nodes it should run on (which nodes, and each pod's reason), or, as context, skips nodes by its own rules (untolerated taints, node selector)
+	CodeDaemonSetUnplaced Code = "daemonset-unplaced"
+	// CodeWorkloadHealthy (workload-healthy): every pod the workload wants is Running and Ready (or its Job completed, it is scaled to zero, its CronJob is suspended or between runs)
+	CodeWorkloadHealthy Code = "workload-healthy"
+	// CodeWorkloadNotFound (workload-not-found): no such Deployment, StatefulSet, DaemonSet, Job, CronJob or ReplicaSet: suggest the closest names
+	CodeWorkloadNotFound Code = "workload-not-found"
+)
+
 // Context findings (never the primary cause on their own).
 const (
 	// CodeNodeNotReady (node-not-ready): the pod's node or candidate nodes are NotReady

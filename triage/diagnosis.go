@@ -35,11 +35,14 @@ type Diagnosis struct {
 }
 
 // Primary returns the primary finding (Findings[0]).
-func (d *Diagnosis) Primary() Finding {
-	if len(d.Findings) == 0 {
+func (d *Diagnosis) Primary() Finding { return primary(d.Findings) }
+
+// primary is findings[0], or an info-level unknown when there are none.
+func primary(findings []Finding) Finding {
+	if len(findings) == 0 {
 		return Finding{Code: CodeUnknown, Severity: SeverityInfo}
 	}
-	return d.Findings[0]
+	return findings[0]
 }
 
 // PodRef identifies a pod.

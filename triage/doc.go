@@ -18,4 +18,13 @@
 //
 // The primary cause is Diagnosis.Findings[0]; its Code is a stable slug from
 // docs/triage-codes.md that tests, the digest and users' alert rules key on.
+//
+// Questions name a Target (ParseTarget reads "POD", "NAMESPACE/POD", "TYPE/NAME" and --all the
+// way kubectl reads TYPE/NAME). A workload is explained from a WorkloadSnapshot: the workload,
+// its ReplicaSets or Jobs, their events (a controller's FailedCreate is often the only trace of
+// a pod the API server refused), the namespace's admission settings, and a pod Snapshot of each
+// pod read in full. EvaluateWorkload groups the pods by their own primary code, each group with
+// one pod's full Diagnosis, and runs the workload rules (workloadRules in rules.go: FailedCreate
+// causes, failed Jobs, stalled rollouts, DaemonSets short of nodes). EvaluateNamespace sweeps a
+// NamespaceSnapshot the same way. Every answer is an Answer.
 package triage

@@ -27,13 +27,7 @@ func Evaluate(s *Snapshot) *Diagnosis {
 
 	var blockers, context []Finding
 	for _, r := range rules {
-		for _, f := range r.check(s) {
-			if f.Severity == SeverityBlocker {
-				blockers = append(blockers, f)
-			} else {
-				context = append(context, f)
-			}
-		}
+		blockers, context = bySeverity(blockers, context, r.check(s))
 	}
 	d.Findings = append(blockers, context...)
 	if len(blockers) == 0 {
@@ -50,6 +44,18 @@ func Evaluate(s *Snapshot) *Diagnosis {
 	}
 	d.Summary = d.Findings[0].Summary
 	return d
+}
+
+// bySeverity appends the blockers of fs to blockers and the rest to context, keeping order.
+func bySeverity(blockers, context, fs []Finding) ([]Finding, []Finding) {
+	for _, f := range fs {
+		if f.Severity == SeverityBlocker {
+			blockers = append(blockers, f)
+		} else {
+			context = append(context, f)
+		}
+	}
+	return blockers, context
 }
 
 // notStuckIndex returns the index of a finding that says the pod is not stuck (pod-healthy or

@@ -74,6 +74,23 @@ func ClosestPodNames(refs []PodRef, namespace, name string, n int) []string {
 	return bestNames(cands, n)
 }
 
+// ClosestWorkloadNames returns "kind/name" (kubectl's short kind) of up to n workloads of refs
+// close to the one asked for (see nameScore), closest first; a workload of another kind with
+// exactly the asked name ranks first ("deploy/checkout" when sts/checkout was asked).
+func ClosestWorkloadNames(refs []WorkloadRef, asked WorkloadRef, n int) []string {
+	var cands []scoredName
+	for _, r := range refs {
+		label := r.Kind.Short() + "/" + r.Name
+		switch score, ok := nameScore(asked.Name, r.Name); {
+		case r.Name == asked.Name && r.Kind != asked.Kind:
+			cands = append(cands, scoredName{label, 0})
+		case ok && r.Name != asked.Name:
+			cands = append(cands, scoredName{label, score + 1})
+		}
+	}
+	return bestNames(cands, n)
+}
+
 // scoredName is a suggestion and its nameScore.
 type scoredName struct {
 	name  string
@@ -119,12 +136,17 @@ func editDistance(a, b string) int {
 // CheckPodRef returns an error saying what is wrong when namespace is not a valid namespace
 // name (a DNS-1123 label) or name is not a valid pod name (a DNS-1123 subdomain). No such pod
 // can exist, so callers answer with the error and ask the API server nothing.
-func CheckPodRef(namespace, name string) error {
+func CheckPodRef(namespace, name string) error { return checkNames(namespace, name, "pod") }
+
+// checkNames returns an error saying what is wrong when namespace is not a valid namespace
+// name or name not a valid name of what ("pod", "deployment", …); what "" checks the
+// namespace only.
+func checkNames(namespace, name, what string) error {
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 		return fmt.Errorf("%q is not a valid namespace name (lower-case letters, digits and '-', at most 63 characters)", namespace)
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("%q is not a valid pod name (lower-case letters, digits, '-' and '.')", name)
+	if errs := validation.IsDNS1123Subdomain(name); what != "" && len(errs) > 0 {
+		return fmt.Errorf("%q is not a valid %s name (lower-case letters, digits, '-' and '.')", name, what)
 	}
 	return nil
 }

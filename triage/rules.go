@@ -39,3 +39,13 @@ var rules = []rule{
 	{"nodes", nodeContextRules},
 	{"calico-context", calicoContextRules},
 }
+
+// workloadRules lists the workload-level rule families in priority order: a controller the API
+// server refuses pods to is the root cause of a failed Job, a stalled rollout or a DaemonSet
+// short of nodes, so it comes first.
+var workloadRules = []workloadRule{
+	{"failed-create", failedCreateRules},
+	{"job", jobRules},
+	{"rollout", rolloutRules},
+	{"daemonset", daemonSetRules},
+}

@@ -38,14 +38,68 @@ type cluster struct {
 	// snap holds the storage parts the volume-limit check reads: CSINodes, NodeClaims, PVs,
 	// StorageClasses (nil when not collected).
 	snap *Snapshot
+	// antiAffinity are the bound pods with required pod anti-affinity, with their node: the
+	// only pods whose anti-affinity can reject the pod (found once, not per node).
+	antiAffinity []boundPod
+	// used memoises the requests of the pods on each node (RequestsByNode), unless the
+	// Snapshot carries them (Snapshot.RequestedByNode).
+	used map[string]corev1.ResourceList
+}
+
+// boundPod is a pod and the node it is bound to.
+type boundPod struct {
+	pod  *corev1.Pod
+	node *corev1.Node
 }
 
 func newCluster(s *Snapshot) *cluster {
-	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, podsByNode: s.PodsByNode, snap: s}
+	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, podsByNode: s.PodsByNode, snap: s, used: map[string]corev1.ResourceList{}}
 	for _, n := range s.Nodes {
 		c.nodeByName[n.Name] = n
+		for _, p := range s.PodsByNode[n.Name] {
+			if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil && len(p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				c.antiAffinity = append(c.antiAffinity, boundPod{pod: p, node: n})
+			}
+		}
 	}
 	return c
+}
+
+// usedOn returns what the pods bound to node request, summed per resource.
+func (c *cluster) usedOn(node string) corev1.ResourceList {
+	if used, ok := c.snap.RequestedByNode[node]; ok {
+		return used
+	}
+	if used, ok := c.used[node]; ok {
+		return used
+	}
+	used := podsRequests(c.podsByNode[node])
+	c.used[node] = used
+	return used
+}
+
+// RequestsByNode sums, for each node of podsByNode, the requests of its pods (component-helpers'
+// PodRequests, as the NodeResourcesFit filter counts them): what Snapshot.RequestedByNode
+// holds. A Collector that shares one PodsByNode among many Snapshots computes it once.
+func RequestsByNode(podsByNode map[string][]*corev1.Pod) map[string]corev1.ResourceList {
+	out := make(map[string]corev1.ResourceList, len(podsByNode))
+	for node, pods := range podsByNode {
+		out[node] = podsRequests(pods)
+	}
+	return out
+}
+
+// podsRequests sums the requests of pods.
+func podsRequests(pods []*corev1.Pod) corev1.ResourceList {
+	used := corev1.ResourceList{}
+	for _, p := range pods {
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+	}
+	return used
 }
 
 // demand is the pod-side input of the verdicts, computed once.
@@ -127,7 +181,7 @@ func nodeReasons(d *demand, n *corev1.Node, c *cluster, spread *spreadState) []N
 	reasons = append(reasons, readyReasons(n)...)
 	reasons = append(reasons, affinityReasons(d, n)...)
 	reasons = append(reasons, hostPortReasons(d, n, c.podsByNode[n.Name])...)
-	reasons = append(reasons, resourceReasons(d, n, c.podsByNode[n.Name])...)
+	reasons = append(reasons, resourceReasons(d, n, len(c.podsByNode[n.Name]), c.usedOn(n.Name))...)
 	reasons = append(reasons, c.volumeLimitReasons(d, n)...)
 	reasons = append(reasons, volumeAffinityReasons(d, n)...)
 	reasons = append(reasons, c.provisioningReasons(d, n)...)
@@ -337,29 +391,22 @@ func portString(p corev1.ContainerPort) string {
 }
 
 // resourceReasons compares the pod's requests with what the node has left (allocatable minus
-// the requests of the pods bound to it), like NodeResourcesFit: the pod count first, then every
-// requested resource that does not fit, with amounts in base units.
-func resourceReasons(d *demand, n *corev1.Node, pods []*corev1.Pod) []NodeReason {
+// used, the requests of the pods bound to it, of which there are pods), like NodeResourcesFit:
+// the pod count first, then every requested resource that does not fit, with amounts in base
+// units.
+func resourceReasons(d *demand, n *corev1.Node, pods int, used corev1.ResourceList) []NodeReason {
 	var out []NodeReason
 	alloc := n.Status.Allocatable
 	maxPods := alloc.Pods().Value()
-	if int64(len(pods))+1 > maxPods {
+	if int64(pods)+1 > maxPods {
 		out = append(out, NodeReason{
 			Code:        CodeTooManyPods,
-			Message:     fmt.Sprintf("too many pods: %d of %d pods already on the node", len(pods), maxPods),
+			Message:     fmt.Sprintf("too many pods: %d of %d pods already on the node", pods, maxPods),
 			Resource:    string(corev1.ResourcePods),
 			Requested:   1,
-			Used:        int64(len(pods)),
+			Used:        int64(pods),
 			Allocatable: maxPods,
 		})
-	}
-	used := corev1.ResourceList{}
-	for _, p := range pods {
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := used[name]
-			sum.Add(q)
-			used[name] = sum
-		}
 	}
 	for _, name := range requestedResources(d.requests) {
 		want := baseUnits(name, d.requests[name])
@@ -788,22 +835,18 @@ func interPodReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
 		}
 	}
 	// Existing pods' anti-affinity towards this pod.
-	for _, other := range c.nodes {
-		for _, p := range c.podsByNode[other.Name] {
-			if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+	for _, bp := range c.antiAffinity {
+		p, other := bp.pod, bp.node
+		for _, term := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			value, ok := n.Labels[term.TopologyKey]
+			if !ok || other.Labels[term.TopologyKey] != value || !termMatches(p, term, pod) {
 				continue
 			}
-			for _, term := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				value, ok := n.Labels[term.TopologyKey]
-				if !ok || other.Labels[term.TopologyKey] != value || !termMatches(p, term, pod) {
-					continue
-				}
-				out = append(out, NodeReason{
-					Code: CodePodAntiAffinityUnsatisfiable,
-					Message: fmt.Sprintf("existing pod %s/%s's anti-affinity rejects this pod in the %s=%s domain",
-						p.Namespace, p.Name, term.TopologyKey, value),
-				})
-			}
+			out = append(out, NodeReason{
+				Code: CodePodAntiAffinityUnsatisfiable,
+				Message: fmt.Sprintf("existing pod %s/%s's anti-affinity rejects this pod in the %s=%s domain",
+					p.Namespace, p.Name, term.TopologyKey, value),
+			})
 		}
 	}
 	return out

@@ -31,6 +31,10 @@ type Snapshot struct {
 	// PodsByNode maps a node name (of Nodes) to the pods bound to it that still hold
 	// resources (phase neither Succeeded nor Failed), excluding the pod under diagnosis.
 	PodsByNode map[string][]*corev1.Pod
+	// RequestedByNode optionally holds RequestsByNode(PodsByNode): what the pods on each node
+	// request. A Collector that shares one PodsByNode among many Snapshots (a workload's pods,
+	// a namespace sweep) computes it once; nil makes the rules compute it.
+	RequestedByNode map[string]corev1.ResourceList
 	// NodesErr is set when Nodes or PodsByNode could not be read (e.g. RBAC forbids listing
 	// nodes); Nodes is then not evidence that the cluster has no nodes.
 	NodesErr error

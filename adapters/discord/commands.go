@@ -14,7 +14,7 @@ import (
 const maxChoices = 25
 
 // Commands returns the application commands whypending registers, the Discord form of the
-// bot's commands: /why-pending pod:<pod> [cluster] [namespace], /ipam with the subcommands
+// bot's commands: /why-pending pod:<pod, TYPE/NAME or --all> [cluster] [namespace], /ipam with the subcommands
 // check, blocks, release-ips, release-blocks, release-handles and unlock, and /whypending
 // help. clusters are
 // the configured cluster names; up to 25 become the cluster option's choices (with more it
@@ -36,13 +36,13 @@ func Commands(clusters []string) []*discordgo.ApplicationCommand {
 	return []*discordgo.ApplicationCommand{
 		{
 			Name:        "why-pending",
-			Description: "Explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …)",
+			Description: "Explain why a pod or workload is stuck, or what is stuck in a namespace",
 			Options: []*discordgo.ApplicationCommandOption{
 				{Type: discordgo.ApplicationCommandOptionString, Name: "pod", Required: true, MaxLength: 317,
-					Description: "the pod: name or namespace/name"},
+					Description: "a pod (name or namespace/name), a workload (deploy/NAME, sts/NAME, job/NAME, …) or --all"},
 				cluster,
 				{Type: discordgo.ApplicationCommandOptionString, Name: "namespace", MaxLength: 63,
-					Description: "the pod's namespace (default: the cluster's)"},
+					Description: "the namespace (default: the channel's, else the cluster's)"},
 			},
 		},
 		{

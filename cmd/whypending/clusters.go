@@ -60,7 +60,7 @@ var defaultConnTiming = connTiming{
 // answer, or the kubeconfig is broken) commands for it get a one-line answer naming the API
 // server and its error, and once it answers again a fresh connection (new informer caches,
 // Calico client and action runner) is used, without a restart. Its methods forward the bot's
-// calls (bot.Diagnoser, bot.IPAM, bot.Planner, bot.Executor, bot.Recoverer) to the current
+// calls (bot.Diagnoser, bot.Answerer, bot.IPAM, bot.Planner, bot.Executor, bot.Recoverer) to the current
 // connection.
 type liveCluster struct {
 	cc             bot.ClusterConfig
@@ -101,7 +101,7 @@ func newLiveCluster(cc bot.ClusterConfig, lock lockSettings, storeNamespace stri
 
 // botCluster is the bot's view of l.
 func (l *liveCluster) botCluster() *bot.Cluster {
-	return &bot.Cluster{Name: l.cc.Name, Namespace: l.cc.Namespace, Diagnoser: l, IPAM: l, Planner: l, Executor: l, Health: l.Health}
+	return &bot.Cluster{Name: l.cc.Name, Namespace: l.cc.Namespace, Diagnoser: l, Answerer: l, IPAM: l, Planner: l, Executor: l, Health: l.Health}
 }
 
 // readyCheck reports l in /readyz, in the "clusters" group (ready while any cluster is).
@@ -352,6 +352,16 @@ func (l *liveCluster) Diagnose(ctx context.Context, namespace, name string) (*tr
 	return d, l.unavailable(err)
 }
 
+// Answer implements bot.Answerer.
+func (l *liveCluster) Answer(ctx context.Context, t triage.Target) (*triage.Answer, error) {
+	c, err := l.current()
+	if err != nil {
+		return nil, err
+	}
+	a, err := c.cluster.Answerer.Answer(ctx, t)
+	return a, l.unavailable(err)
+}
+
 // Check implements bot.IPAM.
 func (l *liveCluster) Check(ctx context.Context, opts calico.CheckOptions) (*calico.CheckResult, error) {
 	c, err := l.current()
@@ -420,6 +430,7 @@ func (l *liveCluster) Recover(ctx context.Context, p actions.Plan) (actions.Reco
 
 var (
 	_ bot.Diagnoser = (*liveCluster)(nil)
+	_ bot.Answerer  = (*liveCluster)(nil)
 	_ bot.IPAM      = (*liveCluster)(nil)
 	_ bot.Planner   = (*liveCluster)(nil)
 	_ bot.Executor  = (*liveCluster)(nil)

@@ -24,6 +24,7 @@ import (
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
 
@@ -147,7 +148,7 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	}
 	var script []string
 	for _, c := range clusters {
-		script = append(script, "/why-pending "+c.scenario.Expected.Pod)
+		script = append(script, demoQuestion(c.scenario))
 	}
 	script = append(script, repairScript(clusters)...)
 	for _, line := range script {
@@ -271,10 +272,10 @@ func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.S
 	if fields[0] == "/help" {
 		return []bot.Message{demoHelp(clusters)}
 	}
-	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) == 2 {
-		ns, _, ok := strings.Cut(fields[1], "/")
-		if !ok {
-			return []bot.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD", Severity: "warning",
+	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) >= 2 {
+		ns := demoNamespace(fields[1:])
+		if ns == "" {
+			return []bot.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: "warning",
 				Sections: []bot.Section{{Text: "Every demo scenario runs in its own cluster and namespace; /help lists them."}}}}
 		}
 		c := clusterFor(clusters, ns)
@@ -319,7 +320,7 @@ func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
 func demoHelp(clusters []*demoCluster) bot.Message {
 	t := &bot.Table{Columns: []string{"TRY", "EXPECTED"}}
 	for _, c := range clusters {
-		t.Rows = append(t.Rows, []string{"/why-pending " + c.scenario.Expected.Pod, c.scenario.Expected.Code})
+		t.Rows = append(t.Rows, []string{demoQuestion(c.scenario), c.scenario.Expected.Code})
 	}
 	return bot.Message{
 		Title:    "whypending demo: local clusters with stuck pods",
@@ -340,8 +341,36 @@ func demoHelp(clusters []*demoCluster) bot.Message {
 
 // scenarioNamespace is the scenario's first namespace (the default for "/why-pending POD").
 func scenarioNamespace(s *testenv.Scenario) string {
+	if s.Expected.Namespace != "" {
+		return s.Expected.Namespace
+	}
 	if ns, _, ok := strings.Cut(s.Expected.Pod, "/"); ok {
 		return ns
 	}
 	return "default"
+}
+
+// demoQuestion is the /why-pending line that asks about the scenario: its pod, or its
+// workload target in its namespace.
+func demoQuestion(s *testenv.Scenario) string {
+	if s.Expected.Target != "" {
+		return "/why-pending " + s.Expected.Target + " -n " + s.Expected.Namespace
+	}
+	return "/why-pending " + s.Expected.Pod
+}
+
+// demoNamespace finds the namespace a /why-pending question names: -n NS (or --namespace), else
+// the NAMESPACE of NAMESPACE/POD; "" when it names none.
+func demoNamespace(args []string) string {
+	for i, a := range args {
+		if (a == "-n" || a == "--namespace") && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	if before, _, ok := strings.Cut(args[0], "/"); ok {
+		if _, isKind := triage.KindFor(before); !isKind {
+			return before
+		}
+	}
+	return ""
 }

@@ -167,7 +167,7 @@ func writeFile(t *testing.T, path, content string) {
 func TestDemoWithoutTerminal(t *testing.T) {
 	var out, progress bytes.Buffer
 	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/why-pending nosuchns/frontend\n/ipam check --cluster seed-ipam-leaked\n")
-	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked"}, 2, nil, stdin, &out, &progress)
+	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked", "workload-quota"}, 2, nil, stdin, &out, &progress)
 	if err != nil {
 		t.Fatalf("runDemo: %v\nprogress:\n%s", err, progress.String())
 	}
@@ -181,6 +181,7 @@ func TestDemoWithoutTerminal(t *testing.T) {
 		"0 leaked IPs remain",
 		"seed-frontend-cpu/nosuchpod: pod not found",
 		`no demo cluster has namespace "nosuchns"`,
+		"Deployment workload-quota/checkout: resource-quota-exceeded",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("demo output lacks %q", want)

@@ -190,9 +190,18 @@ func TestChartRBAC(t *testing.T) {
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-rbac-test")
 
 	root := repoRoot(t)
-	dirs, err := testenv.ScenarioDirs(filepath.Join(root, "testdata", "scenarios"))
+	all, err := testenv.ScenarioDirs(filepath.Join(root, "testdata", "scenarios"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Of the workload scenarios, two cover every workload read: the bare name of
+	// workload-grouped gets each workload kind and its --all lists them, the quotas, the limit
+	// ranges and the namespace; workload-sa lists ServiceAccount names and gets a Job.
+	var dirs []string
+	for _, d := range all {
+		if b := filepath.Base(d); !strings.HasPrefix(b, "workload-") || b == "workload-grouped" || b == "workload-sa" {
+			dirs = append(dirs, d)
+		}
 	}
 	// The seed scenarios have no volumes: cases add a pending claim (StorageClasses), a bound
 	// one, CSI attach limits (CSINodes) and a missing ConfigMap (names in the namespace).
@@ -208,6 +217,9 @@ func TestChartRBAC(t *testing.T) {
 				e := startRBACCluster(t, dir, policyFile, bots)
 				for _, r := range []*chartRelease{rwRelease, roRelease} {
 					e.whyPending(t, r)
+					if filepath.Base(dir) == "workload-grouped" {
+						e.sweep(t, r)
+					}
 				}
 				switch filepath.Base(dir) {
 				case "seed-ipam-leaked":
@@ -358,13 +370,36 @@ func (e *rbacCluster) refused(t *testing.T, args ...string) {
 func (e *rbacCluster) whyPending(t *testing.T, r *chartRelease) {
 	t.Helper()
 	exp := e.scenario.Expected
-	out := e.mustCLI(t, r, "why-pending", exp.Pod, "-o", "json")
-	var d triage.Diagnosis
-	if err := json.Unmarshal([]byte(out), &d); err != nil {
-		t.Fatalf("decode why-pending -o json: %v", err)
+	args := []string{"why-pending", exp.Pod, "-o", "json"}
+	if exp.Target != "" {
+		args = []string{"why-pending", "-n", exp.Namespace, exp.Target, "-o", "json"}
 	}
-	if got := string(d.Primary().Code); got != exp.Code && !slices.Contains(exp.AlsoOK, got) {
-		t.Errorf("%s: why-pending %s = %s, want %s (also ok %v)", r.name, exp.Pod, got, exp.Code, exp.AlsoOK)
+	out := e.mustCLI(t, r, args...)
+	// A pod's Diagnosis and a workload's WorkloadDiagnosis both lead with findings[0].code.
+	var d struct {
+		Findings []triage.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Findings) == 0 {
+		t.Fatalf("decode %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if got := string(d.Findings[0].Code); got != exp.Code && !slices.Contains(exp.AlsoOK, got) {
+		t.Errorf("%s: %s = %s, want %s (also ok %v)", r.name, strings.Join(args, " "), got, exp.Code, exp.AlsoOK)
+	}
+}
+
+// sweep runs why-pending --all in the scenario's namespace as r's ServiceAccount: every
+// workload kind, the quotas and limit ranges are listed, and the sweep finds the scenario's
+// cause.
+func (e *rbacCluster) sweep(t *testing.T, r *chartRelease) {
+	t.Helper()
+	exp := e.scenario.Expected
+	out := e.mustCLI(t, r, "why-pending", "-n", exp.Namespace, "--all", "-o", "json")
+	var d triage.NamespaceDiagnosis
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("decode why-pending --all: %v", err)
+	}
+	if len(d.Causes) == 0 || string(d.Causes[0].Code) != exp.Code {
+		t.Errorf("%s: why-pending --all -n %s causes = %+v, want %s first", r.name, exp.Namespace, d.Causes, exp.Code)
 	}
 }
 

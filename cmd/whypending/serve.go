@@ -117,7 +117,8 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	b := bot.New(bot.Options{
 		Clusters: clusters, Store: store, Policy: cfg.Policy(),
 		Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
-		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(), Metrics: metrics, Log: log,
+		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
+		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
 	})
 	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics, Log: log})
 	server := bot.NewServer(reg, log, checks...)
@@ -227,6 +228,9 @@ func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Conf
 		Namespace: namespace,
 		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, pod string) (*triage.Diagnosis, error) {
 			return collect.Diagnose(ctx, collector, ns, pod)
+		}),
+		Answerer: bot.AnswererFunc(func(ctx context.Context, t triage.Target) (*triage.Answer, error) {
+			return collect.Answer(ctx, collector, t)
 		}),
 	}
 	ipam, err := calico.NewClient(ctx, restCfg)

@@ -17,31 +17,45 @@ import (
 	"github.com/whypending/whypending/triage/collect"
 )
 
-// exitPodNotFound is the exit code when the pod does not exist.
+// exitPodNotFound is the exit code when the pod or workload does not exist.
 const exitPodNotFound = 2
 
 func newWhyPendingCommand(kube *kubeFlags) *cobra.Command {
 	var output string
+	var all bool
 	cmd := &cobra.Command{
-		Use:   "why-pending [-n NAMESPACE] POD",
-		Short: "Explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, Terminating, …)",
+		Use:   "why-pending [-n NAMESPACE] (POD | TYPE/NAME | NAMESPACE/POD | NAME | --all)",
+		Short: "Explain why a pod, a workload's pods or anything in a namespace is stuck",
 		Long: `Explain why a pod is stuck: the cause first, then the per-node "why not here" table,
 the evidence (events, container states) and the fix as commands to paste.
 
-POD may be given as NAME or NAMESPACE/NAME. Exit codes: 0 answered, 1 error (e.g. the API
-server cannot be reached), 2 no such pod (the answer lists the closest names).`,
+For a workload (deploy/NAME, sts/NAME, ds/NAME, job/NAME, cj/NAME, rs/NAME) its current pods
+are grouped by cause ("4 of 5 pods Pending: insufficient-cpu; 1 Running and Ready"), with one
+pod of each group diagnosed in full, and the controller's own trouble comes first: a ResourceQuota,
+Pod Security, an admission webhook, a missing ServiceAccount or a LimitRange that refuses its
+pods (FailedCreate), a stalled rollout, a Job at its backoffLimit, a DaemonSet that misses nodes.
+--all lists every stuck pod and failing workload of the namespace, grouped by cause.
+
+` + triage.TargetSyntax + `
+
+Exit codes: 0 answered, 1 error (e.g. the API server cannot be reached), 2 no such pod or
+workload (the answer lists the closest names).`,
 		Example: `  whypending why-pending -n shop web-7f9c
-  whypending why-pending shop/web-7f9c -o json | jq -r '.findings[0].code'`,
-		Args: cobra.ExactArgs(1),
+  whypending why-pending shop/web-7f9c -o json | jq -r '.findings[0].code'
+  whypending why-pending -n shop deploy/checkout
+  whypending why-pending -n shop checkout          # no pod is named checkout: the Deployment
+  whypending why-pending -n shop --all`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("unknown output format %q: use text or json", output)
 			}
-			ns, name := kube.resolvedNamespace(), args[0]
-			if i := strings.IndexByte(name, '/'); i >= 0 {
-				ns, name = name[:i], name[i+1:]
+			arg := ""
+			if len(args) == 1 {
+				arg = args[0]
 			}
-			if err := triage.CheckPodRef(ns, name); err != nil {
+			t, err := triage.ParseTarget(arg, kube.resolvedNamespace(), all)
+			if err != nil {
 				return err
 			}
 			cfg, err := kube.restConfig()
@@ -52,30 +66,38 @@ server cannot be reached), 2 no such pod (the answer lists the closest names).`,
 			if err != nil {
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
 			}
-			d, err := collect.Diagnose(cmd.Context(), collect.New(client).WithCalico(cfg), ns, name)
-			if err != nil {
+			a, err := collect.Answer(cmd.Context(), collect.New(client).WithCalico(cfg), t)
+			var missing *collect.NamespaceNotFoundError
+			switch {
+			case errors.As(err, &missing):
+				return err
+			case err != nil:
 				return apiError(cfg.Host, err)
 			}
 			if output == "json" {
+				for _, n := range a.Notes {
+					fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
+				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(d); err != nil {
+				if err := enc.Encode(a); err != nil {
 					return err
 				}
 			} else {
-				m := bot.DiagnosisMessage(d)
+				m := bot.AnswerMessage(a)
 				m.Buttons = nil // nothing to press in a shell; the fix lists the whypending ipam commands
 				if err := console.Render(cmd.OutOrStdout(), m); err != nil {
 					return err
 				}
 			}
-			if d.Primary().Code == triage.CodePodNotFound {
+			if a.NotFound() {
 				return exitError{code: exitPodNotFound}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (the Diagnosis; findings[0].code is the primary cause)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (a pod's Diagnosis, a workload's WorkloadDiagnosis or a namespace's NamespaceDiagnosis; findings[0].code is the primary cause)")
+	cmd.Flags().BoolVar(&all, "all", false, "every stuck pod and failing workload of the namespace, grouped by cause")
 	return cmd
 }
 

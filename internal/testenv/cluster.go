@@ -41,6 +41,12 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags appended to the defaults (a later flag
 	// wins), e.g. "--feature-gates=...".
 	APIServerArgs []string
+	// ControllerManager starts a kube-controller-manager running only the workload controllers
+	// (WorkloadControllers), so Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
+	// CronJobs create their pods and write their own events. It also turns the ServiceAccount
+	// and PodSecurity admission plugins on, as on a real cluster: the controllers' pods are
+	// admitted (or refused) for real. Scenario loading assumes them off, so leave it off there.
+	ControllerManager bool
 }
 
 // CalicoCRDDir is the directory in whypending.CalicoCRDs (testdata/calico-crds in the
@@ -52,14 +58,16 @@ const CalicoCRDDir = "testdata/calico-crds"
 const (
 	AdminUser      = "whypending-admin"
 	schedulerUser  = "system:kube-scheduler"
+	kcmUser        = "system:kube-controller-manager"
 	clientQPS      = 500
 	clientBurst    = 1000
 	apiserverReady = 60 * time.Second
 )
 
 // Cluster is one isolated control plane: its own kube-apiserver (RBAC on) over its own
-// prefix of the shared etcd, optionally its own kube-scheduler. No controller-manager or
-// kubelet runs, so objects change only when a test (or the scheduler) changes them.
+// prefix of the shared etcd, optionally its own kube-scheduler and kube-controller-manager
+// (workload controllers only). No kubelet runs, so pods change only when a test, the scheduler
+// or a controller changes them.
 type Cluster struct {
 	// Name identifies the cluster within the process, e.g. "testenv-3"; it is also the
 	// kubeconfig cluster/context name and part of the etcd prefix.
@@ -90,11 +98,13 @@ type Cluster struct {
 	progress   io.Writer
 	caPEM      []byte   // the serving certificate, for readiness polls
 	apiArgs    []string // the kube-apiserver command line, for StartAPIServer
+	pki        *pki
 
-	mu        sync.Mutex
-	apiserver *process
-	scheduler *process
-	stopped   bool
+	mu                sync.Mutex
+	apiserver         *process
+	scheduler         *process
+	controllerManager *process
+	stopped           bool
 }
 
 var (
@@ -158,10 +168,13 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	adminToken, schedToken := randomToken(), randomToken()
+	c.pki = pki
+	adminToken, schedToken, kcmToken := randomToken(), randomToken(), randomToken()
 	c.schedToken = schedToken
-	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n",
-		adminToken, AdminUser, "uid-admin", schedToken, schedulerUser, "uid-scheduler")
+	// The controller manager runs every controller under its own identity
+	// (--use-service-account-credentials=false), so it gets system:masters.
+	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n%s,%s,%s,\"system:masters\"\n",
+		adminToken, AdminUser, "uid-admin", schedToken, schedulerUser, "uid-scheduler", kcmToken, kcmUser, "uid-kcm")
 	tokenFile := filepath.Join(c.dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return fmt.Errorf("write token file: %w", err)
@@ -181,7 +194,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			return err
 		}
 		c.server = "https://127.0.0.1:" + strconv.Itoa(ports[0])
-		args := append(c.apiserverArgs(ports[0], pki, tokenFile), opts.APIServerArgs...)
+		args := append(c.apiserverArgs(ports[0], pki, tokenFile, opts.ControllerManager), opts.APIServerArgs...)
 		p, err := startProcess("kube-apiserver", filepath.Join(c.binDir, "kube-apiserver"), args, filepath.Join(c.dir, "kube-apiserver.log"))
 		if err != nil {
 			return err
@@ -234,6 +247,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if err := writeKubeconfig(filepath.Join(c.dir, "scheduler.kubeconfig"), c.Name, c.server, pki.certPEM, schedulerUser, schedToken); err != nil {
 		return err
 	}
+	if err := writeKubeconfig(filepath.Join(c.dir, "controller-manager.kubeconfig"), c.Name, c.server, pki.certPEM, kcmUser, kcmToken); err != nil {
+		return err
+	}
 
 	if err := c.InstallCRDs(ctx, whypending.CalicoCRDs, CalicoCRDDir); err != nil {
 		return err
@@ -243,11 +259,22 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	if opts.ControllerManager {
+		if err := c.startControllerManager(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // apiserverArgs returns kube-apiserver flags tuned for a small, fast, throwaway cluster.
-func (c *Cluster) apiserverArgs(port int, p *pki, tokenFile string) []string {
+// With admission set, the ServiceAccount and PodSecurity admission plugins stay on (a cluster
+// with a controller manager); otherwise they are off so copied real-world pods load as written.
+func (c *Cluster) apiserverArgs(port int, p *pki, tokenFile string, admission bool) []string {
+	disabled := "--disable-admission-plugins=ServiceAccount,PodSecurity"
+	if admission {
+		disabled = "--disable-admission-plugins="
+	}
 	return []string{
 		"--etcd-servers=" + c.etcd.URL,
 		"--etcd-prefix=" + c.etcdPrefix,
@@ -265,7 +292,7 @@ func (c *Cluster) apiserverArgs(port int, p *pki, tokenFile string) []string {
 		"--service-cluster-ip-range=10.96.0.0/16",
 		// Pods keep exactly the spec of their manifest: no token volume injected and no
 		// ServiceAccount needed; no Pod Security rejections of copied real-world pods.
-		"--disable-admission-plugins=ServiceAccount,PodSecurity",
+		disabled,
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",
@@ -305,7 +332,21 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 	if c.scheduler != nil && !c.scheduler.exited() {
 		return nil
 	}
-	kubeconfig := filepath.Join(c.dir, "scheduler.kubeconfig")
+	p, err := c.startComponent(ctx, "kube-scheduler", filepath.Join(c.dir, "scheduler.kubeconfig"), "/readyz", 60*time.Second)
+	if err != nil {
+		return fmt.Errorf("start scheduler: %w", err)
+	}
+	c.scheduler = p
+	return nil
+}
+
+// startComponent starts a control-plane component that serves HTTPS on a loopback port
+// (kube-scheduler, kube-controller-manager) with the flags they share (kubeconfig for the API,
+// authentication and authorization; no leader election; loopback only) plus extra, and waits
+// until path answers, up to ready. When the process exits early (most likely its port was
+// taken between freePorts and bind) it tries again on another port, three times in all. The
+// caller holds c.mu.
+func (c *Cluster) startComponent(ctx context.Context, name, kubeconfig, path string, ready time.Duration, extra ...string) (*process, error) {
 	httpClient := &http.Client{
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // self-signed, loopback only
 		Timeout:   5 * time.Second,
@@ -315,9 +356,9 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		ports, err := freePorts(1)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		args := []string{
+		args := append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
 			"--authorization-kubeconfig=" + kubeconfig,
@@ -327,22 +368,21 @@ func (c *Cluster) StartScheduler(ctx context.Context) error {
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"--profiling=false",
 			"--v=0",
-		}
-		p, err := startProcess("kube-scheduler", filepath.Join(c.binDir, "kube-scheduler"), args, filepath.Join(c.dir, "kube-scheduler.log"))
+		}, extra...)
+		p, err := startProcess(name, filepath.Join(c.binDir, name), args, filepath.Join(c.dir, name+".log"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lastErr = waitHTTP(ctx, p, httpClient, "https://127.0.0.1:"+strconv.Itoa(ports[0])+"/readyz", 60*time.Second)
+		lastErr = waitHTTP(ctx, p, httpClient, "https://127.0.0.1:"+strconv.Itoa(ports[0])+path, ready)
 		if lastErr == nil {
-			c.scheduler = p
-			return nil
+			return p, nil
 		}
 		_ = p.stop()
 		if ctx.Err() != nil || !p.exited() {
 			break
 		}
 	}
-	return fmt.Errorf("start scheduler: %w", lastErr)
+	return nil, lastErr
 }
 
 // StopAPIServer kills the cluster's kube-apiserver with SIGKILL, as a crash or an outage
@@ -426,8 +466,8 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopped = true
-	errs := []error{c.scheduler.stop(), c.apiserver.stop()}
-	c.scheduler, c.apiserver = nil, nil
+	errs := []error{c.controllerManager.stop(), c.scheduler.stop(), c.apiserver.stop()}
+	c.controllerManager, c.scheduler, c.apiserver = nil, nil, nil
 	c.mu.Unlock()
 
 	liveMu.Lock()
@@ -445,8 +485,8 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// LogTail returns the last n lines of a component's log ("kube-apiserver" or
-// "kube-scheduler"), for test failure messages; empty once the cluster is stopped.
+// LogTail returns the last n lines of a component's log ("kube-apiserver", "kube-scheduler" or
+// "kube-controller-manager"), for test failure messages; empty once the cluster is stopped.
 func (c *Cluster) LogTail(component string, n int) string {
 	p := &process{name: component, logPath: filepath.Join(c.dir, component+".log")}
 	return p.logTail(n)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 )
@@ -27,8 +28,11 @@ const loadParallelism = 16
 // Load loads s into the cluster as DESIGN.md "Scenarios" describes:
 //
 //  1. cluster-scoped objects (plus any Namespace a namespaced object needs but the file lacks),
-//     then namespaced objects, then pods bound to a node (spec.nodeName set), then unbound
-//     pods; after each object is created its status is written through the status
+//     then namespaced objects (owners before the objects they own: a Deployment before its
+//     ReplicaSets), then pods bound to a node (spec.nodeName set), then unbound pods; an
+//     ownerReference to an object of the file (or to a live one) gets that object's uid, so
+//     the Deployment → ReplicaSet → Pod chain matches by UID as it does in a real cluster;
+//     after each object is created its status is written through the status
 //     subresource (unbound pods get none: the real kube-scheduler owns them). A Node's
 //     spec.taints is reset to exactly the manifest's after create, undoing the not-ready
 //     taint the TaintNodesByCondition admission adds;
@@ -51,7 +55,10 @@ func (c *Cluster) Load(ctx context.Context, s *Scenario) error {
 	if err := l.plan(ctx, s.Objects); err != nil {
 		return fmt.Errorf("load scenario %s: %w", s.Name, err)
 	}
-	for _, g := range [][]*loadItem{l.cluster, l.namespaced, l.boundPods, l.unboundPods} {
+	groups := [][]*loadItem{l.cluster}
+	groups = append(groups, ownerLevels(l.namespaced)...)
+	groups = append(groups, l.boundPods, l.unboundPods)
+	for _, g := range groups {
 		if err := l.createGroup(ctx, g); err != nil {
 			return fmt.Errorf("load scenario %s: %w", s.Name, err)
 		}
@@ -279,6 +286,7 @@ func (l *loader) create(ctx context.Context, it *loadItem) error {
 		desc = fmt.Sprintf("%s %s/%s", gvk.Kind, ns, it.obj.GetName())
 	}
 	r := l.resource(it)
+	l.fillOwnerUIDs(ctx, it.obj)
 	live, err := r.Create(ctx, it.obj, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) && gvk.GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
 		// kube-system, default and friends exist already: adopt them.
@@ -346,6 +354,59 @@ func (l *loader) create(ctx context.Context, it *loadItem) error {
 		return fmt.Errorf("write status of %s: %w", desc, err)
 	}
 	return nil
+}
+
+// ownerLevels splits namespaced items into groups to create in order: items whose owner is not
+// in items first, then the items those own, and so on (a Deployment, its ReplicaSets).
+func ownerLevels(items []*loadItem) [][]*loadItem {
+	byKey := map[objKey]*loadItem{}
+	for _, it := range items {
+		gvk := it.obj.GroupVersionKind()
+		byKey[objKey{gvk.Group, gvk.Kind, it.obj.GetNamespace(), it.obj.GetName()}] = it
+	}
+	depth := map[*loadItem]int{}
+	var depthOf func(it *loadItem, seen int) int
+	depthOf = func(it *loadItem, seen int) int {
+		if d, ok := depth[it]; ok {
+			return d
+		}
+		d := 0
+		if seen < len(items) { // an ownership cycle in a file cannot recurse forever
+			for _, o := range it.obj.GetOwnerReferences() {
+				gv, _ := schema.ParseGroupVersion(o.APIVersion)
+				if owner := byKey[objKey{gv.Group, o.Kind, it.obj.GetNamespace(), o.Name}]; owner != nil && owner != it {
+					d = max(d, depthOf(owner, seen+1)+1)
+				}
+			}
+		}
+		depth[it] = d
+		return d
+	}
+	var levels [][]*loadItem
+	for _, it := range items {
+		d := depthOf(it, 0)
+		for len(levels) <= d {
+			levels = append(levels, nil)
+		}
+		levels[d] = append(levels[d], it)
+	}
+	return levels
+}
+
+// fillOwnerUIDs sets the uid of each of obj's ownerReferences that names an object loaded
+// before it (or living in the cluster); others keep the file's uid.
+func (l *loader) fillOwnerUIDs(ctx context.Context, obj *unstructured.Unstructured) {
+	refs := obj.GetOwnerReferences()
+	if len(refs) == 0 {
+		return
+	}
+	for i, o := range refs {
+		ref := map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "namespace": obj.GetNamespace(), "name": o.Name}
+		if uid := l.uidOf(ctx, ref); uid != "" {
+			refs[i].UID = types.UID(uid)
+		}
+	}
+	obj.SetOwnerReferences(refs)
 }
 
 // createEvents fills the involved object's uid and creates the events concurrently.

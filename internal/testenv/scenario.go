@@ -33,9 +33,16 @@ type Scenario struct {
 
 // Expected is a scenario's expected.yaml.
 type Expected struct {
+	// Target, when set, is what is asked instead of Pod, the way a user types it after
+	// why-pending: "deploy/checkout", "sts/ledger", a bare "checkout" (a pod, else the workload
+	// of that name), in Namespace. Pod then names the pod the scheduler must judge first, if any.
+	Target string `json:"target,omitempty"`
+	// Namespace is the namespace a Target is asked in.
+	Namespace string `json:"namespace,omitempty"`
 	// Pod is the pod under test as "namespace/name".
 	Pod string `json:"pod"`
-	// Code is the primary triage code (a slug from triage-codes.md).
+	// Code is the primary triage code (a slug from triage-codes.md): the pod's Findings[0], or
+	// the workload's for a Target.
 	Code string `json:"code"`
 	// AlsoOK lists other primary codes a careful engineer would accept.
 	AlsoOK []string `json:"also_ok,omitempty"`

@@ -62,26 +62,13 @@ func (r *benchRequestCounter) RoundTrip(req *http.Request) (*http.Response, erro
 // The cluster is built once (b.Loop runs the body once); -benchtime sets the number of
 // diagnoses. Run: go test ./triage -run '^$' -bench BenchmarkDiagnose -benchtime 400x
 func BenchmarkDiagnose(b *testing.B) {
-	c := testenv.StartT(b, testenv.Options{})
+	c, loader := benchCluster(b)
 	ctx := b.Context()
-	loaderCfg := rest.CopyConfig(c.Config)
-	loaderCfg.QPS, loaderCfg.Burst = 5000, 10000
-	loader, err := kubernetes.NewForConfig(loaderCfg)
-	if err != nil {
-		b.Fatal(err)
-	}
 	start := time.Now()
 	targets := populateBenchCluster(b, ctx, loader)
 	b.Logf("created %d nodes and %d pods with status and events in %s", benchNodes, benchPods, time.Since(start).Round(time.Second))
 
-	counter := &benchRequestCounter{}
-	cfg := rest.CopyConfig(c.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter })
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	client, counter, cfg := countedClient(b, c)
 
 	rssBefore, heapBefore := memoryNow()
 	collectorCtx, cancel := context.WithCancel(ctx)
@@ -124,6 +111,32 @@ func BenchmarkDiagnose(b *testing.B) {
 	}
 }
 
+// benchCluster starts the benchmark's control plane and returns it with a client fast enough to
+// fill it (5,000 QPS).
+func benchCluster(b *testing.B) (*testenv.Cluster, kubernetes.Interface) {
+	c := testenv.StartT(b, testenv.Options{})
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	loader, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, loader
+}
+
+// countedClient returns a client of c whose non-watch requests counter counts, and its config.
+func countedClient(b *testing.B, c *testenv.Cluster) (kubernetes.Interface, *benchRequestCounter, *rest.Config) {
+	counter := &benchRequestCounter{}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter })
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client, counter, cfg
+}
+
 // percentileMS returns the p-th percentile of ds in milliseconds (ds is sorted in place).
 func percentileMS(ds []time.Duration, p float64) float64 {
 	if len(ds) == 0 {
@@ -153,6 +166,33 @@ func memoryNow() (rss, heap uint64) {
 // with benchWorkers goroutines, and returns a sample of pods to diagnose in every state.
 func populateBenchCluster(b *testing.B, ctx context.Context, cs kubernetes.Interface) []*corev1.Pod {
 	b.Helper()
+	createBenchNodes(b, ctx, cs)
+	for _, ns := range []string{"shop", "batch", "calico-system"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var targets []*corev1.Pod
+	benchParallel(b, benchPods, func(i int) error {
+		p, events := benchPod(i)
+		if err := createPodWithEvents(ctx, cs, p, events); err != nil {
+			return err
+		}
+		if i >= benchNodes && i%100 >= 20 && i%100 < 24 { // one of each shape per hundred pods
+			mu.Lock()
+			targets = append(targets, p)
+			mu.Unlock()
+		}
+		return nil
+	})
+	slices.SortFunc(targets, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return targets
+}
+
+// createBenchNodes creates benchNodes Ready nodes with status.
+func createBenchNodes(b *testing.B, ctx context.Context, cs kubernetes.Interface) {
+	b.Helper()
 	benchParallel(b, benchNodes, func(i int) error {
 		n := benchNode(i)
 		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
@@ -163,38 +203,27 @@ func populateBenchCluster(b *testing.B, ctx context.Context, cs kubernetes.Inter
 		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		return err
 	})
-	for _, ns := range []string{"shop", "batch", "calico-system"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
+}
+
+// createPodWithEvents creates p, writes its status and creates its events about it. p gets the
+// created pod's metadata (UID, resourceVersion).
+func createPodWithEvents(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, events []*corev1.Event) error {
+	created, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Status = p.Status
+	if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	p.ObjectMeta = created.ObjectMeta
+	for _, e := range events {
+		e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: created.Namespace, Name: created.Name, UID: created.UID, APIVersion: "v1", FieldPath: e.InvolvedObject.FieldPath}
+		if _, err := cs.CoreV1().Events(created.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
+			return err
 		}
 	}
-	var mu sync.Mutex
-	var targets []*corev1.Pod
-	benchParallel(b, benchPods, func(i int) error {
-		p, events := benchPod(i)
-		created, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		created.Status = p.Status
-		if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		for _, e := range events {
-			e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: created.Namespace, Name: created.Name, UID: created.UID, APIVersion: "v1", FieldPath: e.InvolvedObject.FieldPath}
-			if _, err := cs.CoreV1().Events(created.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		}
-		if i >= benchNodes && i%100 >= 20 && i%100 < 24 { // one of each shape per hundred pods
-			mu.Lock()
-			targets = append(targets, created)
-			mu.Unlock()
-		}
-		return nil
-	})
-	slices.SortFunc(targets, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return targets
+	return nil
 }
 
 // benchParallel runs fn(0..n-1) on benchWorkers goroutines and fails b on the first error.

@@ -62,6 +62,8 @@ type collectorCache struct {
 	// events holds pod events indexed by involvedObject.uid (startEventCache in
 	// collect_extra.go); podEvents reads it instead of listing.
 	events cache.Indexer
+	// workloads caches what workload questions and namespace sweeps read (workload_cache.go).
+	workloads *workloadCache
 
 	// The server version is read once and then again after versionTTL, so a warm Collect
 	// does not spend a request on it.
@@ -122,6 +124,12 @@ func NewCached(ctx context.Context, client kubernetes.Interface) (*Collector, er
 		factory.Shutdown()
 		return nil, err
 	}
+	workloads, err := startWorkloadCache(ctx, client)
+	if err != nil {
+		factory.Shutdown()
+		return nil, err
+	}
+	cc.workloads = workloads
 	c := &Collector{client: client, cache: cc, now: time.Now}
 	c.serverVersion()
 	return c, nil

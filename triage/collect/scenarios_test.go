@@ -54,7 +54,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	c := testenv.StartT(t, testenv.Options{Scheduler: !exp.SchedulerMustBeStopped})
 	testenv.LoadT(t, c, dir)
 	ns, name, ok := strings.Cut(exp.Pod, "/")
-	if !ok {
+	if !ok && exp.Target == "" {
 		t.Fatalf("expected.yaml pod = %q, want namespace/name", exp.Pod)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -63,6 +63,10 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		if err := c.WaitForScheduler(ctx, ns, name); err != nil {
 			t.Fatalf("%v\nkube-scheduler log tail:\n%s", err, c.LogTail("kube-scheduler", 20))
 		}
+	}
+	if exp.Target != "" {
+		checkTarget(t, ctx, New(c.Client).WithCalico(c.Config), sc)
+		return
 	}
 
 	d, err := Diagnose(ctx, New(c.Client).WithCalico(c.Config), ns, name)
@@ -94,6 +98,65 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	}
 	if triage.Code(exp.Code).Pending() {
 		checkVerdictsAgree(t, d)
+	}
+}
+
+// checkTarget asks about the scenario's Target the way the CLI does (collect.Answer) and
+// checks the answer's primary code, that it names evidence and a fix, and, for a workload, that
+// every stuck group holds a full diagnosis of one of its pods whose code is the group's.
+func checkTarget(t *testing.T, ctx context.Context, c *Collector, sc *testenv.Scenario) {
+	t.Helper()
+	exp := sc.Expected
+	target, err := triage.ParseTarget(exp.Target, exp.Namespace, false)
+	if err != nil {
+		t.Fatalf("expected.yaml target %q: %v", exp.Target, err)
+	}
+	a, err := Answer(ctx, c, target)
+	if err != nil {
+		t.Fatalf("Answer(%s) error: %v", exp.Target, err)
+	}
+	if a.Workload == nil {
+		t.Fatalf("Answer(%s) is not a workload answer (pod %v)", exp.Target, a.Pod != nil)
+	}
+	wd := a.Workload
+	logWorkload(t, wd)
+	want := append([]string{exp.Code}, exp.AlsoOK...)
+	p := wd.Primary()
+	if !slices.Contains(want, string(p.Code)) {
+		t.Errorf("Answer(%s).Findings[0].Code = %s, want %s\nsummary: %s", exp.Target, p.Code, strings.Join(want, " or "), wd.Summary)
+	}
+	if len(p.Evidence) == 0 {
+		t.Errorf("Answer(%s).Findings[0] (%s) names no evidence", exp.Target, p.Code)
+	}
+	if len(p.Fix) == 0 {
+		t.Errorf("Answer(%s).Findings[0] (%s) has no fix", exp.Target, p.Code)
+	}
+	for _, g := range wd.Groups {
+		if g.Diagnosis == nil {
+			t.Errorf("group %q has no representative diagnosis", g.Label)
+			continue
+		}
+		if got := g.Diagnosis.Primary().Code; got != g.Code {
+			t.Errorf("group %q: representative %s has code %s, want the group's %s", g.Label, g.Diagnosis.Pod, got, g.Code)
+		}
+	}
+	for _, ctxCode := range exp.Context {
+		if !slices.ContainsFunc(wd.Findings, func(f triage.Finding) bool { return string(f.Code) == ctxCode }) {
+			t.Errorf("Answer(%s) findings lack context code %s", exp.Target, ctxCode)
+		}
+	}
+}
+
+// logWorkload writes a workload answer to the test log with -v.
+func logWorkload(t *testing.T, wd *triage.WorkloadDiagnosis) {
+	t.Helper()
+	if !testing.Verbose() {
+		return
+	}
+	t.Logf("%s: %s", wd.Workload, wd.Summary)
+	logFindings(t, wd.Findings)
+	for _, g := range wd.Groups {
+		t.Logf("group %s (representative %s): %s", g.Label, g.Pods[0].Name, g.Diagnosis.Summary)
 	}
 }
 
@@ -150,7 +213,13 @@ func logDiagnosis(t *testing.T, d *triage.Diagnosis) {
 		return
 	}
 	t.Logf("uncertain=%t summary: %s", d.Uncertain, d.Summary)
-	for _, f := range d.Findings {
+	logFindings(t, d.Findings)
+}
+
+// logFindings writes findings with their evidence, fixes, actions and node rows to the log.
+func logFindings(t *testing.T, findings []triage.Finding) {
+	t.Helper()
+	for _, f := range findings {
 		t.Logf("%s [%s] uncertain=%t %s", f.Code, f.Severity, f.Uncertain, f.Summary)
 		for _, e := range f.Evidence {
 			t.Logf("    %s %s %s: %s (x%d)", e.Object, e.Field, e.Reason, e.Message, e.Count)

@@ -1,0 +1,114 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/whypending/whypending/triage"
+)
+
+// Answer answers one why-pending question about t with c, the way the CLI and the bot both
+// ask:
+//
+//   - --all: the namespace sweep (Sweep);
+//   - a pod (NAMESPACE/POD, po/NAME): its Diagnosis;
+//   - a bare NAME: the pod of that name; when there is none, the first workload of that name
+//     in triage.WorkloadKinds order (the answer notes it, and any other kind with that name);
+//     with neither, the pod-not-found answer with the closest pod names;
+//   - TYPE/NAME: the workload's WorkloadDiagnosis. When TYPE is also a namespace name
+//     (t.OtherReading) and a pod exists under that reading, the answer notes how to ask for it;
+//     when the workload does not exist but that pod does, the answer is the pod's (as
+//     whypending read NAMESPACE/POD before it understood TYPE/NAME), with a note.
+//
+// It returns an error only when the API server cannot answer the main read (the pod, the
+// workload, or the namespace's pods and workloads for a sweep).
+func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer, error) {
+	switch {
+	case t.All:
+		d, err := Sweep(ctx, c, t.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		return &triage.Answer{Namespace: d}, nil
+	case t.Kind == triage.KindPod:
+		d, err := Diagnose(ctx, c, t.Namespace, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		return &triage.Answer{Pod: d}, nil
+	case t.Kind == "":
+		return bareName(ctx, c, t)
+	}
+	ref := triage.WorkloadRef{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
+	wd, err := DiagnoseWorkload(ctx, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	a := &triage.Answer{Workload: wd}
+	if o := t.OtherReading; o != nil && c.podExists(ctx, o.Namespace, o.Name) {
+		if wd.Primary().Code == triage.CodeWorkloadNotFound {
+			d, err := Diagnose(ctx, c, o.Namespace, o.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &triage.Answer{Pod: d, Notes: []string{fmt.Sprintf(
+				"Read %s/%s as pod %s in namespace %s: there is no %s %s in namespace %s. %q is read as TYPE/NAME, the way kubectl reads it, whenever such a workload exists.",
+				o.Namespace, o.Name, o.Name, o.Namespace, t.Kind, t.Name, t.Namespace, o.Namespace+"/"+o.Name)}}, nil
+		}
+		a.Notes = append(a.Notes, fmt.Sprintf("Read %s/%s as %s %s in namespace %s (TYPE/NAME, as kubectl reads it). Pod %s in namespace %s exists too: ask for it with -n %s %s.",
+			o.Namespace, o.Name, t.Kind, t.Name, t.Namespace, o.Name, o.Namespace, o.Namespace, o.Name))
+	}
+	return a, nil
+}
+
+// bareName answers a bare NAME: the pod, else a workload of that name.
+func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer, error) {
+	d, err := Diagnose(ctx, c, t.Namespace, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	if d.Primary().Code != triage.CodePodNotFound {
+		return &triage.Answer{Pod: d}, nil
+	}
+	var found []triage.Kind
+	var first *triage.WorkloadSnapshot
+	for _, k := range triage.WorkloadKinds {
+		ws := &triage.WorkloadSnapshot{Requested: triage.WorkloadRef{Kind: k, Namespace: t.Namespace, Name: t.Name}}
+		ok, err := c.getWorkload(ctx, ws)
+		if err != nil && !apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("get %s %s/%s: %w", k, t.Namespace, t.Name, err)
+		}
+		if ok {
+			found = append(found, k)
+			if first == nil {
+				first = ws
+			}
+		}
+	}
+	if first == nil {
+		return &triage.Answer{Pod: d}, nil
+	}
+	wd, err := DiagnoseWorkload(ctx, c, first.Requested)
+	if err != nil {
+		return nil, err
+	}
+	note := fmt.Sprintf("No pod is named %s in namespace %s, so this is %s %s.", t.Name, t.Namespace, found[0], t.Name)
+	for _, k := range found[1:] {
+		note += fmt.Sprintf(" A %s has that name too: ask for %s/%s.", k, k.Short(), t.Name)
+	}
+	return &triage.Answer{Workload: wd, Notes: []string{note}}, nil
+}
+
+// podExists reports whether pod namespace/name exists (false when it cannot be read). The
+// cached backend answers from its pod cache, which holds every pod.
+func (c *Collector) podExists(ctx context.Context, namespace, name string) bool {
+	if c.cache != nil {
+		_, err := c.cache.pods.Pods(namespace).Get(name)
+		return err == nil
+	}
+	_, err := c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	return err == nil
+}

@@ -1,0 +1,301 @@
+package triage
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NamespaceSnapshot is what a namespace sweep (why-pending --all) reads, collected once by
+// package triage/collect with one read per kind: every top-level workload of the namespace
+// with its pods, and the pods no such workload owns. Only the pods that do not look Running
+// and Ready (or Succeeded) have a Snapshot, and those are light: no previous container logs,
+// no Calico IPAM, no near names and no storage extras, so a sweep of thousands of pods stays
+// fast. The one-line causes come from those light reads; asking about one workload reads its
+// pods in full.
+type NamespaceSnapshot struct {
+	// Now is the collection time.
+	Now time.Time
+	// Namespace is the namespace swept.
+	Namespace string
+	// Workloads are the namespace's top-level workloads: Deployments (with their ReplicaSets),
+	// StatefulSets, DaemonSets, CronJobs (with their Jobs), and the Jobs and ReplicaSets no
+	// CronJob or Deployment controls; each with its pods and the Snapshots of its stuck pods.
+	Workloads []*WorkloadSnapshot
+	// Pods are the namespace's pods that none of Workloads owns (bare pods, pods of other
+	// controllers), sorted by name; PodSnapshots holds the Snapshots of the stuck ones.
+	Pods         []*corev1.Pod
+	PodSnapshots map[types.UID]*Snapshot
+}
+
+// PodNeedsDiagnosis reports whether a sweep reads pod: it does not look Running and Ready, and
+// did not run to completion.
+func PodNeedsDiagnosis(now time.Time, pod *corev1.Pod) bool {
+	return !podLooksHealthy(now, pod) && !podLooksCompleted(pod)
+}
+
+// NamespaceDiagnosis is the answer to "what is stuck in this namespace?": every stuck pod and
+// failing workload, grouped by cause, most pods first, each with its one-line cause.
+type NamespaceDiagnosis struct {
+	// Namespace is the namespace swept.
+	Namespace string `json:"namespace"`
+	// Summary is one sentence: how much is stuck and the biggest causes, or that nothing is.
+	Summary string `json:"summary"`
+	// Causes are the stuck pods and failing workloads grouped by code, most pods first (ties:
+	// by code). Empty when nothing is stuck.
+	Causes []SweepCause `json:"causes"`
+	// Pods counts the namespace's pods; Ready those Running and Ready, Completed those that
+	// Succeeded, Stuck the others.
+	Pods      int `json:"pods"`
+	Ready     int `json:"ready"`
+	Completed int `json:"completed"`
+	Stuck     int `json:"stuck"`
+	// Workloads counts the top-level workloads looked at; Failing those with a cause listed.
+	Workloads int `json:"workloads"`
+	Failing   int `json:"failing"`
+	// CollectedAt is when the snapshot was taken.
+	CollectedAt time.Time `json:"collectedAt"`
+}
+
+// SweepCause is one cause and everything in the namespace that has it.
+type SweepCause struct {
+	// Code is the primary code of the items.
+	Code Code `json:"code"`
+	// Pods is how many pods this cause keeps from running: the stuck pods listed, plus, for a
+	// controller that cannot create pods, the pods it lacks.
+	Pods int `json:"pods"`
+	// Items are the workloads and bare pods with this cause, most pods first.
+	Items []SweepItem `json:"items"`
+}
+
+// SweepItem is one workload (or bare pod) with one cause, in one line.
+type SweepItem struct {
+	// Kind and Name name the workload, or the pod for a pod no workload owns.
+	Kind Kind   `json:"kind"`
+	Name string `json:"name"`
+	// Pods are the names of the item's stuck pods with this cause (empty for a controller-level
+	// cause with no pod).
+	Pods []string `json:"pods,omitempty"`
+	// Count is how many pods the item counts for the cause (see SweepCause.Pods).
+	Count int `json:"count"`
+	// State is the pods' state as kubectl shows it, when they share one.
+	State string `json:"state,omitempty"`
+	// Summary is the one-line cause.
+	Summary string `json:"summary"`
+	// Uncertain is true when the rules are not sure of the cause.
+	Uncertain bool `json:"uncertain,omitempty"`
+}
+
+// EvaluateNamespace sweeps a namespace: it evaluates each workload (EvaluateWorkload over its
+// light pod Snapshots) and each other pod, and groups what is stuck by cause. A workload whose
+// primary cause is its own (a controller that cannot create pods, a stalled rollout, a failed
+// Job, a DaemonSet short of nodes) is listed once under that cause; otherwise each group of its
+// stuck pods is listed under the group's code. EvaluateNamespace is pure: it reads only ns.
+func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
+	d := &NamespaceDiagnosis{Namespace: ns.Namespace, CollectedAt: ns.Now, Workloads: len(ns.Workloads)}
+	memo := newEvalMemo()
+	causes := map[Code]*SweepCause{}
+	add := func(code Code, it SweepItem) {
+		c := causes[code]
+		if c == nil {
+			c = &SweepCause{Code: code}
+			causes[code] = c
+		}
+		c.Pods += it.Count
+		c.Items = append(c.Items, it)
+	}
+	count := func(pods []*corev1.Pod, codes map[types.UID]Code) {
+		for _, p := range pods {
+			d.Pods++
+			switch code, ok := codes[p.UID]; {
+			case ok && code == CodePodHealthy, !ok && podLooksHealthy(ns.Now, p):
+				d.Ready++
+			case ok && code == CodePodCompleted, !ok && podLooksCompleted(p):
+				d.Completed++
+			default:
+				d.Stuck++
+			}
+		}
+	}
+	for _, ws := range ns.Workloads {
+		wd, v, own := evaluateWorkload(ws, memo)
+		ref := wd.Workload
+		failing := false
+		var codes map[types.UID]Code
+		if v != nil {
+			codes = v.codes
+		}
+		count(ws.Pods, codes)
+		if p := wd.Primary(); own && p.Severity == SeverityBlocker {
+			var stuckPods []string
+			for _, g := range wd.Groups {
+				for _, pl := range g.Pods {
+					if g.Stuck() {
+						stuckPods = append(stuckPods, pl.Name)
+					}
+				}
+			}
+			add(p.Code, SweepItem{Kind: ref.Kind, Name: ref.Name, Pods: stuckPods, Count: max(len(stuckPods)+missingPods(wd), 1), Summary: p.Summary, Uncertain: p.Uncertain})
+			failing = true
+		} else {
+			for _, g := range wd.Groups {
+				if !g.Stuck() {
+					continue
+				}
+				it := SweepItem{Kind: ref.Kind, Name: ref.Name, Count: len(g.Pods), State: sharedState(g.Pods), Uncertain: g.Diagnosis.Uncertain, Summary: g.Diagnosis.Summary}
+				for _, pl := range g.Pods {
+					it.Pods = append(it.Pods, pl.Name)
+				}
+				add(g.Code, it)
+				failing = true
+			}
+		}
+		if failing {
+			d.Failing++
+		}
+	}
+	podCodes := map[types.UID]Code{}
+	for _, p := range ns.Pods {
+		s := ns.PodSnapshots[p.UID]
+		if s == nil {
+			continue
+		}
+		pd := Evaluate(s)
+		podCodes[p.UID] = pd.Primary().Code
+		if code := pd.Primary().Code; code != CodePodHealthy && code != CodePodCompleted {
+			add(code, SweepItem{Kind: KindPod, Name: p.Name, Pods: []string{p.Name}, Count: 1, State: pd.State, Summary: pd.Summary, Uncertain: pd.Uncertain})
+		}
+	}
+	count(ns.Pods, podCodes)
+
+	for _, c := range causes {
+		sort.SliceStable(c.Items, func(i, j int) bool {
+			if c.Items[i].Count != c.Items[j].Count {
+				return c.Items[i].Count > c.Items[j].Count
+			}
+			return c.Items[i].Name < c.Items[j].Name
+		})
+		d.Causes = append(d.Causes, *c)
+	}
+	sort.Slice(d.Causes, func(i, j int) bool {
+		if d.Causes[i].Pods != d.Causes[j].Pods {
+			return d.Causes[i].Pods > d.Causes[j].Pods
+		}
+		return d.Causes[i].Code < d.Causes[j].Code
+	})
+	d.Summary = sweepSummary(d)
+	return d
+}
+
+// evalMemo shares one evaluation among the unscheduled pods of one controller that ask the
+// scheduler for the same thing and got the same answer (a Deployment's 50 Pending replicas):
+// the scheduling rules judge every node against the pod, the costliest rule, and would judge
+// each replica identically. A nil *evalMemo evaluates every pod.
+type evalMemo struct {
+	byKey map[string]*Diagnosis
+}
+
+func newEvalMemo() *evalMemo { return &evalMemo{byKey: map[string]*Diagnosis{}} }
+
+// evaluate returns Evaluate(s), or the diagnosis of an earlier sibling with the same
+// siblingKey.
+func (m *evalMemo) evaluate(s *Snapshot) *Diagnosis {
+	if m == nil {
+		return Evaluate(s)
+	}
+	key, ok := siblingKey(s)
+	if !ok {
+		return Evaluate(s)
+	}
+	if d, seen := m.byKey[key]; seen {
+		return d
+	}
+	d := Evaluate(s)
+	m.byKey[key] = d
+	return d
+}
+
+// siblingKey identifies what the scheduling rules read of an unscheduled pod that a controller
+// owns: the controller, the pod's labels and spec (volumes other than claims left out: a
+// ServiceAccount token volume's name differs per pod), its PodScheduled condition and its events
+// (type, reason, message; not counts or times). Two pods with one key get one diagnosis; the
+// rest of the Snapshot (nodes, bound pods, claims) is the same for both in a sweep. ok is false
+// for a pod that is bound or has no controller.
+func siblingKey(s *Snapshot) (string, bool) {
+	pod := s.Pod
+	ref := controllerOf(pod)
+	if ref == nil || !isUnscheduled(pod) {
+		return "", false
+	}
+	spec := pod.Spec.DeepCopy()
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim == nil && v.Ephemeral == nil })
+	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+		for i := range cs {
+			cs[i].VolumeMounts = nil
+		}
+	}
+	type event struct{ Type, Reason, Message string }
+	key := struct {
+		Owner     types.UID
+		Labels    map[string]string
+		Spec      *corev1.PodSpec
+		Condition *corev1.PodCondition
+		Events    []event
+	}{Owner: ref.UID, Labels: pod.Labels, Spec: spec}
+	if c := podCondition(pod, corev1.PodScheduled); c != nil {
+		key.Condition = &corev1.PodCondition{Reason: c.Reason, Message: c.Message}
+	}
+	for _, e := range s.Events {
+		key.Events = append(key.Events, event{e.Type, e.Reason, e.Message})
+	}
+	b, err := json.Marshal(key)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// missingPods is how many pods the workload wants beyond those it has.
+func missingPods(wd *WorkloadDiagnosis) int {
+	if wd.Desired == nil {
+		return 0
+	}
+	return max(int(*wd.Desired)-wd.Pods, 0)
+}
+
+// sharedState is the pods' state when they all share one, else "".
+func sharedState(pods []PodLine) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	for _, p := range pods[1:] {
+		if p.State != pods[0].State {
+			return ""
+		}
+	}
+	return pods[0].State
+}
+
+// sweepSummary says how much is stuck and the biggest causes, or that nothing is.
+func sweepSummary(d *NamespaceDiagnosis) string {
+	if len(d.Causes) == 0 {
+		return fmt.Sprintf("Nothing is stuck in namespace %s: %d of %d %s Running and Ready, %d Completed, across %d %s.",
+			d.Namespace, d.Ready, d.Pods, plural(d.Pods, "pod is", "pods are"), d.Completed, d.Workloads, plural(d.Workloads, "workload", "workloads"))
+	}
+	var top []string
+	for i, c := range d.Causes {
+		if i == 3 {
+			top = append(top, fmt.Sprintf("%d more %s", len(d.Causes)-3, plural(len(d.Causes)-3, "cause", "causes")))
+			break
+		}
+		top = append(top, fmt.Sprintf("%s (%d %s)", c.Code, c.Pods, plural(c.Pods, "pod", "pods")))
+	}
+	return fmt.Sprintf("In namespace %s, %d of %d %s stuck and %d of %d %s failing: %s.",
+		d.Namespace, d.Stuck, d.Pods, plural(d.Pods, "pod is", "pods are"), d.Failing, d.Workloads, plural(d.Workloads, "workload is", "workloads are"), strings.Join(top, ", "))
+}

@@ -1,0 +1,159 @@
+package triage
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Kind is the API kind of what a question names: a Pod or one of the workload kinds whose pods
+// triage explains together.
+type Kind string
+
+// The kinds a question can name.
+const (
+	KindPod         Kind = "Pod"
+	KindDeployment  Kind = "Deployment"
+	KindReplicaSet  Kind = "ReplicaSet"
+	KindStatefulSet Kind = "StatefulSet"
+	KindDaemonSet   Kind = "DaemonSet"
+	KindJob         Kind = "Job"
+	KindCronJob     Kind = "CronJob"
+)
+
+// WorkloadKinds are the workload kinds, in the order a bare name is looked up when no pod has
+// that name: the kinds people deploy directly first, ReplicaSets (which a Deployment owns)
+// last.
+var WorkloadKinds = []Kind{KindDeployment, KindStatefulSet, KindDaemonSet, KindCronJob, KindJob, KindReplicaSet}
+
+// kindNames maps every way kubectl accepts to name a kind (lower case: the kind, its plural,
+// its short name, and the plural qualified with the API group) to the kind.
+var kindNames = map[string]Kind{}
+
+// kindWords lists, per kind, kubectl's names for it; the first is its short name for commands.
+var kindWords = map[Kind][]string{
+	KindPod:         {"po", "pod", "pods"},
+	KindDeployment:  {"deploy", "deployment", "deployments", "deployment.apps", "deployments.apps"},
+	KindReplicaSet:  {"rs", "replicaset", "replicasets", "replicaset.apps", "replicasets.apps"},
+	KindStatefulSet: {"sts", "statefulset", "statefulsets", "statefulset.apps", "statefulsets.apps"},
+	KindDaemonSet:   {"ds", "daemonset", "daemonsets", "daemonset.apps", "daemonsets.apps"},
+	KindJob:         {"job", "jobs", "job.batch", "jobs.batch"},
+	KindCronJob:     {"cj", "cronjob", "cronjobs", "cronjob.batch", "cronjobs.batch"},
+}
+
+func init() {
+	for k, words := range kindWords {
+		for _, w := range words {
+			kindNames[w] = k
+		}
+	}
+}
+
+// KindFor returns the kind kubectl reads word as ("deploy", "Deployments", "sts", "cj", …;
+// case does not matter), and false when word names no kind triage knows.
+func KindFor(word string) (Kind, bool) {
+	k, ok := kindNames[strings.ToLower(word)]
+	return k, ok
+}
+
+// Short is kubectl's short name for the kind ("deploy", "sts", "po", …), for commands and
+// TYPE/NAME targets.
+func (k Kind) Short() string {
+	if w := kindWords[k]; len(w) > 0 {
+		return w[0]
+	}
+	return strings.ToLower(string(k))
+}
+
+// Target is what a question names: one pod, one workload, a bare name (a pod, else the
+// workload of that name), or every stuck pod and failing workload of a namespace (All).
+type Target struct {
+	// Namespace is the namespace asked about.
+	Namespace string `json:"namespace"`
+	// Kind is the kind named with TYPE/NAME; "" for a bare NAME, which is a pod if one has that
+	// name, else a workload (WorkloadKinds order).
+	Kind Kind `json:"kind,omitempty"`
+	// Name is the pod's or workload's name; "" with All.
+	Name string `json:"name,omitempty"`
+	// All asks about the whole namespace.
+	All bool `json:"all,omitempty"`
+	// OtherReading is the NS/POD reading of a TYPE/NAME argument whose TYPE is also a valid
+	// namespace name ("deploy/checkout": pod checkout in namespace deploy), which whypending
+	// read that way before it understood TYPE/NAME; nil otherwise. The answer is for the
+	// workload; when that pod exists too, the answer says how to ask for it.
+	OtherReading *PodRef `json:"otherReading,omitempty"`
+}
+
+// String renders the target the way it can be asked again: "shop/web-7f9c" for a pod,
+// "deploy/checkout -n shop" for a workload, "--all -n shop" for a namespace.
+func (t Target) String() string {
+	switch {
+	case t.All:
+		return "--all -n " + t.Namespace
+	case t.Kind == "":
+		return t.Namespace + "/" + t.Name
+	case t.Kind == KindPod:
+		return t.Namespace + "/" + t.Name
+	default:
+		return t.Kind.Short() + "/" + t.Name + " -n " + t.Namespace
+	}
+}
+
+// ParseTarget reads a why-pending argument the way kubectl reads TYPE/NAME: when the part
+// before the slash is a kind kubectl knows (po, pod, deploy, deployment, sts, ds, job, cj, rs,
+// their plurals and group-qualified names, in any case), arg is TYPE/NAME and the namespace is
+// namespace (from -n or the default). Otherwise a slash separates NAMESPACE/POD, as whypending
+// always read it; without a slash arg is a bare NAME in namespace. all asks about the whole
+// namespace and then arg must be empty. The error says what is wrong with the input (no
+// namespace or name that cannot exist is sent to the API server).
+func ParseTarget(arg, namespace string, all bool) (Target, error) {
+	if all {
+		if arg != "" {
+			return Target{}, fmt.Errorf("--all asks about the whole namespace: give no name with it (got %q)", arg)
+		}
+		if err := checkNames(namespace, "", ""); err != nil {
+			return Target{}, err
+		}
+		return Target{Namespace: namespace, All: true}, nil
+	}
+	if arg == "" {
+		return Target{}, fmt.Errorf("name a pod, a workload (deploy/NAME, sts/NAME, ds/NAME, job/NAME, cj/NAME, rs/NAME) or use --all")
+	}
+	t := Target{Namespace: namespace, Name: arg}
+	if before, after, ok := strings.Cut(arg, "/"); ok {
+		if kind, isKind := KindFor(before); isKind {
+			t.Kind, t.Name = kind, after
+			if validation.IsDNS1123Label(before) == nil && validation.IsDNS1123Subdomain(after) == nil {
+				t.OtherReading = &PodRef{Namespace: before, Name: after}
+			}
+		} else {
+			t.Namespace, t.Name = before, after
+			t.Kind = KindPod
+		}
+	}
+	what := "pod"
+	switch {
+	case t.Kind == "":
+		what = "pod or workload"
+	case t.Kind != KindPod:
+		what = strings.ToLower(string(t.Kind))
+	}
+	if err := checkNames(t.Namespace, t.Name, what); err != nil {
+		return Target{}, err
+	}
+	return t, nil
+}
+
+// TargetSyntax explains how ParseTarget reads its argument, for --help and /whypending help.
+const TargetSyntax = `TARGET is read the way kubectl reads it:
+  POD or NAME          a pod; a name no pod has is looked up as a Deployment, StatefulSet,
+                       DaemonSet, CronJob, Job or ReplicaSet of that name
+  TYPE/NAME            a workload (or pod) when TYPE is a kind or short name: po, pod, deploy,
+                       deployment, rs, sts, ds, job, cj, cronjob (plurals too); the namespace
+                       comes from -n or the default
+  NAMESPACE/POD        a pod, when the part before the slash is not a kind
+  --all                every stuck pod and failing workload of the namespace, grouped by cause
+When a namespace is named like a kind ("deploy/checkout" could also mean pod checkout in
+namespace deploy), the workload wins and the answer says how to ask for the pod (-n deploy
+checkout); when no such workload exists but that pod does, the pod is answered, with a note.`

@@ -1,0 +1,430 @@
+package triage
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// This file explains a controller that cannot create pods. The API server refuses the pod at
+// admission (a ResourceQuota, Pod Security, a webhook, a missing ServiceAccount, a LimitRange),
+// so no pod exists to ask about: the only trace is the FailedCreate event the ReplicaSet,
+// StatefulSet, DaemonSet, Job or CronJob controller writes on itself ("Error creating: pods
+// "checkout-7d9f8b6c4-" is forbidden: exceeded quota: …"), and a ReplicaSet's ReplicaFailure
+// condition, which keeps the last error after the event expires.
+
+// failedCreateRules reports, once per cause, why the workload's controllers cannot create
+// pods: each creator that lacks pods and whose newest FailedCreate is newer than its newest
+// SuccessfulCreate (or whose ReplicaFailure condition is True) is refused now. An older
+// FailedCreate that a later SuccessfulCreate followed is history and reported as context.
+func failedCreateRules(v *workloadView) []Finding {
+	var out []Finding
+	byCode := map[Code]int{}
+	for _, c := range v.ws.creators() {
+		failed, ev, current := creationFailure(v.ws, c)
+		if failed == "" {
+			continue
+		}
+		if !current {
+			if ev != nil {
+				out = append(out, Finding{
+					Code:     CodeUnknown,
+					Severity: SeverityInfo,
+					Summary:  fmt.Sprintf("%s could not create a pod %s ago, but created one since: that refusal is history.", c.ref, FormatAge(v.ws.Now.Sub(ev.LastSeen))),
+					Evidence: []Evidence{objectEventEvidence(c.ref, *ev)},
+				})
+			}
+			continue
+		}
+		f := admissionFinding(v.ws, c, failed)
+		if ev != nil {
+			f.Evidence = append([]Evidence{objectEventEvidence(c.ref, *ev)}, f.Evidence...)
+		}
+		if c.failure != nil {
+			f.Evidence = append(f.Evidence, Evidence{Object: c.ref.String(), Field: "status.conditions[" + c.failure.Type + "]", Reason: c.failure.Reason, Message: c.failure.Message})
+		}
+		if i, ok := byCode[f.Code]; ok {
+			// A Deployment repeats its ReplicaSet's error in its own condition: one finding per
+			// cause, with every object's evidence once.
+			for _, e := range f.Evidence {
+				if !slices.ContainsFunc(out[i].Evidence, func(x Evidence) bool { return x.Object == e.Object && x.Field == e.Field && x.Message == e.Message }) {
+					out[i].Evidence = append(out[i].Evidence, e)
+				}
+			}
+			continue
+		}
+		byCode[f.Code] = len(out)
+		out = append(out, f)
+	}
+	return out
+}
+
+// creationFailure returns the newest pod (or Job) creation error of creator c, the event it
+// came from (nil when only the ReplicaFailure condition has it), and whether it is current: c
+// lacks pods (or its ReplicaFailure condition is True) and no SuccessfulCreate came after it.
+func creationFailure(ws *WorkloadSnapshot, c creator) (msg string, ev *Event, current bool) {
+	var failed, created *Event
+	for _, e := range ws.eventsOf(c.uid) {
+		switch {
+		case e.Reason == "FailedCreate" && failed == nil:
+			failed = &e
+		case e.Reason == "SuccessfulCreate" && created == nil:
+			created = &e
+		}
+	}
+	switch {
+	case failed != nil:
+		msg = failed.Message
+	case c.failure != nil:
+		msg = c.failure.Message
+	default:
+		return "", nil, false
+	}
+	after := failed == nil || created == nil || failed.LastSeen.After(created.LastSeen) || failed.LastSeen.Equal(created.LastSeen)
+	current = c.failure != nil || (c.missing > 0 && after)
+	return msg, failed, current
+}
+
+// admissionFinding classifies one creation error: which admission step refused the pod, with
+// the objects that explain it.
+func admissionFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
+	var f Finding
+	switch {
+	case strings.Contains(msg, "exceeded quota: ") || strings.Contains(msg, "failed quota: "):
+		f = quotaFinding(ws, c, msg)
+	case strings.Contains(msg, "violates PodSecurity "):
+		f = podSecurityFinding(ws, c, msg)
+	case webhookRE.MatchString(msg) || webhookCallRE.MatchString(msg):
+		f = webhookFinding(ws, c, msg)
+	case strings.Contains(msg, "error looking up service account "):
+		f = serviceAccountFinding(ws, c, msg)
+	case limitRangeRE.MatchString(msg) || strings.Contains(msg, "error enforcing limit ranges"):
+		f = limitRangeFinding(ws, c, msg)
+	default:
+		f = Finding{
+			Code:      CodeUnknown,
+			Uncertain: true,
+			Summary:   fmt.Sprintf("%s cannot create %s: the API server refuses them for a reason the rules do not model; its own words are below.", c.ref, c.what()),
+			Fix:       []string{fmt.Sprintf("kubectl describe %s", c.ref.kubectl())},
+		}
+	}
+	f.Severity = SeverityBlocker
+	if c.missing > 0 {
+		f.Summary += fmt.Sprintf(" It lacks %d %s.", c.missing, plural(int(c.missing), strings.TrimSuffix(c.what(), "s"), c.what()))
+	}
+	return f
+}
+
+// what is what c creates: "pods", or "Jobs" for a CronJob.
+func (c creator) what() string {
+	if c.ref.Kind == KindCronJob {
+		return "Jobs"
+	}
+	return "pods"
+}
+
+// quotaRE matches the ResourceQuota admission error: "exceeded quota: NAME, requested: R,
+// used: U, limited: L" (R, U and L are "resource=quantity" lists joined by commas).
+var quotaRE = regexp.MustCompile(`exceeded quota: ([^,]+), requested: (\S+), used: (\S+), limited: (\S+)`)
+
+// quotaMustSpecifyRE matches "failed quota: NAME: must specify limits.cpu for: app; …".
+var quotaMustSpecifyRE = regexp.MustCompile(`failed quota: ([^:]+): (.*)$`)
+
+// quotaFinding explains resource-quota-exceeded: which quota, what the pod asks, what is used
+// of what is allowed, and how much is left.
+func quotaFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
+	f := Finding{Code: CodeResourceQuotaExceeded}
+	ns := c.ref.Namespace
+	var name string
+	var resources []string
+	if m := quotaRE.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+		req, used, limited := quantityList(m[2]), quantityList(m[3]), quantityList(m[4])
+		var parts []string
+		for _, r := range sortedKeys(req) {
+			resources = append(resources, r)
+			part := fmt.Sprintf("each pod asks %s=%s and %s of the %s allowed is used", r, req[r], used[r], limited[r])
+			if left, ok := quantityLeft(limited[r], used[r]); ok {
+				part = fmt.Sprintf("each pod asks %s=%s but only %s of the %s allowed is left (%s used)", r, req[r], left, limited[r], used[r])
+			}
+			parts = append(parts, part)
+		}
+		f.Summary = fmt.Sprintf("ResourceQuota %s in %s refuses new %s: %s.", name, ns, c.what(), strings.Join(parts, "; "))
+	} else if m := quotaMustSpecifyRE.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+		f.Summary = fmt.Sprintf("ResourceQuota %s in %s tracks resources the pod template does not set, so every pod must set them: %s.", name, ns, strings.TrimSpace(m[2]))
+		for _, part := range strings.Split(m[2], ";") {
+			if r, _, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(part), "must specify ")), " for:"); ok {
+				resources = append(resources, r)
+			}
+		}
+	} else {
+		f.Summary = fmt.Sprintf("A ResourceQuota in %s refuses new %s.", ns, c.what())
+	}
+	f.Summary = c.ref.String() + " cannot create pods: " + f.Summary
+	for _, q := range ws.ResourceQuotas {
+		if name != "" && q.Name != name {
+			continue
+		}
+		f.Evidence = append(f.Evidence, quotaEvidence(q, resources))
+	}
+	fix := []string{fmt.Sprintf("kubectl describe resourcequota -n %s %s", shellQuote(ns), shellQuote(name))}
+	if name == "" {
+		fix[0] = fmt.Sprintf("kubectl describe resourcequota -n %s", shellQuote(ns))
+	}
+	fix = append(fix,
+		fmt.Sprintf("Free room: scale down or delete workloads in %s you no longer need (kubectl get pods -n %s shows what holds the quota).", ns, shellQuote(ns)),
+		fmt.Sprintf("Or lower the pods' requests in the template: kubectl set resources %s --requests=… --limits=…", ws.Ref().kubectl()),
+		fmt.Sprintf("Or, if the namespace may use more, raise spec.hard of the quota: kubectl edit resourcequota -n %s %s", shellQuote(ns), shellQuote(nonEmptyName(name))),
+	)
+	f.Fix = fix
+	return f
+}
+
+// quotaEvidence renders a quota's status for resources (all of its hard limits when empty).
+func quotaEvidence(q *corev1.ResourceQuota, resources []string) Evidence {
+	names := resources
+	if len(names) == 0 {
+		for r := range q.Status.Hard {
+			names = append(names, string(r))
+		}
+		sort.Strings(names)
+	}
+	var parts []string
+	for _, r := range names {
+		hard, ok := q.Status.Hard[corev1.ResourceName(r)]
+		if !ok {
+			continue
+		}
+		used := q.Status.Used[corev1.ResourceName(r)]
+		parts = append(parts, fmt.Sprintf("%s: used %s of %s", r, used.String(), hard.String()))
+	}
+	msg := strings.Join(parts, "; ")
+	if msg == "" {
+		msg = "status not filled in yet (the resource quota controller computes it)"
+	}
+	return Evidence{Object: "ResourceQuota " + q.Namespace + "/" + q.Name, Field: "status.used/status.hard", Message: msg}
+}
+
+// quantityList parses "a=1,b=2" into a map.
+func quantityList(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// quantityLeft is limited minus used, when both parse and the result is not negative.
+func quantityLeft(limited, used string) (string, bool) {
+	l, err1 := resource.ParseQuantity(limited)
+	u, err2 := resource.ParseQuantity(used)
+	if err1 != nil || err2 != nil || l.Cmp(u) < 0 {
+		return "", false
+	}
+	l.Sub(u)
+	return l.String(), true
+}
+
+// podSecurityRE matches the Pod Security admission error: `violates PodSecurity
+// "LEVEL:VERSION": violation (detail), violation (detail), …`.
+var podSecurityRE = regexp.MustCompile(`violates PodSecurity "([^"]+)": (.*)$`)
+
+// podSecurityFinding explains pod-security-violation: the level the namespace enforces, each
+// violated control and the field that fixes it.
+func podSecurityFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
+	f := Finding{Code: CodePodSecurityViolation}
+	ns := c.ref.Namespace
+	level, violations := "", []string(nil)
+	if m := podSecurityRE.FindStringSubmatch(msg); m != nil {
+		level, violations = m[1], splitTopLevel(m[2])
+	}
+	var controls []string
+	for _, v := range violations {
+		control, _, _ := strings.Cut(v, " (")
+		controls = append(controls, control)
+	}
+	f.Summary = fmt.Sprintf("%s cannot create pods: namespace %s enforces Pod Security %q and the pod template violates it: %s.", c.ref, ns, level, strings.Join(controls, "; "))
+	if n := ws.Namespace; n != nil {
+		var labels []string
+		for _, k := range sortedKeys(n.Labels) {
+			if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
+				labels = append(labels, k+"="+n.Labels[k])
+			}
+		}
+		if len(labels) > 0 {
+			f.Evidence = append(f.Evidence, Evidence{Object: "Namespace " + ns, Field: "metadata.labels", Message: strings.Join(labels, ", ")})
+		}
+	}
+	for _, v := range violations {
+		if _, detail, ok := strings.Cut(v, " ("); ok {
+			f.Fix = append(f.Fix, "In the pod template: "+strings.TrimSuffix(detail, ")"))
+		}
+	}
+	f.Fix = append(f.Fix,
+		fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)),
+		fmt.Sprintf("Only if the workload really needs more privilege (this weakens the policy for every pod in %s): kubectl label namespace %s pod-security.kubernetes.io/enforce=baseline --overwrite", ns, shellQuote(ns)),
+	)
+	return f
+}
+
+// splitTopLevel splits "a (x, y), b (z)" at the commas outside parentheses and quotes.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, quoted, start := 0, false, 0
+	for i, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case quoted:
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case r == ',' && depth == 0:
+			out = append(out, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	if rest := strings.TrimSpace(s[start:]); rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}
+
+// webhookRE matches a webhook's denial: `admission webhook "NAME" denied the request: MSG`;
+// webhookCallRE a webhook the API server could not call (failurePolicy Fail):
+// `failed calling webhook "NAME": MSG`.
+var (
+	webhookRE     = regexp.MustCompile(`(?s)admission webhook "([^"]+)" denied the request:?\s*(.*)$`)
+	webhookCallRE = regexp.MustCompile(`(?s)failed calling webhook "([^"]+)": (.*)$`)
+)
+
+// webhookFinding explains admission-webhook-denied: the webhook's name and its message, or
+// why the API server could not call it.
+func webhookFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
+	f := Finding{Code: CodeAdmissionWebhookDenied}
+	var name string
+	if m := webhookRE.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+		f.Summary = fmt.Sprintf("%s cannot create pods: admission webhook %q denies them: %s", c.ref, name, truncate(strings.Join(strings.Fields(m[2]), " "), 500))
+	} else if m := webhookCallRE.FindStringSubmatch(msg); m != nil {
+		name = m[1]
+		f.Summary = fmt.Sprintf("%s cannot create pods: the API server cannot call admission webhook %q (%s), and the webhook's failurePolicy is Fail, so every pod is refused.", c.ref, name, truncateStart(strings.Join(strings.Fields(m[2]), " "), 300))
+	}
+	f.Fix = []string{
+		fmt.Sprintf("kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o custom-columns=CONFIG:.metadata.name,WEBHOOKS:.webhooks[*].name | grep -F %s", shellQuote(name)),
+	}
+	if webhookCallRE.MatchString(msg) {
+		f.Fix = append(f.Fix, "Check the webhook's Service and pods (clientConfig.service in that configuration): they must run and answer before the API server admits pods it intercepts.")
+	} else {
+		f.Fix = append(f.Fix, fmt.Sprintf("Change the pod template to satisfy the webhook's policy (its message says what it wants), or ask the owner of %s for an exception.", name))
+	}
+	return f
+}
+
+// serviceAccountRE matches the ServiceAccount admission error: `error looking up service
+// account NS/NAME: serviceaccount "NAME" not found`.
+var serviceAccountRE = regexp.MustCompile(`error looking up service account ([^/\s]+)/([^:\s]+): (.*)$`)
+
+// serviceAccountFinding explains service-account-not-found, with the namespace's closest
+// ServiceAccount names.
+func serviceAccountFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
+	f := Finding{Code: CodeServiceAccountNotFound}
+	ns, name := c.ref.Namespace, ""
+	if m := serviceAccountRE.FindStringSubmatch(msg); m != nil {
+		ns, name = m[1], m[2]
+	}
+	f.Summary = fmt.Sprintf("%s cannot create pods: their ServiceAccount %s does not exist in namespace %s, and the API server admits no pod without its ServiceAccount.", c.ref, name, ns)
+	if near := closestNames(name, ws.ServiceAccountNames, 3); len(near) > 0 {
+		f.Summary += fmt.Sprintf(" Did you mean %s?", strings.Join(near, " or "))
+	}
+	if ws.ServiceAccountNames != nil {
+		f.Evidence = append(f.Evidence, Evidence{Object: "Namespace " + ns, Field: "serviceaccounts", Message: "existing: " + joinLimited(ws.ServiceAccountNames, 8)})
+	}
+	f.Fix = []string{
+		fmt.Sprintf("kubectl get serviceaccounts -n %s", shellQuote(ns)),
+		fmt.Sprintf("kubectl create serviceaccount -n %s %s  # if the workload should have its own", shellQuote(ns), shellQuote(name)),
+		fmt.Sprintf("Or point the template at an existing one: kubectl set serviceaccount %s <existing>", ws.Ref().kubectl()),
+	}
+	return f
+}
+
+// limitRangeRE matches the LimitRanger admission errors: "maximum cpu usage per Container is
+// 1, but limit is 2", "minimum memory usage per Pod is 64Mi, but request is 32Mi", "… No limit
+// is specified", "cpu max limit to request ratio per Container is 2, but provided ratio is
+// 4.000000".
+var limitRangeRE = regexp.MustCompile(`(?:(?:minimum|maximum) \S+ usage per (?:Container|Pod|PersistentVolumeClaim) is \S+?(?:,|\.)[^,\]]*|\S+ max limit to request ratio per (?:Container|Pod) is \S+, but [^,\]]*)`)
+
+// limitRangeFinding explains limit-range-violation: each bound the pod breaks and the
+// namespace's LimitRanges.
+func limitRangeFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
+	f := Finding{Code: CodeLimitRangeViolation}
+	violations := limitRangeRE.FindAllString(msg, -1)
+	for i := range violations {
+		violations[i] = strings.TrimSpace(strings.ReplaceAll(violations[i], ".  ", ". "))
+	}
+	ns := c.ref.Namespace
+	if len(violations) == 0 {
+		f.Summary = fmt.Sprintf("%s cannot create pods: a LimitRange in %s could not be enforced.", c.ref, ns)
+	} else {
+		f.Summary = fmt.Sprintf("%s cannot create pods: a LimitRange in %s rejects them: %s.", c.ref, ns, strings.Join(violations, "; "))
+	}
+	for _, lr := range ws.LimitRanges {
+		var parts []string
+		for _, l := range lr.Spec.Limits {
+			for _, b := range []struct {
+				name string
+				list corev1.ResourceList
+			}{{"min", l.Min}, {"max", l.Max}, {"maxLimitRequestRatio", l.MaxLimitRequestRatio}, {"defaultRequest", l.DefaultRequest}, {"default", l.Default}} {
+				for _, r := range sortedResourceNames(b.list) {
+					q := b.list[corev1.ResourceName(r)]
+					parts = append(parts, fmt.Sprintf("%s %s %s=%s", l.Type, b.name, r, q.String()))
+				}
+			}
+		}
+		f.Evidence = append(f.Evidence, Evidence{Object: "LimitRange " + lr.Namespace + "/" + lr.Name, Field: "spec.limits", Message: strings.Join(parts, ", ")})
+	}
+	f.Fix = []string{
+		fmt.Sprintf("kubectl describe limitrange -n %s", shellQuote(ns)),
+		fmt.Sprintf("Set the container's requests and limits within those bounds: kubectl set resources %s -c <container> --requests=… --limits=…", ws.Ref().kubectl()),
+	}
+	return f
+}
+
+// sortedResourceNames returns the resource names of l, sorted.
+func sortedResourceNames(l corev1.ResourceList) []string {
+	var out []string
+	for r := range l {
+		out = append(out, string(r))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nonEmptyName is name, or a placeholder for a name the message did not carry.
+func nonEmptyName(name string) string {
+	if name == "" {
+		return "<quota>"
+	}
+	return name
+}
+
+// NeedsServiceAccountNames reports whether the Collector should read the namespace's
+// ServiceAccount names (WorkloadSnapshot.ServiceAccountNames): a controller's creation error
+// says the pods' ServiceAccount does not exist.
+func NeedsServiceAccountNames(ws *WorkloadSnapshot) bool {
+	for _, c := range ws.creators() {
+		if msg, _, current := creationFailure(ws, c); current && strings.Contains(msg, "error looking up service account ") {
+			return true
+		}
+	}
+	return false
+}

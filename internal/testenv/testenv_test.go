@@ -128,8 +128,8 @@ func TestReadScenarioAll(t *testing.T) {
 			t.Error(err)
 			continue
 		}
-		if s.Name != filepath.Base(dir) || s.Clock.IsZero() || len(s.Objects) == 0 || s.Expected.Pod == "" || s.Expected.Code == "" {
-			t.Errorf("%s: name %q clock %v objects %d pod %q code %q", dir, s.Name, s.Clock, len(s.Objects), s.Expected.Pod, s.Expected.Code)
+		if s.Name != filepath.Base(dir) || s.Clock.IsZero() || len(s.Objects) == 0 || (s.Expected.Pod == "" && s.Expected.Target == "") || s.Expected.Code == "" {
+			t.Errorf("%s: name %q clock %v objects %d pod %q target %q code %q", dir, s.Name, s.Clock, len(s.Objects), s.Expected.Pod, s.Expected.Target, s.Expected.Code)
 		}
 	}
 }

@@ -49,7 +49,7 @@ func TestCommands(t *testing.T) {
 	}{
 		{"a pod in the default namespace of the default cluster", "why-pending", "web-7f9c", "shop/web-7f9c", true, "release-leaked-ips;cluster=prod"},
 		{"no pod named", "why-pending", "", "/why-pending: name one pod", false, ""},
-		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a valid pod name`, false, ""},
+		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a valid pod or workload name`, false, ""},
 		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: down, fresh, plain, prod, staging)`, false, ""},
 		{"a pod on an unavailable cluster gets one line naming the cluster and the API server's error", "why-pending", "web --cluster down", downLine, false, ""},
 		{"an ipam check on an unavailable cluster gets the same line", "ipam", "check --cluster down", downLine, false, ""},

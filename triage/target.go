@@ -103,8 +103,9 @@ func (t Target) String() string {
 // ParseTarget reads a why-pending argument the way kubectl reads TYPE/NAME: when the part
 // before the slash is a kind kubectl knows (po, pod, deploy, deployment, sts, ds, job, cj, rs,
 // their plurals and group-qualified names, in any case), arg is TYPE/NAME and the namespace is
-// namespace (from -n or the default). Otherwise a slash separates NAMESPACE/POD, as whypending
-// always read it; without a slash arg is a bare NAME in namespace. all asks about the whole
+// namespace (from -n or the default). Otherwise a slash separates NAMESPACE/NAME, as whypending
+// always read it, and NAME is read as a bare NAME in that namespace; without a slash arg is a
+// bare NAME in namespace. all asks about the whole
 // namespace and then arg must be empty. The error says what is wrong with the input (no
 // namespace or name that cannot exist is sent to the API server).
 func ParseTarget(arg, namespace string, all bool) (Target, error) {
@@ -128,8 +129,8 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 				t.OtherReading = &PodRef{Namespace: before, Name: after}
 			}
 		} else {
+			// NAMESPACE/NAME: a bare NAME in that namespace (a pod, else a workload).
 			t.Namespace, t.Name = before, after
-			t.Kind = KindPod
 		}
 	}
 	what := "pod"
@@ -152,7 +153,8 @@ const TargetSyntax = `TARGET is read the way kubectl reads it:
   TYPE/NAME            a workload (or pod) when TYPE is a kind or short name: po, pod, deploy,
                        deployment, rs, sts, ds, job, cj, cronjob (plurals too); the namespace
                        comes from -n or the default
-  NAMESPACE/POD        a pod, when the part before the slash is not a kind
+  NAMESPACE/NAME       the same as NAME in that namespace, when the part before the slash
+                       is not a kind
   --all                every stuck pod and failing workload of the namespace, grouped by cause
 When a namespace is named like a kind ("deploy/checkout" could also mean pod checkout in
 namespace deploy), the workload wins and the answer says how to ask for the pod (-n deploy

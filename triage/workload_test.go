@@ -411,7 +411,7 @@ func TestParseTarget(t *testing.T) {
 		wantErr bool
 	}{
 		{arg: "web-7f9c", want: Target{Namespace: "shop", Name: "web-7f9c"}},
-		{arg: "prod/web-7f9c", want: Target{Namespace: "prod", Kind: KindPod, Name: "web-7f9c"}},
+		{arg: "prod/web-7f9c", want: Target{Namespace: "prod", Name: "web-7f9c"}},
 		{arg: "deploy/checkout", want: Target{Namespace: "shop", Kind: KindDeployment, Name: "checkout", OtherReading: &PodRef{Namespace: "deploy", Name: "checkout"}}},
 		{arg: "Deployments.apps/checkout", want: Target{Namespace: "shop", Kind: KindDeployment, Name: "checkout"}},
 		{arg: "sts/db", want: Target{Namespace: "shop", Kind: KindStatefulSet, Name: "db", OtherReading: &PodRef{Namespace: "sts", Name: "db"}}},

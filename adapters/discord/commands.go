@@ -2,8 +2,11 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -39,7 +42,7 @@ func Commands(clusters []string) []*discordgo.ApplicationCommand {
 			Description: "Explain why a pod or workload is stuck, or what is stuck in a namespace",
 			Options: []*discordgo.ApplicationCommandOption{
 				{Type: discordgo.ApplicationCommandOptionString, Name: "pod", Required: true, MaxLength: 317,
-					Description: "a pod (name or namespace/name), a workload (deploy/NAME, sts/NAME, job/NAME, …) or --all"},
+					Description: "pod, ns/pod, TYPE/NAME (deploy/web, sts/db, job/x, …) or --all; may add -n NS"},
 				cluster,
 				{Type: discordgo.ApplicationCommandOptionString, Name: "namespace", MaxLength: 63,
 					Description: "the namespace (default: the channel's, else the cluster's)"},
@@ -84,10 +87,32 @@ func (a *Adapter) Register(ctx context.Context) error {
 			if g != "" {
 				where = "in guild " + g
 			}
-			return fmt.Errorf("register discord commands %s: %w", where, err)
+			return fmt.Errorf("register discord commands %s: %w%s", where, err, registerHint(err, a.appID, g))
 		}
 	}
 	return nil
+}
+
+// registerHint says which setting a failed registration points at, from Discord's HTTP
+// status: 401 the bot token, 404 the application ID, 403 the guild (the application is not in
+// it, or was added without the applications.commands scope). Empty for other errors.
+func registerHint(err error, appID, guild string) string {
+	var rest *discordgo.RESTError
+	if !errors.As(err, &rest) || rest.Response == nil {
+		return ""
+	}
+	switch rest.Response.StatusCode {
+	case http.StatusUnauthorized:
+		return "\nThe bot token was refused: check discord.botToken (default {env: DISCORD_BOT_TOKEN}); it is on the application's Bot page, not the client secret."
+	case http.StatusNotFound:
+		return fmt.Sprintf("\nDiscord knows no application %s for this token: check discord.applicationID (General Information → Application ID) and that the token is this application's bot token.", appID)
+	case http.StatusForbidden:
+		if guild == "" {
+			return "\nThe bot may not register global commands: invite it again with the scopes bot and applications.commands."
+		}
+		return fmt.Sprintf("\nThe application is not in guild %s, or was added without the applications.commands scope: check discord.guilds, and invite it with the scopes bot and applications.commands.", guild)
+	}
+	return ""
 }
 
 // requestFor turns a slash command interaction into a bot.Request: "pod" is the positional
@@ -102,7 +127,7 @@ func requestFor(i *discordgo.Interaction) (req bot.Request, ephemeral, plans boo
 	return req, ephemeral, plans
 }
 
-// argsOf lists subcommand names and "pod" first, then "--option value" pairs.
+// argsOf lists subcommand names and the words of "pod" first, then "--option value" pairs.
 func argsOf(opts []*discordgo.ApplicationCommandInteractionDataOption) []string {
 	var words, flags []string
 	for _, o := range opts {
@@ -113,7 +138,9 @@ func argsOf(opts []*discordgo.ApplicationCommandInteractionDataOption) []string 
 		default:
 			v := fmt.Sprint(o.Value)
 			if o.Name == "pod" {
-				words = append(words, v)
+				// The pod option takes what Slack's /why-pending takes after the command
+				// ("ds/agent -n dsns", "--all"), so the usage the bot shows works on both.
+				words = append(words, strings.Fields(v)...)
 			} else {
 				flags = append(flags, "--"+o.Name, v)
 			}

@@ -178,10 +178,10 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("a mention in the pod name is escaped and pings nobody", func(t *testing.T) {
-		token, _, _ := e.command(t, alice, commandData("why-pending", "", "pod", "@everyone <@&"+opsRole+">"))
+		token, _, _ := e.command(t, alice, commandData("why-pending", "", "pod", "@everyone<@&"+opsRole+">"))
 		got := e.answer(t, token)
 		text := messageText(got.Message)
-		if !strings.Contains(text, `\@everyone \<\@&`+opsRole+`\>`) || strings.Contains(strings.ReplaceAll(text, `\<\@&`, ""), "<@&") {
+		if !strings.Contains(text, `\@everyone\<\@&`+opsRole+`\>`) || strings.Contains(strings.ReplaceAll(text, `\<\@&`, ""), "<@&") {
 			t.Errorf("answer = %q, want the mention shown escaped", text)
 		}
 		noMentionsSent(t, got)

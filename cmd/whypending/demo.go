@@ -49,13 +49,15 @@ func newDemoCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a local control plane with the demo scenarios and answer /why-pending in a console",
-		Long: `demo starts a real local control plane (etcd, kube-apiserver and kube-scheduler v1.37.2, built
-from the Go module proxy on first run, which takes about 5 minutes; later runs start in
-seconds), loads every demo scenario into its own cluster, waits for the real scheduler, and
-answers /why-pending in a local console.
+		Long: `demo starts a real local control plane (etcd, kube-apiserver, kube-scheduler and
+kube-controller-manager v1.37.2, built from the Go module proxy on first run, which takes about
+8 minutes on 2 cores; later runs start in seconds), loads every demo scenario into its own
+cluster, waits for the real scheduler, and answers /why-pending in a local console.
 
 With a terminal on stdin it prompts for commands:
   /why-pending [NAMESPACE/]POD     explain a pod (the namespace picks the scenario's cluster)
+  /why-pending TYPE/NAME -n NS     explain a workload (deploy/checkout, ds/node-exporter, …)
+  /why-pending --all -n NS         every stuck pod and failing workload of a namespace
   /help                            list the stuck pods
   /quit
 Without a terminal it answers every scenario's stuck pod, plays the approval flow on the

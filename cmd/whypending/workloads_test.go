@@ -109,6 +109,20 @@ func TestWhyPendingWorkloads(t *testing.T) {
 		}
 	})
 
+	t.Run("NAMESPACE/NAME with no such pod is the Deployment of that name", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kc, ns+"/checkout")
+		if code != 0 || !strings.Contains(out, "Deployment "+ns+"/checkout: insufficient-cpu") {
+			t.Errorf("exit %d; output should answer for Deployment %s/checkout:\n%s%s", code, ns, out, errOut)
+		}
+	})
+
+	t.Run("a name neither a pod nor a workload has suggests the workloads of close names", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", ns, "checkou")
+		if code != exitPodNotFound || !strings.Contains(out, "No Deployment, StatefulSet, DaemonSet, CronJob, Job or ReplicaSet is named checkou") || !strings.Contains(out, "deploy/checkout") {
+			t.Errorf("exit %d, want %d and a note naming deploy/checkout:\n%s", code, exitPodNotFound, out)
+		}
+	})
+
 	t.Run("an unknown workload exits 2 with close names", func(t *testing.T) {
 		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", ns, "sts/checkout", "-o", "json")
 		var wd triage.WorkloadDiagnosis

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,7 +90,7 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 		}
 	}
 	if first == nil {
-		return &triage.Answer{Pod: d}, nil
+		return &triage.Answer{Pod: d, Notes: []string{noWorkloadNote(ctx, c, t)}}, nil
 	}
 	wd, err := DiagnoseWorkload(ctx, c, first.Requested)
 	if err != nil {
@@ -100,6 +101,19 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 		note += fmt.Sprintf(" A %s has that name too: ask for %s/%s.", k, k.Short(), t.Name)
 	}
 	return &triage.Answer{Workload: wd, Notes: []string{note}}, nil
+}
+
+// noWorkloadNote says that no workload has the name either, with the namespace's workloads of
+// close names (kubectl's "kind/name"), so a typo in a workload's name gets an answer too.
+func noWorkloadNote(ctx context.Context, c *Collector, t triage.Target) string {
+	note := fmt.Sprintf("No Deployment, StatefulSet, DaemonSet, CronJob, Job or ReplicaSet is named %s in namespace %s either.", t.Name, t.Namespace)
+	if w, err := c.workloadsIn(ctx, t.Namespace); err == nil {
+		asked := triage.WorkloadRef{Namespace: t.Namespace, Name: t.Name}
+		if near := triage.ClosestWorkloadNames(w.refs(), asked, maxSimilarPods); len(near) > 0 {
+			note += " Workloads with close names: " + strings.Join(near, ", ") + " (ask with -n " + t.Namespace + " " + near[0] + ")."
+		}
+	}
+	return note
 }
 
 // podExists reports whether pod namespace/name exists (false when it cannot be read). The

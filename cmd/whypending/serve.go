@@ -77,6 +77,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	cs := startClusters(cctx, cfg, lock, defaultConnTiming, log)
 	defer cs.wait()
 	defer stopClusters()
+	metrics.ReportCaches(cs.cacheStats)
 	clusters := cs.botClusters()
 	checks := cs.readyChecks()
 	var store bot.Store
@@ -186,6 +187,11 @@ type lockSettings struct {
 // Calico is installed, /ipam and repairs through calico/ and actions/ (recovering a datastore
 // lock an earlier run of this owner left behind). A cluster without Calico still answers
 // /why-pending. serve and demo share it.
+//
+// With a cached collector (serve), Calico IPAM is read from a calico.Cache that shares the
+// collector's pods and nodes: /ipam check, /ipam blocks, the digest and diagnoses answer from
+// it (bot.Cluster.IPAM is the *calico.Cache), and wireCluster waits until it has synced (bound
+// it with ctx). Plans and repairs always read and write live through the *calico.Client.
 func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Config, collector *collect.Collector, lock lockSettings, log *slog.Logger) (*bot.Cluster, error) {
 	collector.WithCalico(restCfg)
 	c := &bot.Cluster{
@@ -210,5 +216,16 @@ func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Conf
 	}
 	runner := &actions.Runner{Cluster: name, IPAM: ipam, LockPolicy: lock.policy, LockTTL: lock.ttl, LockOwner: lock.owner}
 	c.IPAM, c.Planner, c.Executor = ipam, runner, runner
+	users := collector.AddressUsers()
+	if users == nil {
+		collector.WithIPAM(ipam)
+		return c, nil
+	}
+	cache := calico.NewCache(ctx, ipam, users)
+	if err := cache.WaitForSync(ctx); err != nil {
+		return nil, err
+	}
+	collector.WithIPAM(cache)
+	c.IPAM = cache
 	return c, nil
 }

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/whypending/whypending/calico"
 
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
@@ -65,11 +70,25 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		}
 	}
 
-	d, err := Diagnose(ctx, New(c.Client).WithCalico(c.Config), ns, name)
+	// Nothing changes the cluster from here on: both backends see the same state.
+	if err := c.StopScheduler(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	direct := New(c.Client).WithCalico(c.Config)
+	direct.now = func() time.Time { return now }
+	d, err := Diagnose(ctx, direct, ns, name)
 	if err != nil {
 		t.Fatalf("Diagnose(%s) error: %v", exp.Pod, err)
 	}
 	logDiagnosis(t, d)
+	cached := newCachedCollector(t, ctx, c.Config)
+	cached.now = direct.now
+	if warm, err := Diagnose(ctx, cached, ns, name); err != nil {
+		t.Errorf("Diagnose(%s) with the cached collector: %v", exp.Pod, err)
+	} else if diff := cmp.Diff(d, warm); diff != "" {
+		t.Errorf("the cached collector (lean pod cache, IPAM cache) diagnoses %s differently (-direct +cached):\n%s", exp.Pod, diff)
+	}
 	var codes []triage.Code
 	for _, f := range d.Findings {
 		codes = append(codes, f.Code)
@@ -95,6 +114,39 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	if triage.Code(exp.Code).Pending() {
 		checkVerdictsAgree(t, d)
 	}
+}
+
+// newCachedCollector starts the bot's backend on cfg's cluster, as serve wires it: the lean
+// pod cache over a protobuf client and, when Calico is installed, the IPAM cache sharing its
+// pods and nodes. The informers stop with the test.
+func newCachedCollector(t *testing.T, ctx context.Context, cfg *rest.Config) *Collector {
+	t.Helper()
+	ictx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, err := NewCached(ictx, client)
+	if err != nil {
+		t.Fatalf("NewCached: %v", err)
+	}
+	cl, err := calico.NewClient(ctx, cfg)
+	if errors.Is(err, calico.ErrCalicoNotInstalled) {
+		return col.WithCalico(cfg) // records the same error as the direct collector
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipam := calico.NewCache(ictx, cl, col.AddressUsers())
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	if err := ipam.WaitForSync(sctx); err != nil {
+		t.Fatal(err)
+	}
+	return col.WithIPAM(ipam)
 }
 
 // checkVerdictsAgree checks the node table of d against the scheduler's latest FailedScheduling

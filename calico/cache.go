@@ -51,7 +51,7 @@ type Cache struct {
 	c     *Client
 	users AddressUsers
 
-	informers []namedInformer
+	informers                                                           []namedInformer
 	blocks, handles, pools, affinities, configs, clusterInfos, services cache.Store
 
 	// gen counts changes to the Calico objects and LoadBalancer services.

@@ -51,7 +51,9 @@ type Cache struct {
 	c     *Client
 	users AddressUsers
 
-	informers                                                           []namedInformer
+	// informers are every informer, named by resource; the stores below are theirs.
+	informers []namedInformer
+
 	blocks, handles, pools, affinities, configs, clusterInfos, services cache.Store
 
 	// gen counts changes to the Calico objects and LoadBalancer services.

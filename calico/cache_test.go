@@ -16,8 +16,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// informerUsers is an AddressUsers over plain pod and node informers, for tests (the bot uses
-// triage/collect's caches).
+// informerUsers is an AddressUsers over plain pod and node informers, for tests and
+// benchmarks (the bot uses triage/collect's caches). The pod informer keeps only each pod's
+// PodUse.
 type informerUsers struct {
 	pods, nodes cache.SharedIndexInformer
 	gen         atomic.Uint64
@@ -26,6 +27,18 @@ type informerUsers struct {
 func startInformerUsers(ctx context.Context, kube kubernetes.Interface) *informerUsers {
 	f := informers.NewSharedInformerFactory(kube, 0)
 	u := &informerUsers{pods: f.Core().V1().Pods().Informer(), nodes: f.Core().V1().Nodes().Informer()}
+	_ = u.pods.SetTransform(func(obj any) (any, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		use, ok := PodUseOf(p)
+		c := &cached[PodUse]{name: p.Name, namespace: p.Namespace, rv: p.ResourceVersion}
+		if ok {
+			c.val = &use
+		}
+		return c, nil
+	})
 	bump := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { u.gen.Add(1) }, UpdateFunc: func(any, any) { u.gen.Add(1) }, DeleteFunc: func(any) { u.gen.Add(1) }}
 	_, _ = u.pods.AddEventHandler(bump)
 	_, _ = u.nodes.AddEventHandler(bump)
@@ -37,8 +50,8 @@ func (u *informerUsers) Generation() uint64 { return u.gen.Load() }
 func (u *informerUsers) HasSynced() bool    { return u.pods.HasSynced() && u.nodes.HasSynced() }
 func (u *informerUsers) EachPod(fn func(PodUse)) {
 	for _, o := range u.pods.GetStore().List() {
-		if p, ok := PodUseOf(o.(*corev1.Pod)); ok {
-			fn(p)
+		if p, _ := cachedValue[PodUse](o); p != nil {
+			fn(*p)
 		}
 	}
 }

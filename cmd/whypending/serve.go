@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	slackgo "github.com/slack-go/slack"
@@ -52,6 +54,32 @@ its key path, and the bot does not start.`,
 	return cmd
 }
 
+// memLimitRatio is the part of the container's memory limit given to the Go garbage collector
+// as its soft limit (GOMEMLIMIT): the rest is for what the runtime does not count (the binary,
+// thread stacks, kernel buffers).
+const memLimitRatio = 0.9
+
+// setGoMemLimit sets the garbage collector's soft memory limit to memLimitRatio of the
+// container's memory limit as limit reports it (serve passes memlimit.FromCgroup: cgroup v2
+// memory.max or v1 memory.limit_in_bytes, read by automemlimit), so that near the limit the
+// collector works harder instead of the container being OOM-killed while the caches of a
+// large cluster fill it. GOMEMLIMIT in the environment overrides it (and AUTOMEMLIMIT=off
+// turns it off, AUTOMEMLIMIT=0.8 sets another ratio). It logs the limit in force in bytes;
+// with no limit anywhere it logs nothing.
+func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
+	soft, err := memlimit.Set(memlimit.WithRatio(memLimitRatio), memlimit.WithProvider(limit))
+	switch {
+	case err != nil:
+		log.Warn("no garbage collector soft memory limit: cannot read the container's memory limit", slog.Any("error", err))
+	case soft > 0 && soft < math.MaxInt64:
+		source := "container memory limit"
+		if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+			source = "GOMEMLIMIT"
+		}
+		log.Info("garbage collector soft memory limit", slog.Int64("bytes", soft), slog.String("from", source))
+	}
+}
+
 // runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
 // listener's address once it accepts connections (tests).
 func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
@@ -60,6 +88,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	setGoMemLimit(log, memlimit.FromCgroup)
 	secrets, err := cfg.ResolveSlack(os.LookupEnv, os.ReadFile)
 	if err != nil {
 		return fmt.Errorf("config %s:\n%w", configPath, err)

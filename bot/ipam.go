@@ -146,7 +146,11 @@ func nothingToDo(kind actions.Kind) string {
 // release of leaked IPs when there are any.
 func CheckMessage(cluster string, r *calico.CheckResult) Message {
 	leaked := len(r.LeakedIPs)
-	m := Message{Footer: fmt.Sprintf("cluster %s · ClusterInformation rv %s · took %s", cluster, r.Report.ClusterInfoRevision, roundDuration(r.Took))}
+	how := "took " + roundDuration(r.Took)
+	if r.Cached {
+		how = "from the bot's watch caches"
+	}
+	m := Message{Footer: fmt.Sprintf("cluster %s · ClusterInformation rv %s · %s", cluster, r.Report.ClusterInfoRevision, how)}
 	switch {
 	case r.Problems == 0:
 		m.Title, m.Severity = fmt.Sprintf("Calico IPAM on %s: no problems found", cluster), "ok"

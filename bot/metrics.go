@@ -1,6 +1,8 @@
 package bot
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -19,6 +21,65 @@ type Metrics struct {
 	// Deliveries counts follow-up deliveries (response_url posts, message updates) by
 	// platform and outcome ("ok", "rate-limited", "error"). Adapters count them.
 	Deliveries *prometheus.CounterVec
+	// caches reports the informer caches at each scrape (ReportCaches).
+	caches *cacheCollector
+}
+
+// CacheStats is the state of one informer cache of one cluster, for /metrics.
+type CacheStats struct {
+	// Cluster is the configured cluster name; Cache the cached resource ("pods", "nodes",
+	// "calico/ipamblocks", …, or "all" while a new connection's caches fill).
+	Cluster, Cache string
+	// Objects is how many objects the cache holds; Synced whether its initial list is in.
+	Objects int
+	Synced  bool
+}
+
+// ReportCaches makes /metrics export what fn returns at each scrape, as
+// whypending_cache_objects{cluster,cache} and whypending_cache_synced{cluster,cache} (1 or
+// 0). fn must be quick and safe to call concurrently.
+func (m *Metrics) ReportCaches(fn func() []CacheStats) {
+	m.caches.mu.Lock()
+	defer m.caches.mu.Unlock()
+	m.caches.fn = fn
+}
+
+// cacheCollector is the prometheus.Collector behind ReportCaches.
+type cacheCollector struct {
+	mu              sync.Mutex
+	fn              func() []CacheStats
+	objects, synced *prometheus.Desc
+}
+
+func newCacheCollector() *cacheCollector {
+	return &cacheCollector{
+		objects: prometheus.NewDesc("whypending_cache_objects", "Objects held by an informer cache, by cluster and cached resource.", []string{"cluster", "cache"}, nil),
+		synced:  prometheus.NewDesc("whypending_cache_synced", "1 when an informer cache has synced (its initial list is in), else 0, by cluster and cached resource.", []string{"cluster", "cache"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.objects
+	ch <- c.synced
+}
+
+// Collect implements prometheus.Collector.
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	fn := c.fn
+	c.mu.Unlock()
+	if fn == nil {
+		return
+	}
+	for _, s := range fn() {
+		synced := 0.0
+		if s.Synced {
+			synced = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.objects, prometheus.GaugeValue, float64(s.Objects), s.Cluster, s.Cache)
+		ch <- prometheus.MustNewConstMetric(c.synced, prometheus.GaugeValue, synced, s.Cluster, s.Cache)
+	}
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -46,9 +107,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "whypending_deliveries_total",
 			Help: "Follow-up deliveries to chat platforms, by platform and outcome.",
 		}, []string{"platform", "outcome"}),
+		caches: newCacheCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.AckSeconds, m.Deliveries)
+		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.AckSeconds, m.Deliveries, m.caches)
 	}
 	return m
 }

@@ -99,8 +99,8 @@ func (c *Client) ReleaseEmptyBlocks(ctx context.Context, cidrs []netip.Prefix, o
 			}
 		}
 	}
-	if err := c.scanPods(ctx, "", func(p podUse) {
-		for _, ip := range p.ips {
+	if err := c.scanAllPods(ctx, func(p PodUse) {
+		for _, ip := range p.IPs {
 			record(ip, p.owner())
 		}
 	}); err != nil {

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // CheckOptions tune Check.
@@ -140,29 +138,13 @@ type CheckResult struct {
 	AllocationsByNode map[string]int
 	// Took is the wall time of the check.
 	Took time.Duration
+	// Cached is true for a check answered from a Cache (the bot's watch caches) rather than a
+	// fresh read.
+	Cached bool
 }
 
 // ownerReservedWindows is calicoctl's owner name for Windows-reserved ordinals.
 const ownerReservedWindows = "Reserved for Windows"
-
-// checkState collects the inputs of a check.
-type checkState struct {
-	mu           sync.Mutex
-	allocs       []Allocation
-	handlesInUse map[string]bool       // handle IDs referenced by block attributes
-	handles      map[string]HandleInfo // by object name (the ID in lower case)
-	activePools  []netip.Prefix
-	allPools     []netip.Prefix
-	invalid      []InvalidBlock
-	blocks       int
-
-	inUse         map[netip.Addr][]string // address -> owners
-	pendingPods   map[string]bool         // "ns/name" of scheduled pods with no address yet
-	tunnelIPs     int
-	workloadIPs   int
-	loadBalancers int
-	lbIPs         []lbUse
-}
 
 // Check compares IPAM allocations with what uses addresses, like `calicoctl ipam check`, with
 // these differences: IPv6 tunnel annotations count as in use; Windows-reserved ordinals are in
@@ -173,81 +155,213 @@ type checkState struct {
 // It reads ClusterInformation default, then IPAMBlocks, IPAMHandle metadata and IPPools
 // concurrently and, once the blocks are read, pods, node metadata and services: pods come
 // after blocks, so a pod whose CNI ADD wrote an allocation the check saw is also seen. Every
-// list is paginated; pods are listed per namespace, a few at a time.
+// list is one unpaginated request that the API server answers from its watch cache (see
+// listAll); pods are listed per namespace, a few at a time.
 func (c *Client) Check(ctx context.Context, opts CheckOptions) (*CheckResult, error) {
 	start := time.Now()
-	ci, err := c.clusterInfo(ctx)
+	inv, checkErr, err := c.readInventory(ctx, readParts{check: true})
+	if err == nil {
+		err = checkErr
+	}
 	if err != nil {
 		return nil, err
 	}
-	st := &checkState{
-		handlesInUse: map[string]bool{},
-		handles:      map[string]HandleInfo{},
-		inUse:        map[netip.Addr][]string{},
-		pendingPods:  map[string]bool{},
-	}
-
-	// Handles and pools are read alongside the blocks. Pods, nodes and services are read
-	// only once the blocks are: the pod of any CNI ADD whose allocation the block list shows
-	// exists by then, so an allocation in flight is seen as pending, not leaked.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.loadHandles(gctx, st) })
-	g.Go(func() error { return c.loadPools(gctx, st) })
-	g.Go(func() error {
-		if err := c.loadBlocks(gctx, st); err != nil {
-			return err
-		}
-		users, uctx := errgroup.WithContext(gctx)
-		users.Go(func() error {
-			return c.scanAllPods(uctx, func(p podUse) {
-				st.mu.Lock()
-				defer st.mu.Unlock()
-				if p.pending {
-					st.pendingPods[p.namespace+"/"+p.name] = true
-					return
-				}
-				o := p.owner()
-				for _, ip := range p.ips {
-					st.inUse[ip] = append(st.inUse[ip], o)
-					st.workloadIPs++
-				}
-			})
-		})
-		users.Go(func() error {
-			return c.scanNodes(uctx, func(n nodeUse) {
-				st.mu.Lock()
-				defer st.mu.Unlock()
-				o := n.owner()
-				for _, ip := range n.ips {
-					st.inUse[ip] = append(st.inUse[ip], o)
-					st.tunnelIPs++
-				}
-			})
-		})
-		users.Go(func() error {
-			return c.scanLoadBalancers(uctx, func(l lbUse) {
-				st.mu.Lock()
-				defer st.mu.Unlock()
-				st.lbIPs = append(st.lbIPs, l)
-			})
-		})
-		return users.Wait()
-	})
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if err := c.resolveHandles(ctx, st); err != nil {
-		return nil, err
-	}
-
-	res := st.classify()
-	res.Report.Version = cmp.Or(opts.ReportVersion, ci.Spec.CalicoVersion)
-	res.Report.ClusterGUID = ci.Spec.ClusterGUID
-	res.Report.ClusterType = ci.Spec.ClusterType
-	res.Report.ClusterInfoRevision = ci.Metadata.ResourceVersion
-	res.Report.DatastoreLocked = ci.Spec.DatastoreReady != nil && !*ci.Spec.DatastoreReady
+	res := inv.check(opts)
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// Overview reads Calico IPAM once and derives both a check and the utilization from it (what
+// Check and Utilization would return, for the price of one read). The check part is missing,
+// with Overview.CheckErr set, when only its reads failed.
+func (c *Client) Overview(ctx context.Context) (*Overview, error) {
+	start := time.Now()
+	inv, checkErr, err := c.readInventory(ctx, readParts{check: true, utilization: true})
+	if err != nil {
+		return nil, err
+	}
+	return overviewOf(inv, checkErr, time.Since(start)), nil
+}
+
+// readParts says what readInventory reads besides IPAMBlocks and IPPools.
+type readParts struct {
+	// check: ClusterInformation, IPAMHandle metadata and what uses addresses.
+	check bool
+	// utilization: BlockAffinities and IPAMConfig.
+	utilization bool
+}
+
+// readInventory reads what parts asks for. err is a failed read of the blocks, pools or (with
+// parts.utilization) affinities and IPAMConfig; checkErr a failed read of what only the check
+// needs, which leaves the rest of the inventory usable.
+func (c *Client) readInventory(ctx context.Context, parts readParts) (inv *inventory, checkErr, err error) {
+	inv = &inventory{v3: c.v3}
+	if parts.check && !parts.utilization {
+		// A check without ClusterInformation cannot be written as a report: fail before listing.
+		if inv.clusterInfo, err = c.clusterInfo(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	blocksRead := make(chan struct{})
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		blocks, err := c.listBlocks(gctx)
+		if err != nil {
+			return err
+		}
+		inv.blocks = blocks
+		close(blocksRead)
+		return nil
+	})
+	g.Go(func() error {
+		var err error
+		inv.pools, err = c.listPools(gctx)
+		return err
+	})
+	if parts.utilization {
+		g.Go(func() error {
+			var err error
+			inv.affinities, err = c.listAffinities(gctx)
+			return err
+		})
+		g.Go(func() error {
+			var err error
+			inv.config, err = c.ipamConfig(gctx)
+			return err
+		})
+	}
+
+	// The check's own reads fail on their own: the inventory stays usable for the utilization.
+	var checkWait func() error
+	if parts.check {
+		cg, cctx := errgroup.WithContext(ctx) // not gctx: g.Wait cancels that
+		if inv.clusterInfo == nil {
+			cg.Go(func() error {
+				var err error
+				inv.clusterInfo, err = c.clusterInfo(cctx)
+				return err
+			})
+		}
+		cg.Go(func() error {
+			var err error
+			inv.handles, err = c.listHandleMeta(cctx)
+			return err
+		})
+		// Pods, nodes and services only once the blocks are read: the pod of any CNI ADD
+		// whose allocation the block list shows exists by then, so an allocation in flight is
+		// seen as pending, not leaked.
+		cg.Go(func() error {
+			select {
+			case <-blocksRead:
+			case <-cctx.Done():
+				return context.Cause(cctx)
+			}
+			var err error
+			inv.users, err = c.readUsers(cctx)
+			return err
+		})
+		checkWait = cg.Wait
+	}
+	if err := g.Wait(); err != nil {
+		cancel()
+		if checkWait != nil {
+			_ = checkWait() // let the check's reads stop before inv is dropped
+		}
+		return nil, nil, err
+	}
+	if checkWait != nil {
+		if checkErr = checkWait(); checkErr == nil {
+			checkErr = c.resolveHandles(ctx, inv)
+		}
+	}
+	return inv, checkErr, nil
+}
+
+// listBlocks reads every IPAMBlock that is not soft-deleted.
+func (c *Client) listBlocks(ctx context.Context) ([]*block, error) {
+	var out []*block
+	_, err := listAll(ctx, c, resBlocks, func(o *blockObject) error {
+		if o.Spec.Deleted {
+			return nil
+		}
+		b, err := o.parse()
+		if err != nil {
+			return err
+		}
+		out = append(out, b)
+		return nil
+	})
+	return out, err
+}
+
+// listPools reads every IPPool.
+func (c *Client) listPools(ctx context.Context) ([]pool, error) {
+	var out []pool
+	_, err := listAll(ctx, c, resPools, func(o *poolObject) error {
+		p, err := poolOf(o)
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// listAffinities reads every BlockAffinity that is not soft-deleted.
+func (c *Client) listAffinities(ctx context.Context) ([]affinityObject, error) {
+	var out []affinityObject
+	_, err := listAll(ctx, c, resAffinities, func(a *affinityObject) error {
+		if !a.deleted() {
+			out = append(out, *a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ipamConfig reads IPAMConfig default; nil when it does not exist.
+func (c *Client) ipamConfig(ctx context.Context) (*ipamConfigObject, error) {
+	o, err := getRaw[ipamConfigObject](ctx, c, c.resIPAMConfig(), "default")
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ipam config: %w", err)
+	}
+	return o, nil
+}
+
+// readUsers reads what uses addresses: pods, node tunnel annotations and LoadBalancer
+// services, concurrently.
+func (c *Client) readUsers(ctx context.Context) (*addressUse, error) {
+	u := newAddressUse()
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return c.scanAllPods(gctx, func(p PodUse) {
+			mu.Lock()
+			defer mu.Unlock()
+			u.addPod(p)
+		})
+	})
+	g.Go(func() error {
+		return c.scanNodes(gctx, func(n nodeUse) {
+			mu.Lock()
+			defer mu.Unlock()
+			u.addNode(n)
+		})
+	})
+	g.Go(func() error {
+		return c.scanLoadBalancers(gctx, func(l lbUse) {
+			mu.Lock()
+			defer mu.Unlock()
+			u.lbs = append(u.lbs, l)
+		})
+	})
+	return u, g.Wait()
 }
 
 // ClusterInfo is Calico's ClusterInformation "default".
@@ -281,75 +395,74 @@ func (c *Client) clusterInfo(ctx context.Context) (*clusterInfoObject, error) {
 	return ci, nil
 }
 
-// loadHandles lists IPAMHandle metadata only (names, UIDs, resourceVersions, as protobuf): a
-// handle's name is its ID in lower case, which is all the check needs except for handles no
-// block references, whose exact IDs (and soft-deleted state) resolveHandles reads afterwards.
-// With a warm watch cache this costs the API server and the client about half of a full list.
-func (c *Client) loadHandles(ctx context.Context, st *checkState) error {
-	m := map[string]HandleInfo{}
-	opts := metav1.ListOptions{Limit: listPageSize}
-	for {
-		list, err := c.meta.Resource(c.gvr(resHandles)).List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("list ipamhandles: %w", err)
-		}
-		for i := range list.Items {
-			o := &list.Items[i].ObjectMeta
-			m[o.Name] = c.handleInfo(o.Name, string(o.UID), o.ResourceVersion, o.CreationTimestamp.Time)
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+// listHandleMeta lists IPAMHandle metadata only (names, UIDs, resourceVersions, creation
+// times; PartialObjectMetadataList as protobuf, decoded field by field): a handle's name is
+// its ID in lower case, which is all the check needs except for handles no block references,
+// whose exact IDs (and soft-deleted state) resolveHandles reads afterwards.
+func (c *Client) listHandleMeta(ctx context.Context) (map[string]handleEntry, error) {
+	body, err := c.raw.Get().Resource(resHandles).SetHeader("Accept", protobufMetadataList).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list ipamhandles: %w", err)
 	}
-	st.mu.Lock()
-	st.handles = m
-	st.mu.Unlock()
-	return nil
+	m := map[string]handleEntry{}
+	err = decodeMetadataList(body, func(o *objectMetaFields) {
+		m[o.name] = handleEntry{id: o.name, uid: o.uid, rv: o.resourceVersion, created: o.created}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list ipamhandles: %w", err)
+	}
+	return m, nil
 }
 
-// resolveHandles reads the exact spec.handleID of the handles no block references, and drops
-// soft-deleted ones: one get each, or one full list when there are many.
-func (c *Client) resolveHandles(ctx context.Context, st *checkState) error {
-	referenced := make(map[string]bool, len(st.handlesInUse))
-	for id := range st.handlesInUse {
-		referenced[HandleName(id)] = true
-	}
-	leaked := map[string]bool{}
-	for name := range st.handles {
-		if !referenced[name] {
-			leaked[name] = true
+// protobufMetadataList asks for a PartialObjectMetadataList as protobuf.
+const protobufMetadataList = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+// resolveHandles reads the exact spec.handleID and the soft-deleted state of the handles no
+// block references (only their metadata was listed): one get each, or one list when there
+// are many.
+func (c *Client) resolveHandles(ctx context.Context, inv *inventory) error {
+	referenced := map[string]bool{}
+	for _, b := range inv.blocks {
+		for ord := range b.spec.Allocations {
+			if h := b.handleOf(ord); h != "" {
+				referenced[HandleName(h)] = true
+			}
 		}
 	}
-	if len(leaked) == 0 {
+	var unknown []string
+	for name, h := range inv.handles {
+		if !referenced[name] && !h.known {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
 		return nil
 	}
 	var mu sync.Mutex
 	update := func(name string, h *handleMeta) {
 		mu.Lock()
 		defer mu.Unlock()
-		if h == nil || h.Spec.Deleted {
-			delete(st.handles, name)
+		if h == nil {
+			delete(inv.handles, name)
 			return
 		}
-		st.handles[name] = c.handleInfo(h.Spec.HandleID, h.Metadata.UID, h.Metadata.ResourceVersion, parseTime(h.Metadata.CreationTimestamp))
+		inv.handles[name] = handleEntryOf(h)
 	}
-	if len(leaked) > 200 {
-		for name := range leaked {
-			delete(st.handles, name) // re-added below if it still exists
+	if len(unknown) > 200 {
+		wanted := map[string]bool{}
+		for _, name := range unknown {
+			wanted[name] = true
+			delete(inv.handles, name) // re-added below if it still exists
 		}
 		_, err := listAll(ctx, c, resHandles, func(h *handleMeta) error {
-			if leaked[h.Metadata.Name] {
+			if wanted[h.Metadata.Name] {
 				update(h.Metadata.Name, h)
 			}
 			return nil
 		})
 		return err
 	}
-	names := make([]string, 0, len(leaked))
-	for name := range leaked {
-		names = append(names, name)
-	}
-	return forEach(ctx, 16, names, func(ctx context.Context, name string) error {
+	return forEach(ctx, 16, unknown, func(ctx context.Context, name string) error {
 		h, err := getRaw[handleMeta](ctx, c, resHandles, name)
 		if isNotFound(err) {
 			update(name, nil)
@@ -363,210 +476,15 @@ func (c *Client) resolveHandles(ctx context.Context, st *checkState) error {
 	})
 }
 
+// handleEntryOf is what a check keeps of a handle read in full.
+func handleEntryOf(h *handleMeta) handleEntry {
+	return handleEntry{id: h.Spec.HandleID, uid: h.Metadata.UID, rv: h.Metadata.ResourceVersion,
+		created: parseTime(h.Metadata.CreationTimestamp), known: true, deleted: h.Spec.Deleted}
+}
+
 func parseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339, s)
 	return t
-}
-
-func (c *Client) handleInfo(id, uid, rv string, created time.Time) HandleInfo {
-	if !c.v3 {
-		if u, err := ConvertUID(uid); err == nil {
-			uid = u
-		}
-	}
-	return HandleInfo{ID: id, UID: &uid, Revision: rv, created: created}
-}
-
-func (c *Client) loadPools(ctx context.Context, st *checkState) error {
-	var active, all []netip.Prefix
-	_, err := listAll(ctx, c, resPools, func(p *poolObject) error {
-		cidr, err := netip.ParsePrefix(p.Spec.CIDR)
-		if err != nil {
-			return fmt.Errorf("ippool %s: bad cidr %q: %w", p.Metadata.Name, p.Spec.CIDR, err)
-		}
-		all = append(all, cidr.Masked())
-		if !p.Spec.Disabled {
-			active = append(active, cidr.Masked())
-		}
-		return nil
-	})
-	st.mu.Lock()
-	st.activePools, st.allPools = active, all
-	st.mu.Unlock()
-	return err
-}
-
-func (c *Client) loadBlocks(ctx context.Context, st *checkState) error {
-	var allocs []Allocation
-	handles := map[string]bool{}
-	var invalid []InvalidBlock
-	n := 0
-	_, err := listAll(ctx, c, resBlocks, func(o *blockObject) error {
-		if o.Spec.Deleted {
-			return nil
-		}
-		b, err := o.parse()
-		if err != nil {
-			return err
-		}
-		n++
-		if p := b.validate(); len(p) > 0 {
-			invalid = append(invalid, InvalidBlock{Name: b.name, CIDR: b.cidr.String(), Problems: p})
-		}
-		allocs = appendAllocations(allocs, b, handles)
-		return nil
-	})
-	st.mu.Lock()
-	st.allocs, st.handlesInUse, st.invalid, st.blocks = allocs, handles, invalid, n
-	st.mu.Unlock()
-	return err
-}
-
-// appendAllocations appends one Allocation per allocated ordinal of b (like calicoctl's
-// recordAllocation) and records the referenced handle IDs.
-func appendAllocations(dst []Allocation, b *block, handles map[string]bool) []Allocation {
-	for ord, idx := range b.spec.Allocations {
-		if idx == nil {
-			continue
-		}
-		a := allocationAt(b, ord)
-		if a.Handle != "" {
-			handles[a.Handle] = true
-		}
-		dst = append(dst, a)
-	}
-	return dst
-}
-
-// allocationAt describes allocated ordinal ord of b. Windows-reserved ordinals are in use,
-// with no handle.
-func allocationAt(b *block, ord int) Allocation {
-	affine := b.affineNode()
-	a := Allocation{IP: ordinalIP(b.cidr, ord).String(), Block: b.cidr.String(), Ordinal: ord, Node: affine}
-	seq := b.seqOf(ord)
-	a.SequenceNumber = &seq
-	if at := b.attrs(ord); at != nil {
-		if at.HandleID != nil {
-			if strings.EqualFold(*at.HandleID, windowsReservedHandle) {
-				a.InUse = true
-				a.Owners = []string{ownerReservedWindows}
-			} else {
-				a.Handle = *at.HandleID
-			}
-		}
-		if v := at.Secondary.Node; v != "" {
-			a.Node = v
-		}
-		a.Pod = at.Secondary.Pod
-		a.Namespace = at.Secondary.Namespace
-		a.Type = at.Secondary.Type
-		a.CreationTimestamp = at.Secondary.Timestamp
-		a.CoolingDown = at.ReleasedAt != nil
-	}
-	a.Borrowed = a.Node != affine
-	return a
-}
-
-func inAny(pools []netip.Prefix, ip netip.Addr) bool {
-	for _, p := range pools {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// classify turns the collected state into a CheckResult.
-func (st *checkState) classify() *CheckResult {
-	res := &CheckResult{
-		Allocations:       st.allocs,
-		Blocks:            st.blocks,
-		Handles:           len(st.handles),
-		NodeTunnelIPs:     st.tunnelIPs,
-		WorkloadIPs:       st.workloadIPs,
-		InvalidBlocks:     st.invalid,
-		AllocationsByNode: map[string]int{},
-	}
-	for _, p := range st.activePools {
-		res.ActivePools = append(res.ActivePools, p.String())
-	}
-	allocated := make(map[netip.Addr]bool, len(st.allocs))
-	for i := range st.allocs {
-		if ip, ok := parseIP(st.allocs[i].IP); ok {
-			allocated[ip] = true
-		}
-	}
-	for _, l := range st.lbIPs {
-		counted := false
-		for _, ip := range l.ips {
-			if allocated[ip] || inAny(st.allPools, ip) {
-				st.inUse[ip] = append(st.inUse[ip], l.owner())
-				counted = true
-			}
-		}
-		if counted {
-			st.loadBalancers++
-		}
-	}
-	res.LoadBalancers = st.loadBalancers
-	res.InUseIPs = len(st.inUse)
-
-	res.Report.Allocations = make(map[string][]*Allocation, len(st.allocs))
-	for i := range st.allocs {
-		a := &st.allocs[i]
-		res.AllocationsByNode[a.Node]++
-		res.Report.Allocations[a.IP] = append(res.Report.Allocations[a.IP], a)
-		ip, _ := parseIP(a.IP)
-		if owners := st.inUse[ip]; len(owners) > 0 {
-			a.InUse = true
-			a.Owners = append(a.Owners, owners...)
-		}
-		switch {
-		case a.InUse, a.CoolingDown:
-		case a.Pod != "" && st.pendingPods[a.Namespace+"/"+a.Pod]:
-			a.InUse = true
-			a.Owners = []string{"Workload(" + a.Namespace + "/" + a.Pod + ") without IP yet"}
-			res.Pending = append(res.Pending, *a)
-		default:
-			res.LeakedIPs = append(res.LeakedIPs, *a)
-		}
-	}
-	for ip, owners := range st.inUse {
-		if allocated[ip] {
-			continue
-		}
-		u := InUseIP{IP: ip.String(), Owners: owners}
-		if inAny(st.activePools, ip) {
-			res.InUseNotAllocated = append(res.InUseNotAllocated, u)
-		} else {
-			res.NotInPool = append(res.NotInPool, u)
-		}
-	}
-	referenced := make(map[string]bool, len(st.handlesInUse))
-	for id := range st.handlesInUse {
-		referenced[HandleName(id)] = true
-		if _, ok := st.handles[HandleName(id)]; !ok {
-			res.MissingHandles = append(res.MissingHandles, id)
-		}
-	}
-	for name, h := range st.handles {
-		if !referenced[name] {
-			res.LeakedHandles = append(res.LeakedHandles, h)
-		}
-	}
-	byIP := func(a, b Allocation) int { return compareIPs(a.IP, b.IP) }
-	slices.SortFunc(res.LeakedIPs, byIP)
-	slices.SortFunc(res.Pending, byIP)
-	byUse := func(a, b InUseIP) int { return compareIPs(a.IP, b.IP) }
-	slices.SortFunc(res.InUseNotAllocated, byUse)
-	slices.SortFunc(res.NotInPool, byUse)
-	slices.SortFunc(res.LeakedHandles, func(a, b HandleInfo) int { return strings.Compare(a.ID, b.ID) })
-	slices.Sort(res.MissingHandles)
-	slices.SortFunc(res.InvalidBlocks, func(a, b InvalidBlock) int { return strings.Compare(a.Name, b.Name) })
-	res.Report.LeakedHandles = res.LeakedHandles
-	res.Problems = len(res.LeakedIPs) + len(res.InUseNotAllocated) + len(res.NotInPool) +
-		len(res.LeakedHandles) + len(res.InvalidBlocks)
-	return res
 }
 
 func compareIPs(a, b string) int {

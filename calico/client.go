@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -35,9 +36,6 @@ var (
 const (
 	groupV1 = "crd.projectcalico.org"
 	groupV3 = "projectcalico.org"
-
-	// listPageSize is the page size (metav1.ListOptions.Limit) of every list.
-	listPageSize = 500
 
 	// minQPS and minBurst are the client-side rate limits NewClient raises a config to.
 	minQPS   = 500
@@ -179,45 +177,84 @@ func (c *Client) res(resource string) dynamic.ResourceInterface {
 	return c.dyn.Resource(c.gvr(resource))
 }
 
-// listPage is the part of a list response listAll decodes.
-type listPage[T any] struct {
-	Metadata struct {
-		ResourceVersion string `json:"resourceVersion"`
-		Continue        string `json:"continue"`
-	} `json:"metadata"`
-	Items []T `json:"items"`
+// listAll lists every object of a Calico resource in one unpaginated request and passes each
+// item, decoded into T as it streams in, to fn. It returns the list's resourceVersion.
+//
+// Without limit and continue, the API server answers a consistent list (resourceVersion "")
+// from its watch cache, never from etcd, whatever the cache's state; a paginated list's
+// continuation pages are read from etcd when the cache holds no snapshot of that revision,
+// at several times the server CPU (BENCHMARKS.md). The body is decoded as a stream, so the
+// client never holds the whole list.
+func listAll[T any](ctx context.Context, c *Client, resource string, fn func(*T) error) (string, error) {
+	body, err := c.raw.Get().Resource(resource).Stream(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", resource, err)
+	}
+	defer body.Close()
+	rv, err := decodeListStream(body, fn)
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", resource, err)
+	}
+	return rv, nil
 }
 
-// listAll lists every object of a Calico resource, page by page (Limit+Continue), decoding each
-// page into []T and passing each item to fn. It returns the list's resourceVersion.
-func listAll[T any](ctx context.Context, c *Client, resource string, fn func(*T) error) (string, error) {
-	var cont, rv string
-	for {
-		req := c.raw.Get().Resource(resource).Param("limit", fmt.Sprint(listPageSize))
-		if cont != "" {
-			req = req.Param("continue", cont)
-		}
-		body, err := req.DoRaw(ctx)
+// decodeListStream decodes a JSON list ({"metadata":{...},"items":[...]}) from r item by item,
+// calling fn with each, and returns metadata.resourceVersion.
+func decodeListStream[T any](r io.Reader, fn func(*T) error) (string, error) {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", err
+	}
+	var rv string
+	for dec.More() {
+		tok, err := dec.Token()
 		if err != nil {
-			return "", fmt.Errorf("list %s: %w", resource, err)
+			return "", fmt.Errorf("decode list: %w", err)
 		}
-		var page listPage[T]
-		if err := json.Unmarshal(body, &page); err != nil {
-			return "", fmt.Errorf("decode %s list: %w", resource, err)
-		}
-		body = nil
-		if rv == "" {
-			rv = page.Metadata.ResourceVersion
-		}
-		for i := range page.Items {
-			if err := fn(&page.Items[i]); err != nil {
+		switch tok {
+		case "metadata":
+			var m struct {
+				ResourceVersion string `json:"resourceVersion"`
+			}
+			if err := dec.Decode(&m); err != nil {
+				return "", fmt.Errorf("decode list metadata: %w", err)
+			}
+			rv = m.ResourceVersion
+		case "items":
+			if err := expectDelim(dec, '['); err != nil {
 				return "", err
 			}
-		}
-		if cont = page.Metadata.Continue; cont == "" {
-			return rv, nil
+			for dec.More() {
+				var v T
+				if err := dec.Decode(&v); err != nil {
+					return "", fmt.Errorf("decode list item: %w", err)
+				}
+				if err := fn(&v); err != nil {
+					return "", err
+				}
+			}
+			if err := expectDelim(dec, ']'); err != nil {
+				return "", err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", fmt.Errorf("decode list: %w", err)
+			}
 		}
 	}
+	return rv, expectDelim(dec, '}')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("decode list: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("decode list: got %v, want %v", tok, want)
+	}
+	return nil
 }
 
 // getRaw reads one Calico object by name and decodes it into T.

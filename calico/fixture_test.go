@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
@@ -38,10 +39,10 @@ type fixture struct {
 	objectsCreated, writes int64
 }
 
-// The sizes of the brief: calicoctl v3.32.1 was measured at the first one.
+// The sizes of the brief (S and L): calicoctl v3.32.1 was measured at the first one.
 var (
 	fixtureSmall = fixtureSpec{Nodes: 200, BlocksPerNode: 4, Allocations: 38400}   // 7,640 leaked, 30,560 pods
-	fixtureLarge = fixtureSpec{Nodes: 1000, BlocksPerNode: 4, Allocations: 150000} // 29,800 leaked, 119,200 pods
+	fixtureLarge = fixtureSpec{Nodes: 1000, BlocksPerNode: 4, Allocations: 152000} // 30,200 leaked, 120,800 pods
 )
 
 const fixtureNamespaces = 20
@@ -249,9 +250,14 @@ func indexes(n int) []int {
 	return out
 }
 
-// benchPod is a Deployment-style pod with Calico's CNI annotations and a Running status.
+// benchPod is a Deployment-style pod with Calico's CNI annotations, a Running status and the
+// service account token volume the ServiceAccount admission plugin adds (with its random
+// name; the test API server runs without that plugin).
 func benchPod(ns, name, node, ip, containerID string, started metav1.Time) *corev1.Pod {
 	app := "web-" + strconv.Itoa(len(name)%7)
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	token := fmt.Sprintf("kube-api-access-%05x", h.Sum32()&0xfffff) // random-looking, per pod
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
@@ -278,9 +284,16 @@ func benchPod(ns, name, node, ip, containerID string, started metav1.Time) *core
 				ReadinessProbe:           &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 10},
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				ImagePullPolicy:          corev1.PullIfNotPresent,
+				VolumeMounts:             []corev1.VolumeMount{{Name: token, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}},
 			}},
-			RestartPolicy: corev1.RestartPolicyAlways,
-			DNSPolicy:     corev1.DNSClusterFirst,
+			Volumes: []corev1.Volume{{Name: token, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(3607))}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+			}}}}},
+			ServiceAccountName: "default",
+			RestartPolicy:      corev1.RestartPolicyAlways,
+			DNSPolicy:          corev1.DNSClusterFirst,
 			Tolerations: []corev1.Toleration{
 				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
 				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},

@@ -13,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -284,7 +286,7 @@ func TestPodUse(t *testing.T) {
 				if ok != tt.ok {
 					t.Fatalf("%s: ok = %t, want %t", how, ok, tt.ok)
 				}
-				if ok && (fmt.Sprint(u.ips) != tt.ips || u.pending != tt.pending || u.node != "n1" || u.owner() != "Workload(ns/p)") {
+				if ok && (fmt.Sprint(u.IPs) != tt.ips || u.Pending != tt.pending || u.Node != "n1" || u.owner() != "Workload(ns/p)") {
 					t.Errorf("%s: use = %+v, want ips %s pending %t", how, u, tt.ips, tt.pending)
 				}
 			}
@@ -296,9 +298,9 @@ func TestPodUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := 0
-			cont, err := decodePodList(buf.Bytes(), func(f *podFields) { n++; check("protobuf", f) })
-			if err != nil || cont != "next" || n != 1 {
-				t.Errorf("decodePodList = %q, %v, %d pods; want next, nil, 1", cont, err, n)
+			err := decodePodList(buf.Bytes(), func(f *podFields) { n++; check("protobuf", f) })
+			if err != nil || n != 1 {
+				t.Errorf("decodePodList = %v, %d pods; want nil, 1", err, n)
 			}
 		})
 	}
@@ -378,5 +380,41 @@ func TestMinAllocationAge(t *testing.T) {
 	r.minAge = 5 * time.Second
 	if got := r.precheck(b, &releaseTarget{ord: 0}); got != "" {
 		t.Errorf("old enough allocation: precheck = %q", got)
+	}
+}
+
+// TestDecodeMetadataList decodes a protobuf PartialObjectMetadataList the way the API server
+// writes one for a metadata-only list: name, UID, resourceVersion and creation time survive,
+// managedFields are skipped.
+func TestDecodeMetadataList(t *testing.T) {
+	sch := runtime.NewScheme()
+	metav1.AddMetaToScheme(sch)
+	created := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}}
+	for i := range 3 {
+		list.Items = append(list.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("k8s-pod-network.%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: fmt.Sprint(100 + i),
+			CreationTimestamp: metav1.NewTime(created.Add(time.Duration(i) * time.Second)),
+			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "calico", Operation: metav1.ManagedFieldsOperationUpdate}},
+		}})
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(sch, sch).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := decodeMetadataList(buf.Bytes(), func(o *objectMetaFields) {
+		got = append(got, fmt.Sprintf("%s %s %s %s", o.name, o.uid, o.resourceVersion, o.created.UTC().Format(time.RFC3339)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"k8s-pod-network.0 uid-0 100 2026-11-30T10:00:00Z",
+		"k8s-pod-network.1 uid-1 101 2026-11-30T10:00:01Z",
+		"k8s-pod-network.2 uid-2 102 2026-11-30T10:00:02Z",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("decodeMetadataList (-want +got):\n%s", d)
 	}
 }

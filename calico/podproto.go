@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -32,27 +33,18 @@ var (
 )
 
 // decodePodList parses a PodList response body (protobuf, with the "k8s\0" envelope, or JSON)
-// and calls fn with each pod's fields. It returns the list's continue token.
-func decodePodList(body []byte, fn func(*podFields)) (string, error) {
+// and calls fn with each pod's fields.
+func decodePodList(body []byte, fn func(*podFields)) error {
 	if !bytes.HasPrefix(body, k8sProtoMagic) {
 		return decodePodListJSON(body, fn)
 	}
 	// runtime.Unknown: raw = 2.
 	raw, err := field(body[len(k8sProtoMagic):], 2)
 	if err != nil {
-		return "", err
+		return err
 	}
-	var cont string
-	err = eachField(raw, func(num protowire.Number, v []byte) error {
-		switch num {
-		case 1: // ListMeta
-			return eachField(v, func(n protowire.Number, v []byte) error {
-				if n == 3 {
-					cont = string(v)
-				}
-				return nil
-			})
-		case 2: // items
+	return eachField(raw, func(num protowire.Number, v []byte, _ uint64) error {
+		if num == 2 { // items
 			var p podFields
 			if err := decodePod(v, &p); err != nil {
 				return err
@@ -61,14 +53,70 @@ func decodePodList(body []byte, fn func(*podFields)) (string, error) {
 		}
 		return nil
 	})
-	return cont, err
+}
+
+// objectMetaFields are the metadata fields a metadata-only list keeps.
+type objectMetaFields struct {
+	name, uid, resourceVersion string
+	created                    time.Time
+}
+
+// decodeMetadataList parses a PartialObjectMetadataList response body (protobuf, with the
+// "k8s\0" envelope) and calls fn with each item's name, UID, resourceVersion and creation time;
+// the rest of the metadata (managedFields above all) is skipped unparsed.
+func decodeMetadataList(body []byte, fn func(*objectMetaFields)) error {
+	if !bytes.HasPrefix(body, k8sProtoMagic) {
+		return errNotPodProto
+	}
+	raw, err := field(body[len(k8sProtoMagic):], 2)
+	if err != nil {
+		return err
+	}
+	return eachField(raw, func(num protowire.Number, item []byte, _ uint64) error {
+		if num != 2 { // items: PartialObjectMetadata
+			return nil
+		}
+		meta, err := field(item, 1) // ObjectMeta
+		if err != nil {
+			return err
+		}
+		var o objectMetaFields
+		err = eachField(meta, func(n protowire.Number, v []byte, _ uint64) error {
+			switch n {
+			case 1:
+				o.name = string(v)
+			case 5:
+				o.uid = string(v)
+			case 6:
+				o.resourceVersion = string(v)
+			case 8: // Time: seconds = 1, nanos = 2
+				var sec, nsec uint64
+				err := eachField(v, func(n protowire.Number, _ []byte, x uint64) error {
+					if n == 1 {
+						sec = x
+					} else if n == 2 {
+						nsec = x
+					}
+					return nil
+				})
+				o.created = time.Unix(int64(sec), int64(nsec))
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fn(&o)
+		return nil
+	})
 }
 
 func decodePod(b []byte, p *podFields) error {
-	return eachField(b, func(num protowire.Number, v []byte) error {
+	return eachField(b, func(num protowire.Number, v []byte, _ uint64) error {
 		switch num {
 		case 1: // ObjectMeta
-			return eachField(v, func(n protowire.Number, v []byte) error {
+			return eachField(v, func(n protowire.Number, v []byte, _ uint64) error {
 				switch n {
 				case 1:
 					p.name = string(v)
@@ -78,7 +126,7 @@ func decodePod(b []byte, p *podFields) error {
 					p.deleting = true
 				case 12:
 					var key, val []byte
-					err := eachField(v, func(n protowire.Number, v []byte) error {
+					err := eachField(v, func(n protowire.Number, v []byte, _ uint64) error {
 						if n == 1 {
 							key = v
 						} else if n == 2 {
@@ -92,17 +140,17 @@ func decodePod(b []byte, p *podFields) error {
 				return nil
 			})
 		case 2: // PodSpec
-			return eachField(v, func(n protowire.Number, v []byte) error {
+			return eachField(v, func(n protowire.Number, v []byte, x uint64) error {
 				switch n {
 				case 10:
 					p.node = string(v)
 				case 11:
-					p.hostNetwork = len(v) > 0 && v[0] != 0
+					p.hostNetwork = x != 0
 				}
 				return nil
 			})
 		case 3: // PodStatus
-			return eachField(v, func(n protowire.Number, v []byte) error {
+			return eachField(v, func(n protowire.Number, v []byte, _ uint64) error {
 				switch n {
 				case 1:
 					p.phase = string(v)
@@ -120,10 +168,10 @@ func decodePod(b []byte, p *podFields) error {
 	})
 }
 
-// eachField calls fn for every field of a protobuf message. v is the payload of
-// length-delimited fields and the varint encoded as one byte slice (0 or 1 for bools) for
-// varint fields; other wire types are skipped.
-func eachField(b []byte, fn func(protowire.Number, []byte) error) error {
+// eachField calls fn for every length-delimited and varint field of a protobuf message: v is
+// the payload of a length-delimited field, x the value of a varint field; other wire types are
+// skipped.
+func eachField(b []byte, fn func(num protowire.Number, v []byte, x uint64) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -137,7 +185,7 @@ func eachField(b []byte, fn func(protowire.Number, []byte) error) error {
 				return errBadPodProto
 			}
 			b = b[n:]
-			if err := fn(num, v); err != nil {
+			if err := fn(num, v, 0); err != nil {
 				return err
 			}
 		case protowire.VarintType:
@@ -146,11 +194,7 @@ func eachField(b []byte, fn func(protowire.Number, []byte) error) error {
 				return errBadPodProto
 			}
 			b = b[n:]
-			v := []byte{0}
-			if x != 0 {
-				v[0] = 1
-			}
-			if err := fn(num, v); err != nil {
+			if err := fn(num, nil, x); err != nil {
 				return err
 			}
 		default:
@@ -167,7 +211,7 @@ func eachField(b []byte, fn func(protowire.Number, []byte) error) error {
 // field returns the last occurrence of length-delimited field num of message b.
 func field(b []byte, num protowire.Number) ([]byte, error) {
 	var out []byte
-	err := eachField(b, func(n protowire.Number, v []byte) error {
+	err := eachField(b, func(n protowire.Number, v []byte, _ uint64) error {
 		if n == num {
 			out = v
 		}
@@ -176,15 +220,15 @@ func field(b []byte, num protowire.Number) ([]byte, error) {
 	return out, err
 }
 
-func decodePodListJSON(body []byte, fn func(*podFields)) (string, error) {
+func decodePodListJSON(body []byte, fn func(*podFields)) error {
 	var list corev1.PodList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return "", fmt.Errorf("%w: %w", errNotPodProto, err)
+		return fmt.Errorf("%w: %w", errNotPodProto, err)
 	}
 	for i := range list.Items {
 		fn(podFieldsOf(&list.Items[i]))
 	}
-	return list.Continue, nil
+	return nil
 }
 
 // podFieldsOf extracts podFields from a typed pod.

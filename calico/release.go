@@ -37,8 +37,8 @@ type ReleaseOptions struct {
 	// locked. Zero means DefaultMinAllocationAge; negative means no minimum. Allocations
 	// without a parseable timestamp are not held back.
 	MinAllocationAge time.Duration
-	// Workers is the number of blocks (and then handles) processed concurrently; zero means
-	// DefaultWorkers.
+	// Workers bounds the blocks being verified and written at once, and separately the
+	// handle writes at once; zero means DefaultWorkers.
 	Workers int
 }
 
@@ -46,7 +46,7 @@ type ReleaseOptions struct {
 const (
 	DefaultHandleGracePeriod = time.Minute
 	DefaultMinAllocationAge  = time.Minute
-	DefaultWorkers           = 16
+	DefaultWorkers           = 32
 	// maxAttempts bounds the compare-and-set retries of one object.
 	maxAttempts = 20
 )
@@ -116,9 +116,14 @@ type blockPlan struct {
 // Each block gets one compare-and-set Update (metadata.resourceVersion) that frees all its
 // addresses, bumps spec.sequenceNumber, appends the ordinals to spec.unallocated and prunes
 // and renumbers unreferenced attributes; a conflict re-reads the block, re-verifies and
-// retries. After the block writes, each touched handle gets one write: Delete with UID and
-// resourceVersion preconditions when its count drops to zero, else an Update; conflicts
-// re-read and retry. Unknown fields of every object are preserved.
+// retries. Blocks are independent: up to opts.Workers are verified and written at once, each
+// with its own compare-and-set. A touched handle gets one write as soon as every block
+// holding its released addresses is done (never before: a handle is decremented only after
+// its block write, as Calico does, so an interruption leaves leaked handles, never an
+// address whose handle is gone): Delete with UID and resourceVersion preconditions when its
+// count drops to zero, else an Update; conflicts re-read and retry. Requested leaked handles
+// (opts.Handles) are deleted after the last block. Unknown fields of every object are
+// preserved. Everything stops when ctx is done (a datastore lock's deadline).
 //
 // When an API call fails part way, ReleaseIPs returns the error together with the result so
 // far (what was released stays released; its handles are still decremented).
@@ -127,7 +132,7 @@ func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts Relea
 	workers := cmp.Or(opts.Workers, DefaultWorkers)
 	res := &ReleaseResult{}
 	r := &releaser{c: c, res: res, failedHandles: map[string]string{}, decrements: map[string]map[string]int{},
-		minAge: cmp.Or(opts.MinAllocationAge, DefaultMinAllocationAge)}
+		blocksLeft: map[string]int{}, minAge: cmp.Or(opts.MinAllocationAge, DefaultMinAllocationAge)}
 
 	// Read the handles the release may write in the background, while blocks are read and
 	// written: the handle writes come after the block writes, with compare-and-set, so a
@@ -142,11 +147,16 @@ func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts Relea
 		wanted[HandleName(h.ID)] = true
 	}
 	var handlesRead sync.WaitGroup
-	var handlesErr error
+	handlesDone := make(chan struct{}) // closed once r.handleRaws is set (nil after a failed read)
 	defer handlesRead.Wait()
 	hctx, cancelHandles := context.WithCancel(ctx)
 	defer cancelHandles() // before the Wait above, on early returns
-	handlesRead.Go(func() { handlesErr = r.readHandles(hctx, wanted) })
+	handlesRead.Go(func() {
+		defer close(handlesDone)
+		if raws, err := r.readHandles(hctx, wanted); err == nil {
+			r.handleRaws = raws // else each handle is read on its own
+		}
+	})
 
 	// Snapshot every block: to resolve addresses, and to see all addresses of each handle.
 	blocks := map[netip.Prefix]*blockPlan{}
@@ -236,7 +246,6 @@ func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts Relea
 	}
 	r.holds = holds
 
-	// Block phase.
 	var plans []*blockPlan
 	for _, bp := range blocks {
 		if len(bp.targets) > 0 {
@@ -246,18 +255,53 @@ func (c *Client) ReleaseIPs(ctx context.Context, allocs []Allocation, opts Relea
 		}
 	}
 	slices.SortFunc(plans, func(a, b *blockPlan) int { return a.cidr.Addr().Compare(b.cidr.Addr()) })
-	blockErr := forEach(ctx, workers, plans, r.releaseBlock)
-
-	// Handle phase: one write per touched handle, after its block writes; also after a failed
-	// block phase, for the blocks that were written (leaked handles would be left otherwise).
-	handlesRead.Wait()
-	err = errors.Join(blockErr, handlesErr)
-	if handlesErr == nil && (len(r.decrements) > 0 || blockErr == nil && len(opts.Handles) > 0) {
-		if blockErr != nil {
-			opts.Handles = nil
+	// How many planned blocks hold each handle's targets: its write waits for all of them.
+	for _, bp := range plans {
+		seen := map[string]bool{}
+		for _, t := range bp.targets {
+			if t.Handle != "" && !seen[t.Handle] {
+				seen[t.Handle] = true
+				r.blocksLeft[t.Handle]++
+			}
 		}
-		err = errors.Join(err, r.releaseHandles(ctx, workers, opts, referenced))
 	}
+
+	// Handle writers: each handle as soon as its blocks are done. They use ctx, not the
+	// blocks' context, so the handles of written blocks are decremented even when another
+	// block failed.
+	grace := cmp.Or(opts.HandleGracePeriod, DefaultHandleGracePeriod)
+	handleQueue := make(chan *handleWork, len(r.blocksLeft)+len(opts.Handles))
+	var writers sync.WaitGroup
+	var handleErrMu sync.Mutex
+	var handleErr error
+	for range workers {
+		writers.Go(func() {
+			for w := range handleQueue {
+				if err := r.writeQueuedHandle(ctx, w, handlesDone, grace); err != nil {
+					handleErrMu.Lock()
+					handleErr = cmp.Or(handleErr, err)
+					handleErrMu.Unlock()
+				}
+			}
+		})
+	}
+	blockErr := forEach(ctx, workers, plans, func(ctx context.Context, bp *blockPlan) error {
+		err := r.releaseBlock(ctx, bp)
+		for _, w := range r.blockDone(bp) {
+			handleQueue <- w
+		}
+		return err
+	})
+	// Leaked handles last, and only when every block went through.
+	if blockErr == nil {
+		for _, w := range r.leakedHandleWork(opts.Handles, referenced) {
+			handleQueue <- w
+		}
+	}
+	close(handleQueue)
+	writers.Wait()
+	handlesRead.Wait()
+	err = errors.Join(blockErr, handleErr)
 	slices.SortFunc(res.Released, func(a, b Allocation) int { return compareIPs(a.IP, b.IP) })
 	slices.SortFunc(res.Skipped, func(a, b SkippedIP) int { return compareIPs(a.IP, b.IP) })
 	res.Took = time.Since(start)
@@ -348,7 +392,8 @@ type releaser struct {
 	failedHandles map[string]string         // handle -> why none of its addresses is released
 	holds         map[string][]*Allocation  // handle -> every address it holds (snapshot)
 	decrements    map[string]map[string]int // handle -> block CIDR -> addresses released
-	handleRaws    map[string][]byte         // handle name -> JSON, from readHandles
+	blocksLeft    map[string]int            // handle -> planned blocks holding its targets not done yet
+	handleRaws    map[string][]byte         // handle name -> JSON, from readHandles (nil: read each)
 }
 
 func (r *releaser) skip(t *releaseTarget, reason string) {
@@ -586,7 +631,7 @@ type handleWork struct {
 }
 
 // readHandles lists the handles once and keeps the JSON of the wanted ones (by name).
-func (r *releaser) readHandles(ctx context.Context, wanted map[string]bool) error {
+func (r *releaser) readHandles(ctx context.Context, wanted map[string]bool) (map[string][]byte, error) {
 	raws := map[string][]byte{}
 	_, err := listAll(ctx, r.c, resHandles, func(raw *json.RawMessage) error {
 		var m struct {
@@ -601,43 +646,72 @@ func (r *releaser) readHandles(ctx context.Context, wanted map[string]bool) erro
 		return nil
 	})
 	r.count(&r.res.Reads)
-	r.handleRaws = raws
-	return err
+	return raws, err
 }
 
-// releaseHandles writes each touched handle once, from the JSON readHandles kept.
-func (r *releaser) releaseHandles(ctx context.Context, workers int, opts ReleaseOptions, referenced map[string]bool) error {
-	want := map[string]*handleWork{}
-	for id, dec := range r.decrements {
-		want[HandleName(id)] = &handleWork{id: id, dec: dec}
+// blockDone records that bp is finished (written, skipped or failed) and returns the handle
+// writes that became due: handles with released addresses whose every planned block is done.
+func (r *releaser) blockDone(bp *blockPlan) []*handleWork {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var due []*handleWork
+	seen := map[string]bool{}
+	for _, t := range bp.targets {
+		h := t.Handle
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		if r.blocksLeft[h]--; r.blocksLeft[h] == 0 && r.decrements[h] != nil {
+			due = append(due, &handleWork{id: h, dec: r.decrements[h]})
+		}
 	}
-	grace := cmp.Or(opts.HandleGracePeriod, DefaultHandleGracePeriod)
-	for i := range opts.Handles {
-		h := &opts.Handles[i]
+	return due
+}
+
+// leakedHandleWork is the requested leaked handles that no block references and no decrement
+// already covers, in ID order.
+func (r *releaser) leakedHandleWork(handles []HandleInfo, referenced map[string]bool) []*handleWork {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	decremented := map[string]bool{}
+	for id := range r.decrements {
+		decremented[HandleName(id)] = true
+	}
+	var out []*handleWork
+	for i := range handles {
+		h := &handles[i]
 		switch {
 		case referenced[h.ID]:
 			r.res.SkippedHandles = append(r.res.SkippedHandles, SkippedHandle{h.ID, "a block references it"})
-		case want[HandleName(h.ID)] != nil:
-			// Also decremented above: the decrement write handles it.
+		case decremented[HandleName(h.ID)]:
+			// Its decrement write handles it.
 		default:
-			want[HandleName(h.ID)] = &handleWork{id: h.ID, leaked: h}
+			out = append(out, &handleWork{id: h.ID, leaked: h})
 		}
 	}
-	raws := r.handleRaws
-	var work []*handleWork
-	for name, w := range want {
-		if raws[name] == nil {
+	slices.SortFunc(out, func(a, b *handleWork) int { return strings.Compare(a.id, b.id) })
+	return out
+}
+
+// writeQueuedHandle writes w once the background handle list is in (its JSON saves a read;
+// without it, or for a handle the list did not have, writeHandle reads the handle itself).
+func (r *releaser) writeQueuedHandle(ctx context.Context, w *handleWork, listed <-chan struct{}, grace time.Duration) error {
+	select {
+	case <-listed:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	var raw []byte
+	if r.handleRaws != nil {
+		if raw = r.handleRaws[HandleName(w.id)]; raw == nil {
 			if w.leaked != nil {
-				r.res.SkippedHandles = append(r.res.SkippedHandles, SkippedHandle{w.id, "already gone"})
+				r.skipHandle(w.id, "already gone")
 			}
-			continue
+			return nil
 		}
-		work = append(work, w)
 	}
-	slices.SortFunc(work, func(a, b *handleWork) int { return strings.Compare(a.id, b.id) })
-	return forEach(ctx, workers, work, func(ctx context.Context, w *handleWork) error {
-		return r.writeHandle(ctx, w, raws[HandleName(w.id)], grace)
-	})
+	return r.writeHandle(ctx, w, raw, grace)
 }
 
 // writeHandle applies one handle's decrement (or deletes a leaked handle) with

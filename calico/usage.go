@@ -34,26 +34,32 @@ var tunnelAnnotations = []string{
 	"projectcalico.org/IPv6WireguardInterfaceAddr",
 }
 
-// podUse is what the engine keeps of a pod: enough to decide whether it uses an address or is
-// about to (CNI ADD in flight).
-type podUse struct {
-	namespace, name, node string
-	ips                   []netip.Addr
-	// pending: scheduled, not host-networked, not finished, and no address yet.
-	pending bool
+// PodUse is what a pod does with Calico addresses: enough to decide whether it uses an
+// address or is about to (CNI ADD in flight). PodUseOf makes one from a pod.
+type PodUse struct {
+	Namespace, Name, Node string
+	// IPs are the pod's addresses (status.podIPs, else status.podIP, else Calico's
+	// cni.projectcalico.org/podIPs or podIP annotation, else vpc.amazonaws.com/pod-ips).
+	IPs []netip.Addr
+	// Pending: scheduled, not host-networked, not finished, and no address yet.
+	Pending bool
 }
 
-func (p podUse) owner() string { return "Workload(" + p.namespace + "/" + p.name + ")" }
+func (p PodUse) owner() string { return "Workload(" + p.Namespace + "/" + p.Name + ")" }
 
-// podUseOf applies Calico's WorkloadEndpoint rules to a pod. ok is false for pods that can not
-// hold a Calico address: unscheduled, host-networked or finished ones. Addresses come from
-// status.podIPs, else status.podIP, else the Calico podIPs/podIP annotations, else the AWS
-// pod-ips annotation.
-func podUseOf(p *podFields) (u podUse, ok bool) {
+// PodUseOf applies Calico's WorkloadEndpoint rules to a pod. ok is false for a pod that can not
+// hold a Calico address: unscheduled, host-networked or finished (phase Failed or Succeeded,
+// or being deleted after the CNI plugin blanked its podIP annotation).
+func PodUseOf(pod *corev1.Pod) (u PodUse, ok bool) {
+	return podUseOf(podFieldsOf(pod))
+}
+
+// podUseOf is PodUseOf on the fields decoded from a pod list (podproto.go).
+func podUseOf(p *podFields) (u PodUse, ok bool) {
 	if p.node == "" || p.hostNetwork || p.finished() {
 		return u, false
 	}
-	u = podUse{namespace: p.namespace, name: p.name, node: p.node}
+	u = PodUse{Namespace: p.namespace, Name: p.name, Node: p.node}
 	var raw []string
 	switch {
 	case len(p.podIPs) > 0:
@@ -69,10 +75,10 @@ func podUseOf(p *podFields) (u podUse, ok bool) {
 	}
 	for _, s := range raw {
 		if a, ok := parseIP(s); ok {
-			u.ips = append(u.ips, a)
+			u.IPs = append(u.IPs, a)
 		}
 	}
-	u.pending = len(u.ips) == 0
+	u.Pending = len(u.IPs) == 0
 	return u, true
 }
 
@@ -89,30 +95,26 @@ func (p *podFields) finished() bool {
 	return false
 }
 
-// scanPods lists pods page by page (protobuf, Limit+Continue) with the given field selector
-// (default: scheduled pods) and passes each one that can hold a Calico address to fn. Only
-// the needed fields are decoded (see podproto.go) and pages are dropped as it goes.
-func (c *Client) scanPods(ctx context.Context, fieldSelector string, fn func(podUse)) error {
+// scanPods lists pods (protobuf, one unpaginated request, answered from the API server's watch
+// cache) with the given field selector (default: scheduled pods) and passes each one that can
+// hold a Calico address to fn. Only the needed fields are decoded (see podproto.go).
+func (c *Client) scanPods(ctx context.Context, fieldSelector string, fn func(PodUse)) error {
 	return c.scanPodsIn(ctx, "", fieldSelector, fn)
 }
 
 // scanAllPods is scanPods over every namespace, listing a few namespaces in parallel (a single
 // list is encoded by one server goroutine, so parallel lists use more of the server's cores).
 // Namespaces are listed first; a pod can only exist in a namespace that existed before it.
-func (c *Client) scanAllPods(ctx context.Context, fn func(podUse)) error {
-	var namespaces []string
-	opts := metav1.ListOptions{Limit: listPageSize}
-	for {
-		list, err := c.meta.Resource(namespacesGVR).List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("list namespaces: %w", err)
-		}
-		for i := range list.Items {
-			namespaces = append(namespaces, list.Items[i].Name)
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+// A namespace's pods come in one response, so the client holds at most podListStreams
+// namespaces' pod lists at a time.
+func (c *Client) scanAllPods(ctx context.Context, fn func(PodUse)) error {
+	list, err := c.meta.Resource(namespacesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	namespaces := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		namespaces = append(namespaces, list.Items[i].Name)
 	}
 	return forEach(ctx, podListStreams, namespaces, func(ctx context.Context, ns string) error {
 		return c.scanPodsIn(ctx, ns, "", fn)
@@ -125,26 +127,22 @@ const podListStreams = 4
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // scanPodsIn is scanPods restricted to one namespace ("" for all).
-func (c *Client) scanPodsIn(ctx context.Context, namespace, fieldSelector string, fn func(podUse)) error {
-	opts := metav1.ListOptions{Limit: listPageSize, FieldSelector: cmp.Or(fieldSelector, scheduledPods)}
-	for {
-		body, err := c.kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods").
-			VersionedParams(&opts, scheme.ParameterCodec).DoRaw(ctx)
-		if err != nil {
-			return fmt.Errorf("list pods: %w", err)
-		}
-		opts.Continue, err = decodePodList(body, func(p *podFields) {
-			if u, ok := podUseOf(p); ok {
-				fn(u)
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("list pods: %w", err)
-		}
-		if opts.Continue == "" {
-			return nil
-		}
+func (c *Client) scanPodsIn(ctx context.Context, namespace, fieldSelector string, fn func(PodUse)) error {
+	opts := metav1.ListOptions{FieldSelector: cmp.Or(fieldSelector, scheduledPods)}
+	body, err := c.kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods").
+		VersionedParams(&opts, scheme.ParameterCodec).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
 	}
+	err = decodePodList(body, func(p *podFields) {
+		if u, ok := podUseOf(p); ok {
+			fn(u)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	return nil
 }
 
 // nodeUse is a node's Calico tunnel addresses.
@@ -170,19 +168,14 @@ var nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // scanNodes lists node metadata (PartialObjectMetadata, so no node status is transferred) and
 // passes each node's tunnel addresses to fn.
 func (c *Client) scanNodes(ctx context.Context, fn func(nodeUse)) error {
-	opts := metav1.ListOptions{Limit: listPageSize}
-	for {
-		list, err := c.meta.Resource(nodesGVR).List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("list nodes: %w", err)
-		}
-		for i := range list.Items {
-			fn(nodeUseOf(list.Items[i].Name, list.Items[i].Annotations))
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			return nil
-		}
+	list, err := c.meta.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
 	}
+	for i := range list.Items {
+		fn(nodeUseOf(list.Items[i].Name, list.Items[i].Annotations))
+	}
+	return nil
 }
 
 // getNode reads one node's tunnel addresses; exists is false when the node is gone.
@@ -210,29 +203,29 @@ func (l lbUse) owner() string { return "Service(" + l.namespace + "/" + l.name +
 // when it is in a Calico pool or allocated in a block, which is a superset of Calico-managed
 // load balancer addresses and so errs on the side of "in use".
 func (c *Client) scanLoadBalancers(ctx context.Context, fn func(lbUse)) error {
-	opts := metav1.ListOptions{Limit: listPageSize}
-	for {
-		list, err := c.kube.CoreV1().Services("").List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("list services: %w", err)
-		}
-		for i := range list.Items {
-			s := &list.Items[i]
-			if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
-				continue
-			}
-			l := lbUse{namespace: s.Namespace, name: s.Name}
-			for _, in := range s.Status.LoadBalancer.Ingress {
-				if a, ok := parseIP(in.IP); ok {
-					l.ips = append(l.ips, a)
-				}
-			}
-			if len(l.ips) > 0 {
-				fn(l)
-			}
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			return nil
+	list, err := c.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	for i := range list.Items {
+		if l, ok := lbUseOf(&list.Items[i]); ok {
+			fn(l)
 		}
 	}
+	return nil
+}
+
+// lbUseOf is the ingress addresses of a Service of type LoadBalancer; ok is false for other
+// services and for one without an ingress address.
+func lbUseOf(s *corev1.Service) (lbUse, bool) {
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return lbUse{}, false
+	}
+	l := lbUse{namespace: s.Namespace, name: s.Name}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if a, ok := parseIP(in.IP); ok {
+			l.ips = append(l.ips, a)
+		}
+	}
+	return l, len(l.ips) > 0
 }

@@ -8,9 +8,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Utilization is address usage per pool and block, like `calicoctl ipam show --show-blocks`,
@@ -83,81 +80,14 @@ type AffinityProblem struct {
 	BlockExists bool
 }
 
-// Utilization reads IPPools, IPAMBlocks, BlockAffinities and IPAMConfig (all paginated; no
-// pods) and computes usage.
+// Utilization reads IPPools, IPAMBlocks, BlockAffinities and IPAMConfig (no pods) and computes
+// usage.
 func (c *Client) Utilization(ctx context.Context) (*Utilization, error) {
-	var (
-		mu     sync.Mutex
-		pools  []PoolUsage
-		blocks []BlockUsage
-		affs   []affinityObject
-		cfg    *ipamConfigObject
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		_, err := listAll(gctx, c, resPools, func(p *poolObject) error {
-			cidr, err := netip.ParsePrefix(p.Spec.CIDR)
-			if err != nil {
-				return fmt.Errorf("ippool %s: bad cidr %q: %w", p.Metadata.Name, p.Spec.CIDR, err)
-			}
-			bs := p.Spec.BlockSize
-			if bs == 0 {
-				bs = 26
-				if cidr.Addr().Is6() {
-					bs = 122
-				}
-			}
-			mu.Lock()
-			pools = append(pools, PoolUsage{Name: p.Metadata.Name, CIDR: cidr.Masked(), Disabled: p.Spec.Disabled, BlockSize: bs, Total: prefixSize(cidr)})
-			mu.Unlock()
-			return nil
-		})
-		return err
-	})
-	g.Go(func() error {
-		_, err := listAll(gctx, c, resBlocks, func(o *blockObject) error {
-			if o.Spec.Deleted {
-				return nil
-			}
-			b, err := o.parse()
-			if err != nil {
-				return err
-			}
-			alloc, reserved := b.counts()
-			u := BlockUsage{Name: b.name, CIDR: b.cidr, Affinity: b.affinity, Node: b.affineNode(),
-				Total: blockSize(b.cidr), InUse: alloc, Reserved: reserved}
-			u.Free = u.Total - u.InUse
-			u.Empty = u.Node != "" && b.reservedOnly()
-			mu.Lock()
-			blocks = append(blocks, u)
-			mu.Unlock()
-			return nil
-		})
-		return err
-	})
-	g.Go(func() error {
-		_, err := listAll(gctx, c, resAffinities, func(a *affinityObject) error {
-			if !a.deleted() {
-				mu.Lock()
-				affs = append(affs, *a)
-				mu.Unlock()
-			}
-			return nil
-		})
-		return err
-	})
-	g.Go(func() error {
-		o, err := getRaw[ipamConfigObject](gctx, c, c.resIPAMConfig(), "default")
-		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("read ipam config: %w", err)
-		}
-		cfg = o
-		return nil
-	})
-	if err := g.Wait(); err != nil {
+	inv, _, err := c.readInventory(ctx, readParts{utilization: true})
+	if err != nil {
 		return nil, err
 	}
-	return utilizationOf(pools, blocks, affs, cfg), nil
+	return inv.utilization(), nil
 }
 
 // utilizationOf assembles a Utilization from what Utilization read.

@@ -15,7 +15,7 @@ import (
 // nodes, those nodes' tunnel addresses and, when asked, LoadBalancer ingress addresses.
 type liveUse struct {
 	owners map[netip.Addr]string
-	pods   map[string]podUse // "ns/name" -> pod, for the nodes read
+	pods   map[string]PodUse // "ns/name" -> pod, for the nodes read
 }
 
 // useQuery says what to read for a liveUse.
@@ -57,13 +57,13 @@ func (q *useQuery) addAllocation(a *Allocation, affine string) {
 
 // readUse performs q with fresh (quorum) reads.
 func (c *Client) readUse(ctx context.Context, q *useQuery) (*liveUse, error) {
-	u := &liveUse{owners: map[netip.Addr]string{}, pods: map[string]podUse{}}
+	u := &liveUse{owners: map[netip.Addr]string{}, pods: map[string]PodUse{}}
 	var mu sync.Mutex
-	addPod := func(p podUse) {
+	addPod := func(p PodUse) {
 		mu.Lock()
 		defer mu.Unlock()
-		u.pods[p.namespace+"/"+p.name] = p
-		for _, ip := range p.ips {
+		u.pods[p.Namespace+"/"+p.Name] = p
+		for _, ip := range p.IPs {
 			u.owners[ip] = p.owner()
 		}
 	}
@@ -115,7 +115,7 @@ func (u *liveUse) blocks(a *Allocation) string {
 		return "in use by " + o
 	}
 	if a.Pod != "" {
-		if p, ok := u.pods[a.Namespace+"/"+a.Pod]; ok && p.pending {
+		if p, ok := u.pods[a.Namespace+"/"+a.Pod]; ok && p.Pending {
 			return "pod " + a.Namespace + "/" + a.Pod + " exists and has no IP yet (CNI ADD in flight)"
 		}
 	}

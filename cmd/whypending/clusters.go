@@ -25,7 +25,8 @@ import (
 type connTiming struct {
 	// connectTimeout bounds the first requests of a connection attempt (/version, a pod list).
 	connectTimeout time.Duration
-	// syncTimeout bounds the informer cache sync of a connection attempt.
+	// syncTimeout bounds the informer cache sync of a connection attempt (the pod, node,
+	// event and storage caches, then the Calico IPAM caches).
 	syncTimeout time.Duration
 	// probeEvery is how often a connected cluster's /readyz is asked; probeTimeout bounds one
 	// probe; probeFailures failed probes in a row make the cluster unavailable.
@@ -42,10 +43,11 @@ type connTiming struct {
 }
 
 // defaultConnTiming: an outage is noticed within about 10 s, and a cluster that comes back is
-// used again within 15 s.
+// used again within 15 s (plus the time its caches take to sync: tens of seconds for 100,000
+// pods, see calico/BENCHMARKS.md).
 var defaultConnTiming = connTiming{
 	connectTimeout: 15 * time.Second,
-	syncTimeout:    time.Minute,
+	syncTimeout:    10 * time.Minute,
 	probeEvery:     5 * time.Second,
 	probeTimeout:   3 * time.Second,
 	probeFailures:  2,
@@ -74,17 +76,20 @@ type liveCluster struct {
 	restCfg *rest.Config // the last config loaded; nil until the kubeconfig loads
 	err     error        // why unavailable: one line naming the API server
 	since   time.Time    // when the cluster became unavailable
+	syncing time.Time    // when the caches of the current attempt started syncing; zero otherwise
 	tried   chan struct{}
 }
 
 // clusterConn is one connection to a cluster, from a successful connect until the API server
 // stops answering.
 type clusterConn struct {
-	cluster *bot.Cluster // wired by wireCluster
-	client  kubernetes.Interface
-	ipam    *calico.Client // nil without Calico
-	store   *bot.CRDStore  // nil unless this is the store cluster
-	cancel  context.CancelFunc
+	cluster   *bot.Cluster // wired by wireCluster
+	client    kubernetes.Interface
+	collector *collect.Collector // the pod, node, event and storage caches
+	ipam      *calico.Client     // nil without Calico
+	ipamCache *calico.Cache      // nil without Calico
+	store     *bot.CRDStore      // nil unless this is the store cluster
+	cancel    context.CancelFunc
 
 	storeErr error // the last store check (CRDStore.Ping); guarded by liveCluster.mu
 }
@@ -104,7 +109,8 @@ func (l *liveCluster) botCluster() *bot.Cluster {
 	return &bot.Cluster{Name: l.cc.Name, Namespace: l.cc.Namespace, Diagnoser: l, Answerer: l, IPAM: l, Planner: l, Executor: l, Health: l.Health}
 }
 
-// readyCheck reports l in /readyz, in the "clusters" group (ready while any cluster is).
+// readyCheck reports l in /readyz, in the "clusters" group (ready while any cluster is): a
+// cluster is ready once connected with every cache synced.
 func (l *liveCluster) readyCheck() bot.ReadyCheck {
 	return bot.ReadyCheck{Name: "cluster " + l.cc.Name, Group: "clusters", Check: func(context.Context) error {
 		l.mu.RLock()
@@ -112,8 +118,38 @@ func (l *liveCluster) readyCheck() bot.ReadyCheck {
 		if l.conn != nil {
 			return nil
 		}
+		if !l.syncing.IsZero() {
+			return fmt.Errorf("caches syncing since %s", l.syncing.UTC().Format(time.RFC3339))
+		}
 		return fmt.Errorf("unavailable since %s: %w", l.since.UTC().Format(time.RFC3339), l.err)
 	}}
+}
+
+// cacheStats reports the caches of l's current connection for /metrics: objects per informer
+// and whether each has synced; while the caches of a new connection fill, one "all" entry
+// that has not synced.
+func (l *liveCluster) cacheStats() []bot.CacheStats {
+	l.mu.RLock()
+	conn, syncing := l.conn, !l.syncing.IsZero()
+	l.mu.RUnlock()
+	if conn == nil {
+		if syncing {
+			return []bot.CacheStats{{Cluster: l.cc.Name, Cache: "all"}}
+		}
+		return nil
+	}
+	var out []bot.CacheStats
+	synced := conn.collector.HasSynced()
+	for name, n := range conn.collector.CacheObjects() {
+		out = append(out, bot.CacheStats{Cluster: l.cc.Name, Cache: name, Objects: n, Synced: synced})
+	}
+	if conn.ipamCache != nil {
+		objects, ok := conn.ipamCache.Objects()
+		for name, n := range objects {
+			out = append(out, bot.CacheStats{Cluster: l.cc.Name, Cache: "calico/" + name, Objects: n, Synced: ok[name]})
+		}
+	}
+	return out
 }
 
 // Health implements bot.Cluster.Health.
@@ -127,6 +163,10 @@ func (l *liveCluster) Health() error {
 func (l *liveCluster) current() (*clusterConn, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if l.conn == nil && !l.syncing.IsZero() {
+		return nil, bot.ClusterUnavailable(l.cc.Name, l.since,
+			fmt.Errorf("the bot's caches of it are still syncing (started %s)", l.syncing.UTC().Format(time.RFC3339)))
+	}
 	if l.conn == nil {
 		return nil, bot.ClusterUnavailable(l.cc.Name, l.since, l.err)
 	}
@@ -174,6 +214,14 @@ func (l *liveCluster) run(ctx context.Context) {
 	}
 }
 
+// setSyncing records that the caches of a connection attempt started syncing at t (zero: no
+// longer syncing).
+func (l *liveCluster) setSyncing(t time.Time) {
+	l.mu.Lock()
+	l.syncing = t
+	l.mu.Unlock()
+}
+
 func (l *liveCluster) setConnected(conn *clusterConn) {
 	l.mu.Lock()
 	l.conn, l.err = conn, nil
@@ -198,7 +246,8 @@ func (l *liveCluster) setUnavailable(err error) {
 }
 
 // connect loads the kubeconfig, checks that the API server answers and lets the bot list
-// pods, starts the informer caches (bounded by syncTimeout) and wires the cluster.
+// pods, starts the informer caches and the Calico IPAM caches, waits until they have synced
+// (bounded by syncTimeout) and wires the cluster.
 func (l *liveCluster) connect(ctx context.Context) (*clusterConn, error) {
 	restCfg, err := clusterConfig(l.cc)
 	if err != nil {
@@ -222,9 +271,23 @@ func (l *liveCluster) connect(ctx context.Context) (*clusterConn, error) {
 	if err != nil {
 		return nil, apiError(host, err)
 	}
+	// The caches decode every pod of the cluster: protobuf is several times cheaper than JSON.
+	pbCfg := rest.CopyConfig(restCfg)
+	pbCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	pbClient, err := kubernetes.NewForConfig(pbCfg)
+	if err != nil {
+		return nil, fmt.Errorf("misconfigured: build client for %s: %w", host, err)
+	}
+	started := time.Now()
+	l.setSyncing(started)
+	defer l.setSyncing(time.Time{})
 	sctx, scancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(l.timing.syncTimeout, scancel)
-	collector, err := collect.NewCached(sctx, client)
+	collector, err := collect.NewCached(sctx, pbClient)
+	var c *bot.Cluster
+	if err == nil {
+		c, err = wireCluster(sctx, l.cc.Name, l.cc.Namespace, restCfg, collector, l.lock, l.log)
+	}
 	if !timer.Stop() {
 		scancel()
 		return nil, fmt.Errorf("the informer caches of %s did not sync within %s", host, l.timing.syncTimeout)
@@ -233,13 +296,14 @@ func (l *liveCluster) connect(ctx context.Context) (*clusterConn, error) {
 		scancel()
 		return nil, apiError(host, err)
 	}
-	c, err := wireCluster(sctx, l.cc.Name, l.cc.Namespace, restCfg, collector, l.lock, l.log)
-	if err != nil {
-		scancel()
-		return nil, apiError(host, err)
+	conn := &clusterConn{cluster: c, client: client, collector: collector, cancel: scancel}
+	if r, ok := c.Planner.(*actions.Runner); ok {
+		conn.ipam, _ = r.IPAM.(*calico.Client)
 	}
-	conn := &clusterConn{cluster: c, client: client, cancel: scancel}
-	conn.ipam, _ = c.IPAM.(*calico.Client)
+	conn.ipamCache, _ = c.IPAM.(*calico.Cache)
+	objects := collector.CacheObjects()
+	l.log.Info("caches synced", slog.Duration("took", time.Since(started).Round(time.Millisecond)),
+		slog.Int("pods", objects["pods"]), slog.Int("nodes", objects["nodes"]), slog.Int("events", objects["events"]))
 	if l.storeNamespace != "" {
 		dyn, err := dynamic.NewForConfig(restCfg)
 		if err != nil {
@@ -551,6 +615,15 @@ func (s *clusterSet) botClusters() []*bot.Cluster {
 	out := make([]*bot.Cluster, len(s.live))
 	for i, l := range s.live {
 		out[i] = l.botCluster()
+	}
+	return out
+}
+
+// cacheStats are the clusters' caches for /metrics.
+func (s *clusterSet) cacheStats() []bot.CacheStats {
+	var out []bot.CacheStats
+	for _, l := range s.live {
+		out = append(out, l.cacheStats()...)
 	}
 	return out
 }

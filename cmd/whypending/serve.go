@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	slackgo "github.com/slack-go/slack"
@@ -54,6 +56,32 @@ reported one problem per line, each with its key path, and the bot does not star
 	return cmd
 }
 
+// memLimitRatio is the part of the container's memory limit given to the Go garbage collector
+// as its soft limit (GOMEMLIMIT): the rest is for what the runtime does not count (the binary,
+// thread stacks, kernel buffers).
+const memLimitRatio = 0.9
+
+// setGoMemLimit sets the garbage collector's soft memory limit to memLimitRatio of the
+// container's memory limit as limit reports it (serve passes memlimit.FromCgroup: cgroup v2
+// memory.max or v1 memory.limit_in_bytes, read by automemlimit), so that near the limit the
+// collector works harder instead of the container being OOM-killed while the caches of a
+// large cluster fill it. GOMEMLIMIT in the environment overrides it (and AUTOMEMLIMIT=off
+// turns it off, AUTOMEMLIMIT=0.8 sets another ratio). It logs the limit in force in bytes;
+// with no limit anywhere it logs nothing.
+func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
+	soft, err := memlimit.Set(memlimit.WithRatio(memLimitRatio), memlimit.WithProvider(limit))
+	switch {
+	case err != nil:
+		log.Warn("no garbage collector soft memory limit: cannot read the container's memory limit", slog.Any("error", err))
+	case soft > 0 && soft < math.MaxInt64:
+		source := "container memory limit"
+		if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+			source = "GOMEMLIMIT"
+		}
+		log.Info("garbage collector soft memory limit", slog.Int64("bytes", soft), slog.String("from", source))
+	}
+}
+
 // runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
 // listener's address once it accepts connections (tests).
 func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
@@ -62,6 +90,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	setGoMemLimit(log, memlimit.FromCgroup)
 	var secrets bot.SlackSecrets
 	if cfg.SlackEnabled() {
 		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
@@ -87,6 +116,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	cs := startClusters(cctx, cfg, lock, defaultConnTiming, log)
 	defer cs.wait()
 	defer stopClusters()
+	metrics.ReportCaches(cs.cacheStats)
 	clusters := cs.botClusters()
 	checks := cs.readyChecks()
 	var store bot.Store
@@ -221,6 +251,11 @@ type lockSettings struct {
 // Calico is installed, /ipam and repairs through calico/ and actions/ (recovering a datastore
 // lock an earlier run of this owner left behind). A cluster without Calico still answers
 // /why-pending. serve and demo share it.
+//
+// With a cached collector (serve), Calico IPAM is read from a calico.Cache that shares the
+// collector's pods and nodes: /ipam check, /ipam blocks, the digest and diagnoses answer from
+// it (bot.Cluster.IPAM is the *calico.Cache), and wireCluster waits until it has synced (bound
+// it with ctx). Plans and repairs always read and write live through the *calico.Client.
 func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Config, collector *collect.Collector, lock lockSettings, log *slog.Logger) (*bot.Cluster, error) {
 	collector.WithCalico(restCfg)
 	c := &bot.Cluster{
@@ -248,5 +283,16 @@ func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Conf
 	}
 	runner := &actions.Runner{Cluster: name, IPAM: ipam, LockPolicy: lock.policy, LockTTL: lock.ttl, LockOwner: lock.owner}
 	c.IPAM, c.Planner, c.Executor = ipam, runner, runner
+	users := collector.AddressUsers()
+	if users == nil {
+		collector.WithIPAM(ipam)
+		return c, nil
+	}
+	cache := calico.NewCache(ctx, ipam, users)
+	if err := cache.WaitForSync(ctx); err != nil {
+		return nil, err
+	}
+	collector.WithIPAM(cache)
+	c.IPAM = cache
 	return c, nil
 }

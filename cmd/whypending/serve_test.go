@@ -5,14 +5,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -322,4 +326,43 @@ store: {namespace: whypending}
 			t.Errorf("answer = %q, want the diagnosis", answer)
 		}
 	})
+}
+
+// TestSetGoMemLimit checks the garbage collector's soft limit: 90% of the container's limit,
+// logged; GOMEMLIMIT in the environment wins over it (the runtime has applied it at start).
+func TestSetGoMemLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	for _, env := range []string{"AUTOMEMLIMIT", "GOMEMLIMIT"} { // unset for the test, restored after
+		t.Setenv(env, "")
+		os.Unsetenv(env)
+	}
+
+	var out bytes.Buffer
+	setGoMemLimit(slog.New(slog.NewJSONHandler(&out, nil)), memlimit.Limit(1000<<20))
+	if got, want := debug.SetMemoryLimit(-1), int64(900<<20); got != want {
+		t.Errorf("soft limit = %d, want %d (90%% of 1000 MiB)", got, want)
+	}
+	if !strings.Contains(out.String(), `"bytes":943718400,"from":"container memory limit"`) {
+		t.Errorf("log lacks the limit set:\n%s", out.String())
+	}
+
+	t.Setenv("GOMEMLIMIT", "300MiB")
+	debug.SetMemoryLimit(300 << 20) // what the runtime does with GOMEMLIMIT at start
+	out.Reset()
+	setGoMemLimit(slog.New(slog.NewJSONHandler(&out, nil)), memlimit.Limit(1000<<20))
+	if got, want := debug.SetMemoryLimit(-1), int64(300<<20); got != want {
+		t.Errorf("with GOMEMLIMIT=300MiB the soft limit = %d, want %d", got, want)
+	}
+	if !strings.Contains(out.String(), `"bytes":314572800,"from":"GOMEMLIMIT"`) {
+		t.Errorf("log lacks GOMEMLIMIT's limit:\n%s", out.String())
+	}
+
+	os.Unsetenv("GOMEMLIMIT")
+	debug.SetMemoryLimit(math.MaxInt64)
+	out.Reset()
+	setGoMemLimit(slog.New(slog.NewJSONHandler(&out, nil)), func() (uint64, error) { return 0, memlimit.ErrNoLimit })
+	if out.Len() != 0 {
+		t.Errorf("no limit anywhere logged:\n%s", out.String())
+	}
 }

@@ -440,6 +440,20 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return nil
 }
 
+// PIDs returns the process IDs of the cluster's kube-apiserver and of the shared etcd (0 for
+// one that is not running), for benchmarks that read their CPU time from /proc or renice them.
+func (c *Cluster) PIDs() (apiserver, etcd int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.apiserver != nil && !c.apiserver.exited() {
+		apiserver = c.apiserver.pid
+	}
+	if c.etcd != nil && c.etcd.proc != nil && !c.etcd.proc.exited() {
+		etcd = c.etcd.proc.pid
+	}
+	return apiserver, etcd
+}
+
 // StopScheduler kills the cluster's kube-scheduler if it runs. Idempotent.
 func (c *Cluster) StopScheduler() error {
 	c.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/whypending/whypending/triage"
@@ -51,17 +52,24 @@ type Collector struct {
 
 // collectorCache is the informer-backed read path.
 type collectorCache struct {
+	// pods lists the pod cache, which holds every pod as a leanPod (leanpod.go); podIndex is
+	// that cache, indexed by namespace and node.
 	pods     corelisters.PodLister
 	podIndex cache.Indexer
-	nodes    corelisters.NodeLister
-	pvcs     corelisters.PersistentVolumeClaimLister
-	pvs      corelisters.PersistentVolumeLister
+	// informers are every informer of the cache, by resource, for HasSynced and Objects.
+	informers map[string]cache.SharedIndexInformer
+	// ipamGen counts changes to what pods and nodes do with Calico addresses (ipam.go).
+	ipamGen atomic.Uint64
+	nodes   corelisters.NodeLister
+	pvcs    corelisters.PersistentVolumeClaimLister
+	pvs     corelisters.PersistentVolumeLister
 	// storageClasses and csiNodes are small (a few classes, one CSINode per node).
 	storageClasses storagelisters.StorageClassLister
 	csiNodes       storagelisters.CSINodeLister
 	// events holds pod events indexed by involvedObject.uid (startEventCache in
 	// collect_extra.go); podEvents reads it instead of listing.
-	events cache.Indexer
+	events         cache.Indexer
+	eventsInformer cache.SharedIndexInformer
 	// workloads caches what workload questions and namespace sweeps read (workload_cache.go).
 	workloads *workloadCache
 
@@ -90,23 +98,41 @@ func New(client kubernetes.Interface) *Collector {
 // NewCached starts shared informers for pods, nodes, PVCs, PVs, StorageClasses, CSINodes and pod events, waits until their
 // caches have synced and returns a Collector that reads those objects from the caches (the bot's
 // backend). The informers run until ctx is done. Cached objects carry no managedFields and no
-// last-applied-configuration annotation (see stripForCache).
+// last-applied-configuration annotation (see stripForCache); pods are kept lean (leanpod.go),
+// and the pod asked about is read whole from the API server.
+//
+// client should ask for protobuf (rest.Config.ContentType "application/vnd.kubernetes.protobuf"):
+// the initial sync decodes every pod of the cluster.
 func NewCached(ctx context.Context, client kubernetes.Interface) (*Collector, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTransform(stripForCache))
-	podInformer := factory.Core().V1().Pods()
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByNodeIndex: indexPodByNode}); err != nil {
+	podInformer := factory.Core().V1().Pods().Informer()
+	if err := podInformer.SetTransform(leanPodTransform); err != nil {
+		return nil, fmt.Errorf("set pod transform: %w", err)
+	}
+	if err := podInformer.AddIndexers(cache.Indexers{podsByNodeIndex: indexPodByNode}); err != nil {
 		return nil, fmt.Errorf("add pod index %s: %w", podsByNodeIndex, err)
 	}
 	cc := &collectorCache{
-		pods:     podInformer.Lister(),
-		podIndex: podInformer.Informer().GetIndexer(),
+		pods:     leanPodLister{indexer: podInformer.GetIndexer()},
+		podIndex: podInformer.GetIndexer(),
 		nodes:    factory.Core().V1().Nodes().Lister(),
 		pvcs:     factory.Core().V1().PersistentVolumeClaims().Lister(),
 		pvs:      factory.Core().V1().PersistentVolumes().Lister(),
 
 		storageClasses: factory.Storage().V1().StorageClasses().Lister(),
 		csiNodes:       factory.Storage().V1().CSINodes().Lister(),
+	}
+	cc.informers = map[string]cache.SharedIndexInformer{
+		"pods":                   podInformer,
+		"nodes":                  factory.Core().V1().Nodes().Informer(),
+		"persistentvolumeclaims": factory.Core().V1().PersistentVolumeClaims().Informer(),
+		"persistentvolumes":      factory.Core().V1().PersistentVolumes().Informer(),
+		"storageclasses":         factory.Storage().V1().StorageClasses().Informer(),
+		"csinodes":               factory.Storage().V1().CSINodes().Informer(),
+	}
+	if err := cc.watchIPAMUse(); err != nil {
+		return nil, err
 	}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -163,11 +189,11 @@ func stripForCache(obj any) (any, error) {
 
 // indexPodByNode is the podsByNodeIndex function: a bound pod's spec.nodeName.
 func indexPodByNode(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	lp := leanPodOf(obj)
+	if lp == nil || lp.node.Value() == "" {
 		return nil, nil
 	}
-	return []string{pod.Spec.NodeName}, nil
+	return []string{lp.node.Value()}, nil
 }
 
 // Diagnose collects a triage.Snapshot of namespace/name with c and evaluates it. It returns an error
@@ -258,14 +284,9 @@ func (c *Collector) serverVersion() *version.Info {
 	return cc.version
 }
 
-// getPod reads the pod: from the cache when there is one (falling back to a live read for a pod
-// the cache has not seen yet), else from the API. The result is a private copy.
+// getPod reads the pod from the API, whole: the cached backend keeps pods lean (leanpod.go),
+// and the pod asked about is read in full on demand (one GET, never a list).
 func (c *Collector) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	if c.cache != nil {
-		if pod, err := c.cache.pods.Pods(namespace).Get(name); err == nil {
-			return pod.DeepCopy(), nil
-		}
-	}
 	return c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
@@ -442,22 +463,23 @@ func (c *Collector) boundPods(ctx context.Context, pod *corev1.Pod) (map[string]
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
 	if c.cache != nil {
+		// Filter on the cache entries, so only the pods kept are built.
+		objs := c.cache.podIndex.List()
 		if pod.Spec.NodeName != "" {
-			objs, err := c.cache.podIndex.ByIndex(podsByNodeIndex, pod.Spec.NodeName)
-			if err != nil {
+			var err error
+			if objs, err = c.cache.podIndex.ByIndex(podsByNodeIndex, pod.Spec.NodeName); err != nil {
 				return nil, err
 			}
-			for _, o := range objs {
-				keep(o.(*corev1.Pod))
+		}
+		for _, o := range objs {
+			lp := leanPodOf(o)
+			if lp == nil || lp.node.Value() == "" || lp.uid == string(pod.UID) {
+				continue
 			}
-		} else {
-			all, err := c.cache.pods.List(labels.Everything())
-			if err != nil {
-				return nil, err
+			if ph := corev1.PodPhase(lp.phase.Value()); ph == corev1.PodSucceeded || ph == corev1.PodFailed {
+				continue
 			}
-			for _, p := range all {
-				keep(p)
-			}
+			keep(lp.pod())
 		}
 	} else {
 		sel := fields.AndSelectors(

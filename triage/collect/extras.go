@@ -48,32 +48,36 @@ var calicoNodeSelector = labels.SelectorFromSet(labels.Set{"k8s-app": "calico-no
 // Kubernetes 1.28-and-earlier guides).
 var calicoNamespaces = []string{"calico-system", "kube-system"}
 
-// collectorExtras holds what the extra reads need beyond the Collector's clientset: the REST
-// config for package calico, whose client is built on first use and then reused.
+// collectorExtras holds what the extra reads need beyond the Collector's clientset: where
+// Calico IPAM state comes from (WithIPAM), or the REST config to build a Calico client from on
+// first use (WithCalico).
 type collectorExtras struct {
-	cfg *rest.Config
+	source IPAMSource
+	cfg    *rest.Config
 
-	once   sync.Once
-	calico *calico.Client
-	err    error
+	once sync.Once
+	err  error
 }
 
 // WithCalico lets the Collector read Calico IPAM state (through package calico, read only)
 // for pods whose sandbox events name Calico. cfg is the same cluster's REST config; the Calico
 // client is built on the first diagnosis that needs it (a cluster without Calico then records
-// calico.ErrCalicoNotInstalled in triage.Snapshot.IPAMErr). Without WithCalico, triage.Snapshot.IPAM stays
-// nil and the Calico findings say IPAM state was not read. It returns c.
+// calico.ErrCalicoNotInstalled in triage.Snapshot.IPAMErr), and each such diagnosis reads IPAM
+// afresh. Without WithCalico or WithIPAM, triage.Snapshot.IPAM stays nil and the Calico
+// findings say IPAM state was not read. It returns c.
 func (c *Collector) WithCalico(cfg *rest.Config) *Collector {
 	c.extras = &collectorExtras{cfg: cfg}
 	return c
 }
 
-// calicoClient returns the Calico client, building it once.
-func (x *collectorExtras) calicoClient(ctx context.Context) (*calico.Client, error) {
+// ipamSource returns where IPAM state comes from, building the Calico client once.
+func (x *collectorExtras) ipamSource(ctx context.Context) (IPAMSource, error) {
 	x.once.Do(func() {
-		x.calico, x.err = calico.NewClient(ctx, x.cfg)
+		if x.source == nil {
+			x.source, x.err = calico.NewClient(ctx, x.cfg)
+		}
 	})
-	return x.calico, x.err
+	return x.source, x.err
 }
 
 // collectExtras fills the parts of s that the non-Pending rule families read: calico-node pods,
@@ -134,49 +138,26 @@ func (c *Collector) calicoNodePods(ctx context.Context, node string) []*corev1.P
 // errIPAMNotConfigured is recorded when the Collector was built without WithCalico.
 var errIPAMNotConfigured = errors.New("the collector has no Calico access (built without WithCalico)")
 
-// readIPAM reads Calico IPAM state through package calico: Utilization (pools, blocks,
-// affinities, IPAMConfig) and Check (what uses each allocation), concurrently. A failed Check
-// still returns the utilization part, with the error.
+// readIPAM reads Calico IPAM state through package calico: one Overview (the utilization
+// and a check, from one read, or from the bot's caches). A failed check still returns the
+// utilization part, with the error.
 func (c *Collector) readIPAM(ctx context.Context) (*triage.IPAMState, error) {
 	if c.extras == nil {
 		return nil, errIPAMNotConfigured
 	}
 	ctx, cancel := context.WithTimeout(ctx, ipamTimeout)
 	defer cancel()
-	cc, err := c.extras.calicoClient(ctx)
+	src, err := c.extras.ipamSource(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect to calico: %w", err)
 	}
-	var (
-		util     *calico.Utilization
-		check    *calico.CheckResult
-		ready    *bool
-		utilErr  error
-		checkErr error
-		wg       sync.WaitGroup
-	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		util, utilErr = cc.Utilization(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		check, checkErr = cc.Check(ctx, calico.CheckOptions{})
-	}()
-	wg.Wait()
-	if utilErr != nil {
-		return nil, fmt.Errorf("read calico ipam utilization: %w", utilErr)
+	o, err := src.Overview(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read calico ipam: %w", err)
 	}
-	if checkErr == nil {
-		r := !check.Report.DatastoreLocked
-		ready = &r
-	} else if r, err := cc.DatastoreReady(ctx); err == nil {
-		ready = &r
-	}
-	st := ipamStateFrom(util, check, ready)
-	if checkErr != nil {
-		return st, fmt.Errorf("check calico ipam: %w", checkErr)
+	st := ipamStateFrom(o.Utilization, o.Check, o.DatastoreReady)
+	if o.CheckErr != nil {
+		return st, fmt.Errorf("check calico ipam: %w", o.CheckErr)
 	}
 	return st, nil
 }
@@ -331,7 +312,7 @@ func (cc *collectorCache) startEventCache(ctx context.Context, client kubernetes
 		<-ctx.Done()
 		factory.Shutdown()
 	}()
-	cc.events = inf.GetIndexer()
+	cc.events, cc.eventsInformer = inf.GetIndexer(), inf
 	return nil
 }
 

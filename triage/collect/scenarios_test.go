@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/whypending/whypending/calico"
 
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
@@ -64,16 +70,36 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 			t.Fatalf("%v\nkube-scheduler log tail:\n%s", err, c.LogTail("kube-scheduler", 20))
 		}
 	}
+	// Nothing changes the cluster from here on: both backends see the same state.
+	if err := c.StopScheduler(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	direct := New(c.Client).WithCalico(c.Config)
+	direct.now = func() time.Time { return now }
 	if exp.Target != "" {
-		checkTarget(t, ctx, New(c.Client).WithCalico(c.Config), sc)
+		target, a := checkTarget(t, ctx, direct, sc)
+		cached := newCachedCollector(t, ctx, c.Config)
+		cached.now = direct.now
+		if warm, err := Answer(ctx, cached, target); err != nil {
+			t.Errorf("Answer(%s) with the cached collector: %v", exp.Target, err)
+		} else if diff := cmp.Diff(a, warm, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("the cached collector (lean pod cache) answers %s differently (-direct +cached):\n%s", exp.Target, diff)
+		}
 		return
 	}
-
-	d, err := Diagnose(ctx, New(c.Client).WithCalico(c.Config), ns, name)
+	d, err := Diagnose(ctx, direct, ns, name)
 	if err != nil {
 		t.Fatalf("Diagnose(%s) error: %v", exp.Pod, err)
 	}
 	logDiagnosis(t, d)
+	cached := newCachedCollector(t, ctx, c.Config)
+	cached.now = direct.now
+	if warm, err := Diagnose(ctx, cached, ns, name); err != nil {
+		t.Errorf("Diagnose(%s) with the cached collector: %v", exp.Pod, err)
+	} else if diff := cmp.Diff(d, warm); diff != "" {
+		t.Errorf("the cached collector (lean pod cache, IPAM cache) diagnoses %s differently (-direct +cached):\n%s", exp.Pod, diff)
+	}
 	var codes []triage.Code
 	for _, f := range d.Findings {
 		codes = append(codes, f.Code)
@@ -104,7 +130,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 // checkTarget asks about the scenario's Target the way the CLI does (collect.Answer) and
 // checks the answer's primary code, that it names evidence and a fix, and, for a workload, that
 // every stuck group holds a full diagnosis of one of its pods whose code is the group's.
-func checkTarget(t *testing.T, ctx context.Context, c *Collector, sc *testenv.Scenario) {
+func checkTarget(t *testing.T, ctx context.Context, c *Collector, sc *testenv.Scenario) (triage.Target, *triage.Answer) {
 	t.Helper()
 	exp := sc.Expected
 	target, err := triage.ParseTarget(exp.Target, exp.Namespace, false)
@@ -145,6 +171,7 @@ func checkTarget(t *testing.T, ctx context.Context, c *Collector, sc *testenv.Sc
 			t.Errorf("Answer(%s) findings lack context code %s", exp.Target, ctxCode)
 		}
 	}
+	return target, a
 }
 
 // logWorkload writes a workload answer to the test log with -v.
@@ -158,6 +185,39 @@ func logWorkload(t *testing.T, wd *triage.WorkloadDiagnosis) {
 	for _, g := range wd.Groups {
 		t.Logf("group %s (representative %s): %s", g.Label, g.Pods[0].Name, g.Diagnosis.Summary)
 	}
+}
+
+// newCachedCollector starts the bot's backend on cfg's cluster, as serve wires it: the lean
+// pod cache over a protobuf client and, when Calico is installed, the IPAM cache sharing its
+// pods and nodes. The informers stop with the test.
+func newCachedCollector(t *testing.T, ctx context.Context, cfg *rest.Config) *Collector {
+	t.Helper()
+	ictx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, err := NewCached(ictx, client)
+	if err != nil {
+		t.Fatalf("NewCached: %v", err)
+	}
+	cl, err := calico.NewClient(ctx, cfg)
+	if errors.Is(err, calico.ErrCalicoNotInstalled) {
+		return col.WithCalico(cfg) // records the same error as the direct collector
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipam := calico.NewCache(ictx, cl, col.AddressUsers())
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	if err := ipam.WaitForSync(sctx); err != nil {
+		t.Fatal(err)
+	}
+	return col.WithIPAM(ipam)
 }
 
 // checkVerdictsAgree checks the node table of d against the scheduler's latest FailedScheduling

@@ -6,7 +6,6 @@ import (
 	"github.com/whypending/whypending/triage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
 )
@@ -21,12 +20,10 @@ const maxSimilarPods = 5
 func (c *Collector) similarPods(ctx context.Context, namespace, name string) []string {
 	var refs []triage.PodRef
 	if c.cache != nil {
-		pods, err := c.cache.pods.List(labels.Everything())
-		if err != nil {
-			return nil
-		}
-		for _, p := range pods {
-			refs = append(refs, triage.PodRef{Namespace: p.Namespace, Name: p.Name})
+		for _, o := range c.cache.podIndex.List() {
+			if lp := leanPodOf(o); lp != nil {
+				refs = append(refs, triage.PodRef{Namespace: lp.namespace.Value(), Name: lp.name})
+			}
 		}
 	} else {
 		// All namespaces first; a user who may only list pods in the asked namespace still

@@ -37,6 +37,9 @@ func TestLeanPodsDiagnoseTheSame(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(sc.Name, func(t *testing.T) {
+			if sc.Expected.Pod == "" {
+				t.Skip("a workload target with no pod to evaluate alone: TestScenarios compares its cached and direct answers")
+			}
 			full := offlineSnapshot(t, sc)
 			lean := *full
 			lean.Pod = leanView(full.Pod)

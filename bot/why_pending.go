@@ -38,6 +38,9 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, userErrorf("%v", err)
 	}
+	if f.values["namespace"] != "" || f.values["n"] != "" {
+		t.NamespaceGiven = true
+	}
 	switch {
 	case c.Answerer != nil:
 	case c.Diagnoser == nil:

@@ -36,7 +36,7 @@ func TestWhyPendingTargets(t *testing.T) {
 		wantTitle     string
 	}{
 		{"deploy/checkout", "CSHOP", triage.Target{Namespace: "shop", Kind: triage.KindDeployment, Name: "checkout", OtherReading: &triage.PodRef{Namespace: "deploy", Name: "checkout"}}, "Deployment shop/checkout: insufficient-cpu"},
-		{"checkout -n payments", "CSHOP", triage.Target{Namespace: "payments", Name: "checkout"}, "Deployment payments/checkout: insufficient-cpu"},
+		{"checkout -n payments", "CSHOP", triage.Target{Namespace: "payments", Name: "checkout", NamespaceGiven: true}, "Deployment payments/checkout: insufficient-cpu"},
 		{"prod/web-7f9c", "COTHER", triage.Target{Namespace: "prod", Name: "web-7f9c"}, "Deployment prod/web-7f9c"},
 		{"--all", "CSHOP", triage.Target{Namespace: "shop", All: true}, "Namespace shop: nothing is stuck"},
 		{"—all", "COTHER", triage.Target{Namespace: "default", All: true}, "Namespace default: nothing is stuck"},

@@ -83,6 +83,9 @@ type Target struct {
 	// read that way before it understood TYPE/NAME; nil otherwise. The answer is for the
 	// workload; when that pod exists too, the answer says how to ask for it.
 	OtherReading *PodRef `json:"otherReading,omitempty"`
+	// NamespaceGiven says the asker named the namespace (-n): a TYPE/NAME whose workload does
+	// not exist is then answered as such, never as OtherReading's pod.
+	NamespaceGiven bool `json:"namespaceGiven,omitempty"`
 }
 
 // String renders the target the way it can be asked again: "shop/web-7f9c" for a pod,

@@ -58,6 +58,9 @@ workload (the answer lists the closest names).`,
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("namespace") {
+				t.NamespaceGiven = true
+			}
 			cfg, err := kube.restConfig()
 			if err != nil {
 				return err

@@ -107,6 +107,12 @@ func TestWhyPendingWorkloads(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.Findings[0].Code != triage.CodeSchedulingGated {
 			t.Errorf("deploy/checkout in default: exit %d, %v, code %v, want pod deploy/checkout's scheduling-gated", code, err, d.Findings)
 		}
+		// With -n the asker named the namespace: no Deployment there is the answer, and the note
+		// says how to ask for the pod.
+		code, out, _ = runCLI(t, "why-pending", "--kubeconfig", kc, "-n", "default", "deploy/checkout")
+		if code != exitPodNotFound || !strings.Contains(out, "workload-not-found") || !strings.Contains(out, "-n deploy checkout") {
+			t.Errorf("-n default deploy/checkout: exit %d, want %d, workload-not-found and how to ask for the pod:\n%s", code, exitPodNotFound, out)
+		}
 	})
 
 	t.Run("NAMESPACE/NAME with no such pod is the Deployment of that name", func(t *testing.T) {

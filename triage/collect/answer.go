@@ -22,7 +22,8 @@ import (
 //   - TYPE/NAME: the workload's WorkloadDiagnosis. When TYPE is also a namespace name
 //     (t.OtherReading) and a pod exists under that reading, the answer notes how to ask for it;
 //     when the workload does not exist but that pod does, the answer is the pod's (as
-//     whypending read NAMESPACE/POD before it understood TYPE/NAME), with a note.
+//     whypending read NAMESPACE/POD before it understood TYPE/NAME), with a note, unless the
+//     asker named the namespace with -n (t.NamespaceGiven).
 //
 // It returns an error only when the API server cannot answer the main read (the pod, the
 // workload, or the namespace's pods and workloads for a sweep).
@@ -50,7 +51,7 @@ func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer,
 	}
 	a := &triage.Answer{Workload: wd}
 	if o := t.OtherReading; o != nil && c.podExists(ctx, o.Namespace, o.Name) {
-		if wd.Primary().Code == triage.CodeWorkloadNotFound {
+		if wd.Primary().Code == triage.CodeWorkloadNotFound && !t.NamespaceGiven {
 			d, err := Diagnose(ctx, c, o.Namespace, o.Name)
 			if err != nil {
 				return nil, err

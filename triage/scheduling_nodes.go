@@ -492,9 +492,12 @@ func shortfallMessage(name corev1.ResourceName, want, used, alloc int64) string 
 }
 
 // formatAmount renders an amount in base units for a person: cpu in millicores (as kubectl
-// describe node prints requests), byte-sized resources with a unit, counts as integers.
+// describe node prints requests), from 10 cores on in cores first ("50 CPU (50000m)"),
+// byte-sized resources with a unit, counts as integers.
 func formatAmount(name corev1.ResourceName, v int64) string {
 	switch {
+	case name == corev1.ResourceCPU && (v >= 10000 || v <= -10000):
+		return fmt.Sprintf("%s CPU (%dm)", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", float64(v)/1000), "0"), "."), v)
 	case name == corev1.ResourceCPU:
 		return fmt.Sprintf("%dm", v)
 	case name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage ||

@@ -415,14 +415,15 @@ func taintKeyOf(r NodeReason) string {
 // primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
 // nodes (see candidates: the nodes the pod is meant for) and ranks their codes: the one that
 // alone blocks the most nodes (fixing it frees the most nodes), then the one present on the
-// most nodes, then the one the scheduler counted most, then schedulingOrder. So three full
+// most nodes (also behind an earlier filter: a nodeSelector no node matches is the cause even
+// where a taint rejects the node first), then the one the scheduler counted most, then schedulingOrder. So three full
 // workers and a tainted control-plane node give insufficient-cpu, not untolerated-taint, and a
 // DaemonSet pod whose node is full gives insufficient-cpu, not node-selector-mismatch for the
 // other nodes.
 func (v *schedulingView) primaryCode() Code {
 	t := tally(v.candidates())
 	var codes []Code
-	for c := range t.present {
+	for c := range t.anywhere {
 		codes = append(codes, c)
 	}
 	sched := v.msg.Counts()
@@ -431,8 +432,8 @@ func (v *schedulingView) primaryCode() Code {
 		switch {
 		case t.solo[a] != t.solo[b]:
 			return t.solo[a] > t.solo[b]
-		case t.present[a] != t.present[b]:
-			return t.present[a] > t.present[b]
+		case t.anywhere[a] != t.anywhere[b]:
+			return t.anywhere[a] > t.anywhere[b]
 		case sched[a] != sched[b]:
 			return sched[a] > sched[b]
 		default:
@@ -691,6 +692,18 @@ func (v *schedulingView) nodeHas(node string, code Code) bool {
 		}
 	}
 	return false
+}
+
+// nodesWithAnywhere returns every node with a reason of code, also where an earlier filter
+// rejects the node first (see nodesWith for the scheduler's count).
+func (v *schedulingView) nodesWithAnywhere(code Code) []string {
+	var out []string
+	for _, nv := range v.verdicts {
+		if v.nodeHas(nv.Node, code) {
+			out = append(out, nv.Node)
+		}
+	}
+	return out
 }
 
 // onlyBlockedBy reports whether code is the only blocking code on node.

@@ -461,6 +461,16 @@ func taintKeyEffect(t string) (key, effect string) {
 // describeSelector explains a nodeSelector / required node affinity that matches no node.
 func (v *schedulingView) describeSelector(f *Finding) {
 	nodes, reasons := v.nodesWith(CodeNodeSelectorMismatch)
+	// Whether the selector matches a node is a fact about every node, also those an earlier
+	// filter rejects first; the scheduler's count is said next to it.
+	all := nodes
+	if v.pinned == "" {
+		all = v.nodesWithAnywhere(CodeNodeSelectorMismatch)
+	}
+	counted := ""
+	if earlier := len(all) - len(nodes); earlier > 0 {
+		counted = fmt.Sprintf(" (the scheduler counts %d of them under an earlier filter's reason)", earlier)
+	}
 	ns, pod := v.pod.Namespace, v.pod.Name
 	sel := v.pod.Spec.NodeSelector
 	if len(sel) > 0 {
@@ -468,7 +478,7 @@ func (v *schedulingView) describeSelector(f *Finding) {
 		for _, k := range sortedKeys(sel) {
 			pairs = append(pairs, k+"="+sel[k])
 		}
-		f.Summary = fmt.Sprintf("The pod's nodeSelector %s %s", strings.Join(pairs, ","), v.matchesNone(len(nodes)))
+		f.Summary = fmt.Sprintf("The pod's nodeSelector %s %s%s", strings.Join(pairs, ","), v.matchesNone(len(all)), counted)
 		if len(nodes) > 0 && len(reasons[nodes[0]]) > 0 {
 			f.Summary += ": e.g. " + nodes[0] + ": " + reasons[nodes[0]][0].Message
 		}
@@ -516,7 +526,7 @@ func (v *schedulingView) describeSelector(f *Finding) {
 			f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s", shellQuote(n), strings.Join(labels, " ")))
 		}
 	} else {
-		f.Summary = fmt.Sprintf("The pod's required node affinity %s.", v.matchesNone(len(nodes)))
+		f.Summary = fmt.Sprintf("The pod's required node affinity %s%s.", v.matchesNone(len(all)), counted)
 		f.Fix = []string{
 			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.nodeAffinity}'", shellQuote(ns), shellQuote(pod)),
 			"kubectl get nodes --show-labels",

@@ -137,3 +137,22 @@ func slicesContain(lines []string, sub string) bool {
 	}
 	return false
 }
+
+// TestSelectorNoNodeMatchesBehindTaints: a nodeSelector no node matches stays the primary
+// cause when taints reject most nodes first; the summary gives both counts.
+func TestSelectorNoNodeMatchesBehindTaints(t *testing.T) {
+	pod := podRequesting("web", "cpu=1")
+	pod.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	nodes := []*corev1.Node{nodeWithTaints("n1", "dedicated=batch:NoSchedule"), nodeWithTaints("n2", "team=ml:NoExecute"), node("n3")}
+	fs := schedulingRules(snap(pod, nodes, nil,
+		failedScheduling("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.", 2)))
+	if len(fs) == 0 || fs[0].Code != CodeNodeSelectorMismatch {
+		t.Fatalf("codes = %v, want node-selector-mismatch first", codesOf(fs))
+	}
+	if want := "matches none of the 3 nodes (the scheduler counts 2 of them under an earlier filter's reason)"; !strings.Contains(fs[0].Summary, want) {
+		t.Errorf("summary lacks %q: %s", want, fs[0].Summary)
+	}
+	if fs[0].Uncertain {
+		t.Errorf("the table agrees with the scheduler, yet the finding is uncertain: %s", fs[0].Summary)
+	}
+}

@@ -23,7 +23,8 @@ import (
 // NodeResourcesFit, NodeVolumeLimits, VolumeBinding's PV node affinity, PodTopologySpread,
 // InterPodAffinity), with
 // one difference: the scheduler stops at the first failing plugin, the table keeps every reason
-// (like Fit keeps every shortfall). Taints, node affinity and pod requests come from
+// (like Fit keeps every shortfall), in filter order. Counts in the answers follow the
+// scheduler: a node counts under its first reason (firstCode). Taints, node affinity and pod requests come from
 // k8s.io/component-helpers, the code the plugins call themselves, so the table agrees with them.
 
 // unschedulableTaintKey is the taint the node lifecycle controller adds to a cordoned node.

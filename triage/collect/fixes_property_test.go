@@ -416,10 +416,18 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 	}()
 
 	// A fresh pod (and claim) under a new name, judged by the scheduler after the fix.
-	name := fmt.Sprintf("web-fix-%d", time.Now().UnixNano()%1_000_000)
-	claim := ""
 	pod := w.pod.DeepCopy()
-	pod.Name, pod.ResourceVersion, pod.UID = name, "", ""
+	pod.Name = fmt.Sprintf("web-fix-%d", time.Now().UnixNano()%1_000_000)
+	placeFresh(ctx, t, c, w, pod, target, false, fix)
+}
+
+// placeFresh creates pod (a changed copy of the world's pod under a new name, with a claim of
+// its own when the world's pod has one) and requires the scheduler to place it on target
+// within 30 seconds (on any node when anywhere); fix names what is being checked.
+func placeFresh(ctx context.Context, t *testing.T, c *testenv.Cluster, w *world, pod *corev1.Pod, target string, anywhere bool, fix string) {
+	t.Helper()
+	name, claim := pod.Name, ""
+	pod.ResourceVersion, pod.UID = "", ""
 	if w.claim != "" {
 		claim = name + "-data"
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: w.ns},
@@ -439,7 +447,7 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		node := placed(ctx, t, c, w.ns, name, claim)
-		if node == target {
+		if node == target || (node != "" && anywhere) {
 			return
 		}
 		if node != "" {
@@ -452,7 +460,7 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 			if len(evs) > 0 {
 				last = evs[len(evs)-1].Message
 			}
-			t.Errorf("world %d: fix %q does not place the pod: the scheduler still says %q (%s)", w.id, fix, last, w)
+			t.Errorf("world %d: fix %q does not place the pod on %s: the scheduler still says %q (%s)", w.id, fix, target, last, w)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -544,47 +552,13 @@ func checkLowerRequestPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cl
 		t.Errorf("world %d: fix %q has no amount a manifest takes", w.id, fix.text)
 		return
 	}
-	name := fmt.Sprintf("web-low-%d", time.Now().UnixNano()%1_000_000)
 	pod := w.pod.DeepCopy()
-	pod.Name, pod.ResourceVersion, pod.UID = name, "", ""
+	pod.Name = fmt.Sprintf("web-low-%d", time.Now().UnixNano()%1_000_000)
 	pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = fix.cpu
 	pinned := len(pod.Spec.TopologySpreadConstraints) == 0
 	if pinned {
 		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fix.node}}}}}}}}
 	}
-	claim := ""
-	if w.claim != "" {
-		claim = name + "-data"
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: w.ns},
-			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(propClass), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-		if _, err := c.Client.CoreV1().PersistentVolumeClaims(w.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = claim
-	}
-	if _, err := c.Client.CoreV1().Pods(w.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = c.Client.CoreV1().Pods(w.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		node := placed(ctx, t, c, w.ns, name, claim)
-		if node != "" && (node == fix.node || !pinned) {
-			return
-		}
-		if time.Now().After(deadline) {
-			evs, _ := c.FailedScheduling(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, UID: types.UID(podUID(ctx, t, c, w.ns, name))}})
-			last := ""
-			if len(evs) > 0 {
-				last = evs[len(evs)-1].Message
-			}
-			t.Errorf("world %d: fix %q does not place the pod on %s: the scheduler says %q (%s)", w.id, fix.text, fix.node, last, w)
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	placeFresh(ctx, t, c, w, pod, fix.node, !pinned, fix.text)
 }

@@ -11,13 +11,19 @@ import (
 // TableLines lays t out as aligned plain-text lines for a fixed-width font, header first:
 // each cell on one line (OneLine) and cut to maxCell characters (Cut), columns two spaces
 // apart, trailing spaces trimmed, and at most maxRows rows; the caller reports the rows left
-// out (len(t.Rows) - (len(lines)-1)).
+// out (len(t.Rows) - (len(lines)-1)). The last column, which nothing is aligned after (a node
+// table's "why not"), may take twice maxCell and is cut in the middle (CutMiddle), so that its
+// end ("… (200m free)") survives.
 func TableLines(t *Table, maxRows, maxCell int) []string {
 	cell := func(row []string, i int) string {
-		if i < len(row) {
+		switch {
+		case i >= len(row):
+			return ""
+		case i == len(t.Columns)-1:
+			return CutMiddle(OneLine(row[i]), 2*maxCell)
+		default:
 			return Cut(OneLine(row[i]), maxCell)
 		}
-		return ""
 	}
 	rows := t.Rows[:min(len(t.Rows), maxRows)]
 	widths := make([]int, len(t.Columns))
@@ -55,6 +61,21 @@ func Cut(s string, limit int) string {
 	}
 	r := []rune(s)
 	return string(r[:limit-1]) + "…"
+}
+
+// CutMiddle shortens s to at most limit characters (runes) by replacing its middle with "…",
+// keeping about two thirds of the room for the start and the rest for the end.
+func CutMiddle(s string, limit int) string {
+	r := []rune(s)
+	if len(r) <= limit {
+		return s
+	}
+	if limit < 3 {
+		return Cut(s, limit)
+	}
+	tail := (limit - 1) / 3
+	head := limit - 1 - tail
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 // OneLine turns line breaks and tabs into spaces.

@@ -70,11 +70,15 @@ func notStuckIndex(fs []Finding) int {
 	return -1
 }
 
-// unknownFinding is the honest fallback when no rule is sure: it quotes the newest informative
+// unknownFinding is the honest fallback when no rule is sure. A pod bound to a node whose
+// kubelet never reported on it gets boundNotStartedFinding; otherwise it quotes the newest informative
 // Warning events first (the runtime's own words, not "Back-off …" repeats), then the current
 // state of each container that is not running, so the operator still has the cluster's own
 // evidence to go on.
 func unknownFinding(s *Snapshot) Finding {
+	if f, ok := boundNotStartedFinding(s); ok {
+		return f
+	}
 	f := Finding{
 		Code:      CodeUnknown,
 		Severity:  SeverityWarning,

@@ -100,6 +100,10 @@ type schedulingView struct {
 	// inexact is true when reconcile could not say exactly which nodes a scheduler reason the
 	// model does not reproduce belongs to.
 	inexact bool
+	// pinned is the one node the pod's required node affinity names (pinnedNode: a DaemonSet
+	// pod's node) when that node exists, else "". Findings and fixes are then about that node
+	// only: the other nodes reject the pod by design.
+	pinned string
 }
 
 func newSchedulingView(s *Snapshot) *schedulingView {
@@ -108,6 +112,9 @@ func newSchedulingView(s *Snapshot) *schedulingView {
 	v.verdicts = nodeVerdicts(v.demand, v.cluster, v.spread)
 	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
 	v.inexact = !v.reconcile()
+	if name := pinnedNode(v.pod); v.cluster.nodeByName[name] != nil {
+		v.pinned = name
+	}
 	return v
 }
 
@@ -320,19 +327,35 @@ func nodeCodes(nv NodeVerdict) []Code {
 	return out
 }
 
-// codeTally counts, per code, the nodes it blocks (present) and the nodes it alone blocks
-// (solo: fixing this one cause would free that node).
+// firstCode returns the code of the first blocking reason of a verdict, in filter order: the
+// one the scheduler counts the node under, since it stops at the first filter that fails
+// ("" for a node that fits).
+func firstCode(nv NodeVerdict) Code {
+	if codes := nodeCodes(nv); len(codes) > 0 {
+		return codes[0]
+	}
+	return ""
+}
+
+// codeTally counts, per code, the nodes the scheduler counts under it (present: the code is
+// the node's first blocking reason in filter order, see firstCode), the nodes it blocks at all
+// (anywhere, also behind an earlier filter) and the nodes it alone blocks (solo: fixing this
+// one cause would free that node).
 type codeTally struct {
-	present map[Code]int
-	solo    map[Code]int
+	present  map[Code]int
+	anywhere map[Code]int
+	solo     map[Code]int
 }
 
 func tally(verdicts []NodeVerdict) codeTally {
-	t := codeTally{present: map[Code]int{}, solo: map[Code]int{}}
+	t := codeTally{present: map[Code]int{}, anywhere: map[Code]int{}, solo: map[Code]int{}}
 	for _, nv := range verdicts {
 		codes := nodeCodes(nv)
 		for _, c := range codes {
-			t.present[c]++
+			t.anywhere[c]++
+		}
+		if len(codes) > 0 {
+			t.present[codes[0]]++
 		}
 		if len(codes) == 1 {
 			t.solo[codes[0]]++
@@ -392,14 +415,15 @@ func taintKeyOf(r NodeReason) string {
 // primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
 // nodes (see candidates: the nodes the pod is meant for) and ranks their codes: the one that
 // alone blocks the most nodes (fixing it frees the most nodes), then the one present on the
-// most nodes, then the one the scheduler counted most, then schedulingOrder. So three full
+// most nodes (also behind an earlier filter: a nodeSelector no node matches is the cause even
+// where a taint rejects the node first), then the one the scheduler counted most, then schedulingOrder. So three full
 // workers and a tainted control-plane node give insufficient-cpu, not untolerated-taint, and a
 // DaemonSet pod whose node is full gives insufficient-cpu, not node-selector-mismatch for the
 // other nodes.
 func (v *schedulingView) primaryCode() Code {
 	t := tally(v.candidates())
 	var codes []Code
-	for c := range t.present {
+	for c := range t.anywhere {
 		codes = append(codes, c)
 	}
 	sched := v.msg.Counts()
@@ -408,8 +432,8 @@ func (v *schedulingView) primaryCode() Code {
 		switch {
 		case t.solo[a] != t.solo[b]:
 			return t.solo[a] > t.solo[b]
-		case t.present[a] != t.present[b]:
-			return t.present[a] > t.present[b]
+		case t.anywhere[a] != t.anywhere[b]:
+			return t.anywhere[a] > t.anywhere[b]
 		case sched[a] != sched[b]:
 			return sched[a] > sched[b]
 		default:
@@ -508,8 +532,8 @@ func (v *schedulingView) messageOnlyFinding() (Finding, bool) {
 func (v *schedulingView) secondaryFindings(primary Code) []Finding {
 	t := tally(v.verdicts)
 	var codes []Code
-	for c := range t.present {
-		if c != primary {
+	for c := range t.anywhere {
+		if c != primary && (v.pinned == "" || v.nodeHas(v.pinned, c)) {
 			codes = append(codes, c)
 		}
 	}
@@ -523,19 +547,35 @@ func (v *schedulingView) secondaryFindings(primary Code) []Finding {
 	return out
 }
 
-// nodesWith returns the verdicts with a reason of code, and those reasons.
+// nodesWith returns the nodes the scheduler counts under code (code is their first blocking
+// reason in filter order, see firstCode), and those nodes' reasons of code. When no node has
+// code first, it returns the nodes where code hides behind an earlier filter, so a secondary
+// finding still has its numbers.
 func (v *schedulingView) nodesWith(code Code) ([]string, map[string][]NodeReason) {
-	var names []string
+	var names, behind []string
 	reasons := map[string][]NodeReason{}
 	for _, nv := range v.verdicts {
+		if v.pinned != "" && nv.Node != v.pinned && v.nodeHas(v.pinned, code) {
+			continue // a pinned pod's fixes are about its own node
+		}
 		for _, r := range nv.Reasons {
 			if r.Code == code {
 				if len(reasons[nv.Node]) == 0 {
-					names = append(names, nv.Node)
+					if firstCode(nv) == code {
+						names = append(names, nv.Node)
+					} else {
+						behind = append(behind, nv.Node)
+					}
 				}
 				reasons[nv.Node] = append(reasons[nv.Node], r)
 			}
 		}
+	}
+	if len(names) == 0 {
+		return behind, reasons
+	}
+	for _, n := range behind {
+		delete(reasons, n)
 	}
 	return names, reasons
 }
@@ -642,6 +682,28 @@ func (v *schedulingView) otherCodes(names []string, code Code) []string {
 		}
 	}
 	return sortedKeys(seen)
+}
+
+// nodeHas reports whether code is among node's reasons.
+func (v *schedulingView) nodeHas(node string, code Code) bool {
+	for _, nv := range v.verdicts {
+		if nv.Node == node {
+			return slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return r.Code == code })
+		}
+	}
+	return false
+}
+
+// nodesWithAnywhere returns every node with a reason of code, also where an earlier filter
+// rejects the node first (see nodesWith for the scheduler's count).
+func (v *schedulingView) nodesWithAnywhere(code Code) []string {
+	var out []string
+	for _, nv := range v.verdicts {
+		if v.nodeHas(nv.Node, code) {
+			out = append(out, nv.Node)
+		}
+	}
+	return out
 }
 
 // onlyBlockedBy reports whether code is the only blocking code on node.

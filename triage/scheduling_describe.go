@@ -37,7 +37,7 @@ func (v *schedulingView) describe(code Code, t codeTally) Finding {
 	default:
 		v.describeConstraint(&f)
 	}
-	if t.present[code] == 0 && v.hasMsg {
+	if t.anywhere[code] == 0 && v.hasMsg {
 		f.Summary += " (The node table shows no node with this reason; it rests on the scheduler's message.)"
 	}
 	return f
@@ -182,6 +182,9 @@ func (v *schedulingView) describeResource(f *Finding) {
 			fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(best.Node)),
 			fmt.Sprintf("Remove finished or unneeded pods from %s, add a node, or raise the kubelet's maxPods (it allows %d now).", best.Node, best.Allocatable),
 		}
+		if v.pinned != "" {
+			f.Fix[2] = fmt.Sprintf("Remove finished or unneeded pods from %s or raise its kubelet's maxPods (it allows %d now): the pod can only run there.", best.Node, best.Allocatable)
+		}
 		return
 	}
 
@@ -212,9 +215,18 @@ func (v *schedulingView) describeResource(f *Finding) {
 			b.WriteString(" (kubelets that do not isolate local storage report none)")
 		}
 		b.WriteString(", so no node can take it.")
+	case v.pinned != "":
+		fmt.Fprintf(&b, "The pod can only run on %s (its required node affinity names that node, as the DaemonSet controller sets it), and %s lacks %s: the pod requests %s, %s has %s free (%s of %s allocatable already requested).",
+			v.pinned, v.pinned, res, formatAmount(name, sf.Requested), best.Node, formatAmount(name, best.Free), formatAmount(name, best.Used), formatAmount(name, best.Allocatable))
+		if sf.TooBig {
+			fmt.Fprintf(&b, " The pod requests more %s than %s has allocatable, so it cannot fit even if the node were empty.", res, v.pinned)
+		}
 	default:
 		fmt.Fprintf(&b, "No node has %s %s free for the pod (Insufficient %s on %s). Closest: %s.",
 			formatAmount(name, sf.Requested), res, res, v.ofNodes(len(nodes)), strings.Join(closest, "; "))
+		if earlier := v.rejectedEarlier(f.Code); len(earlier) > 0 {
+			fmt.Fprintf(&b, " The scheduler counts %s under an earlier filter's reason (see the table).", joinLimited(earlier, 3))
+		}
 		switch {
 		case sf.TooBig:
 			fmt.Fprintf(&b, " The pod requests more %s than any node has allocatable (largest: %s on %s), so it cannot fit even on an empty node.",
@@ -231,18 +243,42 @@ func (v *schedulingView) describeResource(f *Finding) {
 
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # see Allocated resources", shellQuote(best.Node)))
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(best.Node)))
-	if kind, owner := workloadOf(v.pod); owner != "" && best.Free > 0 && isCoreResource(name) {
+	// Lowering the request is suggested only for a node where nothing else rejects the pod.
+	lower := nodeRoom{}
+	for _, r := range sf.Rooms {
+		if r.Free > 0 && v.fitsWithRequest(r.Node, name, r.Free) {
+			lower = r
+			break
+		}
+	}
+	if kind, owner := workloadOf(v.pod); owner != "" && lower.Node != "" && isCoreResource(name) {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: fits %s, if the app can live with it",
-			kind, owner, ns, res, requestString(name, best.Free, len(v.pod.Spec.Containers)), best.Node))
-	} else if best.Free > 0 {
+			kind, owner, ns, res, requestString(name, lower.Free, len(v.pod.Spec.Containers)), lower.Node))
+	} else if lower.Node != "" {
 		f.Fix = append(f.Fix, fmt.Sprintf("Lower the %s request of pod %s/%s to at most %s (what %s has free), or free room on a node.",
-			res, ns, pod, formatAmount(name, best.Free), best.Node))
+			res, ns, pod, formatAmount(name, lower.Free), lower.Node))
 	}
 	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl scale %s/%s -n %s --current-replicas=%d --replicas=%d   # its pods request %s of %s on %s; fewer replicas free room (refused if it no longer runs %d)",
 			big.kind, big.name, big.namespace, big.replicas, max(big.replicas-1, 0), formatAmount(name, big.amount), res, best.Node, big.replicas))
 	}
+	if v.pinned != "" {
+		f.Fix = append(f.Fix, fmt.Sprintf("Free %s on %s (move or shrink the pods there), or give %s more allocatable %s: a new node gets its own pod of the DaemonSet and does not help this one.", res, v.pinned, v.pinned, res))
+		return
+	}
 	f.Fix = append(f.Fix, fmt.Sprintf("Or add a node with at least %s allocatable %s (or let the cluster autoscaler add one).", formatAmount(name, sf.Requested), res))
+}
+
+// rejectedEarlier returns the nodes that do not fit the pod and that the scheduler counts under
+// another reason than code (an earlier filter rejects them first).
+func (v *schedulingView) rejectedEarlier(code Code) []string {
+	var out []string
+	for _, nv := range v.verdicts {
+		if first := firstCode(nv); !nv.Fits && first != "" && first != code {
+			out = append(out, nv.Node)
+		}
+	}
+	return out
 }
 
 // isCoreResource reports whether kubectl set resources can change name (cpu, memory,
@@ -425,6 +461,16 @@ func taintKeyEffect(t string) (key, effect string) {
 // describeSelector explains a nodeSelector / required node affinity that matches no node.
 func (v *schedulingView) describeSelector(f *Finding) {
 	nodes, reasons := v.nodesWith(CodeNodeSelectorMismatch)
+	// Whether the selector matches a node is a fact about every node, also those an earlier
+	// filter rejects first; the scheduler's count is said next to it.
+	all := nodes
+	if v.pinned == "" {
+		all = v.nodesWithAnywhere(CodeNodeSelectorMismatch)
+	}
+	counted := ""
+	if earlier := len(all) - len(nodes); earlier > 0 {
+		counted = fmt.Sprintf(" (the scheduler counts %d of them under an earlier filter's reason)", earlier)
+	}
 	ns, pod := v.pod.Namespace, v.pod.Name
 	sel := v.pod.Spec.NodeSelector
 	if len(sel) > 0 {
@@ -432,7 +478,7 @@ func (v *schedulingView) describeSelector(f *Finding) {
 		for _, k := range sortedKeys(sel) {
 			pairs = append(pairs, k+"="+sel[k])
 		}
-		f.Summary = fmt.Sprintf("The pod's nodeSelector %s %s", strings.Join(pairs, ","), v.matchesNone(len(nodes)))
+		f.Summary = fmt.Sprintf("The pod's nodeSelector %s %s%s", strings.Join(pairs, ","), v.matchesNone(len(all)), counted)
 		if len(nodes) > 0 && len(reasons[nodes[0]]) > 0 {
 			f.Summary += ": e.g. " + nodes[0] + ": " + reasons[nodes[0]][0].Message
 		}
@@ -480,7 +526,7 @@ func (v *schedulingView) describeSelector(f *Finding) {
 			f.Fix = append(f.Fix, fmt.Sprintf("kubectl label node %s %s", shellQuote(n), strings.Join(labels, " ")))
 		}
 	} else {
-		f.Summary = fmt.Sprintf("The pod's required node affinity %s.", v.matchesNone(len(nodes)))
+		f.Summary = fmt.Sprintf("The pod's required node affinity %s%s.", v.matchesNone(len(all)), counted)
 		f.Fix = []string{
 			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.nodeAffinity}'", shellQuote(ns), shellQuote(pod)),
 			"kubectl get nodes --show-labels",

@@ -23,7 +23,8 @@ import (
 // NodeResourcesFit, NodeVolumeLimits, VolumeBinding's PV node affinity, PodTopologySpread,
 // InterPodAffinity), with
 // one difference: the scheduler stops at the first failing plugin, the table keeps every reason
-// (like Fit keeps every shortfall). Taints, node affinity and pod requests come from
+// (like Fit keeps every shortfall), in filter order. Counts in the answers follow the
+// scheduler: a node counts under its first reason (firstCode). Taints, node affinity and pod requests come from
 // k8s.io/component-helpers, the code the plugins call themselves, so the table agrees with them.
 
 // unschedulableTaintKey is the taint the node lifecycle controller adds to a cordoned node.
@@ -492,9 +493,12 @@ func shortfallMessage(name corev1.ResourceName, want, used, alloc int64) string 
 }
 
 // formatAmount renders an amount in base units for a person: cpu in millicores (as kubectl
-// describe node prints requests), byte-sized resources with a unit, counts as integers.
+// describe node prints requests), from 10 cores on in cores first ("50 CPU (50000m)"),
+// byte-sized resources with a unit, counts as integers.
 func formatAmount(name corev1.ResourceName, v int64) string {
 	switch {
+	case name == corev1.ResourceCPU && (v >= 10000 || v <= -10000):
+		return fmt.Sprintf("%s CPU (%dm)", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", float64(v)/1000), "0"), "."), v)
 	case name == corev1.ResourceCPU:
 		return fmt.Sprintf("%dm", v)
 	case name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage ||

@@ -183,3 +183,27 @@ func TestLongTitleIsNotCut(t *testing.T) {
 		t.Errorf("a short title is a %s block, want a header", blocks[0].BlockType())
 	}
 }
+
+// TestRenderNodeTableKeepsTheFreeAmount: a long "why not" cell is cut in the middle, so the
+// node's free amount at its end still shows in the channel.
+func TestRenderNodeTableKeepsTheFreeAmount(t *testing.T) {
+	why := "Insufficient memory: the pod requests 1536Mi, 7.5Gi of 7.8Gi allocatable already requested (300Mi free)"
+	table := &bot.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{{"ip-10-0-1-23.eu-west-1.compute.internal", "no", why}}}
+	blocks, _ := Render(bot.Message{Title: "shop/api is Pending", Sections: []bot.Section{{Heading: "Why not here", Table: table}}})
+	var text string
+	for _, b := range blocks {
+		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil && strings.Contains(s.Text.Text, "NODE") {
+			text = s.Text.Text
+		}
+	}
+	for _, want := range []string{"Insufficient memory: the pod requests 1536Mi", "(300Mi free)", "ip-10-0-1-23.eu-west-1.compute.inte"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("node table lacks %q:\n%s", want, text)
+		}
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(l); n > maxCellRunes*4 {
+			t.Errorf("line of %d characters, want at most %d: %q", n, maxCellRunes*4, l)
+		}
+	}
+}

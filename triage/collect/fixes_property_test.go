@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +27,12 @@ import (
 
 // TestNodeFixesOnTheRealScheduler is the property test of issue 12's kind 4: for generated
 // clusters (taints of every sort, cordons, full nodes, CSI volume limits, nodeSelectors,
-// topology spread) judged by the real kube-scheduler, every fix that changes a node (untaint,
-// uncordon, label) must let the scheduler place the pod on that very node when applied alone,
-// and no fix may remove a control-plane, system or lifecycle taint. Each fix is applied to the
+// topology spread, pods bigger than any node) judged by the real kube-scheduler, every fix that
+// changes a node (untaint, uncordon, label) must let the scheduler place the pod on that very
+// node when applied alone, every "lower the request to X (fits N)" fix must let it place the
+// lowered pod on N, the node table must count each node under the reason the scheduler counts
+// it (its first failing filter, issue 10), and no fix may remove a control-plane, system or
+// lifecycle taint. Each fix is applied to the
 // live cluster, checked against the scheduler, and reverted. WHYPENDING_PROPERTY_WORLDS sets
 // how many unschedulable worlds to try (default 8); the seed is logged.
 func TestNodeFixesOnTheRealScheduler(t *testing.T) {
@@ -77,6 +81,7 @@ func TestNodeFixesOnTheRealScheduler(t *testing.T) {
 			}
 		}
 		t.Logf("world %d: %s: %s", attempt, d.Primary().Code, d.Summary)
+		checkCountsAsTheScheduler(t, attempt, d, w)
 		// The diagnosed pod goes away: once a fix frees a node it would take the place that
 		// each fix's fresh pod is checked against.
 		if err := c.Client.CoreV1().Pods(w.ns).Delete(ctx, w.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -86,6 +91,11 @@ func TestNodeFixesOnTheRealScheduler(t *testing.T) {
 			t.Logf("world %d: applying %q", attempt, fix)
 			fixes++
 			checkFixPlacesPod(ctx, t, c, w, fix)
+		}
+		for _, fix := range lowerRequestFixes(d) {
+			t.Logf("world %d: applying %q", attempt, fix.text)
+			fixes++
+			checkLowerRequestPlacesPod(ctx, t, c, w, fix)
 		}
 		w.delete(ctx, t, c)
 	}
@@ -129,6 +139,11 @@ func generateWorld(rng *rand.Rand, id int) *world {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns, Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/web:1",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+	}
+	if rng.IntN(10) < 2 {
+		// Bigger than any node: only lowering the request helps.
+		pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("5")
+		w.desc = append(w.desc, "pod requests 5 CPU")
 	}
 	useVolume := rng.IntN(10) < 3
 	if rng.IntN(10) < 3 {
@@ -401,10 +416,18 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 	}()
 
 	// A fresh pod (and claim) under a new name, judged by the scheduler after the fix.
-	name := fmt.Sprintf("web-fix-%d", time.Now().UnixNano()%1_000_000)
-	claim := ""
 	pod := w.pod.DeepCopy()
-	pod.Name, pod.ResourceVersion, pod.UID = name, "", ""
+	pod.Name = fmt.Sprintf("web-fix-%d", time.Now().UnixNano()%1_000_000)
+	placeFresh(ctx, t, c, w, pod, target, false, fix)
+}
+
+// placeFresh creates pod (a changed copy of the world's pod under a new name, with a claim of
+// its own when the world's pod has one) and requires the scheduler to place it on target
+// within 30 seconds (on any node when anywhere); fix names what is being checked.
+func placeFresh(ctx context.Context, t *testing.T, c *testenv.Cluster, w *world, pod *corev1.Pod, target string, anywhere bool, fix string) {
+	t.Helper()
+	name, claim := pod.Name, ""
+	pod.ResourceVersion, pod.UID = "", ""
 	if w.claim != "" {
 		claim = name + "-data"
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: w.ns},
@@ -424,7 +447,7 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		node := placed(ctx, t, c, w.ns, name, claim)
-		if node == target {
+		if node == target || (node != "" && anywhere) {
 			return
 		}
 		if node != "" {
@@ -437,7 +460,7 @@ func checkFixPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w 
 			if len(evs) > 0 {
 				last = evs[len(evs)-1].Message
 			}
-			t.Errorf("world %d: fix %q does not place the pod: the scheduler still says %q (%s)", w.id, fix, last, w)
+			t.Errorf("world %d: fix %q does not place the pod on %s: the scheduler still says %q (%s)", w.id, fix, target, last, w)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -451,4 +474,91 @@ func podUID(ctx context.Context, t *testing.T, c *testenv.Cluster, ns, name stri
 		t.Fatal(err)
 	}
 	return string(p.UID)
+}
+
+// checkCountsAsTheScheduler requires the node table to count each node under the reason the
+// scheduler's latest FailedScheduling message counts it: its first failing filter.
+func checkCountsAsTheScheduler(t *testing.T, id int, d *triage.Diagnosis, w *world) {
+	t.Helper()
+	msg, ok := triage.LatestSchedulerMessage(d.Events)
+	var verdicts []triage.NodeVerdict
+	for _, f := range d.Findings {
+		if f.Nodes != nil {
+			verdicts = f.Nodes
+			break
+		}
+	}
+	if !ok || msg.Total != len(verdicts) {
+		return
+	}
+	first := map[triage.Code]int{}
+	for _, nv := range verdicts {
+		for _, r := range nv.Reasons {
+			if r.Code != triage.CodeNodeNotReady {
+				first[r.Code]++
+				break
+			}
+		}
+	}
+	for _, r := range msg.Reasons {
+		if r.Code != "" && r.Code != triage.CodeUnknown && first[r.Code] != r.Count {
+			t.Errorf("world %d: the scheduler counts %d node(s) with %q, the table's first reasons %d (%s; %s)", id, r.Count, r.Text, first[r.Code], msg.Event.Message, w)
+		}
+	}
+}
+
+// lowerFix is a "lower the request" fix: the cpu request it suggests for the pod and the node
+// it says the pod then fits.
+type lowerFix struct {
+	text, node string
+	cpu        resource.Quantity
+}
+
+var (
+	lowerRE      = regexp.MustCompile(`^Lower the cpu request of pod \S+ to at most (\S+) \(what (\S+) has free\)`)
+	setRequestRE = regexp.MustCompile(`--requests=cpu=(\S+)\s+# per container: fits (\S+),`)
+)
+
+// lowerRequestFixes returns the fixes of d that lower the pod's cpu request to fit a node.
+func lowerRequestFixes(d *triage.Diagnosis) []lowerFix {
+	var out []lowerFix
+	for _, f := range d.Findings {
+		for _, x := range f.Fix {
+			m := lowerRE.FindStringSubmatch(x)
+			if m == nil {
+				m = setRequestRE.FindStringSubmatch(x)
+			}
+			if m == nil {
+				continue
+			}
+			q, err := resource.ParseQuantity(m[1])
+			if err != nil {
+				out = append(out, lowerFix{text: x}) // checkLowerRequestPlacesPod reports it
+				continue
+			}
+			out = append(out, lowerFix{text: x, node: strings.TrimSuffix(m[2], ","), cpu: q})
+		}
+	}
+	return out
+}
+
+// checkLowerRequestPlacesPod creates the pod afresh with the lowered cpu request and requires
+// the scheduler to place it on the node the fix names (pinned there by node affinity on
+// metadata.name, unless the pod spreads: pinning would shrink its spread domains, so it must
+// then only be placed somewhere).
+func checkLowerRequestPlacesPod(ctx context.Context, t *testing.T, c *testenv.Cluster, w *world, fix lowerFix) {
+	t.Helper()
+	if fix.node == "" {
+		t.Errorf("world %d: fix %q has no amount a manifest takes", w.id, fix.text)
+		return
+	}
+	pod := w.pod.DeepCopy()
+	pod.Name = fmt.Sprintf("web-low-%d", time.Now().UnixNano()%1_000_000)
+	pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = fix.cpu
+	pinned := len(pod.Spec.TopologySpreadConstraints) == 0
+	if pinned {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fix.node}}}}}}}}
+	}
+	placeFresh(ctx, t, c, w, pod, fix.node, !pinned, fix.text)
 }

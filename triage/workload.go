@@ -491,8 +491,15 @@ func workloadHealthyFinding(v *workloadView, d *WorkloadDiagnosis) Finding {
 		f.Summary = fmt.Sprintf("%s is suspended (spec.suspend): it starts no Jobs until it is resumed.", ref)
 	case v.ws.CronJob != nil:
 		f.Summary = fmt.Sprintf("%s is not stuck: none of its Jobs failed and %d %s running now.", ref, len(v.ws.CronJob.Status.Active), plural(len(v.ws.CronJob.Status.Active), "is", "are"))
+	case v.ws.DaemonSet != nil && d.Desired != nil && *d.Desired == 0 && v.ws.NodesErr != nil:
+		// A DaemonSet has no replicas: 0 desired means no node passes its rules, and without
+		// the nodes nothing says whether that is intended.
+		f.Code, f.Severity, f.Uncertain = CodeUnknown, SeverityWarning, true
+		f.Summary = fmt.Sprintf("%s places no pods (status.desiredNumberScheduled is 0), and the nodes could not be read to say which of its rules rejects them: %v.", ref, v.ws.NodesErr)
+	case v.ws.DaemonSet != nil && d.Desired != nil && *d.Desired == 0:
+		f.Summary = fmt.Sprintf("%s wants no pods: the cluster has no nodes.", ref)
 	case d.Desired != nil && *d.Desired == 0:
-		f.Summary = fmt.Sprintf("%s is scaled to zero: it wants no pods.", ref)
+		f.Summary = fmt.Sprintf("%s is scaled to zero (spec.replicas 0): it wants no pods.", ref)
 	default:
 		f.Summary = fmt.Sprintf("%s is not stuck: %d of %d %s Running and Ready.", ref, d.Ready, d.Pods, plural(d.Pods, "pod is", "pods are"))
 	}

@@ -126,10 +126,11 @@ type WorkloadDiagnosis struct {
 	Findings []Finding `json:"findings"`
 	// Groups are the pods grouped by their diagnosis's primary code: stuck groups first, most
 	// pods first, then the healthy and completed ones. Each holds one pod's full Diagnosis.
-	Groups []PodGroup `json:"groups,omitempty"`
+	// Always present in JSON: [] when the workload has no pods (or does not exist).
+	Groups []PodGroup `json:"groups"`
 	// NotDiagnosed are the pods that were not read in full (more than MaxDiagnosedPods pods
-	// needed a diagnosis), one line each with the state kubectl shows.
-	NotDiagnosed []PodLine `json:"notDiagnosed,omitempty"`
+	// needed a diagnosis), one line each with the state kubectl shows; [] when none.
+	NotDiagnosed []PodLine `json:"notDiagnosed"`
 	// CollectedAt is when the snapshot behind this diagnosis was taken.
 	CollectedAt time.Time `json:"collectedAt"`
 }
@@ -266,7 +267,7 @@ func EvaluateWorkload(ws *WorkloadSnapshot) *WorkloadDiagnosis {
 // group's. The view is nil for a workload that does not exist. memo (nil: none) shares one
 // evaluation among sibling pods that wait for the scheduler for the same reason.
 func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosis, v *workloadView, own bool) {
-	d = &WorkloadDiagnosis{Workload: ws.Ref(), CollectedAt: ws.Now, Pods: len(ws.Pods)}
+	d = &WorkloadDiagnosis{Workload: ws.Ref(), CollectedAt: ws.Now, Pods: len(ws.Pods), Groups: []PodGroup{}, NotDiagnosed: []PodLine{}}
 	if !ws.Exists() {
 		d.Findings = []Finding{workloadNotFoundFinding(ws)}
 		d.Summary = d.Findings[0].Summary
@@ -274,7 +275,7 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 	}
 	d.Desired = desiredPods(ws)
 	v = newWorkloadView(ws, memo)
-	d.Groups = v.groups
+	d.Groups = append(d.Groups, v.groups...)
 	for _, code := range v.codes {
 		if code == CodePodHealthy {
 			d.Ready++

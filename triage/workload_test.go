@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -630,4 +631,66 @@ func TestDaemonSetThatNoNodeAcceptsIsNotHealthy(t *testing.T) {
 			t.Errorf("summary = %q", s)
 		}
 	})
+}
+
+func TestSweepCountsAddUp(t *testing.T) {
+	// A quota refuses the third pod; the two it admitted are stuck on their image.
+	quota := deploymentWS(3, ownedPod("aaaaa", time.Hour, imageMissing), ownedPod("bbbbb", time.Hour, imageMissing))
+	quota.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=1000m, limited: requests.cpu=1`, 3, time.Minute)}
+	// Pod Security refuses every pod: nothing exists.
+	psa := deploymentWS(2)
+	psa.Requested.Name, psa.Deployment.Name = "priv", "priv"
+	psa.Events["uid-rs"] = []Event{failedCreate(`pods "priv-1-" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`, 3, time.Minute)}
+	d := EvaluateNamespace(&NamespaceSnapshot{Now: clock0, Namespace: "shop", Workloads: []*WorkloadSnapshot{quota, psa}})
+	got := map[Code]int{}
+	sum := 0
+	for _, c := range d.Causes {
+		got[c.Code] = c.Pods
+		sum += c.Pods
+	}
+	want := map[Code]int{CodeResourceQuotaExceeded: 1, CodePodSecurityViolation: 2, CodeImagePullFailed: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pods per cause mismatch (-want +got):\n%s", diff)
+	}
+	if d.Stuck != 2 || d.Missing != 3 || sum != d.Stuck+d.Missing {
+		t.Errorf("stuck %d + missing %d, causes add up to %d: want 2 + 3 = 5", d.Stuck, d.Missing, sum)
+	}
+	if !strings.Contains(d.Summary, "2 of 2 pods are stuck, 3 more pods are wanted but not created,") {
+		t.Errorf("summary = %q", d.Summary)
+	}
+}
+
+func TestJSONListsAreNeverNull(t *testing.T) {
+	for name, v := range map[string]any{
+		"empty sweep":        EvaluateNamespace(&NamespaceSnapshot{Now: clock0, Namespace: "empty"}),
+		"workload, no pods":  EvaluateWorkload(deploymentWS(2)),
+		"workload with pods": EvaluateWorkload(deploymentWS(2, ownedPod("aaaaa", time.Hour, imageMissing), ownedPod("bbbbb", time.Hour))),
+		"no such workload":   EvaluateWorkload(&WorkloadSnapshot{Now: clock0, Requested: WorkloadRef{Kind: KindDeployment, Namespace: "shop", Name: "x"}}),
+		"sweep, refused pod": EvaluateNamespace(&NamespaceSnapshot{Now: clock0, Namespace: "shop", Workloads: []*WorkloadSnapshot{psaBlocked()}}),
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "null") {
+			t.Errorf("%s: JSON has null: %s", name, b)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		for _, key := range []string{"groups", "notDiagnosed", "causes"} {
+			if _, isWorkload := v.(*WorkloadDiagnosis); (key == "causes") == isWorkload {
+				continue
+			}
+			if _, ok := m[key]; !ok {
+				t.Errorf("%s: JSON lacks %q: %s", name, key, b)
+			}
+		}
+	}
+}
+
+// psaBlocked is Deployment shop/checkout, 2 replicas, whose pods Pod Security refuses.
+func psaBlocked() *WorkloadSnapshot {
+	ws := deploymentWS(2)
+	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`, 3, time.Minute)}
+	return ws
 }

@@ -246,8 +246,31 @@ func TestRolloutStalledNamesTheNewReplicaSetsPods(t *testing.T) {
 	if !strings.Contains(p.Summary, "1 pod CrashLoopBackOff: app-error") {
 		t.Errorf("summary = %q, want the new ReplicaSet's pod cause in it", p.Summary)
 	}
-	if !slices.Contains(p.Fix, "kubectl rollout undo deploy/checkout -n shop  # back to the previous revision, if the new one is at fault") {
-		t.Errorf("fix = %q", p.Fix)
+	if slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl rollout undo") }) {
+		t.Errorf("fix = %q, want no rollout undo for the first revision", p.Fix)
+	}
+	old := testReplicaSet(0, 0)
+	old.Name, old.UID, old.Annotations["deployment.kubernetes.io/revision"] = "checkout-5c6d7e8f9", "uid-rs-old", "0"
+	ws.ReplicaSets = append(ws.ReplicaSets, old)
+	if p := EvaluateWorkload(ws).Primary(); !slices.Contains(p.Fix, "kubectl rollout undo deploy/checkout -n shop  # back to the previous revision, if the new one is at fault") {
+		t.Errorf("with an earlier revision: fix = %q, want rollout undo", p.Fix)
+	}
+}
+
+func TestNeverRestartedPodsGetNoPreviousLogs(t *testing.T) {
+	ws := testJob(&batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}, failedRun("aaaaa"))
+	d := EvaluateWorkload(ws)
+	if len(d.Groups) != 1 {
+		t.Fatalf("groups = %+v", d.Groups)
+	}
+	fix := d.Groups[0].Diagnosis.Primary().Fix
+	for _, f := range fix {
+		if strings.Contains(f, "--previous") || strings.Contains(f, "roll out again") {
+			t.Errorf("fix %q does not work for a restartPolicy Never Job pod", f)
+		}
+	}
+	if !slices.Contains(fix, "kubectl logs -n shop checkout-7d9f8b6c4-aaaaa -c app") {
+		t.Errorf("fix = %q, want the current container's logs", fix)
 	}
 }
 

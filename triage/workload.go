@@ -275,7 +275,6 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 	}
 	d.Desired = desiredPods(ws)
 	v = newWorkloadView(ws, memo)
-	d.Groups = append(d.Groups, v.groups...)
 	for _, code := range v.codes {
 		if code == CodePodHealthy {
 			d.Ready++
@@ -286,6 +285,8 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 			d.NotDiagnosed = append(d.NotDiagnosed, podLine(ws, p, nil))
 		}
 	}
+	v.countNotDiagnosed(d.NotDiagnosed)
+	d.Groups = append(d.Groups, v.groups...)
 
 	var blockers, context []Finding
 	for _, r := range workloadRules {
@@ -403,6 +404,39 @@ func groupLabel(g PodGroup, total int) string {
 		state = "stuck"
 	}
 	return fmt.Sprintf("%d of %d %s %s: %s", n, total, plural(total, "pod", "pods"), state, g.Code)
+}
+
+// countNotDiagnosed makes the group labels count the pods that were not read in full, so no
+// header understates: when every such pod in state S shares it with exactly one stuck group
+// (whose pods are all S), that group's label counts them and says how many were read, "154 of
+// 155 pods Pending: insufficient-cpu (30 read in full)". Pods in a state no single group has
+// are left to the not-diagnosed list, which the summary counts.
+func (v *workloadView) countNotDiagnosed(lines []PodLine) {
+	byState := map[string]int{}
+	for _, l := range lines {
+		byState[l.State]++
+	}
+	owner := map[string]int{} // state -> index of the one stuck group all in that state, -1 when several
+	for i, g := range v.groups {
+		state := sharedState(g.Pods)
+		if !g.Stuck() || state == "" {
+			continue
+		}
+		if _, seen := owner[state]; seen {
+			owner[state] = -1
+		} else {
+			owner[state] = i
+		}
+	}
+	total := len(v.ws.Pods)
+	for state, n := range byState {
+		i, ok := owner[state]
+		if !ok || i < 0 {
+			continue
+		}
+		g := &v.groups[i]
+		g.Label = fmt.Sprintf("%d of %d %s %s: %s (%d read in full)", len(g.Pods)+n, total, plural(total, "pod", "pods"), state, g.Code, len(g.Pods))
+	}
 }
 
 // groupLabels joins the groups' labels: "4 of 5 pods Pending: insufficient-cpu; 1 Running and

@@ -144,6 +144,9 @@ func TestPodsToDiagnoseCapsAndKeepsOneHealthy(t *testing.T) {
 	if len(d.NotDiagnosed) != 10 || d.Ready != 5 {
 		t.Errorf("not diagnosed = %d, ready = %d, want 10 and 5 (healthy pods are counted without a read)", len(d.NotDiagnosed), d.Ready)
 	}
+	if len(d.Groups) != 2 || d.Groups[0].Label != "40 of 45 pods CrashLoopBackOff: app-error (30 read in full)" || d.Groups[1].Label != "5 Running and Ready" {
+		t.Errorf("group labels = %q, want every CrashLoopBackOff pod counted", []string{d.Groups[0].Label, d.Groups[len(d.Groups)-1].Label})
+	}
 }
 
 // failedCreate is the FailedCreate event the ReplicaSet controller writes.

@@ -113,7 +113,7 @@ type WorkloadDiagnosis struct {
 	Uncertain bool `json:"uncertain,omitempty"`
 	// Desired is how many pods the workload wants now (spec.replicas; a DaemonSet's
 	// status.desiredNumberScheduled; a Job's spec.parallelism while it runs); nil when the
-	// kind has no such number (a CronJob) or the workload does not exist.
+	// kind has no such number (a CronJob, a finished Job) or the workload does not exist.
 	Desired *int32 `json:"desired,omitempty"`
 	// Ready is how many of Pods are Running and Ready.
 	Ready int `json:"ready"`
@@ -480,7 +480,8 @@ func (v *workloadView) podsFinding(d *WorkloadDiagnosis) Finding {
 		}
 		return f
 	}
-	if len(v.ws.Pods) == 0 && (d.Desired == nil || *d.Desired > 0) && v.ws.CronJob == nil {
+	finishedJob := v.ws.Job != nil && jobFinished(v.ws.Job)
+	if len(v.ws.Pods) == 0 && (d.Desired == nil || *d.Desired > 0) && v.ws.CronJob == nil && !finishedJob {
 		return noPodsFinding(v.ws, d.Desired)
 	}
 	return workloadHealthyFinding(v, d)
@@ -585,8 +586,7 @@ func desiredPods(ws *WorkloadSnapshot) *int32 {
 		return &n
 	case ws.Job != nil:
 		if jobFinished(ws.Job) {
-			zero := int32(0)
-			return &zero
+			return nil // a finished Job wants nothing more, and is no "0 wanted"
 		}
 		if p := ws.Job.Spec.Parallelism; p != nil {
 			return p

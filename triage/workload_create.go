@@ -46,15 +46,13 @@ func failedCreateRules(v *workloadView) []Finding {
 			f.Evidence = append([]Evidence{objectEventEvidence(c.ref, *ev)}, f.Evidence...)
 		}
 		if c.failure != nil {
-			f.Evidence = append(f.Evidence, Evidence{Object: c.ref.String(), Field: "status.conditions[" + c.failure.Type + "]", Reason: c.failure.Reason, Message: c.failure.Message})
+			f.Evidence = appendNewError(f.Evidence, Evidence{Object: c.ref.String(), Field: "status.conditions[" + c.failure.Type + "]", Reason: c.failure.Reason, Message: c.failure.Message})
 		}
 		if i, ok := byCode[f.Code]; ok {
 			// A Deployment repeats its ReplicaSet's error in its own condition: one finding per
-			// cause, with every object's evidence once.
+			// cause, with each error message once.
 			for _, e := range f.Evidence {
-				if !slices.ContainsFunc(out[i].Evidence, func(x Evidence) bool { return x.Object == e.Object && x.Field == e.Field && x.Message == e.Message }) {
-					out[i].Evidence = append(out[i].Evidence, e)
-				}
+				out[i].Evidence = appendNewError(out[i].Evidence, e)
 			}
 			continue
 		}
@@ -62,6 +60,20 @@ func failedCreateRules(v *workloadView) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// appendNewError appends e to evidence unless an earlier line already quotes the same error
+// (the FailedCreate event, the ReplicaSet's ReplicaFailure condition and the Deployment's repeat
+// one message, the event's with an "Error creating: " prefix): each error is shown once, by the
+// first object that carries it.
+func appendNewError(evidence []Evidence, e Evidence) []Evidence {
+	msg := strings.TrimPrefix(e.Message, "Error creating: ")
+	if slices.ContainsFunc(evidence, func(x Evidence) bool {
+		return (x.Object == e.Object && x.Field == e.Field && x.Message == e.Message) || (msg != "" && strings.TrimPrefix(x.Message, "Error creating: ") == msg)
+	}) {
+		return evidence
+	}
+	return append(evidence, e)
 }
 
 // creationFailure returns the newest pod (or Job) creation error of creator c, the event it
@@ -115,6 +127,9 @@ func admissionFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	}
 	f.Severity = SeverityBlocker
 	if c.missing > 0 {
+		if !strings.HasSuffix(f.Summary, ".") && !strings.HasSuffix(f.Summary, "?") && !strings.HasSuffix(f.Summary, "!") {
+			f.Summary += "."
+		}
 		f.Summary += fmt.Sprintf(" It lacks %d %s.", c.missing, plural(int(c.missing), strings.TrimSuffix(c.what(), "s"), c.what()))
 	}
 	return f

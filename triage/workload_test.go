@@ -720,3 +720,36 @@ func psaBlocked() *WorkloadSnapshot {
 	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`, 3, time.Minute)}
 	return ws
 }
+
+func TestFailedCreateTextAndEvidence(t *testing.T) {
+	msg := `admission webhook "deny.policy.example.com" denied the request: images from docker.io are not allowed`
+	ws := deploymentWS(3)
+	ws.ReplicaSets[0].Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg}}
+	ws.Deployment.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg}}
+	ws.Events["uid-rs"] = []Event{failedCreate(msg, 4, time.Minute)}
+	p := EvaluateWorkload(ws).Primary()
+	if !strings.Contains(p.Summary, "are not allowed. It lacks 3 pods.") {
+		t.Errorf("summary = %q, want a sentence break before It lacks", p.Summary)
+	}
+	quoted := 0
+	for _, e := range p.Evidence {
+		if strings.Contains(e.Message, "images from docker.io") {
+			quoted++
+		}
+	}
+	if quoted != 1 {
+		t.Errorf("evidence quotes the error %d times, want once: %+v", quoted, p.Evidence)
+	}
+}
+
+func TestFailedJobWantsNothing(t *testing.T) {
+	d := EvaluateWorkload(testJob(&batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}, failedRun("aaaaa")))
+	if d.Desired != nil {
+		t.Errorf("desired = %d, want none for a finished Job", *d.Desired)
+	}
+	done := testJob(nil)
+	done.Job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if p := EvaluateWorkload(done).Primary(); p.Code != CodeWorkloadHealthy {
+		t.Errorf("a completed Job whose pods are gone: primary = %s, want workload-healthy", p.Code)
+	}
+}

@@ -178,7 +178,11 @@ func SweepMessage(d *triage.NamespaceDiagnosis) Message {
 			d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
 	if len(d.Causes) > 0 {
-		m.Title = fmt.Sprintf("Namespace %s: %d stuck %s, %d %s", d.Namespace, d.Stuck, plural(d.Stuck, "pod", "pods"), len(d.Causes), plural(len(d.Causes), "cause", "causes"))
+		m.Title = fmt.Sprintf("Namespace %s: %d stuck %s", d.Namespace, d.Stuck, plural(d.Stuck, "pod", "pods"))
+		if d.Missing > 0 {
+			m.Title += fmt.Sprintf(" and %d not created", d.Missing)
+		}
+		m.Title += fmt.Sprintf(", %d %s", len(d.Causes), plural(len(d.Causes), "cause", "causes"))
 		m.Severity = "blocker"
 	}
 	m.Sections = append(m.Sections, Section{Heading: "Summary", Text: d.Summary})
@@ -191,7 +195,11 @@ func SweepMessage(d *triage.NamespaceDiagnosis) Message {
 			}
 			lines = append(lines, sweepLine(it))
 		}
-		m.Sections = append(m.Sections, Section{Heading: fmt.Sprintf("%s: %d %s", c.Code, c.Pods, plural(c.Pods, "pod", "pods")), Lines: lines})
+		heading := fmt.Sprintf("%s: %d %s", c.Code, c.Pods, plural(c.Pods, "pod", "pods"))
+		if c.Pods == 0 {
+			heading = fmt.Sprintf("%s: %d %s, no pods", c.Code, len(c.Items), plural(len(c.Items), "workload", "workloads"))
+		}
+		m.Sections = append(m.Sections, Section{Heading: heading, Lines: lines})
 	}
 	if len(d.Causes) > 0 {
 		m.Sections = append(m.Sections, Section{Text: fmt.Sprintf("These causes come from a quick read (no container logs, no Calico IPAM). For the full answer ask about one workload: why-pending -n %s deploy/NAME (or sts/, ds/, job/, cj/, rs/, or a pod).", d.Namespace)})

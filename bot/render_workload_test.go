@@ -58,3 +58,19 @@ func TestWorkloadMessage(t *testing.T) {
 		t.Errorf("footer = %q", m.Footer)
 	}
 }
+
+// TestSweepMessageCountsPodsNotCreated checks that the title counts the pods a refused
+// controller never created next to the stuck ones, so the causes' pods add up.
+func TestSweepMessageCountsPodsNotCreated(t *testing.T) {
+	d := &triage.NamespaceDiagnosis{Namespace: "psa", Stuck: 0, Missing: 2, Workloads: 2, Failing: 2, Causes: []triage.SweepCause{
+		{Code: triage.CodePodSecurityViolation, Pods: 2, Items: []triage.SweepItem{{Kind: triage.KindDeployment, Name: "priv", Pods: []string{}, Count: 2, Summary: "refused"}}},
+		{Code: triage.CodeDaemonSetUnplaced, Pods: 0, Items: []triage.SweepItem{{Kind: triage.KindDaemonSet, Name: "agent", Pods: []string{}, Summary: "no node"}}},
+	}}
+	m := SweepMessage(d)
+	if m.Title != "Namespace psa: 0 stuck pods and 2 not created, 2 causes" {
+		t.Errorf("title = %q", m.Title)
+	}
+	if h := m.Sections[2].Heading; h != "daemonset-unplaced: 1 workload, no pods" {
+		t.Errorf("heading = %q", h)
+	}
+}

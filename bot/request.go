@@ -121,7 +121,7 @@ func parseFlagsAndSwitches(args []string, switches []string, allowed ...string) 
 		}
 		if !hasValue {
 			if i+1 >= len(args) {
-				return flags{}, userErrorf("flag --%s needs a value", name)
+				return flags{}, userErrorf("flag %s needs a value", flagName(name))
 			}
 			i++
 			value = args[i]
@@ -134,12 +134,20 @@ func parseFlagsAndSwitches(args []string, switches []string, allowed ...string) 
 func flagList(names []string) string {
 	var out []string
 	for _, n := range names {
-		out = append(out, "--"+n)
+		out = append(out, flagName(n))
 	}
 	if len(out) == 0 {
 		return "none"
 	}
 	return strings.Join(out, ", ")
+}
+
+// flagName is how a flag is typed: "-n" for a one-letter name, else "--cluster".
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // UserError is an error whose text is meant for the person who typed the command (a usage

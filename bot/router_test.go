@@ -40,12 +40,14 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{"separate value", []string{"check", "--cluster", "prod"}, []string{"check"}, map[string]string{"cluster": "prod"}, ""},
 		{"equals value", []string{"--cluster=prod", "check"}, []string{"check"}, map[string]string{"cluster": "prod"}, ""},
-		{"unknown flag", []string{"--force"}, nil, nil, `unknown flag "--force" (flags: --cluster)`},
+		{"unknown flag", []string{"--force"}, nil, nil, `unknown flag "--force" (flags: --cluster, -n)`},
 		{"missing value", []string{"check", "--cluster"}, nil, nil, "flag --cluster needs a value"},
+		{"one-letter flags have one dash", []string{"-x"}, nil, nil, `unknown flag "-x" (flags: --cluster, -n)`},
+		{"a one-letter flag without its value", []string{"check", "-n"}, nil, nil, "flag -n needs a value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := parseFlags(tt.args, "cluster")
+			f, err := parseFlags(tt.args, "cluster", "n")
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("parseFlags(%q) error = %v, want %q", tt.args, err, tt.wantErr)

@@ -224,7 +224,7 @@ func probeKillFinding(s *Snapshot, c containerStatus, kind string, code Code, t 
 		f.Evidence = append(f.Evidence, terminatedEvidence(pod, tField, t))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
-	f.Fix = []string{fmt.Sprintf("kubectl logs %s %s -c %s --previous | tail -20", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name))}
+	f.Fix = []string{logsFix(pod, c.Status) + " | tail -20"}
 	if containsAny(failMsg, "connection refused", "no such host") && p != nil && c.Spec != nil {
 		if port := probePort(p); port != "" && !exposesPort(c.Spec, port) {
 			f.Fix = append(f.Fix, fmt.Sprintf("The probe targets port %s, which the container does not declare (ports: %s): point the probe at the port the app listens on.", port, declaredPorts(c.Spec)))
@@ -355,7 +355,7 @@ func exitsZeroFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTe
 	f.Fix = []string{
 		"Give the container a command that keeps running (the server, not a one-shot script); a shell image needs e.g. command: [\"sleep\", \"infinity\"] to stay up.",
 		"If it is meant to run once, run it as a Job (restartPolicy OnFailure/Never) instead of a Deployment or bare pod.",
-		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)),
+		logsFix(pod, c.Status),
 	}
 	return f
 }
@@ -394,11 +394,36 @@ func processFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerm
 	default:
 		f.Summary = fmt.Sprintf("Container %q exits with %s; %s%s.", c.Status.Name, exit, restarts, said)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)),
-			"Fix what the log says (a bad flag, missing config or an unreachable dependency), then let the workload roll out again.",
+			logsFix(pod, c.Status),
+			"Fix what the log says (a bad flag, missing config or an unreachable dependency), then " + runAgain(pod) + ".",
 		}
 	}
 	return f
+}
+
+// logsFix is the kubectl logs command for the failed run of container st of pod: with
+// --previous while the kubelet restarts it (the failed run is the previous instance), without
+// when the failed run is the current one (terminated and not restarted, as under restartPolicy
+// Never, where --previous finds no earlier instance).
+func logsFix(pod *corev1.Pod, st *corev1.ContainerStatus) string {
+	cmd := fmt.Sprintf("kubectl logs %s %s -c %s", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name))
+	if st.RestartCount > 0 && st.State.Terminated == nil {
+		cmd += " --previous"
+	}
+	return cmd
+}
+
+// runAgain says how the fixed app gets to run again: a Job's pod template cannot change in
+// place, so the Job is run again; a pod under restartPolicy Never is not restarted, so it is
+// created again; anything else rolls out again.
+func runAgain(pod *corev1.Pod) string {
+	if ref := controllerOf(pod); ref != nil && ref.Kind == "Job" {
+		return fmt.Sprintf("run Job %s again from the fixed template (a Job's pod template cannot be changed in place)", ref.Name)
+	}
+	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		return "create the pod again (with restartPolicy Never it is not restarted)"
+	}
+	return "let the workload roll out again"
 }
 
 // quoteLastWords is `; it said: "…"` with the last meaningful line the container printed

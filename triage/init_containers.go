@@ -90,8 +90,11 @@ func initCrashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
 	f.Fix = []string{
-		fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(st.Name)),
+		logsFix(pod, st),
 		"Fix what the init container checks or runs (a migration, a config render, a permission), then the pod proceeds on its next restart.",
+	}
+	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		f.Fix[1] = "Fix what the init container checks or runs (a migration, a config render, a permission), then " + runAgain(pod) + "."
 	}
 	if t != nil && t.Reason == "OOMKilled" {
 		f.Fix = append(f.Fix, fmt.Sprintf("It was OOMKilled: raise resources.limits.memory of init container %s.", st.Name))

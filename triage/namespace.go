@@ -48,7 +48,7 @@ type NamespaceDiagnosis struct {
 	// Summary is one sentence: how much is stuck and the biggest causes, or that nothing is.
 	Summary string `json:"summary"`
 	// Causes are the stuck pods and failing workloads grouped by code, most pods first (ties:
-	// by code). Empty when nothing is stuck.
+	// by code). [] when nothing is stuck (never null in JSON).
 	Causes []SweepCause `json:"causes"`
 	// Pods counts the namespace's pods; Ready those Running and Ready, Completed those that
 	// Succeeded, Stuck the others.
@@ -59,6 +59,10 @@ type NamespaceDiagnosis struct {
 	// Workloads counts the top-level workloads looked at; Failing those with a cause listed.
 	Workloads int `json:"workloads"`
 	Failing   int `json:"failing"`
+	// Missing counts the pods the failing workloads want but do not have (a controller the API
+	// server refuses, a DaemonSet no node accepts): counted in Causes, not in Pods or Stuck, so
+	// the causes' pods add up to Stuck plus Missing.
+	Missing int `json:"missing"`
 	// CollectedAt is when the snapshot was taken.
 	CollectedAt time.Time `json:"collectedAt"`
 }
@@ -79,9 +83,9 @@ type SweepItem struct {
 	// Kind and Name name the workload, or the pod for a pod no workload owns.
 	Kind Kind   `json:"kind"`
 	Name string `json:"name"`
-	// Pods are the names of the item's stuck pods with this cause (empty for a controller-level
+	// Pods are the names of the item's stuck pods with this cause ([] for a controller-level
 	// cause with no pod).
-	Pods []string `json:"pods,omitempty"`
+	Pods []string `json:"pods"`
 	// Count is how many pods the item counts for the cause (see SweepCause.Pods).
 	Count int `json:"count"`
 	// State is the pods' state as kubectl shows it, when they share one.
@@ -98,7 +102,7 @@ type SweepItem struct {
 // Job, a DaemonSet short of nodes) is listed once under that cause; otherwise each group of its
 // stuck pods is listed under the group's code. EvaluateNamespace is pure: it reads only ns.
 func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
-	d := &NamespaceDiagnosis{Namespace: ns.Namespace, CollectedAt: ns.Now, Workloads: len(ns.Workloads)}
+	d := &NamespaceDiagnosis{Namespace: ns.Namespace, CollectedAt: ns.Now, Workloads: len(ns.Workloads), Causes: []SweepCause{}}
 	memo := newEvalMemo()
 	causes := map[Code]*SweepCause{}
 	add := func(code Code, it SweepItem) {
@@ -132,18 +136,7 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 			codes = v.codes
 		}
 		count(ws.Pods, codes)
-		if p := wd.Primary(); own && p.Severity == SeverityBlocker {
-			var stuckPods []string
-			for _, g := range wd.Groups {
-				for _, pl := range g.Pods {
-					if g.Stuck() {
-						stuckPods = append(stuckPods, pl.Name)
-					}
-				}
-			}
-			add(p.Code, SweepItem{Kind: ref.Kind, Name: ref.Name, Pods: stuckPods, Count: max(len(stuckPods)+missingPods(wd), 1), Summary: p.Summary, Uncertain: p.Uncertain})
-			failing = true
-		} else {
+		listGroups := func() {
 			for _, g := range wd.Groups {
 				if !g.Stuck() {
 					continue
@@ -155,6 +148,35 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 				add(g.Code, it)
 				failing = true
 			}
+		}
+		p := wd.Primary()
+		switch {
+		case own && p.Severity == SeverityBlocker && explainsItsPods(p.Code):
+			// A stalled rollout, a failed Job, a DaemonSet short of nodes: the workload's own
+			// cause is what its stuck pods add up to, so they are listed under it.
+			stuckPods := []string{}
+			for _, g := range wd.Groups {
+				for _, pl := range g.Pods {
+					if g.Stuck() {
+						stuckPods = append(stuckPods, pl.Name)
+					}
+				}
+			}
+			missing := missingPods(wd)
+			d.Missing += missing
+			add(p.Code, SweepItem{Kind: ref.Kind, Name: ref.Name, Pods: stuckPods, Count: len(stuckPods) + missing, Summary: p.Summary, Uncertain: p.Uncertain})
+			failing = true
+		case own && p.Severity == SeverityBlocker:
+			// A controller the API server refuses: the cause holds the pods it cannot create;
+			// the pods it did create (before, or that the refusal spared) are stuck for their
+			// own reasons, listed under those.
+			missing := missingPods(wd)
+			d.Missing += missing
+			add(p.Code, SweepItem{Kind: ref.Kind, Name: ref.Name, Pods: []string{}, Count: missing, Summary: p.Summary, Uncertain: p.Uncertain})
+			failing = true
+			listGroups()
+		default:
+			listGroups()
 		}
 		if failing {
 			d.Failing++
@@ -261,6 +283,17 @@ func siblingKey(s *Snapshot) (string, bool) {
 	return string(b), true
 }
 
+// explainsItsPods reports whether a workload-level cause is what the workload's stuck pods add
+// up to (a stalled rollout, a failed Job, a DaemonSet short of nodes), rather than a refusal
+// to create pods that leaves the created ones to their own causes.
+func explainsItsPods(code Code) bool {
+	switch code {
+	case CodeRolloutStalled, CodeJobBackoffLimit, CodeJobFailed, CodeDaemonSetUnplaced:
+		return true
+	}
+	return false
+}
+
 // missingPods is how many pods the workload wants beyond those it has.
 func missingPods(wd *WorkloadDiagnosis) int {
 	if wd.Desired == nil {
@@ -296,6 +329,10 @@ func sweepSummary(d *NamespaceDiagnosis) string {
 		}
 		top = append(top, fmt.Sprintf("%s (%d %s)", c.Code, c.Pods, plural(c.Pods, "pod", "pods")))
 	}
-	return fmt.Sprintf("In namespace %s, %d of %d %s stuck and %d of %d %s failing: %s.",
-		d.Namespace, d.Stuck, d.Pods, plural(d.Pods, "pod is", "pods are"), d.Failing, d.Workloads, plural(d.Workloads, "workload is", "workloads are"), strings.Join(top, ", "))
+	missing := ""
+	if d.Missing > 0 {
+		missing = fmt.Sprintf(", %d more %s wanted but not created,", d.Missing, plural(d.Missing, "pod is", "pods are"))
+	}
+	return fmt.Sprintf("In namespace %s, %d of %d %s stuck%s and %d of %d %s failing: %s.",
+		d.Namespace, d.Stuck, d.Pods, plural(d.Pods, "pod is", "pods are"), missing, d.Failing, d.Workloads, plural(d.Workloads, "workload is", "workloads are"), strings.Join(top, ", "))
 }

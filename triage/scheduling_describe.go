@@ -259,8 +259,7 @@ func (v *schedulingView) describeResource(f *Finding) {
 			res, ns, pod, formatAmount(name, lower.Free), lower.Node))
 	}
 	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl scale %s/%s -n %s --current-replicas=%d --replicas=%d   # its pods request %s of %s on %s; fewer replicas free room (refused if it no longer runs %d)",
-			big.kind, big.name, big.namespace, big.replicas, max(big.replicas-1, 0), formatAmount(name, big.amount), res, best.Node, big.replicas))
+		f.Fix = append(f.Fix, scaleDownFix(big, ns, formatAmount(name, big.amount), res, best.Node))
 	}
 	if v.pinned != "" {
 		f.Fix = append(f.Fix, fmt.Sprintf("Free %s on %s (move or shrink the pods there), or give %s more allocatable %s: a new node gets its own pod of the DaemonSet and does not help this one.", res, v.pinned, v.pinned, res))
@@ -320,17 +319,17 @@ func mainResource(code Code, reasons map[string][]NodeReason) string {
 type consumer struct {
 	kind, namespace, name string
 	amount                int64
-	replicas              int
 }
 
 // biggestConsumer returns the workload (Deployment, StatefulSet, …) whose pods request the
-// most of res on node, with its replica count across the cluster; bare pods and DaemonSets are
-// left out (scaling them is not an answer).
+// most of res on node; bare pods, DaemonSets and the stuck pod's own workload are left out
+// (scaling them is not an answer: fewer of the pod's own replicas does not place this one).
 func (v *schedulingView) biggestConsumer(node string, res corev1.ResourceName) consumer {
+	ownKind, ownName := workloadOf(v.pod)
 	amounts := map[[3]string]int64{}
 	for _, p := range v.cluster.podsByNode[node] {
 		kind, name := workloadOf(p)
-		if name == "" || kind == "daemonset" {
+		if name == "" || kind == "daemonset" || (p.Namespace == v.pod.Namespace && kind == ownKind && name == ownName) {
 			continue
 		}
 		reqs := newDemand(&Snapshot{Pod: p}).requests
@@ -342,17 +341,20 @@ func (v *schedulingView) biggestConsumer(node string, res corev1.ResourceName) c
 			best = consumer{kind: k[0], namespace: k[1], name: k[2], amount: amt}
 		}
 	}
-	if best.name == "" {
-		return best
-	}
-	for _, pods := range v.cluster.podsByNode {
-		for _, p := range pods {
-			if kind, name := workloadOf(p); kind == best.kind && name == best.name && p.Namespace == best.namespace {
-				best.replicas++
-			}
-		}
-	}
 	return best
+}
+
+// scaleDownFix suggests scaling big down to free amount of res on node for a pod in namespace
+// ns. It names no replica count: the pods on nodes are not spec.replicas (some may be Pending),
+// so --current-replicas or a computed --replicas could be refused or scale too far. A workload
+// in another namespace is another team's, and the line says so.
+func scaleDownFix(big consumer, ns, amount, res, node string) string {
+	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s; fewer replicas free room (kubectl get %s/%s -n %s shows spec.replicas)",
+		big.kind, shellQuote(big.name), shellQuote(big.namespace), amount, res, node, big.kind, shellQuote(big.name), shellQuote(big.namespace))
+	if big.namespace != ns {
+		line += fmt.Sprintf("; it is in namespace %s, not %s: another team's workload, ask its owners first", big.namespace, ns)
+	}
+	return line
 }
 
 // workloadOf names the controller a person would scale or edit for pod, as kubectl resource

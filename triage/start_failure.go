@@ -416,7 +416,7 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 		f.Fix = append(f.Fix, editField)
 	}
 	if sf.fromProcess && hasPreviousLog(s, c) {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl logs %s %s -c %s --previous", nsFlag(pod), shellQuote(pod.Name), shellQuote(c.Status.Name)))
+		f.Fix = append(f.Fix, logsFix(pod, c.Status))
 	}
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)))
 	return f

@@ -113,7 +113,7 @@ type WorkloadDiagnosis struct {
 	Uncertain bool `json:"uncertain,omitempty"`
 	// Desired is how many pods the workload wants now (spec.replicas; a DaemonSet's
 	// status.desiredNumberScheduled; a Job's spec.parallelism while it runs); nil when the
-	// kind has no such number (a CronJob) or the workload does not exist.
+	// kind has no such number (a CronJob, a finished Job) or the workload does not exist.
 	Desired *int32 `json:"desired,omitempty"`
 	// Ready is how many of Pods are Running and Ready.
 	Ready int `json:"ready"`
@@ -126,10 +126,11 @@ type WorkloadDiagnosis struct {
 	Findings []Finding `json:"findings"`
 	// Groups are the pods grouped by their diagnosis's primary code: stuck groups first, most
 	// pods first, then the healthy and completed ones. Each holds one pod's full Diagnosis.
-	Groups []PodGroup `json:"groups,omitempty"`
+	// Always present in JSON: [] when the workload has no pods (or does not exist).
+	Groups []PodGroup `json:"groups"`
 	// NotDiagnosed are the pods that were not read in full (more than MaxDiagnosedPods pods
-	// needed a diagnosis), one line each with the state kubectl shows.
-	NotDiagnosed []PodLine `json:"notDiagnosed,omitempty"`
+	// needed a diagnosis), one line each with the state kubectl shows; [] when none.
+	NotDiagnosed []PodLine `json:"notDiagnosed"`
 	// CollectedAt is when the snapshot behind this diagnosis was taken.
 	CollectedAt time.Time `json:"collectedAt"`
 }
@@ -266,7 +267,7 @@ func EvaluateWorkload(ws *WorkloadSnapshot) *WorkloadDiagnosis {
 // group's. The view is nil for a workload that does not exist. memo (nil: none) shares one
 // evaluation among sibling pods that wait for the scheduler for the same reason.
 func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosis, v *workloadView, own bool) {
-	d = &WorkloadDiagnosis{Workload: ws.Ref(), CollectedAt: ws.Now, Pods: len(ws.Pods)}
+	d = &WorkloadDiagnosis{Workload: ws.Ref(), CollectedAt: ws.Now, Pods: len(ws.Pods), Groups: []PodGroup{}, NotDiagnosed: []PodLine{}}
 	if !ws.Exists() {
 		d.Findings = []Finding{workloadNotFoundFinding(ws)}
 		d.Summary = d.Findings[0].Summary
@@ -274,7 +275,6 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 	}
 	d.Desired = desiredPods(ws)
 	v = newWorkloadView(ws, memo)
-	d.Groups = v.groups
 	for _, code := range v.codes {
 		if code == CodePodHealthy {
 			d.Ready++
@@ -285,6 +285,8 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 			d.NotDiagnosed = append(d.NotDiagnosed, podLine(ws, p, nil))
 		}
 	}
+	v.countNotDiagnosed(d.NotDiagnosed)
+	d.Groups = append(d.Groups, v.groups...)
 
 	var blockers, context []Finding
 	for _, r := range workloadRules {
@@ -404,6 +406,39 @@ func groupLabel(g PodGroup, total int) string {
 	return fmt.Sprintf("%d of %d %s %s: %s", n, total, plural(total, "pod", "pods"), state, g.Code)
 }
 
+// countNotDiagnosed makes the group labels count the pods that were not read in full, so no
+// header understates: when every such pod in state S shares it with exactly one stuck group
+// (whose pods are all S), that group's label counts them and says how many were read, "154 of
+// 155 pods Pending: insufficient-cpu (30 read in full)". Pods in a state no single group has
+// are left to the not-diagnosed list, which the summary counts.
+func (v *workloadView) countNotDiagnosed(lines []PodLine) {
+	byState := map[string]int{}
+	for _, l := range lines {
+		byState[l.State]++
+	}
+	owner := map[string]int{} // state -> index of the one stuck group all in that state, -1 when several
+	for i, g := range v.groups {
+		state := sharedState(g.Pods)
+		if !g.Stuck() || state == "" {
+			continue
+		}
+		if _, seen := owner[state]; seen {
+			owner[state] = -1
+		} else {
+			owner[state] = i
+		}
+	}
+	total := len(v.ws.Pods)
+	for state, n := range byState {
+		i, ok := owner[state]
+		if !ok || i < 0 {
+			continue
+		}
+		g := &v.groups[i]
+		g.Label = fmt.Sprintf("%d of %d %s %s: %s (%d read in full)", len(g.Pods)+n, total, plural(total, "pod", "pods"), state, g.Code, len(g.Pods))
+	}
+}
+
 // groupLabels joins the groups' labels: "4 of 5 pods Pending: insufficient-cpu; 1 Running and
 // Ready".
 func (v *workloadView) groupLabels() string {
@@ -445,7 +480,8 @@ func (v *workloadView) podsFinding(d *WorkloadDiagnosis) Finding {
 		}
 		return f
 	}
-	if len(v.ws.Pods) == 0 && (d.Desired == nil || *d.Desired > 0) && v.ws.CronJob == nil {
+	finishedJob := v.ws.Job != nil && jobFinished(v.ws.Job)
+	if len(v.ws.Pods) == 0 && (d.Desired == nil || *d.Desired > 0) && v.ws.CronJob == nil && !finishedJob {
 		return noPodsFinding(v.ws, d.Desired)
 	}
 	return workloadHealthyFinding(v, d)
@@ -491,8 +527,15 @@ func workloadHealthyFinding(v *workloadView, d *WorkloadDiagnosis) Finding {
 		f.Summary = fmt.Sprintf("%s is suspended (spec.suspend): it starts no Jobs until it is resumed.", ref)
 	case v.ws.CronJob != nil:
 		f.Summary = fmt.Sprintf("%s is not stuck: none of its Jobs failed and %d %s running now.", ref, len(v.ws.CronJob.Status.Active), plural(len(v.ws.CronJob.Status.Active), "is", "are"))
+	case v.ws.DaemonSet != nil && d.Desired != nil && *d.Desired == 0 && v.ws.NodesErr != nil:
+		// A DaemonSet has no replicas: 0 desired means no node passes its rules, and without
+		// the nodes nothing says whether that is intended.
+		f.Code, f.Severity, f.Uncertain = CodeUnknown, SeverityWarning, true
+		f.Summary = fmt.Sprintf("%s places no pods (status.desiredNumberScheduled is 0), and the nodes could not be read to say which of its rules rejects them: %v.", ref, v.ws.NodesErr)
+	case v.ws.DaemonSet != nil && d.Desired != nil && *d.Desired == 0:
+		f.Summary = fmt.Sprintf("%s wants no pods: the cluster has no nodes.", ref)
 	case d.Desired != nil && *d.Desired == 0:
-		f.Summary = fmt.Sprintf("%s is scaled to zero: it wants no pods.", ref)
+		f.Summary = fmt.Sprintf("%s is scaled to zero (spec.replicas 0): it wants no pods.", ref)
 	default:
 		f.Summary = fmt.Sprintf("%s is not stuck: %d of %d %s Running and Ready.", ref, d.Ready, d.Pods, plural(d.Pods, "pod is", "pods are"))
 	}
@@ -543,8 +586,7 @@ func desiredPods(ws *WorkloadSnapshot) *int32 {
 		return &n
 	case ws.Job != nil:
 		if jobFinished(ws.Job) {
-			zero := int32(0)
-			return &zero
+			return nil // a finished Job wants nothing more, and is no "0 wanted"
 		}
 		if p := ws.Job.Spec.Parallelism; p != nil {
 			return p

@@ -46,15 +46,13 @@ func failedCreateRules(v *workloadView) []Finding {
 			f.Evidence = append([]Evidence{objectEventEvidence(c.ref, *ev)}, f.Evidence...)
 		}
 		if c.failure != nil {
-			f.Evidence = append(f.Evidence, Evidence{Object: c.ref.String(), Field: "status.conditions[" + c.failure.Type + "]", Reason: c.failure.Reason, Message: c.failure.Message})
+			f.Evidence = appendNewError(f.Evidence, Evidence{Object: c.ref.String(), Field: "status.conditions[" + c.failure.Type + "]", Reason: c.failure.Reason, Message: c.failure.Message})
 		}
 		if i, ok := byCode[f.Code]; ok {
 			// A Deployment repeats its ReplicaSet's error in its own condition: one finding per
-			// cause, with every object's evidence once.
+			// cause, with each error message once.
 			for _, e := range f.Evidence {
-				if !slices.ContainsFunc(out[i].Evidence, func(x Evidence) bool { return x.Object == e.Object && x.Field == e.Field && x.Message == e.Message }) {
-					out[i].Evidence = append(out[i].Evidence, e)
-				}
+				out[i].Evidence = appendNewError(out[i].Evidence, e)
 			}
 			continue
 		}
@@ -62,6 +60,20 @@ func failedCreateRules(v *workloadView) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// appendNewError appends e to evidence unless an earlier line already quotes the same error
+// (the FailedCreate event, the ReplicaSet's ReplicaFailure condition and the Deployment's repeat
+// one message, the event's with an "Error creating: " prefix): each error is shown once, by the
+// first object that carries it.
+func appendNewError(evidence []Evidence, e Evidence) []Evidence {
+	msg := strings.TrimPrefix(e.Message, "Error creating: ")
+	if slices.ContainsFunc(evidence, func(x Evidence) bool {
+		return (x.Object == e.Object && x.Field == e.Field && x.Message == e.Message) || (msg != "" && strings.TrimPrefix(x.Message, "Error creating: ") == msg)
+	}) {
+		return evidence
+	}
+	return append(evidence, e)
 }
 
 // creationFailure returns the newest pod (or Job) creation error of creator c, the event it
@@ -115,6 +127,9 @@ func admissionFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	}
 	f.Severity = SeverityBlocker
 	if c.missing > 0 {
+		if !strings.HasSuffix(f.Summary, ".") && !strings.HasSuffix(f.Summary, "?") && !strings.HasSuffix(f.Summary, "!") {
+			f.Summary += "."
+		}
 		f.Summary += fmt.Sprintf(" It lacks %d %s.", c.missing, plural(int(c.missing), strings.TrimSuffix(c.what(), "s"), c.what()))
 	}
 	return f
@@ -142,27 +157,28 @@ func quotaFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	ns := c.ref.Namespace
 	var name string
 	var resources []string
+	var missing map[string][]string // "limits.memory" -> the containers that lack it
 	if m := quotaRE.FindStringSubmatch(msg); m != nil {
 		name = m[1]
 		req, used, limited := quantityList(m[2]), quantityList(m[3]), quantityList(m[4])
 		var parts []string
 		for _, r := range sortedKeys(req) {
 			resources = append(resources, r)
-			part := fmt.Sprintf("each pod asks %s=%s and %s of the %s allowed is used", r, req[r], used[r], limited[r])
+			part := fmt.Sprintf("each pod asks %s=%s and %s of the %s allowed is used", r, quotaAmount(r, req[r]), quotaAmount(r, used[r]), quotaAmount(r, limited[r]))
 			if left, ok := quantityLeft(limited[r], used[r]); ok {
-				part = fmt.Sprintf("each pod asks %s=%s but only %s of the %s allowed is left (%s used)", r, req[r], left, limited[r], used[r])
+				part = fmt.Sprintf("each pod asks %s=%s but only %s of the %s allowed is left (%s used)", r, quotaAmount(r, req[r]), quotaAmount(r, left), quotaAmount(r, limited[r]), quotaAmount(r, used[r]))
 			}
 			parts = append(parts, part)
 		}
 		f.Summary = fmt.Sprintf("ResourceQuota %s in %s refuses new %s: %s.", name, ns, c.what(), strings.Join(parts, "; "))
-	} else if m := quotaMustSpecifyRE.FindStringSubmatch(msg); m != nil {
+	} else if m := quotaMustSpecifyRE.FindStringSubmatch(msg); m != nil && len(quotaMissingFields(m[2])) == 0 {
 		name = m[1]
-		f.Summary = fmt.Sprintf("ResourceQuota %s in %s tracks resources the pod template does not set, so every pod must set them: %s.", name, ns, strings.TrimSpace(m[2]))
-		for _, part := range strings.Split(m[2], ";") {
-			if r, _, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(part), "must specify ")), " for:"); ok {
-				resources = append(resources, r)
-			}
-		}
+		f.Summary = fmt.Sprintf("ResourceQuota %s in %s refuses new %s: %s.", name, ns, c.what(), strings.TrimSuffix(strings.TrimSpace(m[2]), "."))
+	} else if m != nil {
+		name = m[1]
+		missing = quotaMissingFields(m[2])
+		resources = sortedKeys(missing)
+		f.Summary = fmt.Sprintf("ResourceQuota %s in %s tracks %s, so the API server admits only pods whose every container sets them, and the pod template does not: %s.", name, ns, strings.Join(resources, " and "), strings.TrimSpace(m[2]))
 	} else {
 		f.Summary = fmt.Sprintf("A ResourceQuota in %s refuses new %s.", ns, c.what())
 	}
@@ -177,6 +193,12 @@ func quotaFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	if name == "" {
 		fix[0] = fmt.Sprintf("kubectl describe resourcequota -n %s", shellQuote(ns))
 	}
+	if missing != nil {
+		// Nothing is used up: more room, fewer pods or smaller requests change nothing. The
+		// containers must set the fields, by hand or from a LimitRange default.
+		f.Fix = append(fix, quotaMissingFixes(ws, missing)...)
+		return f
+	}
 	fix = append(fix,
 		fmt.Sprintf("Free room: scale down or delete workloads in %s you no longer need (kubectl get pods -n %s shows what holds the quota).", ns, shellQuote(ns)),
 		fmt.Sprintf("Or lower the pods' requests in the template: kubectl set resources %s --requests=… --limits=…", ws.Ref().kubectl()),
@@ -184,6 +206,132 @@ func quotaFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	)
 	f.Fix = fix
 	return f
+}
+
+// quotaMissingFields parses the quota's "must specify" list, "must specify limits.memory for:
+// app,sidecar; requests.cpu for: app" (the quota evaluator's Constraints error), into the
+// containers that lack each field.
+func quotaMissingFields(s string) map[string][]string {
+	out := map[string][]string{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimPrefix(strings.TrimSpace(part), "must specify ")
+		r, containers, ok := strings.Cut(part, " for:")
+		if !ok {
+			continue
+		}
+		for _, c := range strings.Split(containers, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				out[r] = append(out[r], c)
+			}
+		}
+	}
+	return out
+}
+
+// quotaMissingFixes returns the fix for a quota that requires fields the containers do not
+// set: per container, the kubectl set resources command that sets them (a limit defaults to the
+// container's request of the same resource and a request to its limit, else a placeholder),
+// then the namespace-wide alternative, a LimitRange whose defaults fill them in.
+func quotaMissingFixes(ws *WorkloadSnapshot, missing map[string][]string) []string {
+	byContainer := map[string][]string{} // container -> "limits.memory", …
+	for r, cs := range missing {
+		for _, c := range cs {
+			byContainer[c] = append(byContainer[c], r)
+		}
+	}
+	var spec *corev1.PodSpec
+	if ws.Exists() {
+		spec = ws.podTemplate()
+	}
+	var out []string
+	for _, c := range sortedKeys(byContainer) {
+		var limits, requests []string
+		fields := byContainer[c]
+		sort.Strings(fields)
+		for _, r := range fields {
+			kind, res, ok := strings.Cut(r, ".")
+			if !ok { // "cpu" and "memory" in a quota mean requests
+				kind, res = "requests", r
+			}
+			amount := templateAmount(spec, c, kind, res)
+			if kind == "limits" {
+				limits = append(limits, res+"="+amount)
+			} else {
+				requests = append(requests, res+"="+amount)
+			}
+		}
+		cmd := fmt.Sprintf("kubectl set resources %s -c %s", ws.Ref().kubectl(), shellQuote(c))
+		if len(limits) > 0 {
+			cmd += " --limits=" + strings.Join(limits, ",")
+		}
+		if len(requests) > 0 {
+			cmd += " --requests=" + strings.Join(requests, ",")
+		}
+		out = append(out, cmd+"  # set what the quota requires on container "+c)
+	}
+	var defaults []string
+	for _, r := range sortedKeys(missing) {
+		kind, res, ok := strings.Cut(r, ".")
+		if !ok {
+			kind, res = "requests", r
+		}
+		field := "default"
+		if kind == "requests" {
+			field = "defaultRequest"
+		}
+		defaults = append(defaults, field+"."+res)
+	}
+	out = append(out, fmt.Sprintf("Or give every container in %s that sets none a default: a LimitRange of type Container with %s (kubectl apply -n %s -f limitrange.yaml).", ws.Ref().Namespace, strings.Join(defaults, " and "), shellQuote(ws.Ref().Namespace)))
+	return out
+}
+
+// templateAmount suggests the amount for container c's missing kind ("limits" or "requests")
+// of res: its other bound of the same resource when the template sets one, else a placeholder.
+func templateAmount(spec *corev1.PodSpec, c, kind, res string) string {
+	if spec != nil {
+		for _, ctr := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+			if ctr.Name != c {
+				continue
+			}
+			other := ctr.Resources.Requests
+			if kind == "requests" {
+				other = ctr.Resources.Limits
+			}
+			if q, ok := other[corev1.ResourceName(res)]; ok {
+				return q.String()
+			}
+		}
+	}
+	return "<" + res + ">"
+}
+
+// quotaAmount renders quantity q of quota resource r in one unit per kind, so that figures
+// compare at a glance: cpu in millicores with whole cores spelled out ("1 CPU (1000m)", "200m"),
+// memory and storage in Mi with whole Gi spelled out ("1Gi (1024Mi)"); anything else, or what
+// does not parse, as given.
+func quotaAmount(r, q string) string {
+	v, err := resource.ParseQuantity(q)
+	if err != nil {
+		return q
+	}
+	switch base := r[strings.LastIndex(r, ".")+1:]; {
+	case base == "cpu":
+		m := v.MilliValue()
+		if m != 0 && m%1000 == 0 {
+			return fmt.Sprintf("%d CPU (%dm)", m/1000, m)
+		}
+		return fmt.Sprintf("%dm", m)
+	case base == "memory" || base == "storage" || base == "ephemeral-storage":
+		const mi, gi = 1 << 20, 1 << 30
+		b := v.Value()
+		switch {
+		case b != 0 && b%gi == 0:
+			return fmt.Sprintf("%dGi (%dMi)", b/gi, b/mi)
+		case b%mi == 0:
+			return fmt.Sprintf("%dMi", b/mi)
+		}
+	}
+	return v.String()
 }
 
 // quotaEvidence renders a quota's status for resources (all of its hard limits when empty).
@@ -202,7 +350,7 @@ func quotaEvidence(q *corev1.ResourceQuota, resources []string) Evidence {
 			continue
 		}
 		used := q.Status.Used[corev1.ResourceName(r)]
-		parts = append(parts, fmt.Sprintf("%s: used %s of %s", r, used.String(), hard.String()))
+		parts = append(parts, fmt.Sprintf("%s: used %s of %s", r, quotaAmount(r, used.String()), quotaAmount(r, hard.String())))
 	}
 	msg := strings.Join(parts, "; ")
 	if msg == "" {
@@ -264,15 +412,99 @@ func podSecurityFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 		}
 	}
 	for _, v := range violations {
-		if _, detail, ok := strings.Cut(v, " ("); ok {
-			f.Fix = append(f.Fix, "In the pod template: "+strings.TrimSuffix(detail, ")"))
+		control, detail, _ := strings.Cut(v, " (")
+		f.Fix = append(f.Fix, podSecurityFix(control, strings.TrimSuffix(detail, ")")))
+	}
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)))
+	enforced, _, _ := strings.Cut(level, ":")
+	if l := ws.Namespace; l != nil && l.Labels["pod-security.kubernetes.io/enforce"] != "" {
+		enforced = l.Labels["pod-security.kubernetes.io/enforce"]
+	}
+	if looser := looserPodSecurityLevel(enforced); looser != "" {
+		f.Fix = append(f.Fix, fmt.Sprintf("Policy change, for the owner of namespace %s to decide (it lets every pod in %s do what %s forbids): only if the workload really needs it, kubectl label namespace %s pod-security.kubernetes.io/enforce=%s --overwrite", ns, ns, enforced, shellQuote(ns), looser))
+	}
+	return f
+}
+
+// looserPodSecurityLevel is the Pod Security level next looser than level ("restricted" →
+// "baseline" → "privileged"); "" for privileged or a level it does not know.
+func looserPodSecurityLevel(level string) string {
+	switch level {
+	case "restricted":
+		return "baseline"
+	case "baseline":
+		return "privileged"
+	}
+	return ""
+}
+
+// Pod Security details the fix rewrites (the forbiddenDetail formats of
+// k8s.io/pod-security-admission/policy): what to set, what to remove.
+var (
+	psaMustSetRE     = regexp.MustCompile(`^(.+?) must set (.+)$`)
+	psaMustNotSetRE  = regexp.MustCompile(`^(.+?) must not set (\S+?)(?:=| to )(.+)$`)
+	psaMustNotIncRE  = regexp.MustCompile(`^(.+?) must not include (.+) in (\S+)$`)
+	psaHostPortRE    = regexp.MustCompile(`^(containers? .+?) uses? hostPorts? (.+)$`)
+	psaProbeHostRE   = regexp.MustCompile(`^(containers? .+?) uses? probe or lifecycle hosts? (.+)$`)
+	psaVolumeTypeRE  = regexp.MustCompile(`^(volumes? .+?) uses? restricted volume types? (.+)$`)
+	psaSELinuxRE     = regexp.MustCompile(`^(.+?) set forbidden (securityContext\.seLinuxOptions): (.+)$`)
+	psaAnnotationsRE = regexp.MustCompile(`^forbidden annotations? (.+)$`)
+)
+
+// podSecurityFix turns one violated Pod Security control and its detail ("privileged",
+// `container "app" must not set securityContext.privileged=true`) into what to change in the
+// pod template: the field to remove or the value to set, never the violation restated.
+func podSecurityFix(control, detail string) string {
+	const allowedVolumes = "configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected or secret"
+	var fixes []string
+	for _, d := range strings.Split(detail, "; ") {
+		d = strings.TrimSpace(d)
+		var fix string
+		if m := psaMustSetRE.FindStringSubmatch(d); m != nil {
+			who := m[1]
+			if rest, ok := strings.CutPrefix(who, "pod or "); ok {
+				who = "the pod (spec.securityContext) or on " + rest
+			}
+			fix = fmt.Sprintf("set %s on %s", m[2], who)
+		} else if m := psaMustNotSetRE.FindStringSubmatch(d); m != nil && m[3] == "true" {
+			fix = fmt.Sprintf("remove %s from %s (or set it to false)", m[2], m[1])
+		} else if m != nil {
+			fix = fmt.Sprintf("remove %s from %s, or change it from %s to a value the level allows", m[2], m[1], m[3])
+		} else if m := psaMustNotIncRE.FindStringSubmatch(d); m != nil {
+			fix = fmt.Sprintf("remove %s from %s of %s", m[2], m[3], m[1])
+		} else if m := psaHostPortRE.FindStringSubmatch(d); m != nil {
+			fix = fmt.Sprintf("remove hostPort %s from the ports of %s (reach the pods through a Service instead)", m[2], m[1])
+		} else if m := psaProbeHostRE.FindStringSubmatch(d); m != nil {
+			fix = fmt.Sprintf("remove the host field (%s) from the probes and lifecycle handlers of %s", m[2], m[1])
+		} else if m := psaVolumeTypeRE.FindStringSubmatch(d); m != nil {
+			fix = fmt.Sprintf("replace %s (type %s) with an allowed volume type: %s", m[1], m[2], allowedVolumes)
+		} else if m := psaSELinuxRE.FindStringSubmatch(d); m != nil {
+			fix = fmt.Sprintf("remove the forbidden %s of %s (%s)", m[2], m[1], m[3])
+		} else if m := psaAnnotationsRE.FindStringSubmatch(d); m != nil {
+			fix = fmt.Sprintf("remove the annotations %s from the pod template's metadata", m[1])
+		}
+		if fix != "" {
+			fixes = append(fixes, fix)
 		}
 	}
-	f.Fix = append(f.Fix,
-		fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)),
-		fmt.Sprintf("Only if the workload really needs more privilege (this weakens the policy for every pod in %s): kubectl label namespace %s pod-security.kubernetes.io/enforce=baseline --overwrite", ns, shellQuote(ns)),
-	)
-	return f
+	if len(fixes) == 0 {
+		switch control {
+		case "host namespaces":
+			for _, field := range strings.Split(detail, ", ") {
+				if k, _, ok := strings.Cut(strings.TrimSpace(field), "="); ok {
+					fixes = append(fixes, fmt.Sprintf("remove spec.%s (or set it to false)", k))
+				}
+			}
+		case "hostPath volumes":
+			fixes = append(fixes, fmt.Sprintf("replace the hostPath %s with an allowed volume type (%s), and drop their volumeMounts if the containers do not need them", detail, allowedVolumes))
+		case "forbidden sysctls":
+			fixes = append(fixes, fmt.Sprintf("remove the sysctls %s from spec.securityContext.sysctls", detail))
+		}
+	}
+	if len(fixes) == 0 {
+		return fmt.Sprintf("In the pod template, change what the %q control of the Pod Security Standards forbids (%s): https://kubernetes.io/docs/concepts/security/pod-security-standards/ lists the allowed values.", control, detail)
+	}
+	return "In the pod template, " + strings.Join(fixes, "; ") + "."
 }
 
 // splitTopLevel splits "a (x, y), b (z)" at the commas outside parentheses and quotes.

@@ -97,6 +97,26 @@ func daemonSetRules(v *workloadView) []Finding {
 	if len(skipped) == 0 {
 		return nil
 	}
+	if len(skipped) == total {
+		// desiredNumberScheduled is 0 although nodes exist: the DaemonSet runs nowhere. That
+		// is never "scaled to zero" (a DaemonSet has no replicas), so say which rule rejects
+		// each node.
+		f := Finding{
+			Code:     CodeDaemonSetUnplaced,
+			Severity: SeverityBlocker,
+			Summary:  fmt.Sprintf("%s runs on none of the %d nodes: its own rules reject every one: %s.", ref, total, describeRows(skipped, 4)),
+			Nodes:    skipped,
+			Evidence: []Evidence{{Object: ref.String(), Field: "status", Message: workloadStatusLine(v.ws)}},
+		}
+		f.Fix = append(f.Fix, tolerationFixes(ref, tolerate, len(spec.Tolerations) > 0)...)
+		if len(tolerate) < total {
+			f.Fix = append(f.Fix,
+				"kubectl get nodes --show-labels  # compare with the template's nodeSelector and required node affinity",
+				fmt.Sprintf("kubectl get daemonset -n %s %s -o jsonpath='{.spec.template.spec.nodeSelector}{\"\\n\"}{.spec.template.spec.affinity.nodeAffinity}'", shellQuote(ref.Namespace), shellQuote(ref.Name)),
+			)
+		}
+		return []Finding{f}
+	}
 	f := Finding{
 		Code:     CodeDaemonSetUnplaced,
 		Severity: SeverityInfo,

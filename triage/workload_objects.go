@@ -265,3 +265,23 @@ func OwnedJobs(cj *batchv1.CronJob, jobs []*batchv1.Job) []*batchv1.Job {
 	})
 	return out
 }
+
+// podTemplate returns the pod spec the workload creates pods from (a CronJob's job template's),
+// nil when the workload does not exist.
+func (ws *WorkloadSnapshot) podTemplate() *corev1.PodSpec {
+	switch {
+	case ws.Deployment != nil:
+		return &ws.Deployment.Spec.Template.Spec
+	case ws.ReplicaSet != nil:
+		return &ws.ReplicaSet.Spec.Template.Spec
+	case ws.StatefulSet != nil:
+		return &ws.StatefulSet.Spec.Template.Spec
+	case ws.DaemonSet != nil:
+		return &ws.DaemonSet.Spec.Template.Spec
+	case ws.Job != nil:
+		return &ws.Job.Spec.Template.Spec
+	case ws.CronJob != nil:
+		return &ws.CronJob.Spec.JobTemplate.Spec.Template.Spec
+	}
+	return nil
+}

@@ -49,7 +49,11 @@ func rolloutRules(v *workloadView) []Finding {
 	f.Fix = []string{
 		fmt.Sprintf("kubectl rollout status %s", ref.kubectl()),
 		fmt.Sprintf("kubectl rollout history %s", ref.kubectl()),
-		fmt.Sprintf("kubectl rollout undo %s  # back to the previous revision, if the new one is at fault", ref.kubectl()),
+	}
+	if len(v.ws.ReplicaSets) > 1 {
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl rollout undo %s  # back to the previous revision, if the new one is at fault", ref.kubectl()))
+	} else {
+		f.Fix = append(f.Fix, "This is its only revision, so there is nothing to undo to: fix the pod template (the cause above) and apply it again.")
 	}
 	return []Finding{f}
 }

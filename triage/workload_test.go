@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,6 +144,9 @@ func TestPodsToDiagnoseCapsAndKeepsOneHealthy(t *testing.T) {
 	if len(d.NotDiagnosed) != 10 || d.Ready != 5 {
 		t.Errorf("not diagnosed = %d, ready = %d, want 10 and 5 (healthy pods are counted without a read)", len(d.NotDiagnosed), d.Ready)
 	}
+	if len(d.Groups) != 2 || d.Groups[0].Label != "40 of 45 pods CrashLoopBackOff: app-error (30 read in full)" || d.Groups[1].Label != "5 Running and Ready" {
+		t.Errorf("group labels = %q, want every CrashLoopBackOff pod counted", []string{d.Groups[0].Label, d.Groups[len(d.Groups)-1].Label})
+	}
 }
 
 // failedCreate is the FailedCreate event the ReplicaSet controller writes.
@@ -173,7 +177,7 @@ func TestFailedCreateCauses(t *testing.T) {
 			CodeResourceQuotaExceeded, false, "ResourceQuota shop/compute", "kubectl describe resourcequota -n shop compute"},
 		{"pod security names the level and each field",
 			`pods "checkout-7d9f8b6c4-x" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "app" must set securityContext.allowPrivilegeEscalation=false), runAsNonRoot != true (pod or container "app" must set securityContext.runAsNonRoot=true)`,
-			CodePodSecurityViolation, false, "Namespace shop", `In the pod template: container "app" must set securityContext.allowPrivilegeEscalation=false`},
+			CodePodSecurityViolation, false, "Namespace shop", `In the pod template, set securityContext.allowPrivilegeEscalation=false on container "app".`},
 		{"a webhook's denial",
 			`admission webhook "deny.policy.example.com" denied the request: images from docker.io are not allowed`,
 			CodeAdmissionWebhookDenied, false, "ReplicaSet shop/" + rsName,
@@ -245,8 +249,31 @@ func TestRolloutStalledNamesTheNewReplicaSetsPods(t *testing.T) {
 	if !strings.Contains(p.Summary, "1 pod CrashLoopBackOff: app-error") {
 		t.Errorf("summary = %q, want the new ReplicaSet's pod cause in it", p.Summary)
 	}
-	if !slices.Contains(p.Fix, "kubectl rollout undo deploy/checkout -n shop  # back to the previous revision, if the new one is at fault") {
-		t.Errorf("fix = %q", p.Fix)
+	if slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl rollout undo") }) {
+		t.Errorf("fix = %q, want no rollout undo for the first revision", p.Fix)
+	}
+	old := testReplicaSet(0, 0)
+	old.Name, old.UID, old.Annotations["deployment.kubernetes.io/revision"] = "checkout-5c6d7e8f9", "uid-rs-old", "0"
+	ws.ReplicaSets = append(ws.ReplicaSets, old)
+	if p := EvaluateWorkload(ws).Primary(); !slices.Contains(p.Fix, "kubectl rollout undo deploy/checkout -n shop  # back to the previous revision, if the new one is at fault") {
+		t.Errorf("with an earlier revision: fix = %q, want rollout undo", p.Fix)
+	}
+}
+
+func TestNeverRestartedPodsGetNoPreviousLogs(t *testing.T) {
+	ws := testJob(&batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}, failedRun("aaaaa"))
+	d := EvaluateWorkload(ws)
+	if len(d.Groups) != 1 {
+		t.Fatalf("groups = %+v", d.Groups)
+	}
+	fix := d.Groups[0].Diagnosis.Primary().Fix
+	for _, f := range fix {
+		if strings.Contains(f, "--previous") || strings.Contains(f, "roll out again") {
+			t.Errorf("fix %q does not work for a restartPolicy Never Job pod", f)
+		}
+	}
+	if !slices.Contains(fix, "kubectl logs -n shop checkout-7d9f8b6c4-aaaaa -c app") {
+		t.Errorf("fix = %q, want the current container's logs", fix)
 	}
 }
 
@@ -505,5 +532,224 @@ func TestSiblingKey(t *testing.T) {
 	}
 	if _, ok := siblingKey(testSnapshot(ownedPod("eeeee", time.Hour))); ok {
 		t.Error("a bound pod has a sibling key")
+	}
+}
+
+func TestQuotaThatRequiresFieldsFixesTheTemplate(t *testing.T) {
+	ws := deploymentWS(1)
+	ws.Requested.Namespace, ws.Deployment.Namespace = "q2", "q2"
+	ws.Deployment.Spec.Template.Spec.Containers = []corev1.Container{
+		{Name: "c"},
+		{Name: "side", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": resource.MustParse("64Mi")}}},
+	}
+	ws.ReplicaSets[0].Namespace = "q2"
+	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-x" is forbidden: failed quota: mem: must specify limits.memory for: c,side; requests.cpu for: c`, 5, time.Minute)}
+	p := EvaluateWorkload(ws).Primary()
+	if p.Code != CodeResourceQuotaExceeded {
+		t.Fatalf("primary = %s, want resource-quota-exceeded", p.Code)
+	}
+	want := []string{
+		"kubectl describe resourcequota -n q2 mem",
+		"kubectl set resources deploy/checkout -n q2 -c c --limits=memory=<memory> --requests=cpu=<cpu>  # set what the quota requires on container c",
+		"kubectl set resources deploy/checkout -n q2 -c side --limits=memory=64Mi  # set what the quota requires on container side",
+		"Or give every container in q2 that sets none a default: a LimitRange of type Container with default.memory and defaultRequest.cpu (kubectl apply -n q2 -f limitrange.yaml).",
+	}
+	if diff := cmp.Diff(want, p.Fix); diff != "" {
+		t.Errorf("fix mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestQuotaAmountsShareAUnit(t *testing.T) {
+	ws := deploymentWS(3, ownedPod("aaaaa", time.Hour))
+	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: exceeded quota: compute, requested: requests.cpu=500m,requests.memory=512Mi, used: requests.cpu=800m,requests.memory=1Gi, limited: requests.cpu=1,requests.memory=1536Mi`, 2, time.Minute)}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "compute"}}
+	q.Status.Hard = corev1.ResourceList{"requests.cpu": resource.MustParse("1")}
+	q.Status.Used = corev1.ResourceList{"requests.cpu": resource.MustParse("800m")}
+	ws.ResourceQuotas = []*corev1.ResourceQuota{q}
+	p := EvaluateWorkload(ws).Primary()
+	for _, want := range []string{
+		"each pod asks requests.cpu=500m but only 200m of the 1 CPU (1000m) allowed is left (800m used)",
+		"each pod asks requests.memory=512Mi but only 512Mi of the 1536Mi allowed is left (1Gi (1024Mi) used)",
+	} {
+		if !strings.Contains(p.Summary, want) {
+			t.Errorf("summary = %q, want %q in it", p.Summary, want)
+		}
+	}
+	if !slices.ContainsFunc(p.Evidence, func(e Evidence) bool { return e.Message == "requests.cpu: used 800m of 1 CPU (1000m)" }) {
+		t.Errorf("evidence = %+v, want the quota status in one unit", p.Evidence)
+	}
+}
+
+func TestPodSecurityFixSaysWhatToChange(t *testing.T) {
+	tests := []struct{ control, detail, want string }{
+		{"host namespaces", "hostNetwork=true, hostPID=true", "In the pod template, remove spec.hostNetwork (or set it to false); remove spec.hostPID (or set it to false)."},
+		{"privileged", `container "c" must not set securityContext.privileged=true`, `In the pod template, remove securityContext.privileged from container "c" (or set it to false).`},
+		{"non-default capabilities", `container "c" must not include "NET_ADMIN" in securityContext.capabilities.add`, `In the pod template, remove "NET_ADMIN" from securityContext.capabilities.add of container "c".`},
+		{"unrestricted capabilities", `container "a" must set securityContext.capabilities.drop=["ALL"]; container "b" must not include "SYS_TIME" in securityContext.capabilities.add`,
+			`In the pod template, set securityContext.capabilities.drop=["ALL"] on container "a"; remove "SYS_TIME" from securityContext.capabilities.add of container "b".`},
+		{"runAsNonRoot != true", `pod or container "app" must set securityContext.runAsNonRoot=true`, `In the pod template, set securityContext.runAsNonRoot=true on the pod (spec.securityContext) or on container "app".`},
+		{"runAsUser=0", `pod must not set runAsUser=0`, `In the pod template, remove runAsUser from pod, or change it from 0 to a value the level allows.`},
+		{"hostPort", `containers "a", "b" use hostPorts 80, 443`, `In the pod template, remove hostPort 80, 443 from the ports of containers "a", "b" (reach the pods through a Service instead).`},
+		{"hostPath volumes", `volume "data"`, `In the pod template, replace the hostPath volume "data" with an allowed volume type (configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected or secret), and drop their volumeMounts if the containers do not need them.`},
+		{"restricted volume types", `volume "x" uses restricted volume type "gcePersistentDisk"`, `In the pod template, replace volume "x" (type "gcePersistentDisk") with an allowed volume type: configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected or secret.`},
+		{"forbidden sysctls", "kernel.msgmax", "In the pod template, remove the sysctls kernel.msgmax from spec.securityContext.sysctls."},
+	}
+	for _, tt := range tests {
+		if got := podSecurityFix(tt.control, tt.detail); got != tt.want {
+			t.Errorf("podSecurityFix(%q, %q)\n got %q\nwant %q", tt.control, tt.detail, got, tt.want)
+		}
+	}
+}
+
+func TestPodSecurityLooserLevelIsTheNextOne(t *testing.T) {
+	msg := `pods "checkout-7d9f8b6c4-x" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), privileged (container "c" must not set securityContext.privileged=true)`
+	for _, tt := range []struct{ enforce, want string }{{"baseline", "privileged"}, {"restricted", "baseline"}} {
+		ws := deploymentWS(1)
+		ws.Namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": tt.enforce}}}
+		ws.Events["uid-rs"] = []Event{failedCreate(msg, 3, time.Minute)}
+		p := EvaluateWorkload(ws).Primary()
+		var policy []string
+		for _, f := range p.Fix {
+			if strings.Contains(f, "pod-security.kubernetes.io/enforce=") {
+				policy = append(policy, f)
+			}
+			if strings.Contains(f, "hostNetwork=true") {
+				t.Errorf("fix %q restates the violation", f)
+			}
+		}
+		if len(policy) != 1 || !strings.HasPrefix(policy[0], "Policy change, for the owner of namespace shop") || !strings.Contains(policy[0], "enforce="+tt.want+" --overwrite") {
+			t.Errorf("enforce=%s: policy fix = %q, want one policy change to %s", tt.enforce, policy, tt.want)
+		}
+	}
+}
+
+func TestDaemonSetThatNoNodeAcceptsIsNotHealthy(t *testing.T) {
+	var nodes []*corev1.Node
+	for _, n := range []string{"n1", "n2"} {
+		node := testNode(n, true, "v1.37.2")
+		node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+		nodes = append(nodes, node)
+	}
+	plain := testNode("n3", true, "v1.37.2")
+	ws := testDaemonSet(append(nodes, plain))
+	ws.DaemonSet.Spec.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	ws.DaemonSet.Spec.Template.Spec.Tolerations = nil
+	ws.Nodes[0].Labels, ws.Nodes[1].Labels = map[string]string{"disk": "ssd"}, map[string]string{"disk": "ssd"}
+	d := EvaluateWorkload(ws)
+	p := d.Primary()
+	if p.Code != CodeDaemonSetUnplaced || p.Severity != SeverityBlocker || strings.Contains(d.Summary, "scaled to zero") {
+		t.Fatalf("primary = %s/%s %q, want a daemonset-unplaced blocker", p.Code, p.Severity, d.Summary)
+	}
+	var rows []string
+	for _, nv := range p.Nodes {
+		rows = append(rows, nv.Node+" "+string(nv.Reasons[0].Code))
+	}
+	if want := []string{"n1 untolerated-taint", "n2 untolerated-taint", "n3 node-selector-mismatch"}; !slices.Equal(rows, want) {
+		t.Errorf("rows = %q, want %q", rows, want)
+	}
+	if !slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl patch daemonset -n shop agent") }) ||
+		!slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl get nodes --show-labels") }) {
+		t.Errorf("fix = %q, want the toleration patch and the selector check", p.Fix)
+	}
+
+	t.Run("a Deployment at spec.replicas 0 is still scaled to zero", func(t *testing.T) {
+		if s := EvaluateWorkload(deploymentWS(0)).Summary; !strings.Contains(s, "scaled to zero") {
+			t.Errorf("summary = %q", s)
+		}
+	})
+}
+
+func TestSweepCountsAddUp(t *testing.T) {
+	// A quota refuses the third pod; the two it admitted are stuck on their image.
+	quota := deploymentWS(3, ownedPod("aaaaa", time.Hour, imageMissing), ownedPod("bbbbb", time.Hour, imageMissing))
+	quota.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=1000m, limited: requests.cpu=1`, 3, time.Minute)}
+	// Pod Security refuses every pod: nothing exists.
+	psa := deploymentWS(2)
+	psa.Requested.Name, psa.Deployment.Name = "priv", "priv"
+	psa.Events["uid-rs"] = []Event{failedCreate(`pods "priv-1-" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`, 3, time.Minute)}
+	d := EvaluateNamespace(&NamespaceSnapshot{Now: clock0, Namespace: "shop", Workloads: []*WorkloadSnapshot{quota, psa}})
+	got := map[Code]int{}
+	sum := 0
+	for _, c := range d.Causes {
+		got[c.Code] = c.Pods
+		sum += c.Pods
+	}
+	want := map[Code]int{CodeResourceQuotaExceeded: 1, CodePodSecurityViolation: 2, CodeImagePullFailed: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pods per cause mismatch (-want +got):\n%s", diff)
+	}
+	if d.Stuck != 2 || d.Missing != 3 || sum != d.Stuck+d.Missing {
+		t.Errorf("stuck %d + missing %d, causes add up to %d: want 2 + 3 = 5", d.Stuck, d.Missing, sum)
+	}
+	if !strings.Contains(d.Summary, "2 of 2 pods are stuck, 3 more pods are wanted but not created,") {
+		t.Errorf("summary = %q", d.Summary)
+	}
+}
+
+func TestJSONListsAreNeverNull(t *testing.T) {
+	for name, v := range map[string]any{
+		"empty sweep":        EvaluateNamespace(&NamespaceSnapshot{Now: clock0, Namespace: "empty"}),
+		"workload, no pods":  EvaluateWorkload(deploymentWS(2)),
+		"workload with pods": EvaluateWorkload(deploymentWS(2, ownedPod("aaaaa", time.Hour, imageMissing), ownedPod("bbbbb", time.Hour))),
+		"no such workload":   EvaluateWorkload(&WorkloadSnapshot{Now: clock0, Requested: WorkloadRef{Kind: KindDeployment, Namespace: "shop", Name: "x"}}),
+		"sweep, refused pod": EvaluateNamespace(&NamespaceSnapshot{Now: clock0, Namespace: "shop", Workloads: []*WorkloadSnapshot{psaBlocked()}}),
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "null") {
+			t.Errorf("%s: JSON has null: %s", name, b)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		for _, key := range []string{"groups", "notDiagnosed", "causes"} {
+			if _, isWorkload := v.(*WorkloadDiagnosis); (key == "causes") == isWorkload {
+				continue
+			}
+			if _, ok := m[key]; !ok {
+				t.Errorf("%s: JSON lacks %q: %s", name, key, b)
+			}
+		}
+	}
+}
+
+// psaBlocked is Deployment shop/checkout, 2 replicas, whose pods Pod Security refuses.
+func psaBlocked() *WorkloadSnapshot {
+	ws := deploymentWS(2)
+	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`, 3, time.Minute)}
+	return ws
+}
+
+func TestFailedCreateTextAndEvidence(t *testing.T) {
+	msg := `admission webhook "deny.policy.example.com" denied the request: images from docker.io are not allowed`
+	ws := deploymentWS(3)
+	ws.ReplicaSets[0].Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg}}
+	ws.Deployment.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg}}
+	ws.Events["uid-rs"] = []Event{failedCreate(msg, 4, time.Minute)}
+	p := EvaluateWorkload(ws).Primary()
+	if !strings.Contains(p.Summary, "are not allowed. It lacks 3 pods.") {
+		t.Errorf("summary = %q, want a sentence break before It lacks", p.Summary)
+	}
+	quoted := 0
+	for _, e := range p.Evidence {
+		if strings.Contains(e.Message, "images from docker.io") {
+			quoted++
+		}
+	}
+	if quoted != 1 {
+		t.Errorf("evidence quotes the error %d times, want once: %+v", quoted, p.Evidence)
+	}
+}
+
+func TestFailedJobWantsNothing(t *testing.T) {
+	d := EvaluateWorkload(testJob(&batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}, failedRun("aaaaa")))
+	if d.Desired != nil {
+		t.Errorf("desired = %d, want none for a finished Job", *d.Desired)
+	}
+	done := testJob(nil)
+	done.Job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	if p := EvaluateWorkload(done).Primary(); p.Code != CodeWorkloadHealthy {
+		t.Errorf("a completed Job whose pods are gone: primary = %s, want workload-healthy", p.Code)
 	}
 }

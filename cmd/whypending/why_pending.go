@@ -38,8 +38,8 @@ pods (FailedCreate), a stalled rollout, a Job at its backoffLimit, a DaemonSet t
 
 ` + triage.TargetSyntax + `
 
-Exit codes: 0 answered, 1 error (e.g. the API server cannot be reached), 2 no such pod or
-workload (the answer lists the closest names).`,
+Exit codes: 0 answered, 1 error (e.g. the API server cannot be reached), 2 no such pod,
+workload or namespace (the answer lists the closest names).`,
 		Example: `  whypending why-pending -n shop web-7f9c
   whypending why-pending shop/web-7f9c -o json | jq -r '.findings[0].code'
   whypending why-pending -n shop deploy/checkout
@@ -73,7 +73,9 @@ workload (the answer lists the closest names).`,
 			var missing *collect.NamespaceNotFoundError
 			switch {
 			case errors.As(err, &missing):
-				return err
+				// Like a missing pod or workload: exit 2, and say so, not "nothing is stuck".
+				fmt.Fprintf(cmd.ErrOrStderr(), "error: %v (kubectl get namespaces lists them)\n", missing)
+				return exitError{code: exitPodNotFound}
 			case err != nil:
 				return apiError(cfg.Host, err)
 			}

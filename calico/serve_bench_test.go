@@ -3,7 +3,7 @@ package calico
 // BenchmarkServe measures the bot on the benchmark fixtures: the real `whypending serve`
 // binary (built from this repository) pointed at the fixture's API server, asked questions the
 // way Slack asks them (signed slash commands, answers to a response_url). Results:
-// BENCHMARKS.md, "Serving from caches".
+// calico/BENCHMARKS.md, "Serving from caches".
 //
 //	WHYPENDING_BENCH_NICE=-15 go test ./calico -run '^$' -bench 'BenchmarkServe/large' -benchtime 1x -count 3 -timeout 180m
 
@@ -367,10 +367,13 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 //   - conc-p95-ms, conc-max-ms: ten questions about the ten pods sent at once;
 //   - lists/question: LIST requests the API server received while the questions were
 //     answered (all clients; the benchmark itself sends none then), minus those of an equal
-//     idle window before; pod-gets/question likewise for GET pods;
+//     idle window before; the benchmark fails if the questions sent any (the issue: 0 after
+//     sync); pod-gets/question likewise for GET pods (the asked-about pod is read whole);
 //   - ipam-check-ms: /ipam check (from the cache);
 //   - unsched-ms, rss-after-MiB: an unscheduled pod (its answer reads every cached pod) and
-//     the RSS after all questions; hwm-MiB: the peak RSS (VmHWM).
+//     the RSS after all questions; hwm-MiB: the peak RSS (VmHWM); serve-cpu-s its CPU time;
+//   - cli-why-s, cli-why-peak-MiB, cli-why-server-cpu-s: `whypending why-pending` from the
+//     command line on one of the Calico-failing pods (before serve starts).
 //
 // It also checks that the cache's check (a calico.Cache in the benchmark process) finds the
 // same leaked set as a fresh `whypending ipam check -o` of the same binary, and that the
@@ -403,9 +406,32 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
+// cliWhyPending runs `whypending why-pending` from the command line on a Calico-failing pod,
+// cold (a fresh process that reads everything the answer needs), and records its wall time,
+// peak RSS and the API server's and etcd's CPU seconds in m.
+func cliWhyPending(b *testing.B, e *benchEnv, s *serveSetup, bin string, m map[string]float64) {
+	cmd := nicedCommand(bin, "why-pending", "-n", serveNamespace, s.calicoPods[0], "-o", "json")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.c.KubeconfigPath, "GOMAXPROCS=2")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cpu0 := e.serverCPU()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	peak := peakWatcher(cmd.Process.Pid)
+	err := cmd.Wait()
+	m["cli-why-s"], m["cli-why-peak-MiB"] = time.Since(start).Seconds(), float64(peak())/1024
+	m["cli-why-server-cpu-s"] = e.serverCPU() - cpu0
+	if err != nil || !strings.Contains(out.String(), "calico-ipam-exhausted") {
+		b.Fatalf("whypending why-pending: %v\n%s", err, lastLines(out.String(), 20))
+	}
+}
+
 // runServeBench is one serve process, start to stop.
 func runServeBench(b *testing.B, ctx context.Context, e *benchEnv, s *serveSetup, bin string, leaked int) map[string]float64 {
 	m := map[string]float64{"load1": loadAverage()}
+	cliWhyPending(b, e, s, bin, m)
 	p := startServe(b, e, bin)
 	defer p.stop()
 	start := time.Now()
@@ -478,7 +504,12 @@ func runServeBench(b *testing.B, ctx context.Context, e *benchEnv, s *serveSetup
 	questions := float64(len(warm) + len(conc))
 	window := time.Since(qStart)
 	scale := window.Seconds() / idle.Seconds()
-	m["lists/question"] = (lists() - l0 - idleLists*scale) / questions
+	extraLists := lists() - l0 - idleLists*scale
+	m["lists/question"] = extraLists / questions
+	if extraLists >= 1 { // the issue: no LIST per question once the caches have synced
+		b.Fatalf("%.0f questions sent %.1f LIST requests to the API server (beyond the idle rate of %.0f in %s); want 0 after sync",
+			questions, extraLists, idleLists, idle.Round(time.Second))
+	}
 	m["pod-gets/question"] = (podGets() - g0 - idleGets*scale) / questions
 	m["warm-p50-ms"], m["warm-p95-ms"] = ms(percentile(warm, 0.5)), ms(percentile(warm, 0.95))
 	m["conc-p95-ms"], m["conc-max-ms"] = ms(percentile(conc, 0.95)), ms(slices.Max(conc))

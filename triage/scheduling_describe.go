@@ -222,8 +222,12 @@ func (v *schedulingView) describeResource(f *Finding) {
 			fmt.Fprintf(&b, " The pod requests more %s than %s has allocatable, so it cannot fit even if the node were empty.", res, v.pinned)
 		}
 	default:
-		fmt.Fprintf(&b, "No node has %s %s free for the pod (Insufficient %s on %s). Closest: %s.",
-			formatAmount(name, sf.Requested), res, res, v.ofNodes(len(nodes)), strings.Join(closest, "; "))
+		amount := formatAmount(name, sf.Requested)
+		if !strings.Contains(amount, "CPU") { // "50 CPU (50000m)" names its resource already
+			amount += " " + res
+		}
+		fmt.Fprintf(&b, "No node has %s free for the pod (Insufficient %s on %s). Closest: %s.",
+			amount, res, v.ofNodes(len(nodes)), strings.Join(closest, "; "))
 		if earlier := v.rejectedEarlier(f.Code); len(earlier) > 0 {
 			fmt.Fprintf(&b, " The scheduler counts %s under an earlier filter's reason (see the table).", joinLimited(earlier, 3))
 		}
@@ -234,7 +238,10 @@ func (v *schedulingView) describeResource(f *Finding) {
 		case sf.Fragmented:
 			fmt.Fprintf(&b, " Together those %d nodes have %s free, so the pod would fit if that room were not fragmented across nodes.",
 				sf.Eligible, formatAmount(name, sf.TotalFree))
-		case sf.Eligible > 1:
+		case sf.Eligible == 2:
+			fmt.Fprintf(&b, " Even both of those nodes together have only %s free: the cluster is out of %s, not fragmented.",
+				formatAmount(name, sf.TotalFree), res)
+		case sf.Eligible > 2:
 			fmt.Fprintf(&b, " Even all %d of those nodes together have only %s free: the cluster is out of %s, not fragmented.",
 				sf.Eligible, formatAmount(name, sf.TotalFree), res)
 		}
@@ -258,7 +265,11 @@ func (v *schedulingView) describeResource(f *Finding) {
 		f.Fix = append(f.Fix, fmt.Sprintf("Lower the %s request of pod %s/%s to at most %s (what %s has free), or free room on a node.",
 			res, ns, pod, formatAmount(name, lower.Free), lower.Node))
 	}
-	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 {
+	// Scaling another workload down is suggested only when freeing what its pods request on the
+	// node would let the pod fit there (every other modelled filter re-checked); never for a pod
+	// bigger than any node.
+	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 && !sf.TooBig &&
+		v.fitsWithRequest(best.Node, name, max(sf.Requested-big.amount, 0)) {
 		f.Fix = append(f.Fix, scaleDownFix(big, ns, formatAmount(name, big.amount), res, best.Node))
 	}
 	if v.pinned != "" {
@@ -349,8 +360,8 @@ func (v *schedulingView) biggestConsumer(node string, res corev1.ResourceName) c
 // so --current-replicas or a computed --replicas could be refused or scale too far. A workload
 // in another namespace is another team's, and the line says so.
 func scaleDownFix(big consumer, ns, amount, res, node string) string {
-	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s; fewer replicas free room (kubectl get %s/%s -n %s shows spec.replicas)",
-		big.kind, shellQuote(big.name), shellQuote(big.namespace), amount, res, node, big.kind, shellQuote(big.name), shellQuote(big.namespace))
+	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s, and without them the pod fits there; a scale-down removes its Pending pods first, so go below the number of its scheduled pods (kubectl get pods -n %s -o wide)",
+		big.kind, shellQuote(big.name), shellQuote(big.namespace), amount, res, node, shellQuote(big.namespace))
 	if big.namespace != ns {
 		line += fmt.Sprintf("; it is in namespace %s, not %s: another team's workload, ask its owners first", big.namespace, ns)
 	}

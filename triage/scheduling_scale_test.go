@@ -43,3 +43,35 @@ func TestScaleFixNeverScalesThePodsOwnWorkloadNorGuessesReplicas(t *testing.T) {
 		t.Errorf("scale fix = %q, want Deployment other/web flagged as another namespace's", got)
 	}
 }
+
+// TestScaleFixOnlyWhenItFreesEnough checks that scaling another workload down is suggested only
+// when what its pods request on the node would let the pod fit there, and never for a pod
+// bigger than any node.
+func TestScaleFixOnlyWhenItFreesEnough(t *testing.T) {
+	tests := []struct {
+		name, request string
+		want          bool
+	}{
+		{"freeing web's 600m makes room for 900m", "cpu=900m", true},
+		{"freeing web's 600m still leaves too little for 1500m", "cpu=1500m", false},
+		{"bigger than any node", "cpu=50", false},
+	}
+	for _, tt := range tests {
+		pod := ofDeployment(podRequesting("big-5d8f-zzzzz", tt.request), "shop", "big")
+		nodes := []*corev1.Node{node("n1", withAllocatable("cpu", "2"))}
+		bound := []*corev1.Pod{
+			ofDeployment(boundTo("n1", "big-5d8f-aaaaa", "cpu=900m"), "shop", "big"),
+			ofDeployment(boundTo("n1", "web-5d8f-bbbbb", "cpu=600m"), "other", "web"),
+		}
+		s := snap(pod, nodes, bound, failedScheduling("0/1 nodes are available: 1 Insufficient cpu.", 3))
+		got := false
+		for _, f := range schedulingRules(s) {
+			for _, fix := range f.Fix {
+				got = got || strings.HasPrefix(fix, "kubectl scale ")
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s: a kubectl scale fix = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}

@@ -129,6 +129,13 @@ func TestWhyPendingWorkloads(t *testing.T) {
 		}
 	})
 
+	t.Run("a bare name asked in another namespace names the workload where it is", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", "default", "checkout")
+		if code != exitPodNotFound || !strings.Contains(out, "Deployment checkout in namespace "+ns) || !strings.Contains(out, "-n "+ns+" deploy/checkout") {
+			t.Errorf("exit %d, want %d and a note naming Deployment checkout in %s:\n%s", code, exitPodNotFound, ns, out)
+		}
+	})
+
 	t.Run("an unknown workload exits 2 with close names", func(t *testing.T) {
 		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", ns, "sts/checkout", "-o", "json")
 		var wd triage.WorkloadDiagnosis

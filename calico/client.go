@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -177,73 +178,123 @@ func (c *Client) res(resource string) dynamic.ResourceInterface {
 	return c.dyn.Resource(c.gvr(resource))
 }
 
-// listAll lists every object of a Calico resource in one unpaginated request and passes each
-// item, decoded into T as it streams in, to fn. It returns the list's resourceVersion.
+// listPageSize is the page size of the paginated list listAll falls back to.
+const listPageSize = 500
+
+// listAll lists every object of a Calico resource and passes each item, decoded into T as it
+// streams in, to fn. It returns the list's resourceVersion.
 //
-// Without limit and continue, the API server answers a consistent list (resourceVersion "")
-// from its watch cache, never from etcd, whatever the cache's state; a paginated list's
-// continuation pages are read from etcd when the cache holds no snapshot of that revision,
-// at several times the server CPU (BENCHMARKS.md). The body is decoded as a stream, so the
-// client never holds the whole list.
+// It first asks for the whole list in one unpaginated request: without limit and continue, the
+// API server answers a consistent list (resourceVersion "") from its watch cache, never from
+// etcd, whatever the cache's state; a paginated list's continuation pages are read from etcd
+// when the cache holds no snapshot of that revision, at several times the server CPU
+// (BENCHMARKS.md). The body is decoded as a stream, so the client never holds the whole list.
+// When the API server cannot build that list within its request timeout (a very large list on
+// a busy server: apierrors.IsTimeout or IsServerTimeout) and no item has reached fn yet, it
+// reads the list again page by page (listPageSize items per request), each page a request of
+// its own that makes progress.
 func listAll[T any](ctx context.Context, c *Client, resource string, fn func(*T) error) (string, error) {
-	body, err := c.raw.Get().Resource(resource).Stream(ctx)
-	if err != nil {
+	passed := 0
+	count := func(v *T) error { passed++; return fn(v) }
+	page, err := listPage(ctx, c.raw.Get().Resource(resource), count)
+	switch {
+	case err == nil:
+		return page.ResourceVersion, nil
+	case !retryPageByPage(err, passed):
 		return "", fmt.Errorf("list %s: %w", resource, err)
 	}
-	defer body.Close()
-	rv, err := decodeListStream(body, fn)
-	if err != nil {
-		return "", fmt.Errorf("list %s: %w", resource, err)
+	rv, perr := listPaged(ctx, c, resource, listPageSize, fn)
+	if perr != nil {
+		return "", fmt.Errorf("list %s page by page (the whole list timed out: %v): %w", resource, err, perr)
 	}
 	return rv, nil
 }
 
+// retryPageByPage reports whether a failed unpaginated list may be read again page by page:
+// the API server ran out of time building it (a 504 Timeout or a ServerTimeout), and no item
+// reached the caller yet (a retry would pass those items twice).
+func retryPageByPage(err error, passed int) bool {
+	return passed == 0 && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err))
+}
+
+// listPaged lists resource pageSize items per request (limit and continue), passing each item
+// to fn, and returns the list's resourceVersion.
+func listPaged[T any](ctx context.Context, c *Client, resource string, pageSize int, fn func(*T) error) (string, error) {
+	for cont := ""; ; {
+		req := c.raw.Get().Resource(resource).Param("limit", strconv.Itoa(pageSize))
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		page, err := listPage(ctx, req, fn)
+		if err != nil {
+			return "", err
+		}
+		if page.Continue == "" {
+			return page.ResourceVersion, nil
+		}
+		cont = page.Continue
+	}
+}
+
+// listPage sends req (a list) and decodes its body with decodeListStream.
+func listPage[T any](ctx context.Context, req *rest.Request, fn func(*T) error) (listMeta, error) {
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return listMeta{}, err
+	}
+	defer body.Close()
+	return decodeListStream(body, fn)
+}
+
+// listMeta is the part of a list's metadata listAll reads.
+type listMeta struct {
+	ResourceVersion string `json:"resourceVersion"`
+	// Continue is the token of the next page of a paginated list; empty on the last.
+	Continue string `json:"continue"`
+}
+
 // decodeListStream decodes a JSON list ({"metadata":{...},"items":[...]}) from r item by item,
-// calling fn with each, and returns metadata.resourceVersion.
-func decodeListStream[T any](r io.Reader, fn func(*T) error) (string, error) {
+// calling fn with each, and returns the list's metadata.
+func decodeListStream[T any](r io.Reader, fn func(*T) error) (listMeta, error) {
+	var meta listMeta
 	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
-		return "", err
+		return meta, err
 	}
-	var rv string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", fmt.Errorf("decode list: %w", err)
+			return meta, fmt.Errorf("decode list: %w", err)
 		}
 		switch tok {
 		case "metadata":
-			var m struct {
-				ResourceVersion string `json:"resourceVersion"`
+			if err := dec.Decode(&meta); err != nil {
+				return meta, fmt.Errorf("decode list metadata: %w", err)
 			}
-			if err := dec.Decode(&m); err != nil {
-				return "", fmt.Errorf("decode list metadata: %w", err)
-			}
-			rv = m.ResourceVersion
 		case "items":
 			if err := expectDelim(dec, '['); err != nil {
-				return "", err
+				return meta, err
 			}
 			for dec.More() {
 				var v T
 				if err := dec.Decode(&v); err != nil {
-					return "", fmt.Errorf("decode list item: %w", err)
+					return meta, fmt.Errorf("decode list item: %w", err)
 				}
 				if err := fn(&v); err != nil {
-					return "", err
+					return meta, err
 				}
 			}
 			if err := expectDelim(dec, ']'); err != nil {
-				return "", err
+				return meta, err
 			}
 		default:
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return "", fmt.Errorf("decode list: %w", err)
+				return meta, fmt.Errorf("decode list: %w", err)
 			}
 		}
 	}
-	return rv, expectDelim(dec, '}')
+	return meta, expectDelim(dec, '}')
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

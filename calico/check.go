@@ -400,10 +400,11 @@ func (c *Client) clusterInfo(ctx context.Context) (*clusterInfoObject, error) {
 // its ID in lower case, which is all the check needs except for handles no block references,
 // whose exact IDs (and soft-deleted state) resolveHandles reads afterwards.
 func (c *Client) listHandleMeta(ctx context.Context) (map[string]handleEntry, error) {
-	body, err := c.raw.Get().Resource(resHandles).SetHeader("Accept", protobufMetadataList).DoRaw(ctx)
+	body, err := c.raw.Get().Resource(resHandles).SetHeader("Accept", protobufMetadataList).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list ipamhandles: %w", err)
 	}
+	defer body.Close()
 	m := map[string]handleEntry{}
 	err = decodeMetadataList(body, func(o *objectMetaFields) {
 		m[o.name] = handleEntry{id: o.name, uid: o.uid, rv: o.resourceVersion, created: o.created}

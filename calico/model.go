@@ -81,6 +81,10 @@ type block struct {
 	cidr          netip.Prefix
 	affinity      string // raw spec.affinity, e.g. "host:worker-1"; "" when none
 	spec          *blockSpec
+	// seqs is spec.sequenceNumberForAllocation indexed by ordinal: parse moves the map (keyed
+	// by decimal strings) here, because a slice costs a fraction of the map's memory and the
+	// bot's cache keeps every block of the cluster. nil when the map was kept.
+	seqs []uint64
 }
 
 func (o *blockObject) parse() (*block, error) {
@@ -95,7 +99,47 @@ func (o *blockObject) parse() (*block, error) {
 	if o.Spec.Affinity != nil {
 		b.affinity = *o.Spec.Affinity
 	}
+	b.seqs = seqsByOrdinal(o.Spec.SequenceNumberForAllocation, len(o.Spec.Allocations))
+	if b.seqs != nil {
+		o.Spec.SequenceNumberForAllocation = nil
+	}
+	internAttributes(o.Spec.Attributes)
 	return b, nil
+}
+
+// seqsByOrdinal converts spec.sequenceNumberForAllocation into a slice indexed by ordinal;
+// nil when the map is empty or has a key that is not an ordinal of a block of size n.
+func seqsByOrdinal(m map[string]uint64, n int) []uint64 {
+	if len(m) == 0 {
+		return nil
+	}
+	seqs := make([]uint64, n)
+	for k, v := range m {
+		ord, err := strconv.Atoi(k)
+		if err != nil || ord < 0 || ord >= n {
+			return nil
+		}
+		seqs[ord] = v
+	}
+	return seqs
+}
+
+// internAttributes makes equal node, namespace and type attributes of a block share one
+// string: a block's allocations mostly name the same node and a few namespaces.
+func internAttributes(attrs []blockAttributes) {
+	seen := map[string]string{}
+	intern := func(s *string) {
+		if v, ok := seen[*s]; ok {
+			*s = v
+		} else {
+			seen[*s] = *s
+		}
+	}
+	for i := range attrs {
+		intern(&attrs[i].Secondary.Node)
+		intern(&attrs[i].Secondary.Namespace)
+		intern(&attrs[i].Secondary.Type)
+	}
 }
 
 // affineNode is the node of a "host:<node>" affinity, else "".
@@ -136,7 +180,15 @@ func cutHandle(h string) string {
 	return h
 }
 
+// seqOf is the sequence number the block recorded when ordinal ord was allocated (0 when
+// none).
 func (b *block) seqOf(ord int) uint64 {
+	if b.seqs != nil {
+		if ord >= 0 && ord < len(b.seqs) {
+			return b.seqs[ord]
+		}
+		return 0
+	}
 	return b.spec.SequenceNumberForAllocation[strconv.Itoa(ord)]
 }
 

@@ -3,13 +3,18 @@ package calico
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -148,8 +153,11 @@ func TestReleaseOrdinalsKeepsInvariants(t *testing.T) {
 	if after.handleOf(2) != "h1" || after.handleOf(3) != windowsReservedHandle {
 		t.Errorf("renumbering broke handles: 2=%q 3=%q", after.handleOf(2), after.handleOf(3))
 	}
-	if _, ok := after.spec.SequenceNumberForAllocation["0"]; ok {
+	if _, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "sequenceNumberForAllocation", "0"); ok {
 		t.Error("sequenceNumberForAllocation[0] kept after release")
+	}
+	if _, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "sequenceNumberForAllocation", "2"); !ok {
+		t.Error("sequenceNumberForAllocation[2] lost in the release of 0 and 1")
 	}
 	if after.seqOf(2) != b.seqOf(2) {
 		t.Errorf("seq of 2 changed: %d -> %d", b.seqOf(2), after.seqOf(2))
@@ -298,7 +306,7 @@ func TestPodUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := 0
-			err := decodePodList(buf.Bytes(), func(f *podFields) { n++; check("protobuf", f) })
+			err := decodePodList(bytes.NewReader(buf.Bytes()), func(f *podFields) { n++; check("protobuf", f) })
 			if err != nil || n != 1 {
 				t.Errorf("decodePodList = %v, %d pods; want nil, 1", err, n)
 			}
@@ -403,7 +411,7 @@ func TestDecodeMetadataList(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	err := decodeMetadataList(buf.Bytes(), func(o *objectMetaFields) {
+	err := decodeMetadataList(bytes.NewReader(buf.Bytes()), func(o *objectMetaFields) {
 		got = append(got, fmt.Sprintf("%s %s %s %s", o.name, o.uid, o.resourceVersion, o.created.UTC().Format(time.RFC3339)))
 	})
 	if err != nil {
@@ -417,4 +425,136 @@ func TestDecodeMetadataList(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("decodeMetadataList (-want +got):\n%s", d)
 	}
+}
+
+// TestDecodePodListStreams decodes a protobuf PodList as it streams in: every pod arrives in
+// order with its own fields (the item buffer is reused, so nothing may alias it) when the body
+// is read one byte per Read, and a body cut anywhere is an error, never a shorter list.
+func TestDecodePodListStreams(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: "42"}}
+	for i := range 50 {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i),
+			Annotations: map[string]string{annPodIP: fmt.Sprintf("10.0.%d.%d/32", i/10, i%10), "other": strings.Repeat("x", i*37)}},
+			Spec:   corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%3)},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.%d.%d", i/10, i%10)}}
+		list.Items = append(list.Items, p)
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	body := buf.Bytes()
+	var got []string
+	err := decodePodList(iotest.OneByteReader(bytes.NewReader(body)), func(f *podFields) {
+		got = append(got, fmt.Sprintf("%s/%s %s %s %s", f.namespace, f.name, f.node, f.podIP, *f.annIP))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 50 || got[0] != "ns/pod-0 node-0 10.0.0.0 10.0.0.0/32" || got[49] != "ns/pod-49 node-1 10.0.4.9 10.0.4.9/32" {
+		t.Fatalf("decoded %d pods: first %q, last %q", len(got), got[0], got[len(got)-1])
+	}
+	for _, cut := range []int{5, len(body) / 3, len(body) - 1} {
+		n := 0
+		if err := decodePodList(bytes.NewReader(body[:cut]), func(*podFields) { n++ }); err == nil {
+			t.Errorf("body cut at %d of %d bytes: no error (%d pods)", cut, len(body), n)
+		}
+	}
+}
+
+// TestDecodeListKeepsReadErrors: a connection that fails mid-list reports its own error, not
+// "malformed protobuf".
+func TestDecodeListKeepsReadErrors(t *testing.T) {
+	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
+		Items: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}, {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"}}}}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	reset := errors.New("connection reset by peer")
+	for _, cut := range []int{4, 10, buf.Len() - 2} {
+		r := io.MultiReader(bytes.NewReader(buf.Bytes()[:cut]), iotest.ErrReader(reset))
+		if err := decodePodList(r, func(*podFields) {}); !errors.Is(err, reset) {
+			t.Errorf("read fails after %d bytes: err = %v, want %v", cut, err, reset)
+		}
+	}
+}
+
+// TestParseKeepsSequenceNumbers: parse moves sequenceNumberForAllocation into a slice by
+// ordinal, and keeps the map when a key is not an ordinal of the block (so nothing is lost).
+func TestParseKeepsSequenceNumbers(t *testing.T) {
+	b, _ := testBlock(t)
+	if b.seqs == nil || b.spec.SequenceNumberForAllocation != nil {
+		t.Fatalf("parse kept the map: seqs %v, map %v", b.seqs, b.spec.SequenceNumberForAllocation)
+	}
+	var o blockObject
+	if err := json.Unmarshal([]byte(testBlockJSON), &o); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]uint64{}
+	for ord := range o.Spec.Allocations {
+		want[ord] = o.Spec.SequenceNumberForAllocation[fmt.Sprint(ord)]
+	}
+	o.Spec.SequenceNumberForAllocation["not-an-ordinal"] = 7
+	kept, err := o.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.seqs != nil || kept.spec.SequenceNumberForAllocation["not-an-ordinal"] != 7 {
+		t.Errorf("a map with a foreign key was not kept: seqs %v", kept.seqs)
+	}
+	for ord, seq := range want {
+		if b.seqOf(ord) != seq || kept.seqOf(ord) != seq {
+			t.Errorf("ordinal %d: seqOf = %d (slice), %d (map); want %d", ord, b.seqOf(ord), kept.seqOf(ord), seq)
+		}
+	}
+	if b.seqOf(-1) != 0 || b.seqOf(len(b.spec.Allocations)) != 0 {
+		t.Error("an ordinal outside the block has a sequence number")
+	}
+}
+
+// FuzzDecodePodList compares the streaming decoder with a whole-body parse of the same bytes
+// (every raw field of the envelope, then each item): on any input it must not panic, and when
+// both succeed they must yield the same pods.
+func FuzzDecodePodList(f *testing.F) {
+	enc := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	for _, n := range []int{0, 1, 3} {
+		list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
+		for i := range n {
+			list.Items = append(list.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i), Annotations: map[string]string{annPodIP: "10.0.0.1/32"}},
+				Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}}}})
+		}
+		var buf bytes.Buffer
+		if err := enc.Encode(list, &buf); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var streamed []string
+		streamErr := decodePodList(bytes.NewReader(body), func(p *podFields) { streamed = append(streamed, fmt.Sprintf("%+v", *p)) })
+		if !bytes.HasPrefix(body, k8sProtoMagic) {
+			return // the JSON path
+		}
+		var whole []string
+		err := eachField(body[len(k8sProtoMagic):], func(num protowire.Number, raw []byte, _ uint64) error {
+			if num != 2 || raw == nil {
+				return nil
+			}
+			return eachField(raw, func(num protowire.Number, v []byte, _ uint64) error {
+				if num != 2 || v == nil {
+					return nil
+				}
+				var p podFields
+				if err := decodePod(v, &p); err != nil {
+					return err
+				}
+				whole = append(whole, fmt.Sprintf("%+v", p))
+				return nil
+			})
+		})
+		if err == nil && streamErr == nil && !slices.Equal(streamed, whole) {
+			t.Errorf("streamed %q, whole body %q", streamed, whole)
+		}
+	})
 }

@@ -1,10 +1,13 @@
 package calico
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -32,25 +35,24 @@ var (
 	errNotPodProto = errors.New("response is not protobuf")
 )
 
-// decodePodList parses a PodList response body (protobuf, with the "k8s\0" envelope, or JSON)
-// and calls fn with each pod's fields.
-func decodePodList(body []byte, fn func(*podFields)) error {
-	if !bytes.HasPrefix(body, k8sProtoMagic) {
+// decodePodList reads a PodList response body from r (protobuf, with the "k8s\0" envelope,
+// or JSON) and calls fn with each pod's fields. A protobuf body is read one pod at a time
+// (eachListItem), so the list is never held whole.
+func decodePodList(r io.Reader, fn func(*podFields)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, err := br.Peek(len(k8sProtoMagic)); err != nil || !bytes.Equal(magic, k8sProtoMagic) {
+		body, err := io.ReadAll(br)
+		if err != nil {
+			return err
+		}
 		return decodePodListJSON(body, fn)
 	}
-	// runtime.Unknown: raw = 2.
-	raw, err := field(body[len(k8sProtoMagic):], 2)
-	if err != nil {
-		return err
-	}
-	return eachField(raw, func(num protowire.Number, v []byte, _ uint64) error {
-		if num == 2 { // items
-			var p podFields
-			if err := decodePod(v, &p); err != nil {
-				return err
-			}
-			fn(&p)
+	return eachListItem(br, func(item []byte) error {
+		var p podFields
+		if err := decodePod(item, &p); err != nil {
+			return err
 		}
+		fn(&p)
 		return nil
 	})
 }
@@ -61,22 +63,17 @@ type objectMetaFields struct {
 	created                    time.Time
 }
 
-// decodeMetadataList parses a PartialObjectMetadataList response body (protobuf, with the
-// "k8s\0" envelope) and calls fn with each item's name, UID, resourceVersion and creation time;
-// the rest of the metadata (managedFields above all) is skipped unparsed.
-func decodeMetadataList(body []byte, fn func(*objectMetaFields)) error {
-	if !bytes.HasPrefix(body, k8sProtoMagic) {
+// decodeMetadataList reads a PartialObjectMetadataList response body (protobuf, with the
+// "k8s\0" envelope) from r, one item at a time, and calls fn with each item's name, UID,
+// resourceVersion and creation time; the rest of the metadata (managedFields above all) is
+// skipped unparsed.
+func decodeMetadataList(r io.Reader, fn func(*objectMetaFields)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, err := br.Peek(len(k8sProtoMagic)); err != nil || !bytes.Equal(magic, k8sProtoMagic) {
 		return errNotPodProto
 	}
-	raw, err := field(body[len(k8sProtoMagic):], 2)
-	if err != nil {
-		return err
-	}
-	return eachField(raw, func(num protowire.Number, item []byte, _ uint64) error {
-		if num != 2 { // items: PartialObjectMetadata
-			return nil
-		}
-		meta, err := field(item, 1) // ObjectMeta
+	return eachListItem(br, func(item []byte) error {
+		meta, err := field(item, 1) // PartialObjectMetadata: ObjectMeta = 1
 		if err != nil {
 			return err
 		}
@@ -110,6 +107,178 @@ func decodeMetadataList(body []byte, fn func(*objectMetaFields)) error {
 		fn(&o)
 		return nil
 	})
+}
+
+// maxListItemBytes bounds one list item read by eachListItem (etcd stores objects of at most
+// 1.5 MiB by default; this leaves room for larger limits while refusing a corrupt length).
+const maxListItemBytes = 64 << 20
+
+// eachListItem reads a protobuf list response from br, which starts with the "k8s\0" magic: a
+// runtime.Unknown whose raw field (2) holds the list message, whose items are field 2. It
+// calls fn with each item's bytes in turn, in a buffer it reuses (fn must copy what it keeps),
+// and skips every other field. Only one item is in memory at a time.
+func eachListItem(br *bufio.Reader, fn func(item []byte) error) error {
+	if _, err := br.Discard(len(k8sProtoMagic)); err != nil {
+		return errBadPodProto
+	}
+	unknown := &protoStream{r: br, left: -1}
+	var buf []byte
+	for {
+		size, err := unknown.nextBytes(2) // runtime.Unknown.raw: the list message
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		list := &protoStream{r: br, left: int64(size)}
+		for {
+			n, err := list.nextBytes(2) // items
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if n > maxListItemBytes {
+				return errBadPodProto
+			}
+			if uint64(cap(buf)) < n {
+				buf = make([]byte, n)
+			}
+			buf = buf[:n]
+			if err := list.read(buf); err != nil {
+				return err
+			}
+			if err := fn(buf); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// protoStream reads protobuf fields from a stream: left is how many bytes of the enclosing
+// message remain (-1: up to the end of the stream).
+type protoStream struct {
+	r    *bufio.Reader
+	left int64
+}
+
+// ReadByte makes protoStream an io.ByteReader for binary.ReadUvarint.
+func (s *protoStream) ReadByte() (byte, error) {
+	if s.left == 0 {
+		return 0, io.EOF
+	}
+	b, err := s.r.ReadByte()
+	if err != nil {
+		return 0, streamErr(err) // the stream ended inside the message, or the read failed
+	}
+	s.consumed(1)
+	return b, nil
+}
+
+func (s *protoStream) consumed(n int64) {
+	if s.left > 0 {
+		s.left -= n
+	}
+}
+
+// nextBytes skips fields up to the next length-delimited field num and returns its length,
+// leaving the stream at its payload; io.EOF at the end of the message.
+func (s *protoStream) nextBytes(num protowire.Number) (uint64, error) {
+	for {
+		n, typ, err := s.tag()
+		if err != nil {
+			return 0, err
+		}
+		if n == num && typ == protowire.BytesType {
+			return s.varint()
+		}
+		if err := s.skip(typ); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// tag reads a field's tag; io.EOF at the end of the message.
+func (s *protoStream) tag() (protowire.Number, protowire.Type, error) {
+	if s.left == 0 {
+		return 0, 0, io.EOF
+	}
+	if s.left < 0 {
+		if _, err := s.r.Peek(1); err == io.EOF {
+			return 0, 0, io.EOF // the end of the body
+		} else if err != nil {
+			return 0, 0, err
+		}
+	}
+	x, err := s.varint()
+	if err != nil {
+		return 0, 0, err
+	}
+	num, typ := protowire.DecodeTag(x)
+	if num <= 0 {
+		return 0, 0, errBadPodProto
+	}
+	return num, typ, nil
+}
+
+func (s *protoStream) varint() (uint64, error) {
+	x, err := binary.ReadUvarint(s)
+	if err != nil {
+		return 0, streamErr(err)
+	}
+	return x, nil
+}
+
+// streamErr is errBadPodProto for a body that ended early, else err itself (a failed read of
+// the connection, a cancelled context), so that the caller sees the real cause.
+func streamErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errBadPodProto
+	}
+	return err
+}
+
+// read fills buf from the message.
+func (s *protoStream) read(buf []byte) error {
+	if s.left >= 0 && int64(len(buf)) > s.left {
+		return errBadPodProto
+	}
+	if _, err := io.ReadFull(s.r, buf); err != nil {
+		return streamErr(err)
+	}
+	s.consumed(int64(len(buf)))
+	return nil
+}
+
+// skip skips the value of a field of wire type typ.
+func (s *protoStream) skip(typ protowire.Type) error {
+	var n uint64
+	switch typ {
+	case protowire.VarintType:
+		_, err := s.varint()
+		return err
+	case protowire.Fixed32Type:
+		n = 4
+	case protowire.Fixed64Type:
+		n = 8
+	case protowire.BytesType:
+		var err error
+		if n, err = s.varint(); err != nil {
+			return err
+		}
+	default:
+		return errBadPodProto
+	}
+	if s.left >= 0 && n > uint64(s.left) {
+		return errBadPodProto
+	}
+	if _, err := s.r.Discard(int(n)); err != nil {
+		return streamErr(err)
+	}
+	s.consumed(int64(n))
+	return nil
 }
 
 func decodePod(b []byte, p *podFields) error {

@@ -105,8 +105,7 @@ func (c *Client) scanPods(ctx context.Context, fieldSelector string, fn func(Pod
 // scanAllPods is scanPods over every namespace, listing a few namespaces in parallel (a single
 // list is encoded by one server goroutine, so parallel lists use more of the server's cores).
 // Namespaces are listed first; a pod can only exist in a namespace that existed before it.
-// A namespace's pods come in one response, so the client holds at most podListStreams
-// namespaces' pod lists at a time.
+// Each response is decoded as it streams in, one pod at a time (decodePodList).
 func (c *Client) scanAllPods(ctx context.Context, fn func(PodUse)) error {
 	list, err := c.meta.Resource(namespacesGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -130,10 +129,11 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 func (c *Client) scanPodsIn(ctx context.Context, namespace, fieldSelector string, fn func(PodUse)) error {
 	opts := metav1.ListOptions{FieldSelector: cmp.Or(fieldSelector, scheduledPods)}
 	body, err := c.kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods").
-		VersionedParams(&opts, scheme.ParameterCodec).DoRaw(ctx)
+		VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
+	defer body.Close()
 	err = decodePodList(body, func(p *podFields) {
 		if u, ok := podUseOf(p); ok {
 			fn(u)

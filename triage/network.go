@@ -420,7 +420,11 @@ func poolEvidence(ipam *IPAMState) []Evidence {
 	return ev
 }
 
-// leakEvidence counts leaked allocations cluster-wide and by node, largest first.
+// maxLeakNodes is how many nodes leakEvidence names; a large cluster leaks on hundreds.
+const maxLeakNodes = 10
+
+// leakEvidence counts leaked allocations cluster-wide and by node, largest first (the first
+// maxLeakNodes nodes, then how many more).
 func leakEvidence(ipam *IPAMState) Evidence {
 	type kv struct {
 		node string
@@ -439,8 +443,11 @@ func leakEvidence(ipam *IPAMState) Evidence {
 		return byNode[i].node < byNode[j].node
 	})
 	var parts []string
-	for _, b := range byNode {
+	for _, b := range byNode[:min(len(byNode), maxLeakNodes)] {
 		parts = append(parts, fmt.Sprintf("%s %d", b.node, b.n))
+	}
+	if more := len(byNode) - maxLeakNodes; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more %s (whypending ipam check --show-problem-ips lists every address)", more, plural(more, "node", "nodes")))
 	}
 	msg := fmt.Sprintf("%d %s allocated in IPAM but not in use by any pod or node", ipam.LeakedIPs, plural(ipam.LeakedIPs, "address", "addresses"))
 	if len(parts) > 0 {

@@ -261,3 +261,23 @@ func TestOldSandboxEventsAreHistory(t *testing.T) {
 		t.Errorf("volumeRules(only a mount failure from before the last run) = %v, want nothing", codesOf(got))
 	}
 }
+
+// TestLeakEvidenceNamesTheWorstNodesOnly: a cluster leaking on hundreds of nodes gets the ten
+// worst by name and a count of the rest, not one line with every node.
+func TestLeakEvidenceNamesTheWorstNodesOnly(t *testing.T) {
+	ipam := &IPAMState{LeakedIPsByNode: map[string]int{}}
+	for i := range 300 {
+		n := 1 + i%7
+		ipam.LeakedIPsByNode[fmt.Sprintf("node-%03d", i)] = n
+		ipam.LeakedIPs += n
+	}
+	msg := leakEvidence(ipam).Message
+	if got := strings.Count(msg, "node-"); got != maxLeakNodes {
+		t.Errorf("names %d nodes, want %d: %s", got, maxLeakNodes, msg)
+	}
+	for _, want := range []string{fmt.Sprintf("%d addresses allocated", ipam.LeakedIPs), "node-006 7, node-013 7,", "and 290 more nodes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("lacks %q: %s", want, msg)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -532,7 +533,7 @@ func FuzzDecodePodList(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var streamed []string
-		streamErr := decodePodList(bytes.NewReader(body), func(p *podFields) { streamed = append(streamed, fmt.Sprintf("%+v", *p)) })
+		streamErr := decodePodList(bytes.NewReader(body), func(p *podFields) { streamed = append(streamed, p.String()) })
 		if !bytes.HasPrefix(body, k8sProtoMagic) {
 			return // the JSON path
 		}
@@ -549,7 +550,7 @@ func FuzzDecodePodList(f *testing.F) {
 				if err := decodePod(v, &p); err != nil {
 					return err
 				}
-				whole = append(whole, fmt.Sprintf("%+v", p))
+				whole = append(whole, p.String())
 				return nil
 			})
 		})
@@ -557,4 +558,16 @@ func FuzzDecodePodList(f *testing.F) {
 			t.Errorf("streamed %q, whole body %q", streamed, whole)
 		}
 	})
+}
+
+// String shows every field of p, the annotations' values rather than their addresses.
+func (p *podFields) String() string {
+	val := func(s *string) string {
+		if s == nil {
+			return "<absent>"
+		}
+		return strconv.Quote(*s)
+	}
+	return fmt.Sprintf("%s/%s node=%q phase=%q podIP=%q podIPs=%q hostNetwork=%t deleting=%t annIP=%s annIPs=%s annAWS=%s",
+		p.namespace, p.name, p.node, p.phase, p.podIP, p.podIPs, p.hostNetwork, p.deleting, val(p.annIP), val(p.annIPs), val(p.annAWS))
 }

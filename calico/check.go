@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -396,23 +397,52 @@ func (c *Client) clusterInfo(ctx context.Context) (*clusterInfoObject, error) {
 }
 
 // listHandleMeta lists IPAMHandle metadata only (names, UIDs, resourceVersions, creation
-// times; PartialObjectMetadataList as protobuf, decoded field by field): a handle's name is
-// its ID in lower case, which is all the check needs except for handles no block references,
-// whose exact IDs (and soft-deleted state) resolveHandles reads afterwards.
+// times; PartialObjectMetadataList as protobuf, decoded field by field as it streams in): a
+// handle's name is its ID in lower case, which is all the check needs except for handles no
+// block references, whose exact IDs (and soft-deleted state) resolveHandles reads afterwards.
+// Like listAll, it reads the whole list in one request and, when the API server times out
+// before any item arrived, again page by page.
 func (c *Client) listHandleMeta(ctx context.Context) (map[string]handleEntry, error) {
-	body, err := c.raw.Get().Resource(resHandles).SetHeader("Accept", protobufMetadataList).Stream(ctx)
-	if err != nil {
+	m := map[string]handleEntry{}
+	add := func(o *objectMetaFields) {
+		m[o.name] = handleEntry{id: o.name, uid: o.uid, rv: o.resourceVersion, created: o.created}
+	}
+	_, err := c.handleMetaPage(ctx, 0, "", add)
+	if err == nil {
+		return m, nil
+	}
+	if !retryPageByPage(err, len(m)) {
 		return nil, fmt.Errorf("list ipamhandles: %w", err)
+	}
+	for cont := ""; ; {
+		page, perr := c.handleMetaPage(ctx, listPageSize, cont, add)
+		if perr != nil {
+			return nil, fmt.Errorf("list ipamhandles page by page (the whole list timed out: %v): %w", err, perr)
+		}
+		if page.Continue == "" {
+			return m, nil
+		}
+		cont = page.Continue
+	}
+}
+
+// handleMetaPage reads one metadata-only IPAMHandle list: the whole list when limit is 0,
+// else a page of limit items from continue token cont. It passes each item to fn and returns
+// the list's metadata.
+func (c *Client) handleMetaPage(ctx context.Context, limit int, cont string, fn func(*objectMetaFields)) (listMeta, error) {
+	req := c.raw.Get().Resource(resHandles).SetHeader("Accept", protobufMetadataList)
+	if limit > 0 {
+		req = req.Param("limit", strconv.Itoa(limit))
+	}
+	if cont != "" {
+		req = req.Param("continue", cont)
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return listMeta{}, err
 	}
 	defer body.Close()
-	m := map[string]handleEntry{}
-	err = decodeMetadataList(body, func(o *objectMetaFields) {
-		m[o.name] = handleEntry{id: o.name, uid: o.uid, rv: o.resourceVersion, created: o.created}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list ipamhandles: %w", err)
-	}
-	return m, nil
+	return decodeMetadataList(body, fn)
 }
 
 // protobufMetadataList asks for a PartialObjectMetadataList as protobuf.

@@ -38,6 +38,28 @@ func TestListPagedReadsWhatTheWholeListReads(t *testing.T) {
 			t.Errorf("%s: paged list (%d items) differs from the whole list (%d items)", resource, len(paged), len(whole))
 		}
 	}
+
+	// The metadata-only IPAMHandle list of a check, whole and page by page (its fallback).
+	var whole, paged []string
+	if _, err := cl.handleMetaPage(ctx, 0, "", func(o *objectMetaFields) { whole = append(whole, o.name+" "+o.uid) }); err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	for cont := ""; ; pages++ {
+		page, err := cl.handleMetaPage(ctx, 3, cont, func(o *objectMetaFields) { paged = append(paged, o.name+" "+o.uid) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.ResourceVersion == "" {
+			t.Error("a page has no resourceVersion")
+		}
+		if cont = page.Continue; cont == "" {
+			break
+		}
+	}
+	if len(whole) < 4 || pages < 1 || !slices.Equal(whole, paged) {
+		t.Errorf("ipamhandles metadata: %d pages, paged list (%d items) differs from the whole list (%d items)", pages+1, len(paged), len(whole))
+	}
 }
 
 func TestRetryPageByPageOnlyOnTimeoutsBeforeAnyItem(t *testing.T) {

@@ -108,7 +108,9 @@ func (o *blockObject) parse() (*block, error) {
 }
 
 // seqsByOrdinal converts spec.sequenceNumberForAllocation into a slice indexed by ordinal;
-// nil when the map is empty or has a key that is not an ordinal of a block of size n.
+// nil when the map is empty or has a key that is not exactly the decimal form of an ordinal
+// of a block of size n (Calico writes strconv.Itoa(ordinal); other keys keep the map, read
+// by the exact key).
 func seqsByOrdinal(m map[string]uint64, n int) []uint64 {
 	if len(m) == 0 {
 		return nil
@@ -116,7 +118,7 @@ func seqsByOrdinal(m map[string]uint64, n int) []uint64 {
 	seqs := make([]uint64, n)
 	for k, v := range m {
 		ord, err := strconv.Atoi(k)
-		if err != nil || ord < 0 || ord >= n {
+		if err != nil || ord < 0 || ord >= n || strconv.Itoa(ord) != k {
 			return nil
 		}
 		seqs[ord] = v

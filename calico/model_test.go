@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -412,7 +415,7 @@ func TestDecodeMetadataList(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	err := decodeMetadataList(bytes.NewReader(buf.Bytes()), func(o *objectMetaFields) {
+	_, err := decodeMetadataList(bytes.NewReader(buf.Bytes()), func(o *objectMetaFields) {
 		got = append(got, fmt.Sprintf("%s %s %s %s", o.name, o.uid, o.resourceVersion, o.created.UTC().Format(time.RFC3339)))
 	})
 	if err != nil {
@@ -430,7 +433,8 @@ func TestDecodeMetadataList(t *testing.T) {
 
 // TestDecodePodListStreams decodes a protobuf PodList as it streams in: every pod arrives in
 // order with its own fields (the item buffer is reused, so nothing may alias it) when the body
-// is read one byte per Read, and a body cut anywhere is an error, never a shorter list.
+// is read one byte per Read, and a body that ends anywhere before the list's last byte is
+// errBadListProto, never a shorter list.
 func TestDecodePodListStreams(t *testing.T) {
 	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: "42"}}
 	for i := range 50 {
@@ -455,16 +459,35 @@ func TestDecodePodListStreams(t *testing.T) {
 	if len(got) != 50 || got[0] != "ns/pod-0 node-0 10.0.0.0 10.0.0.0/32" || got[49] != "ns/pod-49 node-1 10.0.4.9 10.0.4.9/32" {
 		t.Fatalf("decoded %d pods: first %q, last %q", len(got), got[0], got[len(got)-1])
 	}
-	for _, cut := range []int{5, len(body) / 3, len(body) - 1} {
-		n := 0
-		if err := decodePodList(bytes.NewReader(body[:cut]), func(*podFields) { n++ }); err == nil {
-			t.Errorf("body cut at %d of %d bytes: no error (%d pods)", cut, len(body), n)
+	// The envelope ends with the optional contentEncoding and contentType fields (3 and 4):
+	// a body cut after the list itself (field 2) is whole.
+	whole := len(k8sProtoMagic)
+	for rest := body[whole:]; len(rest) > 0; {
+		num, _, n := protowire.ConsumeTag(rest)
+		m := protowire.ConsumeFieldValue(num, protowire.BytesType, rest[n:])
+		rest, whole = rest[n+m:], whole+n+m
+		if num == 2 {
+			break
 		}
+	}
+	for cut := range whole {
+		if cut > 64 && cut < whole-300 && cut%13 != 0 {
+			continue // every cut near both ends, every 13th in between
+		}
+		n := 0
+		err := decodePodList(bytes.NewReader(body[:cut]), func(*podFields) { n++ })
+		if cut < len(k8sProtoMagic) && err == nil || cut >= len(k8sProtoMagic) && !errors.Is(err, errBadListProto) {
+			t.Fatalf("body cut at %d of %d bytes: err = %v (%d pods), want %v", cut, len(body), err, n, errBadListProto)
+		}
+	}
+	if err := decodePodList(bytes.NewReader(body[:whole]), func(*podFields) {}); err != nil {
+		t.Errorf("the list without the envelope's trailing fields: %v", err)
 	}
 }
 
-// TestDecodeListKeepsReadErrors: a connection that fails mid-list reports its own error, not
-// "malformed protobuf".
+// TestDecodeListKeepsReadErrors: a connection that breaks mid-list reports its own error
+// (net/http's "unexpected EOF" for a body cut short, or any other read error), not
+// "malformed protobuf list", which is kept for a body that ends cleanly inside a message.
 func TestDecodeListKeepsReadErrors(t *testing.T) {
 	list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
 		Items: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}, {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"}}}}
@@ -472,17 +495,36 @@ func TestDecodeListKeepsReadErrors(t *testing.T) {
 	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &buf); err != nil {
 		t.Fatal(err)
 	}
+	body := buf.Bytes()
+	// A server that promises the whole body and closes the connection halfway.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body[:len(body)/2])
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := decodePodList(resp.Body, func(*podFields) {}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("connection closed mid-body: err = %v, want %v", err, io.ErrUnexpectedEOF)
+	}
 	reset := errors.New("connection reset by peer")
-	for _, cut := range []int{4, 10, buf.Len() - 2} {
-		r := io.MultiReader(bytes.NewReader(buf.Bytes()[:cut]), iotest.ErrReader(reset))
+	for _, cut := range []int{4, 10, len(body) - 4} {
+		r := io.MultiReader(bytes.NewReader(body[:cut]), iotest.ErrReader(reset))
 		if err := decodePodList(r, func(*podFields) {}); !errors.Is(err, reset) {
 			t.Errorf("read fails after %d bytes: err = %v, want %v", cut, err, reset)
 		}
 	}
+	if _, err := decodeMetadataList(bytes.NewReader(body[:len(body)/2]), func(*objectMetaFields) {}); !errors.Is(err, errBadListProto) {
+		t.Errorf("metadata list ending cleanly mid-message: err = %v, want %v", err, errBadListProto)
+	}
 }
 
 // TestParseKeepsSequenceNumbers: parse moves sequenceNumberForAllocation into a slice by
-// ordinal, and keeps the map when a key is not an ordinal of the block (so nothing is lost).
+// ordinal, and keeps the map when a key is not exactly an ordinal of the block (so nothing is
+// lost and nothing is read under another key).
 func TestParseKeepsSequenceNumbers(t *testing.T) {
 	b, _ := testBlock(t)
 	if b.seqs == nil || b.spec.SequenceNumberForAllocation != nil {
@@ -496,13 +538,23 @@ func TestParseKeepsSequenceNumbers(t *testing.T) {
 	for ord := range o.Spec.Allocations {
 		want[ord] = o.Spec.SequenceNumberForAllocation[fmt.Sprint(ord)]
 	}
+	// Keys Calico never writes ("01", "+1") keep the map, read by the exact key as before.
+	for _, key := range []string{"not-an-ordinal", "01", "+1", "-0"} {
+		o := o
+		o.Spec.SequenceNumberForAllocation = maps.Clone(o.Spec.SequenceNumberForAllocation)
+		o.Spec.SequenceNumberForAllocation[key] = 7
+		kept, err := o.parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept.seqs != nil || kept.spec.SequenceNumberForAllocation[key] != 7 || kept.seqOf(1) != want[1] {
+			t.Errorf("key %q: the map was not kept (seqs %v, seqOf(1) = %d)", key, kept.seqs, kept.seqOf(1))
+		}
+	}
 	o.Spec.SequenceNumberForAllocation["not-an-ordinal"] = 7
 	kept, err := o.parse()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if kept.seqs != nil || kept.spec.SequenceNumberForAllocation["not-an-ordinal"] != 7 {
-		t.Errorf("a map with a foreign key was not kept: seqs %v", kept.seqs)
 	}
 	for ord, seq := range want {
 		if b.seqOf(ord) != seq || kept.seqOf(ord) != seq {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -30,24 +31,24 @@ type podFields struct {
 }
 
 var (
-	k8sProtoMagic  = []byte("k8s\x00")
-	errBadPodProto = errors.New("malformed protobuf pod list")
-	errNotPodProto = errors.New("response is not protobuf")
+	k8sProtoMagic   = []byte("k8s\x00")
+	errBadListProto = errors.New("malformed protobuf list")
+	errNotPodProto  = errors.New("response is not protobuf")
 )
 
 // decodePodList reads a PodList response body from r (protobuf, with the "k8s\0" envelope,
 // or JSON) and calls fn with each pod's fields. A protobuf body is read one pod at a time
-// (eachListItem), so the list is never held whole.
+// (listStream.eachItem), so the list is never held whole.
 func decodePodList(r io.Reader, fn func(*podFields)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, err := br.Peek(len(k8sProtoMagic)); err != nil || !bytes.Equal(magic, k8sProtoMagic) {
-		body, err := io.ReadAll(br)
+	ls, ok := openListStream(r)
+	if !ok {
+		body, err := io.ReadAll(ls.r)
 		if err != nil {
 			return err
 		}
 		return decodePodListJSON(body, fn)
 	}
-	return eachListItem(br, func(item []byte) error {
+	_, err := ls.eachItem(func(item []byte) error {
 		var p podFields
 		if err := decodePod(item, &p); err != nil {
 			return err
@@ -55,6 +56,7 @@ func decodePodList(r io.Reader, fn func(*podFields)) error {
 		fn(&p)
 		return nil
 	})
+	return err
 }
 
 // objectMetaFields are the metadata fields a metadata-only list keeps.
@@ -66,13 +68,13 @@ type objectMetaFields struct {
 // decodeMetadataList reads a PartialObjectMetadataList response body (protobuf, with the
 // "k8s\0" envelope) from r, one item at a time, and calls fn with each item's name, UID,
 // resourceVersion and creation time; the rest of the metadata (managedFields above all) is
-// skipped unparsed.
-func decodeMetadataList(r io.Reader, fn func(*objectMetaFields)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, err := br.Peek(len(k8sProtoMagic)); err != nil || !bytes.Equal(magic, k8sProtoMagic) {
-		return errNotPodProto
+// skipped unparsed. It returns the list's metadata (the continue token of a page).
+func decodeMetadataList(r io.Reader, fn func(*objectMetaFields)) (listMeta, error) {
+	ls, ok := openListStream(r)
+	if !ok {
+		return listMeta{}, errNotPodProto
 	}
-	return eachListItem(br, func(item []byte) error {
+	return ls.eachItem(func(item []byte) error {
 		meta, err := field(item, 1) // PartialObjectMetadata: ObjectMeta = 1
 		if err != nil {
 			return err
@@ -109,58 +111,137 @@ func decodeMetadataList(r io.Reader, fn func(*objectMetaFields)) error {
 	})
 }
 
-// maxListItemBytes bounds one list item read by eachListItem (etcd stores objects of at most
-// 1.5 MiB by default; this leaves room for larger limits while refusing a corrupt length).
-const maxListItemBytes = 64 << 20
+// listStream reads a protobuf list response body: the "k8s\0" magic, then a runtime.Unknown
+// whose raw field (2) holds the list message, whose metadata is field 1 and items field 2.
+type listStream struct {
+	r   *bufio.Reader
+	end *endReader
+}
 
-// eachListItem reads a protobuf list response from br, which starts with the "k8s\0" magic: a
-// runtime.Unknown whose raw field (2) holds the list message, whose items are field 2. It
-// calls fn with each item's bytes in turn, in a buffer it reuses (fn must copy what it keeps),
-// and skips every other field. Only one item is in memory at a time.
-func eachListItem(br *bufio.Reader, fn func(item []byte) error) error {
-	if _, err := br.Discard(len(k8sProtoMagic)); err != nil {
-		return errBadPodProto
+// openListStream starts reading a response body; ok is false when it is not protobuf (then
+// ls.r still yields the whole body).
+func openListStream(r io.Reader) (ls listStream, ok bool) {
+	end := &endReader{r: r}
+	ls = listStream{r: bufio.NewReaderSize(end, 64<<10), end: end}
+	magic, err := ls.r.Peek(len(k8sProtoMagic))
+	return ls, err == nil && bytes.Equal(magic, k8sProtoMagic)
+}
+
+// endReader remembers whether its reader ended cleanly (io.EOF): a body that ends cleanly
+// inside a message is malformed, while a broken connection ends with an error of its own
+// (net/http reports io.ErrUnexpectedEOF), which the caller should see.
+type endReader struct {
+	r     io.Reader
+	ended bool
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.ended = true
 	}
-	unknown := &protoStream{r: br, left: -1}
+	return n, err
+}
+
+// eachItem calls fn with each item's bytes in turn, in a buffer it reuses (fn must copy what
+// it keeps), skipping every other field, and returns the list's metadata. Only one item is
+// in memory at a time. A body without the list, or that ends inside a message, is
+// errBadListProto.
+func (ls listStream) eachItem(fn func(item []byte) error) (listMeta, error) {
+	var meta listMeta
+	if _, err := ls.r.Discard(len(k8sProtoMagic)); err != nil {
+		return meta, errBadListProto
+	}
+	unknown := &protoStream{listStream: ls, left: -1}
 	var buf []byte
+	sawList := false
 	for {
-		size, err := unknown.nextBytes(2) // runtime.Unknown.raw: the list message
+		num, typ, err := unknown.tag()
 		if err == io.EOF {
-			return nil
+			if !sawList {
+				return meta, errBadListProto
+			}
+			return meta, nil
 		}
 		if err != nil {
-			return err
+			return meta, err
 		}
-		list := &protoStream{r: br, left: int64(size)}
+		if num != 2 || typ != protowire.BytesType { // not runtime.Unknown.raw
+			if err := unknown.skip(typ); err != nil {
+				return meta, err
+			}
+			continue
+		}
+		size, err := unknown.varint()
+		if err != nil {
+			return meta, err
+		}
+		sawList = true
+		list := &protoStream{listStream: ls, left: int64(size)}
 		for {
-			n, err := list.nextBytes(2) // items
+			num, typ, err := list.tag()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return err
+				return meta, err
+			}
+			if typ != protowire.BytesType || (num != 1 && num != 2) { // not metadata or items
+				if err := list.skip(typ); err != nil {
+					return meta, err
+				}
+				continue
+			}
+			n, err := list.varint()
+			if err != nil {
+				return meta, err
 			}
 			if n > maxListItemBytes {
-				return errBadPodProto
+				return meta, errBadListProto
 			}
 			if uint64(cap(buf)) < n {
 				buf = make([]byte, n)
 			}
 			buf = buf[:n]
 			if err := list.read(buf); err != nil {
-				return err
+				return meta, err
+			}
+			if num == 1 {
+				if meta, err = listMetaOf(buf); err != nil {
+					return meta, err
+				}
+				continue
 			}
 			if err := fn(buf); err != nil {
-				return err
+				return meta, err
 			}
 		}
 	}
 }
 
-// protoStream reads protobuf fields from a stream: left is how many bytes of the enclosing
-// message remain (-1: up to the end of the stream).
+// listMetaOf decodes a ListMeta: resourceVersion = 2, continue = 3.
+func listMetaOf(b []byte) (listMeta, error) {
+	var m listMeta
+	err := eachField(b, func(n protowire.Number, v []byte, _ uint64) error {
+		switch n {
+		case 2:
+			m.ResourceVersion = string(v)
+		case 3:
+			m.Continue = string(v)
+		}
+		return nil
+	})
+	return m, err
+}
+
+// maxListItemBytes bounds one list item read by eachItem (etcd stores objects of at most
+// 1.5 MiB by default; this leaves room for larger limits while refusing a corrupt length).
+const maxListItemBytes = 64 << 20
+
+// protoStream reads protobuf fields from a list stream: left is how many bytes of the
+// enclosing message remain (-1: up to the end of the body).
 type protoStream struct {
-	r    *bufio.Reader
+	listStream
 	left int64
 }
 
@@ -171,7 +252,7 @@ func (s *protoStream) ReadByte() (byte, error) {
 	}
 	b, err := s.r.ReadByte()
 	if err != nil {
-		return 0, streamErr(err) // the stream ended inside the message, or the read failed
+		return 0, s.err(err)
 	}
 	s.consumed(1)
 	return b, nil
@@ -183,21 +264,13 @@ func (s *protoStream) consumed(n int64) {
 	}
 }
 
-// nextBytes skips fields up to the next length-delimited field num and returns its length,
-// leaving the stream at its payload; io.EOF at the end of the message.
-func (s *protoStream) nextBytes(num protowire.Number) (uint64, error) {
-	for {
-		n, typ, err := s.tag()
-		if err != nil {
-			return 0, err
-		}
-		if n == num && typ == protowire.BytesType {
-			return s.varint()
-		}
-		if err := s.skip(typ); err != nil {
-			return 0, err
-		}
+// err is errBadListProto when the body ended cleanly inside a message, else err itself (a
+// broken connection, a cancelled context), so that the caller sees the real cause.
+func (s *protoStream) err(err error) error {
+	if s.end.ended && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return errBadListProto
 	}
+	return err
 }
 
 // tag reads a field's tag; io.EOF at the end of the message.
@@ -218,7 +291,7 @@ func (s *protoStream) tag() (protowire.Number, protowire.Type, error) {
 	}
 	num, typ := protowire.DecodeTag(x)
 	if num <= 0 {
-		return 0, 0, errBadPodProto
+		return 0, 0, errBadListProto
 	}
 	return num, typ, nil
 }
@@ -226,27 +299,18 @@ func (s *protoStream) tag() (protowire.Number, protowire.Type, error) {
 func (s *protoStream) varint() (uint64, error) {
 	x, err := binary.ReadUvarint(s)
 	if err != nil {
-		return 0, streamErr(err)
+		return 0, s.err(err)
 	}
 	return x, nil
-}
-
-// streamErr is errBadPodProto for a body that ended early, else err itself (a failed read of
-// the connection, a cancelled context), so that the caller sees the real cause.
-func streamErr(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errBadPodProto
-	}
-	return err
 }
 
 // read fills buf from the message.
 func (s *protoStream) read(buf []byte) error {
 	if s.left >= 0 && int64(len(buf)) > s.left {
-		return errBadPodProto
+		return errBadListProto
 	}
 	if _, err := io.ReadFull(s.r, buf); err != nil {
-		return streamErr(err)
+		return s.err(err)
 	}
 	s.consumed(int64(len(buf)))
 	return nil
@@ -269,13 +333,13 @@ func (s *protoStream) skip(typ protowire.Type) error {
 			return err
 		}
 	default:
-		return errBadPodProto
+		return errBadListProto
 	}
-	if s.left >= 0 && n > uint64(s.left) {
-		return errBadPodProto
+	if (s.left >= 0 && n > uint64(s.left)) || n > math.MaxInt32 {
+		return errBadListProto
 	}
 	if _, err := s.r.Discard(int(n)); err != nil {
-		return streamErr(err)
+		return s.err(err)
 	}
 	s.consumed(int64(n))
 	return nil
@@ -344,14 +408,14 @@ func eachField(b []byte, fn func(num protowire.Number, v []byte, x uint64) error
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return errBadPodProto
+			return errBadListProto
 		}
 		b = b[n:]
 		switch typ {
 		case protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return errBadPodProto
+				return errBadListProto
 			}
 			b = b[n:]
 			if err := fn(num, v, 0); err != nil {
@@ -360,7 +424,7 @@ func eachField(b []byte, fn func(num protowire.Number, v []byte, x uint64) error
 		case protowire.VarintType:
 			x, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return errBadPodProto
+				return errBadListProto
 			}
 			b = b[n:]
 			if err := fn(num, nil, x); err != nil {
@@ -369,7 +433,7 @@ func eachField(b []byte, fn func(num protowire.Number, v []byte, x uint64) error
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
-				return errBadPodProto
+				return errBadListProto
 			}
 			b = b[n:]
 		}

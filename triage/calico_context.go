@@ -23,7 +23,7 @@ func calicoContextRules(s *Snapshot) []Finding {
 			Severity: SeverityWarning,
 			Summary: fmt.Sprintf("Calico IPAM holds %d %s that no pod or node uses (leaked); they count as used until released.",
 				ipam.LeakedIPs, plural(ipam.LeakedIPs, "address", "addresses")),
-			Evidence: []Evidence{leakEvidence(ipam)},
+			Evidence: []Evidence{leakEvidence(ipam, s.Pod.Spec.NodeName)},
 			Fix: []string{
 				"whypending ipam check --show-problem-ips",
 				"whypending ipam release-ips --lock  # prints the plan; add --yes to release",

@@ -3,6 +3,7 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -179,7 +180,7 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 		f.Evidence = append(f.Evidence, poolEvidence(ipam)...)
 		if ipam.LeakedIPs > 0 {
 			f.Summary += fmt.Sprintf(" %d of the allocated %s used by no pod or node (leaked).", ipam.LeakedIPs, plural(ipam.LeakedIPs, "address is", "addresses are"))
-			f.Evidence = append(f.Evidence, leakEvidence(ipam))
+			f.Evidence = append(f.Evidence, leakEvidence(ipam, s.Pod.Spec.NodeName))
 			f.Actions = append(f.Actions, ActionRef{Kind: actionReleaseLeakedIPs, Label: fmt.Sprintf("Release %d leaked %s", ipam.LeakedIPs, plural(ipam.LeakedIPs, "IP", "IPs"))})
 		}
 		if n := ipam.NodeBlocks[s.Pod.Spec.NodeName]; n > 0 || len(ipam.NodeBlocks) > 0 {
@@ -423,9 +424,10 @@ func poolEvidence(ipam *IPAMState) []Evidence {
 // maxLeakNodes is how many nodes leakEvidence names; a large cluster leaks on hundreds.
 const maxLeakNodes = 10
 
-// leakEvidence counts leaked allocations cluster-wide and by node, largest first (the first
-// maxLeakNodes nodes, then how many more).
-func leakEvidence(ipam *IPAMState) Evidence {
+// leakEvidence counts leaked allocations cluster-wide and by node, largest first: the first
+// maxLeakNodes nodes, podNode (the asked-about pod's node) when it leaks and is not among
+// them, then how many more.
+func leakEvidence(ipam *IPAMState, podNode string) Evidence {
 	type kv struct {
 		node string
 		n    int
@@ -443,10 +445,16 @@ func leakEvidence(ipam *IPAMState) Evidence {
 		return byNode[i].node < byNode[j].node
 	})
 	var parts []string
-	for _, b := range byNode[:min(len(byNode), maxLeakNodes)] {
+	shown := byNode[:min(len(byNode), maxLeakNodes)]
+	for _, b := range shown {
 		parts = append(parts, fmt.Sprintf("%s %d", b.node, b.n))
 	}
-	if more := len(byNode) - maxLeakNodes; more > 0 {
+	more := len(byNode) - len(shown)
+	if n := ipam.LeakedIPsByNode[podNode]; n > 0 && !slices.ContainsFunc(shown, func(b kv) bool { return b.node == podNode }) {
+		parts = append(parts, fmt.Sprintf("%s (the pod's node) %d", podNode, n))
+		more--
+	}
+	if more > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more %s (whypending ipam check --show-problem-ips lists every address)", more, plural(more, "node", "nodes")))
 	}
 	msg := fmt.Sprintf("%d %s allocated in IPAM but not in use by any pod or node", ipam.LeakedIPs, plural(ipam.LeakedIPs, "address", "addresses"))

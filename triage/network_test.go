@@ -271,7 +271,7 @@ func TestLeakEvidenceNamesTheWorstNodesOnly(t *testing.T) {
 		ipam.LeakedIPsByNode[fmt.Sprintf("node-%03d", i)] = n
 		ipam.LeakedIPs += n
 	}
-	msg := leakEvidence(ipam).Message
+	msg := leakEvidence(ipam, "node-006").Message
 	if got := strings.Count(msg, "node-"); got != maxLeakNodes {
 		t.Errorf("names %d nodes, want %d: %s", got, maxLeakNodes, msg)
 	}
@@ -279,5 +279,15 @@ func TestLeakEvidenceNamesTheWorstNodesOnly(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("lacks %q: %s", want, msg)
 		}
+	}
+	// The asked-about pod's node is named even when it leaks less than the ten worst.
+	msg = leakEvidence(ipam, "node-000").Message
+	for _, want := range []string{"node-000 (the pod's node) 1, and 289 more nodes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("lacks %q: %s", want, msg)
+		}
+	}
+	if got := strings.Count(msg, "node-"); got != maxLeakNodes+1 {
+		t.Errorf("names %d nodes, want %d: %s", got, maxLeakNodes+1, msg)
 	}
 }

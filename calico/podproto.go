@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -156,7 +157,7 @@ func (ls listStream) eachItem(fn func(item []byte) error) (listMeta, error) {
 	var buf []byte
 	sawList := false
 	for {
-		num, typ, err := unknown.tag()
+		_, size, err := unknown.nextBytes(2) // runtime.Unknown.raw: the list message
 		if err == io.EOF {
 			if !sawList {
 				return meta, errBadListProto
@@ -166,33 +167,13 @@ func (ls listStream) eachItem(fn func(item []byte) error) (listMeta, error) {
 		if err != nil {
 			return meta, err
 		}
-		if num != 2 || typ != protowire.BytesType { // not runtime.Unknown.raw
-			if err := unknown.skip(typ); err != nil {
-				return meta, err
-			}
-			continue
-		}
-		size, err := unknown.varint()
-		if err != nil {
-			return meta, err
-		}
 		sawList = true
 		list := &protoStream{listStream: ls, left: int64(size)}
 		for {
-			num, typ, err := list.tag()
+			num, n, err := list.nextBytes(1, 2) // metadata or an item
 			if err == io.EOF {
 				break
 			}
-			if err != nil {
-				return meta, err
-			}
-			if typ != protowire.BytesType || (num != 1 && num != 2) { // not metadata or items
-				if err := list.skip(typ); err != nil {
-					return meta, err
-				}
-				continue
-			}
-			n, err := list.varint()
 			if err != nil {
 				return meta, err
 			}
@@ -271,6 +252,25 @@ func (s *protoStream) err(err error) error {
 		return errBadListProto
 	}
 	return err
+}
+
+// nextBytes skips fields up to the next length-delimited field whose number is one of nums
+// and returns its number and length, leaving the stream at its payload; io.EOF at the end of
+// the message.
+func (s *protoStream) nextBytes(nums ...protowire.Number) (protowire.Number, uint64, error) {
+	for {
+		num, typ, err := s.tag()
+		if err != nil {
+			return 0, 0, err
+		}
+		if typ == protowire.BytesType && slices.Contains(nums, num) {
+			n, err := s.varint()
+			return num, n, err
+		}
+		if err := s.skip(typ); err != nil {
+			return 0, 0, err
+		}
+	}
 }
 
 // tag reads a field's tag; io.EOF at the end of the message.

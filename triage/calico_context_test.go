@@ -10,9 +10,9 @@ func TestCalicoContextRules(t *testing.T) {
 		actions []string
 	}{
 		{"no IPAM state read", nil, nil, nil},
-		{"clean IPAM", &IPAMState{MaxBlocksPerHost: 20}, nil, nil},
+		{"clean IPAM", &IPAMState{MaxBlocksPerHost: 20, LeaksChecked: true}, nil, nil},
 		{"leaks and empty blocks", &IPAMState{
-			MaxBlocksPerHost: 4, LeakedIPs: 86, LeakedIPsByNode: map[string]int{"worker-1": 86},
+			MaxBlocksPerHost: 4, LeaksChecked: true, LeakedIPs: 86, LeakedIPsByNode: map[string]int{"worker-1": 86},
 			EmptyBlocks: 1, EmptyBlocksByNode: map[string]int{"worker-1": 1}, NodeBlocks: map[string]int{"worker-1": 4},
 		}, []Code{CodeCalicoIPAMLeaks, CodeCalicoIPAMEmptyBlocks}, []string{actionReleaseLeakedIPs, actionReleaseEmptyBlocks}},
 	}

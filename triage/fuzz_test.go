@@ -148,7 +148,7 @@ func fuzzSnapshot(data []byte) *Snapshot {
 		s.CalicoNodePods = []*corev1.Pod{calicoNode(f.pickString("calico-system", "kube-system"), f.bool()), nil}
 	}
 	if f.bool() {
-		s.IPAM = &IPAMState{MaxBlocksPerHost: f.next() - 2, LeakedIPs: f.next(), EmptyBlocks: f.next(),
+		s.IPAM = &IPAMState{MaxBlocksPerHost: f.next() - 2, LeaksChecked: f.bool(), LeakedIPs: f.next(), EmptyBlocks: f.next(),
 			Pools: []PoolUsage{{CIDR: f.pickString("10.0.0.0/24", "fd00::/64"), Total: f.next(), InUse: f.next(), BlockSize: f.next()}}}
 	}
 	if f.bool() {

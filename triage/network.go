@@ -178,7 +178,15 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 		f.Evidence = append(f.Evidence, ipamUnavailable(s))
 	} else {
 		f.Evidence = append(f.Evidence, poolEvidence(ipam)...)
-		if ipam.LeakedIPs > 0 {
+		switch {
+		case !ipam.LeaksChecked:
+			// Unknown is not zero: never conclude "nothing is leaked" from a check that failed.
+			msg := "the leak check did not run, so how many addresses are leaked is unknown"
+			if s.IPAMErr != nil {
+				msg = "the leak check failed, so how many addresses are leaked is unknown: " + s.IPAMErr.Error()
+			}
+			f.Evidence = append(f.Evidence, Evidence{Object: "Calico IPAM", Field: "allocations", Message: msg})
+		case ipam.LeakedIPs > 0:
 			f.Summary += fmt.Sprintf(" %d of the allocated %s used by no pod or node (leaked).", ipam.LeakedIPs, plural(ipam.LeakedIPs, "address is", "addresses are"))
 			f.Evidence = append(f.Evidence, leakEvidence(ipam, s.Pod.Spec.NodeName))
 			f.Actions = append(f.Actions, ActionRef{Kind: actionReleaseLeakedIPs, Label: fmt.Sprintf("Release %d leaked %s", ipam.LeakedIPs, plural(ipam.LeakedIPs, "IP", "IPs"))})
@@ -186,7 +194,7 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 		if n := ipam.NodeBlocks[s.Pod.Spec.NodeName]; n > 0 || len(ipam.NodeBlocks) > 0 {
 			f.Evidence = append(f.Evidence, nodeBlockEvidence(s, ipam))
 		}
-		if free := freeAddresses(ipam); ipam.LeakedIPs == 0 && free > 0 {
+		if free := freeAddresses(ipam); ipam.LeaksChecked && ipam.LeakedIPs == 0 && free > 0 {
 			// The failure is history: the pools have room now (for example after a release).
 			f.Summary += fmt.Sprintf(" The pools now have %d free %s and nothing is leaked, so the kubelet's next sandbox retry (with back-off) should succeed.",
 				free, plural(free, "address", "addresses"))

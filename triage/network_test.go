@@ -3,6 +3,7 @@ package triage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,7 @@ func TestNetworkRulesCorrelateIPAM(t *testing.T) {
 		NodeBlocks:        map[string]int{"node-1": 4},
 		EmptyBlocks:       1,
 		EmptyBlocksByNode: map[string]int{"node-1": 1},
+		LeaksChecked:      true,
 		LeakedIPs:         86,
 		LeakedIPsByNode:   map[string]int{"node-1": 86},
 		Pools:             []PoolUsage{{Name: "default", CIDR: "172.24.0.0/16", BlockSize: 26, Total: 65536, InUse: 256}},
@@ -152,8 +154,9 @@ func TestSandboxCode(t *testing.T) {
 func TestIPAMExhaustedAfterRepairSaysTheFailureIsHistory(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.PodSpec{NodeName: "worker-1"}}
 	s := &Snapshot{Pod: pod, IPAM: &IPAMState{
-		Pools:      []PoolUsage{{Name: "default", CIDR: "172.16.0.0/24", Total: 256, InUse: 75}},
-		NodeBlocks: map[string]int{"worker-1": 2},
+		Pools:        []PoolUsage{{Name: "default", CIDR: "172.16.0.0/24", Total: 256, InUse: 75}},
+		NodeBlocks:   map[string]int{"worker-1": 2},
+		LeaksChecked: true,
 	}}
 	f := Finding{Code: CodeCalicoIPAMExhausted, Summary: "Calico IPAM could not give the pod an IP address."}
 	ipamExhaustedDetail(s, &f)
@@ -289,5 +292,32 @@ func TestLeakEvidenceNamesTheWorstNodesOnly(t *testing.T) {
 	}
 	if got := strings.Count(msg, "node-"); got != maxLeakNodes+1 {
 		t.Errorf("names %d nodes, want %d: %s", got, maxLeakNodes+1, msg)
+	}
+}
+
+// TestIPAMExhaustedWithAFailedCheckDoesNotSayNothingLeaks: when the leak check's reads failed
+// (IPAMState.LeaksChecked false, the error in Snapshot.IPAMErr), the pools' free addresses do
+// not make the failure history: the answer says the leak count is unknown, quotes the error
+// and keeps the check and release fixes.
+func TestIPAMExhaustedWithAFailedCheckDoesNotSayNothingLeaks(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.PodSpec{NodeName: "worker-1"}}
+	s := &Snapshot{Pod: pod, IPAMErr: errors.New("check calico ipam: list pods: unexpected EOF"), IPAM: &IPAMState{
+		Pools:      []PoolUsage{{Name: "default", CIDR: "172.16.0.0/24", Total: 256, InUse: 75}},
+		NodeBlocks: map[string]int{"worker-1": 2},
+	}}
+	f := Finding{Code: CodeCalicoIPAMExhausted, Summary: "Calico IPAM could not give the pod an IP address."}
+	ipamExhaustedDetail(s, &f)
+	if strings.Contains(f.Summary, "nothing is leaked") || strings.Contains(f.Summary, "should succeed") {
+		t.Errorf("Summary = %q: concludes from a failed check", f.Summary)
+	}
+	var ev []string
+	for _, e := range f.Evidence {
+		ev = append(ev, e.Message)
+	}
+	if !strings.Contains(strings.Join(ev, "\n"), "leak check failed, so how many addresses are leaked is unknown: check calico ipam: list pods: unexpected EOF") {
+		t.Errorf("Evidence does not say the leak count is unknown, with the error:\n%s", strings.Join(ev, "\n"))
+	}
+	if !slices.ContainsFunc(f.Fix, func(s string) bool { return strings.Contains(s, "ipam release-ips") }) {
+		t.Errorf("Fix = %q, want the check and release commands", f.Fix)
 	}
 }

@@ -128,6 +128,10 @@ type IPAMState struct {
 	Pools []PoolUsage
 	// NodeBlocks maps a node name to the number of blocks affine to it (confirmed affinities).
 	NodeBlocks map[string]int
+	// LeaksChecked is true when the leak check ran (calico.Overview.Check is set). When it
+	// is false (the check's reads failed, see Snapshot.IPAMErr), LeakedIPs and LeakedIPsByNode
+	// are unknown, not zero.
+	LeaksChecked bool
 	// LeakedIPs is how many allocations no pod or node uses (calicoctl ipam check's
 	// "allocated but not in use"), cluster-wide.
 	LeakedIPs int

@@ -199,6 +199,7 @@ func ipamStateFrom(u *calico.Utilization, check *calico.CheckResult, datastoreRe
 		st.EmptyBlockCIDRs[b.Node] = append(st.EmptyBlockCIDRs[b.Node], b.CIDR.String())
 	}
 	if check != nil {
+		st.LeaksChecked = true
 		st.LeakedIPs = len(check.LeakedIPs)
 		for _, a := range check.LeakedIPs {
 			node := blockNode[a.Block]

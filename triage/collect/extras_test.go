@@ -38,6 +38,7 @@ func TestIPAMStateFrom(t *testing.T) {
 		DatastoreReady: &ready, StrictAffinity: true, MaxBlocksPerHost: 4,
 		Pools:             []triage.PoolUsage{{Name: "default", CIDR: "172.24.0.0/24", BlockSize: 26, Total: 256, InUse: 129}},
 		NodeBlocks:        map[string]int{"worker-1": 2, "worker-2": 1},
+		LeaksChecked:      true,
 		LeakedIPs:         2,
 		LeakedIPsByNode:   map[string]int{"worker-1": 1, "worker-2": 1},
 		EmptyBlocks:       1,

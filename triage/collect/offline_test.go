@@ -243,7 +243,7 @@ func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {
 // and a block is empty when it has no allocation.
 func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1.Pod, nodes []*corev1.Node) *triage.IPAMState {
 	t.Helper()
-	st := &triage.IPAMState{NodeBlocks: map[string]int{}, LeakedIPsByNode: map[string]int{}, EmptyBlocksByNode: map[string]int{}}
+	st := &triage.IPAMState{LeaksChecked: true, NodeBlocks: map[string]int{}, LeakedIPsByNode: map[string]int{}, EmptyBlocksByNode: map[string]int{}}
 	used := map[netip.Addr]bool{}
 	for _, p := range pods {
 		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {

@@ -414,16 +414,10 @@ func (c *Client) listHandleMeta(ctx context.Context) (map[string]handleEntry, er
 	if !retryPageByPage(err, len(m)) {
 		return nil, fmt.Errorf("list ipamhandles: %w", err)
 	}
-	for cont := ""; ; {
-		page, perr := c.handleMetaPage(ctx, listPageSize, cont, add)
-		if perr != nil {
-			return nil, fmt.Errorf("list ipamhandles page by page (the whole list timed out: %v): %w", err, perr)
-		}
-		if page.Continue == "" {
-			return m, nil
-		}
-		cont = page.Continue
+	if _, perr := readPages(func(cont string) (listMeta, error) { return c.handleMetaPage(ctx, listPageSize, cont, add) }); perr != nil {
+		return nil, fmt.Errorf("list ipamhandles page by page (the whole list timed out: %v): %w", err, perr)
 	}
+	return m, nil
 }
 
 // handleMetaPage reads one metadata-only IPAMHandle list: the whole list when limit is 0,

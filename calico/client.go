@@ -220,12 +220,20 @@ func retryPageByPage(err error, passed int) bool {
 // listPaged lists resource pageSize items per request (limit and continue), passing each item
 // to fn, and returns the list's resourceVersion.
 func listPaged[T any](ctx context.Context, c *Client, resource string, pageSize int, fn func(*T) error) (string, error) {
-	for cont := ""; ; {
+	return readPages(func(cont string) (listMeta, error) {
 		req := c.raw.Get().Resource(resource).Param("limit", strconv.Itoa(pageSize))
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
-		page, err := listPage(ctx, req, fn)
+		return listPage(ctx, req, fn)
+	})
+}
+
+// readPages calls readPage with each continue token ("" first) until a page has none, and
+// returns the list's resourceVersion.
+func readPages(readPage func(cont string) (listMeta, error)) (string, error) {
+	for cont := ""; ; {
+		page, err := readPage(cont)
 		if err != nil {
 			return "", err
 		}

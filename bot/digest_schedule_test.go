@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -83,7 +84,7 @@ func (s staticIPAM) Utilization(context.Context) (*calico.Utilization, error) { 
 // the leader posts; when it stops, the other takes the Lease over and posts, and the old
 // leader posts nothing more.
 func TestDigestLeaderElection(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	const ns = "whypending"
 	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -359,8 +360,8 @@ func (uninitializedIPAM) Utilization(context.Context) (*calico.Utilization, erro
 // seed-ipam-leaked scenario on a real control plane, one whose API fails, two without
 // Calico and one that is unavailable (down), to two channels of which one refuses posts.
 func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 	ipam, err := calico.NewClient(t.Context(), c.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ import (
 // namespace ns.
 func startStoreCluster(t *testing.T, ns string) *testenv.Cluster {
 	t.Helper()
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -118,7 +119,7 @@ func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) []byte {
 // repository root).
 func startChartCluster(t *testing.T, opts testenv.Options, crdDirs ...string) *testenv.Cluster {
 	t.Helper()
-	c := testenv.StartT(t, opts)
+	c := testcluster.Start(t, opts)
 	for _, dir := range crdDirs {
 		if err := c.InstallCRDs(t.Context(), os.DirFS(filepath.Join(repoRoot(t), dir)), "."); err != nil {
 			t.Fatalf("install CRDs from %s: %v", dir, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -81,8 +82,8 @@ func TestCrashChild(t *testing.T) {
 // had done, the datastore is unlocked, the plan message says to re-plan, no address in use
 // was released, and a fresh plan, approved in Slack, finishes the job.
 func TestCrashMidReleaseIsRecovered(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 	installStore(t, c, crashStoreNS)
 	ctx := t.Context()
 	ipam, err := calico.NewClient(ctx, c.Config)

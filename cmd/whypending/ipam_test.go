@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -38,8 +39,8 @@ func mustRunIPAM(t *testing.T, kubeconfig string, args ...string) string {
 }
 
 func TestIPAMCheckReleaseLocked(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	kc := c.KubeconfigPath
 
 	report := filepath.Join(t.TempDir(), "report.json")
@@ -94,8 +95,8 @@ func TestIPAMCheckReleaseLocked(t *testing.T) {
 }
 
 func TestIPAMReleaseFromReport(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	report := filepath.Join(t.TempDir(), "report.json")
 	mustRunIPAM(t, c.KubeconfigPath, "check", "-o", report)
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-ips", "--from-report", report, "--yes")
@@ -108,8 +109,8 @@ func TestIPAMReleaseFromReport(t *testing.T) {
 }
 
 func TestIPAMReleaseBlocks(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-block-limit"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-block-limit"))
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty")
 	if !strings.Contains(out, "Plan: release 1 blocks.\n  172.24.10.64/26\n") || !strings.Contains(out, "Dry run") {
 		t.Errorf("plan:\n%s", out)
@@ -134,8 +135,8 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 }
 
 func TestIPAMLockUnlock(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	kc := c.KubeconfigPath
 	cl := calicoClient(t, c)
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -299,7 +300,7 @@ func startRBACCluster(t *testing.T, dir, policyFile string, bots bool) *rbacClus
 		crds = append(crds, filepath.Join(chartDir, "crds"))
 	}
 	e.c = startChartCluster(t, opts, crds...)
-	testenv.LoadT(t, e.c, dir)
+	testcluster.Load(t, e.c, dir)
 	ctx := t.Context()
 	for _, r := range []*chartRelease{rwRelease, roRelease} {
 		createNamespace(t, e.c, r.namespace)

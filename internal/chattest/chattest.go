@@ -27,6 +27,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
@@ -58,8 +59,8 @@ type Env struct {
 // informer-backed collector, as serve does.
 func Start(t testing.TB, scenario string, cached bool) *Env {
 	t.Helper()
-	e := &Env{Cluster: testenv.StartT(t, testenv.Options{})}
-	testenv.LoadT(t, e.Cluster, scenario)
+	e := &Env{Cluster: testcluster.Start(t, testenv.Options{})}
+	testcluster.Load(t, e.Cluster, scenario)
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

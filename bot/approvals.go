@@ -57,18 +57,6 @@ type Decision struct {
 	Refusal string
 }
 
-// Outcome is what a click leads to, for the adapter to show.
-type Outcome struct {
-	// Update, when set, replaces the message that holds the clicked button (the plan
-	// message after a decision). Nil leaves it alone.
-	Update *Message
-	// Notice, when not empty, is shown to the clicker only (a refusal, "already approved").
-	Notice string
-	// Post, when set, is a new message to post in the channel (a plan made from a
-	// "Release N leaked IPs" button).
-	Post *Reply
-}
-
 // Approvals runs the approval workflow: it stores plans, enforces the policy, claims a plan
 // for execution by compare-and-set (so it runs at most once across clicks and replicas),
 // executes it and records every transition.

@@ -173,17 +173,6 @@ func New(o Options) *Bot {
 	return b
 }
 
-// Core is what a chat adapter needs from the bot; *Bot implements it.
-type Core interface {
-	// Command answers a slash command.
-	Command(ctx context.Context, req Request) Reply
-	// Click handles a button click; progress shows intermediate versions of the clicked
-	// message (the "running" plan).
-	Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome
-	// Attach records where a plan message was posted.
-	Attach(ctx context.Context, planID, ref string) error
-}
-
 var _ Core = (*Bot)(nil)
 
 // Command answers a slash command.
@@ -200,20 +189,6 @@ func (b *Bot) Approvals() *Approvals { return b.approvals }
 // Attach records where the adapter posted a plan message.
 func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
 	return b.approvals.Attach(ctx, planID, ref)
-}
-
-// Click is one button click on a message the bot posted.
-type Click struct {
-	// Principal is who clicked.
-	Principal Principal
-	// Channel is the channel ID of the message.
-	Channel string
-	// ActionID and Value are the button's (see Button).
-	ActionID string
-	Value    string
-	// Refusal, when set, refuses the click whatever it asks, and is why (see
-	// Decision.Refusal); a refused Approve or Deny is recorded in the plan's history.
-	Refusal string
 }
 
 // Click handles a button click: Approve / Deny go to the approval workflow (progress gets

@@ -495,25 +495,12 @@ func (c *Config) applyDefaults() {
 }
 
 var (
-	slackUserID    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
-	slackGroupID   = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
-	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+	slackUserID  = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackGroupID = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
 	// snowflake is a Discord ID: a 64-bit integer in decimal, 17 to 20 digits for anything
 	// created since 2015.
 	snowflake = regexp.MustCompile(`^[1-9][0-9]{16,19}$`)
 )
-
-// ChannelPlatform names the platform a configured channel ID belongs to by its shape: "slack"
-// (C…, G…, D…), "discord" (a snowflake), or "" for neither.
-func ChannelPlatform(id string) string {
-	switch {
-	case slackChannelID.MatchString(id):
-		return "slack"
-	case snowflake.MatchString(id):
-		return "discord"
-	}
-	return ""
-}
 
 // Validate checks a defaulted config and returns one error per problem, joined, each
 // starting with the key path.

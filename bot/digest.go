@@ -333,13 +333,6 @@ func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time
 	return DigestMessage(cluster, check, util, now), nil
 }
 
-// ChannelPoster posts a message to a chat channel. The Slack adapter implements it with
-// chat.postMessage, the Discord adapter with Create Message; Platforms picks the adapter by
-// the channel ID's shape.
-type ChannelPoster interface {
-	PostMessage(ctx context.Context, channel string, m Message) error
-}
-
 // Digest posts every cluster's IPAM digest to the digest channels (config channels.digest).
 // DigestScheduler runs it on a schedule; RunDigest runs one round.
 type Digest struct {

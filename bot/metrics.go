@@ -15,12 +15,8 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	// commandSeconds is how long handlers take, by command, in seconds.
 	commandSeconds *prometheus.HistogramVec
-	// AckSeconds is how long adapters take to acknowledge a platform request, by platform
-	// and kind ("command", "interaction"), in seconds. Adapters observe it.
-	AckSeconds *prometheus.HistogramVec
-	// Deliveries counts follow-up deliveries (response_url posts, message updates) by
-	// platform and outcome ("ok", "rate-limited", "error"). Adapters count them.
-	Deliveries *prometheus.CounterVec
+	// Adapters are the metrics the chat adapters observe (acknowledgements, deliveries).
+	Adapters *AdapterMetrics
 	// caches reports the informer caches at each scrape (ReportCaches).
 	caches *cacheCollector
 }
@@ -82,7 +78,8 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+// NewMetrics creates the metrics, the adapters' included, and registers them with reg (nil:
+// not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -98,19 +95,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer a chat command, by command.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"command"}),
-		AckSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "whypending_ack_duration_seconds",
-			Help:    "Time to acknowledge a chat platform request, by platform and kind.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}, []string{"platform", "kind"}),
-		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "whypending_deliveries_total",
-			Help: "Follow-up deliveries to chat platforms, by platform and outcome.",
-		}, []string{"platform", "outcome"}),
-		caches: newCacheCollector(),
+		Adapters: NewAdapterMetrics(reg),
+		caches:   newCacheCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.AckSeconds, m.Deliveries, m.caches)
+		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.caches)
 	}
 	return m
 }

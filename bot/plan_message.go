@@ -8,17 +8,6 @@ import (
 	"github.com/whypending/whypending/triage"
 )
 
-// Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
-const (
-	// ActionApprove approves the plan named by the button value.
-	ActionApprove = "approve"
-	// ActionDeny denies the plan named by the button value.
-	ActionDeny = "deny"
-	// ActionPlanPrefix starts the action ID of a "make a plan" button: "plan:<kind>", with the
-	// cluster name as the button value.
-	ActionPlanPrefix = "plan:"
-)
-
 // PlanMessage renders an approval record as the message posted for approval and updated on
 // every transition: what would change (or did), who asked, who decided, the expiry, and the
 // Approve / Deny buttons while it is pending. lockNote says how the datastore lock is used.

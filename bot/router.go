@@ -17,19 +17,6 @@ import (
 // a log reference.
 type Handler func(ctx context.Context, req Request) (Reply, error)
 
-// Reply is a handler's answer to the person who typed the command.
-type Reply struct {
-	// Message is the answer.
-	Message Message
-	// Public makes the answer visible to the whole channel; otherwise only the person who
-	// asked sees it where the platform allows (Slack ephemeral). Discord fixes visibility
-	// when it acknowledges, before the answer exists: see adapters/discord.
-	Public bool
-	// PlanID is set when Message shows a plan awaiting approval: the adapter posts it where
-	// it can update it later and records where with Bot.Attach.
-	PlanID string
-}
-
 // Command describes a registered command for help texts.
 type Command struct {
 	// Name is the command without its slash, e.g. "why-pending".

@@ -86,7 +86,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		err := c.Check(ctx)
 		line := "ok"
 		if err != nil {
-			line = oneLine(err.Error())
+			line = JoinLines(err.Error())
 		}
 		fmt.Fprintf(&b, "%s: %s\n", c.Name, line)
 		s.logChange(ctx, c.Name, line, err)

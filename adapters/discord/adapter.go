@@ -36,7 +36,7 @@ type Options struct {
 	Workers, QueueSize int
 	JobTimeout         time.Duration
 	// Metrics may be nil.
-	Metrics *bot.Metrics
+	Metrics *bot.AdapterMetrics
 	// Log is the operational log (nil: slog.Default()). Tokens are never logged.
 	Log *slog.Logger
 	// Now is the clock for the signature timestamp window (nil: time.Now).
@@ -55,7 +55,7 @@ type Adapter struct {
 	clusters []string
 	queue    *bot.Queue
 	deliver  bot.Deliverer
-	metrics  *bot.Metrics
+	metrics  *bot.AdapterMetrics
 	log      *slog.Logger
 	now      func() time.Time
 }

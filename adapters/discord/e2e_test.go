@@ -58,7 +58,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 			Log: chattest.QuietLog,
 		})
 		a := discord.New(discord.Options{Core: b, Session: e.fake.session(t), ApplicationID: appID, PublicKey: e.sign.pub,
-			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: bot.NewMetrics(prometheus.NewRegistry())})
+			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: bot.NewAdapterMetrics(prometheus.NewRegistry())})
 		e.adapters = append(e.adapters, a)
 		e.urls = append(e.urls, chattest.Serve(t, a).URL+"/discord/interactions")
 	}

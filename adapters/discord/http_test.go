@@ -26,13 +26,13 @@ type unitEnv struct {
 	fake    *fakeDiscord
 	sign    signer
 	url     string
-	metrics *bot.Metrics
+	metrics *bot.AdapterMetrics
 	adapter *discord.Adapter
 }
 
 func newUnitEnv(t *testing.T, core *chattest.RecordingCore, o discord.Options) *unitEnv {
 	t.Helper()
-	e := &unitEnv{core: core, fake: newFakeDiscord(t), sign: newSigner(t), metrics: bot.NewMetrics(prometheus.NewRegistry())}
+	e := &unitEnv{core: core, fake: newFakeDiscord(t), sign: newSigner(t), metrics: bot.NewAdapterMetrics(prometheus.NewRegistry())}
 	o.Core, o.Session, o.ApplicationID, o.PublicKey, o.Log, o.Metrics = core, e.fake.session(t), appID, e.sign.pub, chattest.QuietLog, e.metrics
 	e.adapter = discord.New(o)
 	e.url = chattest.Serve(t, e.adapter).URL + "/discord/interactions"

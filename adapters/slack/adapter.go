@@ -30,7 +30,7 @@ type Options struct {
 	// (default 10 min).
 	JobTimeout time.Duration
 	// Metrics may be nil.
-	Metrics *bot.Metrics
+	Metrics *bot.AdapterMetrics
 	// Log is the operational log (nil: slog.Default()). Tokens and secrets are never logged.
 	Log *slog.Logger
 }
@@ -44,7 +44,7 @@ type Adapter struct {
 	httpClient *http.Client
 	queue      *bot.Queue
 	deliver    bot.Deliverer
-	metrics    *bot.Metrics
+	metrics    *bot.AdapterMetrics
 	log        *slog.Logger
 }
 

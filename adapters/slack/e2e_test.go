@@ -71,7 +71,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 			Now:         o.now,
 		})
 		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: chattest.QuietLog,
-			Metrics: bot.NewMetrics(prometheus.NewRegistry())})
+			Metrics: bot.NewAdapterMetrics(prometheus.NewRegistry())})
 		e.replicas = append(e.replicas, chattest.Serve(t, a))
 	}
 	return e

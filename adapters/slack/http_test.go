@@ -148,7 +148,7 @@ func TestFollowUpWaitsOutRateLimit(t *testing.T) {
 	hooks := newHookRecorder(t)
 	hooks.limitNext.Store(1)
 	reg := prometheus.NewRegistry()
-	metrics := bot.NewMetrics(reg)
+	metrics := bot.NewAdapterMetrics(reg)
 	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: chattest.QuietLog, Metrics: metrics})
 	srv := chattest.Serve(t, a)
 	start := time.Now()

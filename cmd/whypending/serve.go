@@ -150,7 +150,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
 	})
-	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics, Log: log})
+	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
 	server := bot.NewServer(reg, log, checks...)
 	platforms := bot.Platforms{}
 	if cfg.SlackEnabled() {

@@ -23,7 +23,7 @@ func startDiscord(ctx context.Context, cfg *bot.Config, secrets bot.DiscordSecre
 	}
 	a := discord.New(discord.Options{
 		Core: core, Session: session, ApplicationID: cfg.Discord.ApplicationID, PublicKey: secrets.PublicKey,
-		Guilds: cfg.Discord.Guilds, Clusters: names, Metrics: metrics, Log: log,
+		Guilds: cfg.Discord.Guilds, Clusters: names, Metrics: metrics.Adapters, Log: log,
 	})
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

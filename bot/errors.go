@@ -6,6 +6,17 @@ import (
 	"time"
 )
 
+// UserError is an error whose text is meant for the person who typed the command (a usage
+// problem, an unknown pod, a refusal). Any other error a handler returns is shown as a
+// generic failure with a reference to the bot's log.
+type UserError struct {
+	// Text is one or more sentences shown to the user as they are.
+	Text string
+}
+
+// Error returns Text.
+func (e *UserError) Error() string { return e.Text }
+
 // UnavailableError says that something a command needs cannot be used right now: a cluster
 // whose API server is unreachable or whose connection is misconfigured, or an approval store
 // whose namespace or CRD is missing. The router answers with Text in one line, without a
@@ -30,15 +41,15 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // why is one line naming the API server and its error (or the configuration problem); since
 // is when the cluster became unavailable (zero: unknown).
 func ClusterUnavailable(cluster string, since time.Time, why error) *UnavailableError {
-	text := fmt.Sprintf("Cluster %s is unavailable: %s", cluster, oneLine(why.Error()))
+	text := fmt.Sprintf("Cluster %s is unavailable: %s", cluster, JoinLines(why.Error()))
 	if !since.IsZero() {
 		text += fmt.Sprintf(" (since %s)", since.UTC().Format("15:04:05Z"))
 	}
 	return &UnavailableError{Text: text + ".", Err: why}
 }
 
-// oneLine joins the lines of s with "; ", so an error never breaks a one-line answer.
-func oneLine(s string) string {
+// JoinLines joins the lines of s with "; ", so an error never breaks a one-line answer.
+func JoinLines(s string) string {
 	var parts []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
 
@@ -50,7 +51,7 @@ type Decision struct {
 	// Verdict is the button.
 	Verdict Verdict
 	// Principal is who clicked.
-	Principal Principal
+	Principal chat.Principal
 	// Refusal, when set, refuses the click whatever the policy says, and is why (for the
 	// clicker and the audit): the adapter knows the click cannot count as a decision (a
 	// Discord click in a direct message carries no roles).
@@ -139,7 +140,7 @@ func NewApprovals(o ApprovalsOptions) *Approvals {
 
 // Request stores plan as pending (setting its expiry from the policy and RequestedBy from
 // who), records "requested" and returns the record.
-func (ap *Approvals) Request(ctx context.Context, plan actions.Plan, who Principal, channel string) (*Approval, error) {
+func (ap *Approvals) Request(ctx context.Context, plan actions.Plan, who chat.Principal, channel string) (*Approval, error) {
 	now := ap.now().UTC()
 	plan.RequestedBy = who.String()
 	if plan.CreatedAt.IsZero() {
@@ -172,12 +173,12 @@ func (ap *Approvals) Get(ctx context.Context, planID string) (*Approval, error) 
 }
 
 // Message renders the plan message for a record in its current state.
-func (ap *Approvals) Message(a *Approval) Message {
+func (ap *Approvals) Message(a *Approval) chat.Message {
 	return PlanMessage(a, ap.now(), ap.policy, ap.lockNote)
 }
 
 // errStop aborts a mutate without writing; the carried outcome is returned to the clicker.
-type errStop struct{ outcome Outcome }
+type errStop struct{ outcome chat.Outcome }
 
 // Error implements error.
 func (e *errStop) Error() string { return "decision stopped: " + e.outcome.Notice }
@@ -215,10 +216,10 @@ func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approva
 // the plan; progress is called with the "running" message before execution starts, and the
 // returned Outcome carries the final message. Execution uses ctx: the adapter passes a
 // context that outlives the platform's request.
-func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(context.Context, Message)) Outcome {
+func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(context.Context, chat.Message)) chat.Outcome {
 	a, err := ap.store.Get(ctx, d.PlanID)
 	if errors.Is(err, ErrNotFound) {
-		return Outcome{Notice: "That plan no longer exists; nothing was changed."}
+		return chat.Outcome{Notice: "That plan no longer exists; nothing was changed."}
 	}
 	if err != nil {
 		return ap.internalError(ctx, "read plan "+d.PlanID, err)
@@ -227,7 +228,7 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, expiredWhy(a.Plan), alreadyDecided(a))
 	}
 	if a.State != StatePending {
-		return Outcome{Notice: alreadyDecided(a)}
+		return chat.Outcome{Notice: alreadyDecided(a)}
 	}
 	if d.Refusal != "" {
 		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, d.Refusal, d.Refusal+" Nothing was changed.")
@@ -242,7 +243,7 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 	case VerdictApprove:
 		return ap.approve(ctx, a, d.Principal, progress)
 	}
-	return Outcome{Notice: fmt.Sprintf("Unknown decision %q; nothing was changed.", d.Verdict)}
+	return chat.Outcome{Notice: fmt.Sprintf("Unknown decision %q; nothing was changed.", d.Verdict)}
 }
 
 // alreadyDecided is the notice for a click on a decided plan.
@@ -271,10 +272,10 @@ func expiredWhy(p actions.Plan) string {
 
 // expire marks a pending plan past its expiry Expired, and records the click d that found
 // it so as refused.
-func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Outcome {
+func (ap *Approvals) expire(ctx context.Context, id string, d Decision) chat.Outcome {
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
-			return &errStop{Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{chat.Outcome{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		a.State = StateExpired
@@ -289,11 +290,11 @@ func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Outcome 
 		return ap.internalError(ctx, "expire plan "+id, err)
 	}
 	msg := ap.Message(a)
-	return Outcome{Update: &msg, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
+	return chat.Outcome{Update: &msg, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
 }
 
 // refusal is the audit record of a refused click.
-func refusal(at time.Time, who Principal, v Verdict, why string) AuditRecord {
+func refusal(at time.Time, who chat.Principal, v Verdict, why string) AuditRecord {
 	return AuditRecord{Time: at, Event: AuditRefused, Actor: who.String(), Detail: string(v) + " refused: " + why}
 }
 
@@ -301,7 +302,7 @@ func refusal(at time.Time, who Principal, v Verdict, why string) AuditRecord {
 // history (compare-and-set, whatever the plan's state) and in the audit log, and returns
 // notice for the clicker. After maxRefusals records in one plan, refusals are only logged.
 // A refusal that cannot be written is still logged, and still refused.
-func (ap *Approvals) refuse(ctx context.Context, id string, who Principal, v Verdict, why, notice string) Outcome {
+func (ap *Approvals) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) chat.Outcome {
 	rec := refusal(ap.now().UTC(), who, v, why)
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		n := 0
@@ -323,18 +324,18 @@ func (ap *Approvals) refuse(ctx context.Context, id string, who Principal, v Ver
 			slog.String("plan", id), slog.String("actor", rec.Actor), slog.Time("at", rec.Time),
 			slog.String("detail", rec.Detail), slog.Any("err", err))
 	}
-	return Outcome{Notice: notice}
+	return chat.Outcome{Notice: notice}
 }
 
-func stopOutcome(err error) (Outcome, bool) {
+func stopOutcome(err error) (chat.Outcome, bool) {
 	var stop *errStop
 	if errors.As(err, &stop) {
 		return stop.outcome, true
 	}
-	return Outcome{}, false
+	return chat.Outcome{}, false
 }
 
-func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outcome {
+func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) chat.Outcome {
 	if !who.Same(a.RequestedBy) {
 		ok, _, err := ap.policy.isApprover(ctx, ap.directories, who)
 		if err != nil {
@@ -348,7 +349,7 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outco
 	id := a.Plan.ID
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
-			return &errStop{Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{chat.Outcome{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		a.State, a.DecidedBy, a.DecidedAt = StateDenied, &who, now
@@ -362,10 +363,10 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outco
 		return ap.internalError(ctx, "deny plan "+id, err)
 	}
 	msg := ap.Message(a)
-	return Outcome{Update: &msg}
+	return chat.Outcome{Update: &msg}
 }
 
-func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, progress func(context.Context, Message)) Outcome {
+func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principal, progress func(context.Context, chat.Message)) chat.Outcome {
 	ok, via, err := ap.policy.isApprover(ctx, ap.directories, who)
 	if err != nil {
 		return ap.internalError(ctx, "check approver", err)
@@ -380,26 +381,26 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 	}
 	exec, ok := ap.executors[a.Plan.Cluster]
 	if !ok {
-		return Outcome{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
+		return chat.Outcome{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
 	}
 	if err := ap.clusterHealth(a.Plan.Cluster); err != nil {
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		text := fmt.Sprintf("Cluster %s is unavailable.", a.Plan.Cluster)
 		if errors.As(err, &ue) {
 			text = ue.Text
 		}
-		return Outcome{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
+		return chat.Outcome{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
 			text, a.Plan.ExpiresAt.UTC().Format("15:04:05Z"))}
 	}
 	var approvedAt time.Time
 	id := a.Plan.ID
 	a, err = ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
-			return &errStop{Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{chat.Outcome{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		if a.Plan.Expired(now) {
-			return &errStop{Outcome{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
+			return &errStop{chat.Outcome{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
 		}
 		approvedAt = now
 		a.State, a.DecidedBy, a.DecidedAt = StateRunning, &who, now
@@ -455,10 +456,10 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		ref := errorRef()
 		ap.log.ErrorContext(ctx, "record result of plan", slog.String("plan", id), slog.String("ref", ref),
 			slog.Any("err", err), slog.Any("execErr", execErr), slog.String("counts", resultCounts(res)))
-		return Outcome{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
+		return chat.Outcome{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
 	}
 	msg := ap.Message(a)
-	return Outcome{Update: &msg}
+	return chat.Outcome{Update: &msg}
 }
 
 // failureCode classifies an execution error for Approval.FailureCode.
@@ -469,7 +470,7 @@ func failureCode(err error) string {
 	case errors.Is(err, actions.ErrApprovalExpired):
 		return "approval-expired"
 	}
-	var ue *UnavailableError
+	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
 		return "cluster-unavailable"
 	}
@@ -554,14 +555,14 @@ func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
 
 // internalError logs err with a short reference and returns a notice that shows only the
 // reference (users never see raw error text); an *UnavailableError is shown as its text.
-func (ap *Approvals) internalError(ctx context.Context, what string, err error) Outcome {
-	var ue *UnavailableError
+func (ap *Approvals) internalError(ctx context.Context, what string, err error) chat.Outcome {
+	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
-		return Outcome{Notice: ue.Text + " Nothing was decided."}
+		return chat.Outcome{Notice: ue.Text + " Nothing was decided."}
 	}
 	ref := errorRef()
 	ap.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
-	return Outcome{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
+	return chat.Outcome{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
 }
 
 // RunSweeper keeps plan records truthful until ctx is done: at once and then every interval,
@@ -569,11 +570,11 @@ func (ap *Approvals) internalError(ctx context.Context, what string, err error) 
 // executing process died (RecoverInterrupted), calling notify with each changed record and
 // its message so the adapter can update the posted plan. Several replicas may run it:
 // compare-and-set makes each transition happen once.
-func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, Message)) {
+func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, chat.Message)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// An unavailable store cluster is logged when it goes down, not at every sweep.
-	var unavailable *UnavailableError
+	var unavailable *chat.UnavailableError
 	quiet := func(err error) bool { return err == nil || ctx.Err() != nil || errors.As(err, &unavailable) }
 	for {
 		expired, err := ap.ExpireDue(ctx)

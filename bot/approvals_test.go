@@ -16,18 +16,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 )
 
 var (
-	alice   = Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
-	bob     = Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
-	carol   = Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
-	mallory = Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
+	alice   = chat.Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
+	bob     = chat.Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
+	carol   = chat.Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
+	mallory = chat.Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
 	// Discord principals carry their roles (member.roles) in Groups.
 	discordOpsRole = "1180000000000000001"
-	discordAlice   = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000001", Name: "alice"} // requester, approver
-	discordBob     = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000002", Name: "bob", Groups: []string{discordOpsRole}}
-	discordMallory = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000003", Name: "mal", Groups: []string{"1180000000000000009"}}
+	discordAlice   = chat.Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000001", Name: "alice"} // requester, approver
+	discordBob     = chat.Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000002", Name: "bob", Groups: []string{discordOpsRole}}
+	discordMallory = chat.Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000003", Name: "mal", Groups: []string{"1180000000000000009"}}
 	testT0         = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	quietLog       = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
@@ -120,8 +121,8 @@ func TestDecide(t *testing.T) {
 		policy     Policy
 		dir        Directory
 		kind       actions.Kind
-		requester  Principal
-		clicker    Principal
+		requester  chat.Principal
+		clicker    chat.Principal
 		verdict    Verdict
 		after      time.Duration // clock advance before the click
 		wantState  State
@@ -200,18 +201,18 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a Slack approver's ID cannot approve on Discord",
-			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: Principal{Platform: "discord", ID: "UBOB"}, verdict: VerdictApprove,
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: chat.Principal{Platform: "discord", ID: "UBOB"}, verdict: VerdictApprove,
 			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a Discord approver's ID or role cannot approve on Slack",
 			kind: actions.KindReleaseLeakedIPs, requester: alice, verdict: VerdictApprove,
-			clicker:   Principal{Platform: "slack", ID: discordAlice.ID, Groups: []string{discordOpsRole}},
+			clicker:   chat.Principal{Platform: "slack", ID: discordAlice.ID, Groups: []string{discordOpsRole}},
 			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a platform without approvers refuses everyone",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: Principal{Platform: "console", ID: "UBOB"}, verdict: VerdictApprove,
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: chat.Principal{Platform: "console", ID: "UBOB"}, verdict: VerdictApprove,
 			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "nobody on console",
 		},
 		{
@@ -239,7 +240,7 @@ func TestDecide(t *testing.T) {
 			f.clk.add(tt.after)
 			var progressed []string
 			out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker},
-				func(_ context.Context, m Message) { progressed = append(progressed, m.Title) })
+				func(_ context.Context, m chat.Message) { progressed = append(progressed, m.Title) })
 			got, err := f.store.Get(ctx, a.Plan.ID)
 			if err != nil {
 				t.Fatalf("Get: %v", err)
@@ -307,7 +308,7 @@ func TestDecideConcurrentClicksRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clicks = 16
-	outs := make([]Outcome, clicks)
+	outs := make([]chat.Outcome, clicks)
 	var wg sync.WaitGroup
 	for i := range clicks {
 		who := bob
@@ -423,7 +424,7 @@ func TestRunSweeperNotifiesOnce(t *testing.T) {
 	a, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
 	f.clk.add(2 * time.Minute)
 	notified := make(chan string, 10)
-	go f.ap.RunSweeper(ctx, 5*time.Millisecond, func(_ context.Context, a *Approval, m Message) {
+	go f.ap.RunSweeper(ctx, 5*time.Millisecond, func(_ context.Context, a *Approval, m chat.Message) {
 		notified <- a.Plan.ID + " " + m.Title
 	})
 	select {
@@ -444,7 +445,7 @@ func TestRefusalsAreAudited(t *testing.T) {
 	policy := Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true, Expiry: 15 * time.Minute}
 	tests := []struct {
 		name       string
-		clicker    Principal
+		clicker    chat.Principal
 		verdict    Verdict
 		expireBy   time.Duration // clock advance after an earlier expiry sweep
 		wantDetail string
@@ -567,7 +568,7 @@ func TestDecideRefusedByTheAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm := Principal{Platform: "discord", ID: discordBob.ID, Name: "bob"} // an approver, but in a DM
+	dm := chat.Principal{Platform: "discord", ID: discordBob.ID, Name: "bob"} // an approver, but in a DM
 	out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: dm, Refusal: "Not in a direct message."}, nil)
 	if out.Notice != "Not in a direct message. Nothing was changed." || out.Update != nil {
 		t.Errorf("outcome = %+v, want the refusal as a notice and no update", out)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -173,10 +174,10 @@ func New(o Options) *Bot {
 	return b
 }
 
-var _ Core = (*Bot)(nil)
+var _ chat.Core = (*Bot)(nil)
 
 // Command answers a slash command.
-func (b *Bot) Command(ctx context.Context, req Request) Reply {
+func (b *Bot) Command(ctx context.Context, req chat.Request) chat.Reply {
 	return b.router.Serve(ctx, req)
 }
 
@@ -193,40 +194,40 @@ func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
 
 // Click handles a button click: Approve / Deny go to the approval workflow (progress gets
 // the "running" message), "plan:<kind>" makes a plan and asks for its approval.
-func (b *Bot) Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome {
+func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Context, chat.Message)) chat.Outcome {
 	switch {
-	case c.ActionID == ActionApprove:
+	case c.ActionID == chat.ActionApprove:
 		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
-	case c.ActionID == ActionDeny:
+	case c.ActionID == chat.ActionDeny:
 		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.Refusal != "":
-		return Outcome{Notice: c.Refusal + " Nothing was done."}
-	case strings.HasPrefix(c.ActionID, ActionPlanPrefix):
+		return chat.Outcome{Notice: c.Refusal + " Nothing was done."}
+	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):
 		kind, args := parseActionValue(c.Value)
 		if kind == "" {
-			kind = strings.TrimPrefix(c.ActionID, ActionPlanPrefix)
+			kind = strings.TrimPrefix(c.ActionID, chat.ActionPlanPrefix)
 		}
-		req := Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}
+		req := chat.Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}
 		reply, err := b.plan(ctx, req, actions.Kind(kind), args["cluster"], actions.PlanOptions{Node: args["node"]})
 		if err != nil {
-			return Outcome{Notice: b.errorNotice(ctx, "make a plan", err)}
+			return chat.Outcome{Notice: b.errorNotice(ctx, "make a plan", err)}
 		}
 		if reply.PlanID == "" {
-			return Outcome{Notice: reply.Message.Title}
+			return chat.Outcome{Notice: reply.Message.Title}
 		}
-		return Outcome{Post: &reply}
+		return chat.Outcome{Post: &reply}
 	}
-	return Outcome{Notice: fmt.Sprintf("Unknown button %q; nothing was done.", c.ActionID)}
+	return chat.Outcome{Notice: fmt.Sprintf("Unknown button %q; nothing was done.", c.ActionID)}
 }
 
 // errorNotice turns an error into text for the clicker: a UserError or UnavailableError as
 // it is, anything else as a log reference.
 func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
-	var ue *UserError
+	var ue *chat.UserError
 	if errors.As(err, &ue) {
 		return ue.Text
 	}
-	var unavailable *UnavailableError
+	var unavailable *chat.UnavailableError
 	if errors.As(err, &unavailable) {
 		return unavailable.Text + " Nothing was changed."
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -31,7 +32,7 @@ func TestCommands(t *testing.T) {
 			{Name: "prod", Namespace: "shop", Diagnoser: diagnose, Planner: emptyPlanner{}, Executor: &fakeExecutor{}},
 			{Name: "staging"},
 			{Name: "down", Diagnoser: diagnose, IPAM: noCalicoIPAM{}, Health: func() error {
-				return ClusterUnavailable("down", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
+				return chat.ClusterUnavailable("down", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
 			}},
 			{Name: "plain", Diagnoser: diagnose, IPAM: noCalicoIPAM{}},
 			{Name: "fresh", Diagnoser: diagnose, IPAM: uninitializedIPAM{}},
@@ -65,8 +66,8 @@ func TestCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name, args := ParseCommand("/"+tt.command, tt.args)
-			got := b.Command(t.Context(), Request{Principal: alice, Channel: "C1", Command: name, Args: args})
+			name, args := chat.ParseCommand("/"+tt.command, tt.args)
+			got := b.Command(t.Context(), chat.Request{Principal: alice, Channel: "C1", Command: name, Args: args})
 			if !strings.HasPrefix(got.Message.Title, tt.wantTitle) || got.Public != tt.wantPublic {
 				t.Errorf("/%s %s = %q public=%v, want %q… public=%v", tt.command, tt.args, got.Message.Title, got.Public, tt.wantTitle, tt.wantPublic)
 			}

@@ -21,6 +21,8 @@ import (
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/whypending/whypending/chat"
 )
 
 // Config is the `whypending serve --config FILE` file (see config.example.yaml). Secrets are
@@ -560,7 +562,7 @@ func (c *Config) Validate() error {
 		ids  []string
 	}{{"channels.allowed", c.Channels.Allowed}, {"channels.digest", c.Channels.Digest}} {
 		for i, id := range list.ids {
-			switch platform := ChannelPlatform(id); {
+			switch platform := chat.ChannelPlatform(id); {
 			case platform == "":
 				bad(fmt.Sprintf("%s[%d]", list.path, i), "%q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
 			case !c.enabled(platform):
@@ -569,7 +571,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Channels.Namespaces)) {
-		switch platform := ChannelPlatform(id); {
+		switch platform := chat.ChannelPlatform(id); {
 		case platform == "":
 			bad("channels.namespaces", "key %q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
 		case !c.enabled(platform):
@@ -793,7 +795,7 @@ func (c *Config) Policy() Policy {
 func (c *Config) AllowedChannels() map[string][]string {
 	out := map[string][]string{}
 	for _, id := range c.Channels.Allowed {
-		if p := ChannelPlatform(id); p != "" {
+		if p := chat.ChannelPlatform(id); p != "" {
 			out[p] = append(out[p], id)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -36,7 +37,7 @@ const (
 // are not their node's last affine block (a node's only block is kept, like
 // ReleaseEmptyBlocks does). check and util come from calico.Client.Check and Utilization of
 // the same cluster (nil reads as empty); now is when they were read. It is pure: no I/O.
-func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utilization, now time.Time) Message {
+func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utilization, now time.Time) chat.Message {
 	if check == nil {
 		check = &calico.CheckResult{}
 	}
@@ -55,7 +56,7 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	atLimit := nodesAtLimit(util)
 	other := max(check.Problems-leaked, 0) + len(util.Affinities)
 
-	m := Message{
+	m := chat.Message{
 		Severity: "ok",
 		Footer:   fmt.Sprintf("cluster %s · collected %s", cluster, now.UTC().Format(time.RFC3339)),
 	}
@@ -94,7 +95,7 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	if len(util.EmptyBlocks) > 0 {
 		empty = fmt.Sprintf("%d (%d releasable)", len(util.EmptyBlocks), releasable)
 	}
-	summary := Section{Fields: []Field{
+	summary := chat.Section{Fields: []chat.Field{
 		{Name: "Leaked IPs", Value: fmt.Sprint(leaked)},
 		{Name: "Empty blocks", Value: empty},
 		{Name: "IPAM blocks", Value: fmt.Sprint(check.Blocks)},
@@ -107,23 +108,23 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	}
 	m.Sections = append(m.Sections, summary)
 	if t := digestPoolTable(util.Pools); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Pool usage", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Pool usage", Table: t})
 	}
 	if locked {
-		m.Sections = append(m.Sections, Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
 	}
 	if leaked > 0 {
 		byNode := map[string]int{}
 		for _, a := range check.LeakedIPs {
 			byNode[a.Node]++
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Leaked IPs by node", Lines: topCountLines(byNode, "leaked IPs")})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Leaked IPs by node", Lines: topCountLines(byNode, "leaked IPs")})
 	}
 	if t := digestBlockTable(util, atLimit); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Empty blocks by node", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Empty blocks by node", Table: t})
 	}
 	if lines := digestOtherLines(check, util); len(lines) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: "Other findings (run /ipam check or /ipam blocks for details)", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Other findings (run /ipam check or /ipam blocks for details)", Lines: lines})
 	}
 
 	if leaked > 0 {
@@ -146,9 +147,9 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 
 // repairButton is a "make a plan" button in the format every answer uses: ActionID
 // "plan:<kind>", Value ActionValue with the cluster.
-func repairButton(kind actions.Kind, cluster, label, style string) Button {
+func repairButton(kind actions.Kind, cluster, label, style string) chat.Button {
 	ref := triage.ActionRef{Kind: string(kind), Label: label, Args: map[string]string{"cluster": cluster}}
-	return Button{ActionID: ActionPlanPrefix + ref.Kind, Label: label, Value: ActionValue(ref), Style: style}
+	return chat.Button{ActionID: chat.ActionPlanPrefix + ref.Kind, Label: label, Value: ActionValue(ref), Style: style}
 }
 
 // fullPools are the enabled pools with at least poolNearlyFull percent of their addresses
@@ -179,8 +180,8 @@ func nodesAtLimit(u *calico.Utilization) []string {
 // total" addresses and the share allocated. Allocated counts leaked addresses too (calicoctl's
 // "IPs in use"), which is why a pool can be full while few addresses are really used.
 // The "orphaned" pseudo-pool shows only when it holds blocks.
-func digestPoolTable(pools []calico.PoolUsage) *Table {
-	t := &Table{Columns: []string{"Pool", "CIDR", "Allocated / total", "%"}}
+func digestPoolTable(pools []calico.PoolUsage) *chat.Table {
+	t := &chat.Table{Columns: []string{"Pool", "CIDR", "Allocated / total", "%"}}
 	for _, p := range pools {
 		if p.Name == "orphaned" && len(p.Blocks) == 0 {
 			continue
@@ -211,7 +212,7 @@ func usedPercent(inUse, total float64) string {
 
 // digestBlockTable lists the nodes with empty blocks or at maxBlocksPerHost: most empty blocks
 // first, then by name; at most digestTopNodes rows, then "and N more nodes".
-func digestBlockTable(u *calico.Utilization, atLimit []string) *Table {
+func digestBlockTable(u *calico.Utilization, atLimit []string) *chat.Table {
 	type row struct {
 		node              string
 		empty, releasable int
@@ -246,7 +247,7 @@ func digestBlockTable(u *calico.Utilization, atLimit []string) *Table {
 		}
 		return sorted[i].node < sorted[j].node
 	})
-	t := &Table{Columns: []string{"Node", "Empty blocks", "Blocks / max", "Note"}}
+	t := &chat.Table{Columns: []string{"Node", "Empty blocks", "Blocks / max", "Note"}}
 	for i, r := range sorted {
 		if i == digestTopNodes {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-digestTopNodes), "", "", ""})
@@ -321,14 +322,14 @@ func countNoun(n int, one, many string) string {
 
 // CollectDigest reads one cluster's IPAM check and utilization through ipam and renders
 // DigestMessage; now is the collection time shown in the footer.
-func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time) (Message, error) {
+func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time) (chat.Message, error) {
 	check, err := ipam.Check(ctx, calico.CheckOptions{})
 	if err != nil {
-		return Message{}, fmt.Errorf("check calico ipam: %w", err)
+		return chat.Message{}, fmt.Errorf("check calico ipam: %w", err)
 	}
 	util, err := ipam.Utilization(ctx)
 	if err != nil {
-		return Message{}, fmt.Errorf("read calico ipam utilization: %w", err)
+		return chat.Message{}, fmt.Errorf("read calico ipam utilization: %w", err)
 	}
 	return DigestMessage(cluster, check, util, now), nil
 }
@@ -342,7 +343,7 @@ type Digest struct {
 	// Channels are the channel IDs every digest is posted to.
 	Channels []string
 	// Poster posts to a channel (required).
-	Poster ChannelPoster
+	Poster chat.ChannelPoster
 	// Timeout bounds reading one cluster's IPAM (default 5 min), so a cluster that hangs
 	// does not hold up the others.
 	Timeout time.Duration
@@ -375,7 +376,7 @@ func (d *Digest) RunDigest(ctx context.Context) error {
 			return errors.Join(append(errs, err)...)
 		}
 		at := now()
-		var m Message
+		var m chat.Message
 		if herr := c.health(); herr != nil {
 			errs = append(errs, fmt.Errorf("digest of cluster %s skipped: %w", c.Name, herr))
 			m = digestSkippedMessage(c.Name, herr, at)
@@ -403,25 +404,25 @@ func (d *Digest) RunDigest(ctx context.Context) error {
 
 // digestSkippedMessage says a cluster's digest was skipped because the cluster is
 // unavailable, with the one-line reason (the API server and its error).
-func digestSkippedMessage(cluster string, why error, at time.Time) Message {
-	var ue *UnavailableError
+func digestSkippedMessage(cluster string, why error, at time.Time) chat.Message {
+	var ue *chat.UnavailableError
 	if !errors.As(why, &ue) {
-		ue = ClusterUnavailable(cluster, time.Time{}, why)
+		ue = chat.ClusterUnavailable(cluster, time.Time{}, why)
 	}
-	return Message{
+	return chat.Message{
 		Title:    fmt.Sprintf("IPAM digest for %s skipped: the cluster is unavailable", cluster),
 		Severity: "warning",
-		Sections: []Section{{Text: ue.Text + " The digest covers it again once it is back; /readyz shows its state."}},
+		Sections: []chat.Section{{Text: ue.Text + " The digest covers it again once it is back; /readyz shows its state."}},
 		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
 	}
 }
 
 // digestFailedMessage says a cluster's digest could not be collected, without error text.
-func digestFailedMessage(cluster string, at time.Time) Message {
-	return Message{
+func digestFailedMessage(cluster string, at time.Time) chat.Message {
+	return chat.Message{
 		Title:    fmt.Sprintf("IPAM digest for %s could not be collected", cluster),
 		Severity: "warning",
-		Sections: []Section{{Text: "Reading Calico IPAM failed; the bot's log has the details. Try /ipam check --cluster " + cluster + "."}},
+		Sections: []chat.Section{{Text: "Reading Calico IPAM failed; the bot's log has the details. Try /ipam check --cluster " + cluster + "."}},
 		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/whypending/whypending/chat"
 )
 
 // flags is the parsed form of a command's arguments: positional words, --name value pairs and
@@ -74,5 +76,5 @@ func flagName(name string) string {
 }
 
 func userErrorf(format string, args ...any) error {
-	return &UserError{Text: fmt.Sprintf(format, args...)}
+	return &chat.UserError{Text: fmt.Sprintf(format, args...)}
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/whypending/whypending/chat"
 )
 
 // Metrics are the bot's Prometheus metrics, served on /metrics.
@@ -16,7 +18,7 @@ type Metrics struct {
 	// commandSeconds is how long handlers take, by command, in seconds.
 	commandSeconds *prometheus.HistogramVec
 	// Adapters are the metrics the chat adapters observe (acknowledgements, deliveries).
-	Adapters *AdapterMetrics
+	Adapters *chat.Metrics
 	// caches reports the informer caches at each scrape (ReportCaches).
 	caches *cacheCollector
 }
@@ -95,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer a chat command, by command.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"command"}),
-		Adapters: NewAdapterMetrics(reg),
+		Adapters: chat.NewMetrics(reg),
 		caches:   newCacheCollector(),
 	}
 	if reg != nil {

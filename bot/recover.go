@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 )
 
 // RecoverInterrupted finds Running plans whose executing bot process died, and marks each
@@ -101,7 +102,7 @@ func (ap *Approvals) recoverRun(ctx context.Context, p actions.Plan) (*actions.R
 		return nil, "", errRetryLater
 	}
 	rec, err := rc.Recover(ctx, p)
-	var ue *UnavailableError
+	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
 		return nil, "", errRetryLater
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
 
@@ -96,7 +97,7 @@ func TestRecoverInterrupted(t *testing.T) {
 			}
 			health := func(string) error { return nil }
 			if tt.unhealthy {
-				health = func(string) error { return ClusterUnavailable("prod", testT0, errors.New("connection refused")) }
+				health = func(string) error { return chat.ClusterUnavailable("prod", testT0, errors.New("connection refused")) }
 			}
 			ap := NewApprovals(ApprovalsOptions{Store: store, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
 				Executors: map[string]Executor{"prod": exec}, Now: clk.now, Log: quietLog,
@@ -174,13 +175,13 @@ func (s *slowExecutor) Execute(ctx context.Context, ap actions.Approved) (action
 
 // approveInBackground requests a plan on a, has bob approve it in a goroutine and waits until
 // exec started; the click's outcome arrives on done.
-func approveInBackground(t *testing.T, a *Approvals, exec *slowExecutor) (*Approval, <-chan Outcome) {
+func approveInBackground(t *testing.T, a *Approvals, exec *slowExecutor) (*Approval, <-chan chat.Outcome) {
 	t.Helper()
 	req, err := a.Request(t.Context(), testPlan(actions.KindReleaseLeakedIPs, 2), alice, "C1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan Outcome)
+	done := make(chan chat.Outcome)
 	go func() {
 		done <- a.Decide(t.Context(), Decision{PlanID: req.Plan.ID, Verdict: VerdictApprove, Principal: bob}, nil)
 	}()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -16,37 +17,37 @@ const maxTableRows = 15
 // the per-node table, the evidence, the fix as commands to paste, and other findings last.
 // Remediations the diagnosis offers (Finding.Actions) become buttons, one per kind, whose ActionID is
 // "plan:<kind>" and whose Value is the cluster-neutral argument string "kind[;k=v...]".
-func DiagnosisMessage(d *triage.Diagnosis) Message {
+func DiagnosisMessage(d *triage.Diagnosis) chat.Message {
 	p := d.Primary()
-	m := Message{
+	m := chat.Message{
 		Title:    titleFor(d),
 		Severity: severityFor(d),
 		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
 	cause := causeSection(p.Summary, d.Uncertain, p.Code)
 	if d.State != "" {
-		cause.Fields = append(cause.Fields, Field{Name: "state", Value: d.State})
+		cause.Fields = append(cause.Fields, chat.Field{Name: "state", Value: d.State})
 	}
 	if d.Node != "" {
-		cause.Fields = append(cause.Fields, Field{Name: "node", Value: d.Node})
+		cause.Fields = append(cause.Fields, chat.Field{Name: "node", Value: d.Node})
 	}
 	m.Sections = append(m.Sections, cause)
 
 	if t := nodeTable(p.Nodes); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Why not here (per node)", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Why not here (per node)", Table: t})
 	}
 	if lines := evidenceLines(p, "Pod "+d.Pod.String(), d.CollectedAt); len(lines) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: "Evidence", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Evidence", Lines: lines})
 	}
 	if len(p.Fix) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
 	}
 	if len(d.Findings) > 1 {
 		var also []string
 		for _, f := range d.Findings[1:] {
 			also = append(also, fmt.Sprintf("[%s] %s: %s", f.Severity, f.Code, f.Summary))
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Also found", Lines: also})
 	}
 	// The primary cause and a context finding often offer the same repair: the first offer,
 	// the most specific, wins.
@@ -59,8 +60,8 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 }
 
 // causeSection is the "Cause" section: the summary (marked when uncertain) and the code.
-func causeSection(summary string, uncertain bool, code triage.Code) Section {
-	s := Section{Heading: "Cause", Text: summary, Fields: []Field{{Name: "code", Value: string(code)}}}
+func causeSection(summary string, uncertain bool, code triage.Code) chat.Section {
+	s := chat.Section{Heading: "Cause", Text: summary, Fields: []chat.Field{{Name: "code", Value: string(code)}}}
 	if uncertain {
 		s.Text = "Uncertain: " + s.Text
 	}
@@ -108,7 +109,7 @@ func severityFor(d *triage.Diagnosis) string {
 
 // nodeTable builds the "why not here" table: nodes that fit first, then by name; every reason
 // of a node in one cell.
-func nodeTable(nodes []triage.NodeVerdict) *Table {
+func nodeTable(nodes []triage.NodeVerdict) *chat.Table {
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -119,7 +120,7 @@ func nodeTable(nodes []triage.NodeVerdict) *Table {
 		}
 		return sorted[i].Node < sorted[j].Node
 	})
-	t := &Table{Columns: []string{"NODE", "FITS", "WHY NOT"}}
+	t := &chat.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}}
 	for i, v := range sorted {
 		if i == maxTableRows {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-maxTableRows), "", ""})

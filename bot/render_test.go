@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -45,13 +46,13 @@ func TestDiagnosisMessage(t *testing.T) {
 		}
 	})
 	t.Run("node table lists every reason, sorted by node", func(t *testing.T) {
-		var table *Table
+		var table *chat.Table
 		for _, s := range m.Sections {
 			if s.Table != nil {
 				table = s.Table
 			}
 		}
-		want := &Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{
+		want := &chat.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{
 			{"a", "no", "Insufficient cpu; taint x:NoSchedule"},
 			{"b", "no", "Insufficient cpu"},
 		}}
@@ -75,7 +76,7 @@ func TestDiagnosisMessage(t *testing.T) {
 		}
 	})
 	t.Run("a repair offered twice becomes one button", func(t *testing.T) {
-		want := []Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs", Value: "release-leaked-ips", Style: "primary"}}
+		want := []chat.Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs", Value: "release-leaked-ips", Style: "primary"}}
 		if diff := cmp.Diff(want, m.Buttons); diff != "" {
 			t.Errorf("buttons (-want +got):\n%s", diff)
 		}

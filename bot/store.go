@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
 
@@ -81,7 +82,7 @@ type Approval struct {
 	// State is the current state.
 	State State `json:"state"`
 	// RequestedBy is who asked for the plan.
-	RequestedBy Principal `json:"requestedBy"`
+	RequestedBy chat.Principal `json:"requestedBy"`
 	// Channel is the platform channel ID the plan was requested in.
 	Channel string `json:"channel,omitempty"`
 	// MessageRef says where the plan message was posted, in the adapter's own format after
@@ -89,7 +90,7 @@ type Approval struct {
 	// adapter attaches it.
 	MessageRef string `json:"messageRef,omitempty"`
 	// DecidedBy is who approved or denied; nil while pending or when expired.
-	DecidedBy *Principal `json:"decidedBy,omitempty"`
+	DecidedBy *chat.Principal `json:"decidedBy,omitempty"`
 	// DecidedAt is when the decision was recorded.
 	DecidedAt time.Time `json:"decidedAt,omitzero"`
 	// Result is what Execute did (Succeeded, and Failed when it got that far).

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 )
 
 // RemediationRequestGVR is the RemediationRequest resource (charts/whypending/crds/
@@ -59,7 +60,7 @@ func (s *CRDStore) Ping(ctx context.Context) error {
 	probe := &Approval{
 		Plan: actions.Plan{ID: "whypending-readyz-probe", Kind: actions.KindUnlockDatastore, Cluster: "readyz",
 			Fingerprint: "0", CreatedAt: time.Unix(0, 0).UTC(), ExpiresAt: time.Unix(0, 0).UTC()},
-		State: StatePending, RequestedBy: Principal{Platform: "readyz", ID: "readyz"},
+		State: StatePending, RequestedBy: chat.Principal{Platform: "readyz", ID: "readyz"},
 	}
 	obj, err := toObject(probe, s.namespace)
 	if err != nil {
@@ -83,13 +84,13 @@ func (s *CRDStore) errorf(verb, id string, err error) error {
 	var st apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err) && errors.As(err, &st) && st.Status().Details != nil && st.Status().Details.Kind == "namespaces":
-		return &UnavailableError{Err: err, Text: fmt.Sprintf(
+		return &chat.UnavailableError{Err: err, Text: fmt.Sprintf(
 			"The approval store is not ready: namespace %q does not exist (create it, or set store.namespace).", s.namespace)}
 	case apierrors.IsNotFound(err) && (errors.As(err, &st) && (st.Status().Details == nil || st.Status().Details.Name == "")):
-		return &UnavailableError{Err: err, Text: "The approval store is not ready: the RemediationRequest CRD " +
+		return &chat.UnavailableError{Err: err, Text: "The approval store is not ready: the RemediationRequest CRD " +
 			RemediationRequestGVR.GroupResource().String() + " is not installed (apply charts/whypending/crds)."}
 	case apierrors.IsForbidden(err):
-		return &UnavailableError{Err: err, Text: fmt.Sprintf(
+		return &chat.UnavailableError{Err: err, Text: fmt.Sprintf(
 			"The approval store is not ready: the bot may not %s RemediationRequests in namespace %q (RBAC).", verb, s.namespace)}
 	}
 	return fmt.Errorf("%s %s in %s: %w", verb, what, s.namespace, err)
@@ -114,7 +115,7 @@ func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
 	obj, err := s.res().Get(ctx, id, metav1.GetOptions{})
 	if err != nil {
 		err = s.errorf("get", id, err)
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		if apierrors.IsNotFound(err) && !errors.As(err, &ue) {
 			return nil, fmt.Errorf("get remediationrequest %s: %w", id, ErrNotFound)
 		}
@@ -150,7 +151,7 @@ func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrConflict)
 	case err != nil:
 		err = s.errorf("update", a.Plan.ID, err)
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		if apierrors.IsNotFound(err) && !errors.As(err, &ue) {
 			return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrNotFound)
 		}
@@ -196,7 +197,7 @@ type rrSpec struct {
 	Total       int            `json:"total"`
 	CreatedAt   time.Time      `json:"createdAt"`
 	ExpiresAt   time.Time      `json:"expiresAt"`
-	RequestedBy Principal      `json:"requestedBy"`
+	RequestedBy chat.Principal `json:"requestedBy"`
 	Channel     string         `json:"channel,omitempty"`
 	Items       []actions.Item `json:"items,omitempty"`
 }
@@ -204,8 +205,8 @@ type rrSpec struct {
 // rrStatus is RemediationRequest.status: decisions, result and history.
 type rrStatus struct {
 	State       State             `json:"state"`
-	ApprovedBy  *Principal        `json:"approvedBy,omitempty"`
-	DeniedBy    *Principal        `json:"deniedBy,omitempty"`
+	ApprovedBy  *chat.Principal   `json:"approvedBy,omitempty"`
+	DeniedBy    *chat.Principal   `json:"deniedBy,omitempty"`
 	DecidedAt   *time.Time        `json:"decidedAt,omitempty"`
 	MessageRef  string            `json:"messageRef,omitempty"`
 	Error       string            `json:"error,omitempty"`

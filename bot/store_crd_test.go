@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
@@ -218,13 +219,13 @@ func TestCRDStore(t *testing.T) {
 	t.Run("readiness and plans name a missing namespace", func(t *testing.T) {
 		missing := NewCRDStore(c.Dynamic, "nowhere")
 		const want = `The approval store is not ready: namespace "nowhere" does not exist (create it, or set store.namespace).`
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		if err := missing.Ping(ctx); !errors.As(err, &ue) || ue.Text != want {
 			t.Errorf("Ping = %v, want %q", err, want)
 		}
 		b := New(Options{Clusters: []*Cluster{{Name: "prod", Planner: onePlanPlanner{}, Executor: &fakeExecutor{}}},
 			Store: missing, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})}, Log: quietLog})
-		reply := b.Command(ctx, Request{Principal: alice, Channel: "C1", Command: "ipam", Args: []string{"release-ips"}})
+		reply := b.Command(ctx, chat.Request{Principal: alice, Channel: "C1", Command: "ipam", Args: []string{"release-ips"}})
 		if reply.Message.Title != want+" Nothing was done." || len(reply.Message.Sections) != 0 {
 			t.Errorf("/ipam release-ips = %q %+v, want one line naming the namespace", reply.Message.Title, reply.Message.Sections)
 		}
@@ -238,7 +239,7 @@ func TestCRDStore(t *testing.T) {
 		const want = "The approval store is not ready: the RemediationRequest CRD remediationrequests.whypending.io is not installed (apply charts/whypending/crds)."
 		var err error
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			var ue *UnavailableError
+			var ue *chat.UnavailableError
 			if err = s.Ping(ctx); errors.As(err, &ue) && ue.Text == want {
 				return
 			}

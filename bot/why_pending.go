@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -16,18 +17,18 @@ const diagnoseTimeout = 2 * time.Minute
 // stuck pod and failing workload of the namespace. TARGET is read as kubectl reads it
 // (triage.ParseTarget); the namespace is -n, else the channel's, else the cluster's, else
 // "default". Remediation buttons get the cluster added to their value.
-func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
+func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, error) {
 	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	all := f.switches["all"]
 	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
-		return Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
+		return chat.Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
 	}
 	c, err := b.cluster(f.values["cluster"])
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
 	arg := ""
@@ -36,7 +37,7 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	}
 	t, err := triage.ParseTarget(arg, ns, all)
 	if err != nil {
-		return Reply{}, userErrorf("%v", err)
+		return chat.Reply{}, userErrorf("%v", err)
 	}
 	if f.values["namespace"] != "" || f.values["n"] != "" {
 		t.NamespaceGiven = true
@@ -44,9 +45,9 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	switch {
 	case c.Answerer != nil:
 	case c.Diagnoser == nil:
-		return Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
+		return chat.Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	case t.Kind != triage.KindPod && t.Kind != "":
-		return Reply{}, userErrorf("cluster %s can diagnose pods only, not workloads or namespaces (not configured)", c.Name)
+		return chat.Reply{}, userErrorf("cluster %s can diagnose pods only, not workloads or namespaces (not configured)", c.Name)
 	}
 	// Concurrent questions about the same target (an incident channel) share one answer; it
 	// must not die with the first asker's context, so it gets its own deadline.
@@ -63,16 +64,16 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 		return &triage.Answer{Pod: d}, nil
 	})
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	m := AnswerMessage(v.(*triage.Answer))
 	for i := range m.Buttons {
-		if strings.HasPrefix(m.Buttons[i].ActionID, ActionPlanPrefix) {
+		if strings.HasPrefix(m.Buttons[i].ActionID, chat.ActionPlanPrefix) {
 			m.Buttons[i].Value += ";cluster=" + c.Name
 		}
 	}
 	m.Footer = joinFooter(m.Footer, "cluster "+c.Name)
-	return Reply{Message: m, Public: true}, nil
+	return chat.Reply{Message: m, Public: true}, nil
 }
 
 func firstNonEmpty(xs ...string) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
 
@@ -58,7 +59,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 			Log: chattest.QuietLog,
 		})
 		a := discord.New(discord.Options{Core: b, Session: e.fake.session(t), ApplicationID: appID, PublicKey: e.sign.pub,
-			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: bot.NewAdapterMetrics(prometheus.NewRegistry())})
+			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())})
 		e.adapters = append(e.adapters, a)
 		e.urls = append(e.urls, chattest.Serve(t, a).URL+"/discord/interactions")
 	}
@@ -189,7 +190,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 
 	t.Run("the digest is posted to a Discord channel with its button, which plans", func(t *testing.T) {
 		d := &bot.Digest{Clusters: []*bot.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{channelID},
-			Poster: bot.Platforms{discord.Platform: e.adapters[0]}}
+			Poster: chat.Platforms{discord.Platform: e.adapters[0]}}
 		if err := d.RunDigest(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // maxBody caps request bodies; interactions are far smaller.
@@ -22,8 +22,8 @@ const maxBody = 1 << 20
 // request older than this is a replay.
 const maxSkew = 5 * time.Minute
 
-// Mount registers the HTTP-mode route on a bot.Server: POST /discord/interactions.
-func (a *Adapter) Mount(s *bot.Server) {
+// Mount registers the HTTP-mode route on mux (a bot.Server in serve): POST /discord/interactions.
+func (a *Adapter) Mount(s chat.Mux) {
 	s.Handle("POST /discord/interactions", http.HandlerFunc(a.ServeInteraction))
 }
 

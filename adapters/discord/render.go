@@ -9,7 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // Discord's message limits (developer docs: Embed Limits, Message Components), in characters
@@ -72,21 +72,21 @@ type field struct {
 // characters and 25 fields per message, 1,024 per field) continues on follow-up pages, at
 // most 4, and anything beyond is summarised as "… not shown". Tables and code go in code
 // blocks; every other string from the message is escaped for Discord markdown (Escape).
-func Render(m bot.Message) []Page {
+func Render(m chat.Message) []Page {
 	return pack(m, maxPages)
 }
 
 // RenderOne renders m as a single message, for updates of a message already posted (a plan
 // that changed state): what does not fit is summarised as "… not shown".
-func RenderOne(m bot.Message) Page {
+func RenderOne(m chat.Message) Page {
 	return pack(m, 1)[0]
 }
 
 // pack lays m out on at most pages pages.
-func pack(m bot.Message, pages int) []Page {
-	title := escape(bot.OneLine(m.Title))
+func pack(m chat.Message, pages int) []Page {
+	title := escape(chat.OneLine(m.Title))
 	desc, fields := layout(m.Sections)
-	footer := bot.Cut(m.Footer, maxFooter)
+	footer := chat.Cut(m.Footer, maxFooter)
 	first := &discordgo.MessageEmbed{Title: cut(title, maxTitle), Color: severityColor[m.Severity]}
 	if footer != "" {
 		first.Footer = &discordgo.MessageEmbedFooter{Text: footer}
@@ -129,7 +129,7 @@ func pack(m bot.Message, pages int) []Page {
 
 // layout turns sections into the embed's description (a first section that is only text)
 // and fields, each within Discord's limits.
-func layout(sections []bot.Section) (desc string, fields []field) {
+func layout(sections []chat.Section) (desc string, fields []field) {
 	for i, s := range sections {
 		if i == 0 && s.Heading == "" && s.Text != "" && len(s.Fields) == 0 && s.Table == nil && len(s.Lines) == 0 && s.Code == "" {
 			desc = escape(s.Text)
@@ -143,9 +143,9 @@ func layout(sections []bot.Section) (desc string, fields []field) {
 // sectionFields renders one section: its heading names the first field; text, the table
 // (a code block), bullet lines and code follow, split into fields of at most 1,024
 // characters; key/value fields are inline.
-func sectionFields(s bot.Section) []field {
+func sectionFields(s chat.Section) []field {
 	var out []field
-	heading := cut(escape(bot.OneLine(s.Heading)), maxFieldName)
+	heading := cut(escape(chat.OneLine(s.Heading)), maxFieldName)
 	add := func(values []string) {
 		for _, v := range values {
 			name := "\u200b"
@@ -163,7 +163,7 @@ func sectionFields(s bot.Section) []field {
 	}
 	for _, f := range s.Fields {
 		out = append(out, field{
-			name:   cut(escape(bot.OneLine(nonEmpty(f.Name))), maxFieldName),
+			name:   cut(escape(chat.OneLine(nonEmpty(f.Name))), maxFieldName),
 			value:  cut(escape(nonEmpty(f.Value)), maxFieldValue),
 			inline: true,
 		})
@@ -174,7 +174,7 @@ func sectionFields(s bot.Section) []field {
 	if len(s.Lines) > 0 {
 		var lines []string
 		for _, l := range s.Lines[:min(len(s.Lines), maxLines)] {
-			lines = append(lines, "• "+escape(bot.Cut(bot.OneLine(l), maxLineRunes)))
+			lines = append(lines, "• "+escape(chat.Cut(chat.OneLine(l), maxLineRunes)))
 		}
 		if n := len(s.Lines) - maxLines; n > 0 {
 			lines = append(lines, fmt.Sprintf("… and %d more", n))
@@ -184,7 +184,7 @@ func sectionFields(s bot.Section) []field {
 	if s.Code != "" {
 		var lines []string
 		for _, l := range strings.Split(strings.TrimRight(s.Code, "\n"), "\n") {
-			lines = append(lines, bot.DefuseFences(bot.Cut(l, maxLineRunes)))
+			lines = append(lines, chat.DefuseFences(chat.Cut(l, maxLineRunes)))
 		}
 		add(chunk(lines, "```\n", "\n```"))
 	}
@@ -192,10 +192,10 @@ func sectionFields(s bot.Section) []field {
 }
 
 // tableFields lays a table out in code blocks, repeating the header in each block.
-func tableFields(t *bot.Table) []string {
-	lines := bot.TableLines(t, maxTableRows, maxCellRunes)
+func tableFields(t *chat.Table) []string {
+	lines := chat.TableLines(t, maxTableRows, maxCellRunes)
 	for i := range lines {
-		lines[i] = bot.DefuseFences(lines[i])
+		lines[i] = chat.DefuseFences(lines[i])
 	}
 	header := lines[0]
 	out := chunk(lines[1:], "```\n"+header+"\n", "\n```")
@@ -246,7 +246,7 @@ func chunk(lines []string, prefix, suffix string) []string {
 
 // buttons lays buttons out in action rows (5 per row, 5 rows). A button whose custom ID
 // would exceed Discord's 100 characters is shown disabled, and the returned field says so.
-func buttons(bs []bot.Button) ([]discordgo.MessageComponent, *field) {
+func buttons(bs []chat.Button) ([]discordgo.MessageComponent, *field) {
 	var rows []discordgo.MessageComponent
 	var row []discordgo.MessageComponent
 	var unavailable []string
@@ -305,10 +305,10 @@ const (
 )
 
 // encodeCustomID writes a button's custom ID.
-func encodeCustomID(b bot.Button) string {
+func encodeCustomID(b chat.Button) string {
 	action := b.ActionID
-	if kind, _, _ := strings.Cut(b.Value, ";"); action == bot.ActionPlanPrefix+kind {
-		action = bot.ActionPlanPrefix
+	if kind, _, _ := strings.Cut(b.Value, ";"); action == chat.ActionPlanPrefix+kind {
+		action = chat.ActionPlanPrefix
 	}
 	id := action + "|" + b.Value
 	if b.Confirm != nil {
@@ -344,7 +344,7 @@ func decodeCustomID(id string) (customID, bool) {
 	if !ok || action == "" {
 		return c, false
 	}
-	if action == bot.ActionPlanPrefix {
+	if action == chat.ActionPlanPrefix {
 		kind, _, _ := strings.Cut(value, ";")
 		action += kind
 	}
@@ -358,12 +358,12 @@ func decodeCustomID(id string) (customID, bool) {
 // go-ahead's custom ID names the original message, so the outcome updates it; if that would
 // not fit, the outcome updates this confirmation instead.
 func confirmPage(c customID, label, about, messageID string) Page {
-	goID := confirmPrefix + strings.TrimPrefix(encodeCustomID(bot.Button{ActionID: c.action, Value: c.value}), askPrefix) + "|" + messageID
+	goID := confirmPrefix + strings.TrimPrefix(encodeCustomID(chat.Button{ActionID: c.action, Value: c.value}), askPrefix) + "|" + messageID
 	if len(goID) > maxCustomID {
-		goID = confirmPrefix + encodeCustomID(bot.Button{ActionID: c.action, Value: c.value}) + "|"
+		goID = confirmPrefix + encodeCustomID(chat.Button{ActionID: c.action, Value: c.value}) + "|"
 	}
 	e := &discordgo.MessageEmbed{
-		Title:       cut(escape(bot.OneLine(nonEmpty(label)))+": are you sure?", maxTitle),
+		Title:       cut(escape(chat.OneLine(nonEmpty(label)))+": are you sure?", maxTitle),
 		Description: cut(about, maxTitle) + "\n\nOnly you see this. Nothing happens until you press " + escape(nonEmpty(label)) + ".",
 		Color:       severityColor["warning"],
 	}
@@ -455,7 +455,7 @@ func nonEmpty(s string) string {
 // the deferred response (PATCH …/messages/@original) followed by the follow-ups (POST
 // /webhooks/…), exactly as the adapter sends them. `whypending demo --render discord` shows
 // answers this way.
-func WriteJSON(w io.Writer, m bot.Message) error {
+func WriteJSON(w io.Writer, m chat.Message) error {
 	var bodies []any
 	for i, p := range Render(m) {
 		if i == 0 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 var errBadRef = errors.New("not a slack message reference")
@@ -47,7 +47,7 @@ func retryAfter(err error) (time.Duration, bool) {
 
 // respond posts m to a response_url: in the channel when public, else only to the user;
 // replacing the original message when replace is set. Failures are logged.
-func (a *Adapter) respond(ctx context.Context, url string, m bot.Message, public, replace bool) {
+func (a *Adapter) respond(ctx context.Context, url string, m chat.Message, public, replace bool) {
 	if url == "" {
 		return
 	}
@@ -70,7 +70,7 @@ func (a *Adapter) respond(ctx context.Context, url string, m bot.Message, public
 }
 
 // post sends m to channel with chat.postMessage and returns its reference.
-func (a *Adapter) post(ctx context.Context, channel string, m bot.Message) (string, error) {
+func (a *Adapter) post(ctx context.Context, channel string, m chat.Message) (string, error) {
 	if a.api == nil {
 		return "", errors.New("no bot token configured")
 	}
@@ -89,7 +89,7 @@ func (a *Adapter) post(ctx context.Context, channel string, m bot.Message) (stri
 }
 
 // update replaces the message at channel/ts with chat.update.
-func (a *Adapter) update(ctx context.Context, channel, ts string, m bot.Message) error {
+func (a *Adapter) update(ctx context.Context, channel, ts string, m chat.Message) error {
 	if a.api == nil {
 		return errors.New("no bot token configured")
 	}

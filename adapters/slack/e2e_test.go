@@ -17,6 +17,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
 
@@ -71,7 +72,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 			Now:         o.now,
 		})
 		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: chattest.QuietLog,
-			Metrics: bot.NewAdapterMetrics(prometheus.NewRegistry())})
+			Metrics: chat.NewMetrics(prometheus.NewRegistry())})
 		e.replicas = append(e.replicas, chattest.Serve(t, a))
 	}
 	return e
@@ -124,7 +125,7 @@ func (e *e2eEnv) planPost(t *testing.T, n int) (webMessage, string) {
 	for _, b := range m.Blocks.BlockSet {
 		if ab, ok := b.(*goslack.ActionBlock); ok {
 			for _, el := range ab.Elements.ElementSet {
-				if btn, ok := el.(*goslack.ButtonBlockElement); ok && btn.ActionID == bot.ActionApprove {
+				if btn, ok := el.(*goslack.ButtonBlockElement); ok && btn.ActionID == chat.ActionApprove {
 					if btn.Confirm == nil {
 						t.Errorf("Approve button has no confirm dialog")
 					}
@@ -237,7 +238,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if rec := e.Record(t, planID); rec.RequestedBy.ID != bob || len(rec.Plan.Items) != 181 {
 			t.Fatalf("plan requested by %s with %d items, want bob with 181", rec.RequestedBy.ID, len(rec.Plan.Items))
 		}
-		e.click(t, 0, bob, bot.ActionDeny, planID, plan.TS)
+		e.click(t, 0, bob, chat.ActionDeny, planID, plan.TS)
 		chattest.WaitFor(t, 10*time.Second, "the denied plan message", func() bool { return len(e.updatesOf(plan.TS)) == 1 })
 		if u := e.updatesOf(plan.TS)[0]; !strings.Contains(u.Text, "Denied:") {
 			t.Errorf("update = %q, want Denied", u.Text)
@@ -273,7 +274,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
-			status, path := e.click(t, 0, r.user, bot.ActionApprove, planID, plan.TS)
+			status, path := e.click(t, 0, r.user, chat.ActionApprove, planID, plan.TS)
 			if status != 200 {
 				t.Fatalf("click = %d, want 200", status)
 			}
@@ -294,7 +295,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	}
 
 	t.Run("a badly signed approval is refused", func(t *testing.T) {
-		body := clickBody(t, bob, "bob", channel, plan.TS, bot.ActionApprove, planID, e.hooks.url("/forged"))
+		body := clickBody(t, bob, "bob", channel, plan.TS, chat.ActionApprove, planID, e.hooks.url("/forged"))
 		resp, err := http.DefaultClient.Do(signedRequest(t, e.replicas[0].URL+"/slack/interactions", "guessed-secret", time.Now(), body))
 		if err != nil {
 			t.Fatal(err)
@@ -309,7 +310,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("an approver in the user group approves and the IPs are released", func(t *testing.T) {
-		status, _ := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+		status, _ := e.click(t, 0, bob, chat.ActionApprove, planID, plan.TS)
 		if status != 200 {
 			t.Fatalf("click = %d, want 200", status)
 		}
@@ -358,7 +359,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("approving again runs nothing", func(t *testing.T) {
-		_, path := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+		_, path := e.click(t, 0, bob, chat.ActionApprove, planID, plan.TS)
 		if got := e.answer(t, path); !strings.Contains(got.Text, "already approved by bob") {
 			t.Errorf("reply = %q, want already approved", got.Text)
 		}
@@ -382,7 +383,7 @@ func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	paths := make([]string, 4)
 	for i := range paths {
-		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, bot.ActionApprove, planID, plan.TS) })
+		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, chat.ActionApprove, planID, plan.TS) })
 	}
 	wg.Wait()
 	chattest.WaitFor(t, 120*time.Second, "the final record", func() bool { return e.Record(t, planID).State == bot.StateSucceeded })
@@ -433,7 +434,7 @@ func TestE2EExpiredPlan(t *testing.T) {
 	e.command(t, alice, "/ipam", "release-ips")
 	plan, planID := e.planPost(t, 1)
 	offset.Store(int64(16 * time.Minute))
-	_, path := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+	_, path := e.click(t, 0, bob, chat.ActionApprove, planID, plan.TS)
 	if got := e.answer(t, path); !strings.Contains(got.Text, "expired") {
 		t.Errorf("reply = %q, want the plan expired", got.Text)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
@@ -165,11 +166,11 @@ func (l *liveCluster) current() (*clusterConn, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.conn == nil && !l.syncing.IsZero() {
-		return nil, bot.ClusterUnavailable(l.cc.Name, l.since,
+		return nil, chat.ClusterUnavailable(l.cc.Name, l.since,
 			fmt.Errorf("the bot's caches of it are still syncing (started %s)", l.syncing.UTC().Format(time.RFC3339)))
 	}
 	if l.conn == nil {
-		return nil, bot.ClusterUnavailable(l.cc.Name, l.since, l.err)
+		return nil, chat.ClusterUnavailable(l.cc.Name, l.since, l.err)
 	}
 	return l.conn, nil
 }
@@ -398,12 +399,12 @@ func (l *liveCluster) waitConfig(ctx context.Context) (*rest.Config, error) {
 // answering before a probe noticed) into the *bot.UnavailableError naming it; other errors
 // stay as they are.
 func (l *liveCluster) unavailable(err error) error {
-	var ue *bot.UnavailableError
+	var ue *chat.UnavailableError
 	var urlErr *url.Error
 	if err == nil || errors.As(err, &ue) || !errors.As(err, &urlErr) {
 		return err
 	}
-	return bot.ClusterUnavailable(l.cc.Name, time.Time{}, apiError(l.host(), err))
+	return chat.ClusterUnavailable(l.cc.Name, time.Time{}, apiError(l.host(), err))
 }
 
 // errNoCalico is returned by the IPAM calls of a cluster without Calico.

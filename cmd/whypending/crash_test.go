@@ -22,6 +22,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
@@ -36,8 +37,8 @@ const (
 )
 
 var (
-	crashAlice  = bot.Principal{Platform: "slack", Team: "T1", ID: "U0ALICE", Name: "alice"}
-	crashBob    = bot.Principal{Platform: "slack", Team: "T1", ID: "U0BOB", Name: "bob"}
+	crashAlice  = chat.Principal{Platform: "slack", Team: "T1", ID: "U0ALICE", Name: "alice"}
+	crashBob    = chat.Principal{Platform: "slack", Team: "T1", ID: "U0BOB", Name: "bob"}
 	crashPolicy = bot.Policy{Approvers: map[string]bot.Approvers{"slack": {Users: []string{"U0BOB"}}}, TwoPersonRule: true, Expiry: 15 * time.Minute}
 )
 

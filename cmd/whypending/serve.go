@@ -27,6 +27,7 @@ import (
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
@@ -152,7 +153,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	})
 	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
 	server := bot.NewServer(reg, log, checks...)
-	platforms := bot.Platforms{}
+	platforms := chat.Platforms{}
 	if cfg.SlackEnabled() {
 		platforms["slack"] = adapter
 		if cfg.Slack.Mode == "http" {
@@ -197,7 +198,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, cs.store, log) })
 	}
 	g.Go(func() error {
-		b.Approvals().RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m bot.Message) {
+		b.Approvals().RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m chat.Message) {
 			if a.MessageRef == "" {
 				return
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
@@ -204,14 +205,14 @@ type RecordingCore struct {
 	Block            chan struct{}
 
 	mu    sync.Mutex
-	req   bot.Request
-	click bot.Click
+	req   chat.Request
+	click chat.Click
 }
 
-var _ bot.Core = (*RecordingCore)(nil)
+var _ chat.Core = (*RecordingCore)(nil)
 
 // Command implements bot.Core.
-func (c *RecordingCore) Command(_ context.Context, req bot.Request) bot.Reply {
+func (c *RecordingCore) Command(_ context.Context, req chat.Request) chat.Reply {
 	if c.Block != nil {
 		<-c.Block
 	}
@@ -219,23 +220,23 @@ func (c *RecordingCore) Command(_ context.Context, req bot.Request) bot.Reply {
 	c.req = req
 	c.mu.Unlock()
 	c.Commands.Add(1)
-	return bot.Reply{Message: bot.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
+	return chat.Reply{Message: chat.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
 }
 
 // Click implements bot.Core.
-func (c *RecordingCore) Click(_ context.Context, click bot.Click, _ func(context.Context, bot.Message)) bot.Outcome {
+func (c *RecordingCore) Click(_ context.Context, click chat.Click, _ func(context.Context, chat.Message)) chat.Outcome {
 	c.mu.Lock()
 	c.click = click
 	c.mu.Unlock()
 	c.Clicks.Add(1)
-	return bot.Outcome{Notice: "clicked"}
+	return chat.Outcome{Notice: "clicked"}
 }
 
 // Attach implements bot.Core.
 func (c *RecordingCore) Attach(context.Context, string, string) error { return nil }
 
 // Last returns the last command and click the core got.
-func (c *RecordingCore) Last() (bot.Request, bot.Click) {
+func (c *RecordingCore) Last() (chat.Request, chat.Click) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.req, c.click
@@ -243,7 +244,7 @@ func (c *RecordingCore) Last() (bot.Request, bot.Click) {
 
 // Adapter is a chat adapter in HTTP mode.
 type Adapter interface {
-	Mount(s *bot.Server)
+	Mount(s chat.Mux)
 	Run(ctx context.Context) error
 }
 

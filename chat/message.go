@@ -1,4 +1,4 @@
-package bot
+package chat
 
 // Message is a platform-neutral answer. Adapters render it: Slack as Block Kit, Discord as an
 // embed plus components, the console as text. Every string in a Message is plain text taken

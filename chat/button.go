@@ -1,4 +1,4 @@
-package bot
+package chat
 
 // Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
 const (

@@ -1,6 +1,9 @@
-package bot
+package chat
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // Core is what a chat adapter needs from the bot; *Bot implements it.
 type Core interface {
@@ -50,4 +53,9 @@ type Reply struct {
 	// PlanID is set when Message shows a plan awaiting approval: the adapter posts it where
 	// it can update it later and records where with Bot.Attach.
 	PlanID string
+}
+
+// Mux is where an adapter in HTTP mode registers its routes (bot.Server, http.ServeMux).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
 }

@@ -1,4 +1,4 @@
-package bot
+package chat
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 // Deliverer makes an adapter's follow-up calls to its platform (answers, message updates,
 // the digest), waiting out rate limits as the platform asks and counting each outcome in
-// AdapterMetrics.Deliveries.
+// Metrics.Deliveries.
 type Deliverer struct {
 	// Platform labels metrics and log lines ("slack", "discord").
 	Platform string
@@ -17,7 +17,7 @@ type Deliverer struct {
 	// how long it asked to wait (Slack's Retry-After header, Discord's retry_after).
 	RetryAfter func(err error) (time.Duration, bool)
 	// Metrics may be nil.
-	Metrics *AdapterMetrics
+	Metrics *Metrics
 	// Log receives the waits (nil: slog.Default()).
 	Log *slog.Logger
 }

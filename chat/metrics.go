@@ -1,9 +1,9 @@
-package bot
+package chat
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// AdapterMetrics are the Prometheus metrics the chat adapters observe, served on /metrics.
-type AdapterMetrics struct {
+// Metrics are the Prometheus metrics the chat adapters observe, served on /metrics.
+type Metrics struct {
 	// AckSeconds is how long adapters take to acknowledge a platform request, by platform
 	// and kind ("command", "interaction"), in seconds.
 	AckSeconds *prometheus.HistogramVec
@@ -12,10 +12,10 @@ type AdapterMetrics struct {
 	Deliveries *prometheus.CounterVec
 }
 
-// NewAdapterMetrics creates the adapters' metrics and registers them with reg (nil: not
+// NewMetrics creates the adapters' metrics and registers them with reg (nil: not
 // registered).
-func NewAdapterMetrics(reg prometheus.Registerer) *AdapterMetrics {
-	m := &AdapterMetrics{
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		AckSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "whypending_ack_duration_seconds",
 			Help:    "Time to acknowledge a chat platform request, by platform and kind.",

@@ -203,12 +203,9 @@ func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Con
 	case c.Refusal != "":
 		return chat.Outcome{Notice: c.Refusal + " Nothing was done."}
 	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):
-		kind, args := parseActionValue(c.Value)
-		if kind == "" {
-			kind = strings.TrimPrefix(c.ActionID, chat.ActionPlanPrefix)
-		}
+		p, _ := chat.ParsePlanButton(c.ActionID, c.Value)
 		req := chat.Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}
-		reply, err := b.plan(ctx, req, actions.Kind(kind), args["cluster"], actions.PlanOptions{Node: args["node"]})
+		reply, err := b.plan(ctx, req, actions.Kind(p.Kind), p.Cluster, actions.PlanOptions{Node: p.Node})
 		if err != nil {
 			return chat.Outcome{Notice: b.errorNotice(ctx, "make a plan", err)}
 		}
@@ -234,19 +231,6 @@ func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
 	ref := errorRef()
 	b.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
 	return "Could not " + what + "; nothing was changed. The bot's log has the details under ref " + ref + "."
-}
-
-// parseActionValue splits a remediation button value "kind;key=value;…" (see ActionValue).
-func parseActionValue(v string) (kind string, args map[string]string) {
-	args = map[string]string{}
-	parts := strings.Split(v, ";")
-	kind = parts[0]
-	for _, p := range parts[1:] {
-		if k, val, ok := strings.Cut(p, "="); ok {
-			args[k] = val
-		}
-	}
-	return kind, args
 }
 
 // cluster finds a configured cluster by name; "" means the default (first) one. An

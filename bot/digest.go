@@ -12,7 +12,6 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
-	"github.com/whypending/whypending/triage"
 )
 
 const (
@@ -57,7 +56,7 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	other := max(check.Problems-leaked, 0) + len(util.Affinities)
 
 	m := chat.Message{
-		Severity: "ok",
+		Severity: chat.SeverityOK,
 		Footer:   fmt.Sprintf("cluster %s · collected %s", cluster, now.UTC().Format(time.RFC3339)),
 	}
 	if rv := check.Report.ClusterInfoRevision; rv != "" {
@@ -145,11 +144,9 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	return m
 }
 
-// repairButton is a "make a plan" button in the format every answer uses: ActionID
-// "plan:<kind>", Value ActionValue with the cluster.
-func repairButton(kind actions.Kind, cluster, label, style string) chat.Button {
-	ref := triage.ActionRef{Kind: string(kind), Label: label, Args: map[string]string{"cluster": cluster}}
-	return chat.Button{ActionID: chat.ActionPlanPrefix + ref.Kind, Label: label, Value: ActionValue(ref), Style: style}
+// repairButton is a "make a plan" button for a cluster-wide repair of kind on cluster.
+func repairButton(kind actions.Kind, cluster, label string, style chat.ButtonStyle) chat.Button {
+	return chat.PlanButton{Kind: string(kind), Cluster: cluster}.Button(label, style)
 }
 
 // fullPools are the enabled pools with at least poolNearlyFull percent of their addresses
@@ -411,7 +408,7 @@ func digestSkippedMessage(cluster string, why error, at time.Time) chat.Message 
 	}
 	return chat.Message{
 		Title:    fmt.Sprintf("IPAM digest for %s skipped: the cluster is unavailable", cluster),
-		Severity: "warning",
+		Severity: chat.SeverityWarning,
 		Sections: []chat.Section{{Text: ue.Text + " The digest covers it again once it is back; /readyz shows its state."}},
 		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
 	}
@@ -421,7 +418,7 @@ func digestSkippedMessage(cluster string, why error, at time.Time) chat.Message 
 func digestFailedMessage(cluster string, at time.Time) chat.Message {
 	return chat.Message{
 		Title:    fmt.Sprintf("IPAM digest for %s could not be collected", cluster),
-		Severity: "warning",
+		Severity: chat.SeverityWarning,
 		Sections: []chat.Section{{Text: "Reading Calico IPAM failed; the bot's log has the details. Try /ipam check --cluster " + cluster + "."}},
 		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
 	}

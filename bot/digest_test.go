@@ -95,7 +95,7 @@ func TestDigestMessage(t *testing.T) {
 		check        calico.CheckResult
 		util         calico.Utilization
 		wantTitle    string
-		wantSeverity string
+		wantSeverity chat.Severity
 		wantButtons  []chat.Button
 		wantPools    [][]string
 		wantLeaks    []string   // lines of "Leaked IPs by node"

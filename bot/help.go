@@ -22,7 +22,7 @@ func (b *Bot) help(_ context.Context, req chat.Request) (chat.Reply, error) {
 	}
 	m := chat.Message{
 		Title:    "whypending: why is my pod stuck, and safe Calico IPAM repairs",
-		Severity: "info",
+		Severity: chat.SeverityInfo,
 		Sections: []chat.Section{
 			{Heading: "Commands", Lines: b.router.usageLines()},
 			{Heading: "What /why-pending asks about", Code: triage.TargetSyntax + "\nWithout -n: the channel's namespace, else the cluster's."},

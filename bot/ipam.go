@@ -104,7 +104,7 @@ func (b *Bot) plan(ctx context.Context, req chat.Request, kind actions.Kind, clu
 	if len(p.Items) == 0 {
 		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("Nothing to do on %s: %s", c.Name, nothingToDo(kind)),
-			Severity: "ok",
+			Severity: chat.SeverityOK,
 			Footer:   p.Basis,
 		}}, nil
 	}
@@ -184,7 +184,7 @@ func CheckMessage(cluster string, r *calico.CheckResult) chat.Message {
 			ActionID: chat.ActionPlanPrefix + string(actions.KindReleaseLeakedIPs),
 			Label:    fmt.Sprintf("Release %d leaked IPs", leaked),
 			Value:    string(actions.KindReleaseLeakedIPs) + ";cluster=" + cluster,
-			Style:    "primary",
+			Style:    chat.StylePrimary,
 		})
 	}
 	if n := len(r.LeakedHandles); n > 0 {
@@ -252,7 +252,7 @@ func BlocksMessage(cluster string, u *calico.Utilization) chat.Message {
 	}
 	m := chat.Message{
 		Title:    fmt.Sprintf("Calico IPAM blocks on %s: %d blocks, %.0f of %.0f addresses in use", cluster, nBlocks, inUse, total),
-		Severity: "info",
+		Severity: chat.SeverityInfo,
 		Sections: []chat.Section{
 			{Heading: "Pools", Table: pools},
 			{Heading: "Blocks", Table: blocks},
@@ -278,7 +278,7 @@ func BlocksMessage(cluster string, u *calico.Utilization) chat.Message {
 			ActionID: chat.ActionPlanPrefix + string(actions.KindReleaseEmptyBlocks),
 			Label:    fmt.Sprintf("Release %d empty blocks", releasable),
 			Value:    string(actions.KindReleaseEmptyBlocks) + ";cluster=" + cluster,
-			Style:    "primary",
+			Style:    chat.StylePrimary,
 		})
 	}
 	return m

@@ -6,7 +6,6 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/chat"
-	"github.com/whypending/whypending/triage"
 )
 
 // PlanMessage renders an approval record as the message posted for approval and updated on
@@ -43,13 +42,13 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) cha
 		}
 		m.Sections = append(m.Sections, chat.Section{Text: how})
 		m.Buttons = []chat.Button{
-			{ActionID: chat.ActionApprove, Label: "Approve", Value: p.ID, Style: "primary", Confirm: &chat.Confirm{
+			{ActionID: chat.ActionApprove, Label: "Approve", Value: p.ID, Style: chat.StylePrimary, Confirm: &chat.Confirm{
 				Title:   "Approve this plan?",
 				Text:    fmt.Sprintf("This will %s. Only items still eligible when it runs are touched.", p.Title()),
 				Confirm: "Approve",
 				Deny:    "Cancel",
 			}},
-			{ActionID: chat.ActionDeny, Label: "Deny", Value: p.ID, Style: "danger"},
+			{ActionID: chat.ActionDeny, Label: "Deny", Value: p.ID, Style: chat.StyleDanger},
 		}
 	case StateRunning:
 		m.Title = "Running: " + p.Title()
@@ -128,12 +127,7 @@ func replanCommand(p actions.Plan) string {
 
 // replanButton makes a fresh plan of p's kind, cluster and node (the Bot.Click plan path).
 func replanButton(p actions.Plan) chat.Button {
-	args := map[string]string{"cluster": p.Cluster}
-	if p.Node != "" {
-		args["node"] = p.Node
-	}
-	ref := triage.ActionRef{Kind: string(p.Kind), Label: "Make a fresh plan", Args: args}
-	return chat.Button{ActionID: chat.ActionPlanPrefix + ref.Kind, Label: ref.Label, Value: ActionValue(ref), Style: "primary"}
+	return chat.PlanButton{Kind: string(p.Kind), Cluster: p.Cluster, Node: p.Node}.Button("Make a fresh plan", chat.StylePrimary)
 }
 
 // itemsSection is the table of what the plan changes.

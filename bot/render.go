@@ -15,9 +15,9 @@ const maxTableRows = 15
 
 // DiagnosisMessage renders a diagnosis for a person reading at 3 a.m.: the cause first, then
 // the per-node table, the evidence, the fix as commands to paste, and other findings last.
-// Remediations the diagnosis offers (Finding.Actions) become buttons, one per kind, whose ActionID is
-// "plan:<kind>" and whose Value is the cluster-neutral argument string "kind[;k=v...]".
-func DiagnosisMessage(d *triage.Diagnosis) chat.Message {
+// Remediations the diagnosis offers (Finding.Actions) become plan buttons (chat.PlanButton), one
+// per kind, making plans on cluster.
+func DiagnosisMessage(d *triage.Diagnosis, cluster string) chat.Message {
 	p := d.Primary()
 	m := chat.Message{
 		Title:    titleFor(d),
@@ -51,7 +51,7 @@ func DiagnosisMessage(d *triage.Diagnosis) chat.Message {
 	}
 	// The primary cause and a context finding often offer the same repair: the first offer,
 	// the most specific, wins.
-	buttons := &buttonSet{}
+	buttons := &buttonSet{cluster: cluster}
 	for _, f := range d.Findings {
 		buttons.add(f.Actions)
 	}
@@ -66,21 +66,6 @@ func causeSection(summary string, uncertain bool, code triage.Code) chat.Section
 		s.Text = "Uncertain: " + s.Text
 	}
 	return s
-}
-
-// ActionValue encodes an ActionRef as "kind" or "kind;key=value;…" (keys sorted), the value a
-// remediation button carries back on click.
-func ActionValue(a triage.ActionRef) string {
-	parts := []string{a.Kind}
-	keys := make([]string, 0, len(a.Args))
-	for k := range a.Args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+a.Args[k])
-	}
-	return strings.Join(parts, ";")
 }
 
 func titleFor(d *triage.Diagnosis) string {
@@ -99,13 +84,17 @@ func titleFor(d *triage.Diagnosis) string {
 	}
 }
 
-func severityFor(d *triage.Diagnosis) string {
+func severityFor(d *triage.Diagnosis) chat.Severity {
 	p := d.Primary()
 	if p.Code == triage.CodePodHealthy || p.Code == triage.CodePodCompleted {
-		return "ok"
+		return chat.SeverityOK
 	}
-	return p.Severity.String()
+	return messageSeverity(p.Severity)
 }
+
+// messageSeverity is a finding's severity as a message's: triage's names ("blocker",
+// "warning", "info") are chat's.
+func messageSeverity(s triage.Severity) chat.Severity { return chat.Severity(s.String()) }
 
 // nodeTable builds the "why not here" table: nodes that fit first, then by name; every reason
 // of a node in one cell.

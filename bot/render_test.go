@@ -38,7 +38,7 @@ func TestDiagnosisMessage(t *testing.T) {
 			Actions: []triage.ActionRef{leak},
 		}},
 	}
-	m := DiagnosisMessage(d)
+	m := DiagnosisMessage(d, "")
 
 	t.Run("title names pod, state and primary code", func(t *testing.T) {
 		if got, want := m.Title, "shop/web is Pending: insufficient-cpu"; got != want {
@@ -97,13 +97,6 @@ func TestNodeTableIsCapped(t *testing.T) {
 	}
 }
 
-func TestActionValue(t *testing.T) {
-	got := ActionValue(triage.ActionRef{Kind: "release-empty-blocks", Args: map[string]string{"node": "w-1", "cluster": "prod"}})
-	if want := "release-empty-blocks;cluster=prod;node=w-1"; got != want {
-		t.Errorf("ActionValue = %q, want %q", got, want)
-	}
-}
-
 // TestUncertainIsSaid: an uncertain diagnosis says so in its title and before its cause.
 func TestUncertainIsSaid(t *testing.T) {
 	d := &triage.Diagnosis{
@@ -111,7 +104,7 @@ func TestUncertainIsSaid(t *testing.T) {
 		Findings: []triage.Finding{{Code: triage.CodeUnknown, Severity: triage.SeverityBlocker, Uncertain: true,
 			Summary: "The scheduler rejects all 2 nodes for a reason whypending does not model."}},
 	}
-	m := DiagnosisMessage(d)
+	m := DiagnosisMessage(d, "")
 	if !strings.HasSuffix(m.Title, "unknown (uncertain)") {
 		t.Errorf("title = %q, want it to end in \"unknown (uncertain)\"", m.Title)
 	}

@@ -12,19 +12,24 @@ import (
 
 // AnswerMessage renders the answer to one why-pending question: a pod's diagnosis
 // (DiagnosisMessage), a workload's (WorkloadMessage) or a namespace sweep (SweepMessage), with
-// the answer's notes on how the question was read first.
-func AnswerMessage(a *triage.Answer) chat.Message {
+// the answer's notes on how the question was read first. cluster, when set, is the cluster the
+// answer is about: its plan buttons make plans there and the footer names it; "" leaves both
+// cluster-neutral (the CLI, which shows no buttons).
+func AnswerMessage(a *triage.Answer, cluster string) chat.Message {
 	var m chat.Message
 	switch {
 	case a.Pod != nil:
-		m = DiagnosisMessage(a.Pod)
+		m = DiagnosisMessage(a.Pod, cluster)
 	case a.Workload != nil:
-		m = WorkloadMessage(a.Workload)
+		m = WorkloadMessage(a.Workload, cluster)
 	default:
 		m = SweepMessage(a.Namespace)
 	}
 	if len(a.Notes) > 0 {
 		m.Sections = append([]chat.Section{{Heading: "Note", Text: strings.Join(a.Notes, " ")}}, m.Sections...)
+	}
+	if cluster != "" {
+		m.Footer = joinFooter(m.Footer, "cluster "+cluster)
 	}
 	return m
 }
@@ -36,8 +41,9 @@ const maxPodLines = 10
 // a line per pod group, then each group: its representative pod's diagnosis in full and the
 // group's other pods one line each; pods not diagnosed and other findings last. The sections
 // come in that order so that a chat platform that must cut a long answer cuts the least
-// important part. Remediations any diagnosis offers become buttons, one per kind.
-func WorkloadMessage(d *triage.WorkloadDiagnosis) chat.Message {
+// important part. Remediations any diagnosis offers become buttons, one per kind, making plans
+// on cluster.
+func WorkloadMessage(d *triage.WorkloadDiagnosis, cluster string) chat.Message {
 	p := d.Primary()
 	m := chat.Message{
 		Title:    fmt.Sprintf("%s: %s", d.Workload, p.Code),
@@ -73,13 +79,13 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) chat.Message {
 		}
 		m.Sections = append(m.Sections, chat.Section{Heading: "Pods by cause", Lines: lines})
 	}
-	buttons := &buttonSet{}
+	buttons := &buttonSet{cluster: cluster}
 	buttons.add(p.Actions)
 	for _, g := range d.Groups {
 		if g.Diagnosis == nil {
 			continue
 		}
-		rep := DiagnosisMessage(g.Diagnosis)
+		rep := DiagnosisMessage(g.Diagnosis, cluster)
 		for _, b := range rep.Buttons {
 			buttons.addButton(b)
 		}
@@ -136,22 +142,25 @@ func podLines(pods []triage.PodLine, same string) []string {
 }
 
 // workloadSeverity colours a workload answer: ok when healthy, else the primary's severity.
-func workloadSeverity(d *triage.WorkloadDiagnosis) string {
+func workloadSeverity(d *triage.WorkloadDiagnosis) chat.Severity {
 	if p := d.Primary(); p.Code == triage.CodeWorkloadHealthy {
-		return "ok"
+		return chat.SeverityOK
 	}
-	return d.Primary().Severity.String()
+	return messageSeverity(d.Primary().Severity)
 }
 
-// buttonSet collects remediation buttons, one per action kind, first offer wins.
+// buttonSet collects remediation buttons making plans on cluster, one per action kind, first
+// offer wins.
 type buttonSet struct {
-	list []chat.Button
-	seen map[string]bool
+	cluster string
+	list    []chat.Button
+	seen    map[string]bool
 }
 
 func (s *buttonSet) add(actions []triage.ActionRef) {
 	for _, a := range actions {
-		s.addButton(chat.Button{ActionID: "plan:" + a.Kind, Label: a.Label, Value: ActionValue(a), Style: "primary"})
+		p := chat.PlanButton{Kind: a.Kind, Cluster: s.cluster, Node: a.Args["node"]}
+		s.addButton(p.Button(a.Label, chat.StylePrimary))
 	}
 }
 
@@ -174,7 +183,7 @@ const maxSweepItems = 12
 func SweepMessage(d *triage.NamespaceDiagnosis) chat.Message {
 	m := chat.Message{
 		Title:    fmt.Sprintf("Namespace %s: nothing is stuck", d.Namespace),
-		Severity: "ok",
+		Severity: chat.SeverityOK,
 		Footer: fmt.Sprintf("%d %s, %d %s · collected %s", d.Pods, plural(d.Pods, "pod", "pods"), d.Workloads, plural(d.Workloads, "workload", "workloads"),
 			d.CollectedAt.UTC().Format(time.RFC3339)),
 	}

@@ -86,7 +86,7 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 		r.count("unknown", "user-error", start)
 		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("Unknown command /%s", req.Command),
-			Severity: "info",
+			Severity: chat.SeverityInfo,
 			Sections: []chat.Section{{Text: "Nothing was done. These commands exist:", Lines: r.usageLines()}},
 		}}
 	}
@@ -94,7 +94,7 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 		r.count(req.Command, "user-error", start)
 		return chat.Reply{Message: chat.Message{
 			Title:    "whypending is not enabled in this channel",
-			Severity: "info",
+			Severity: chat.SeverityInfo,
 			Sections: []chat.Section{{Text: "Ask in one of the channels the bot is configured for; nothing was done."}},
 		}}
 	}
@@ -107,12 +107,12 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 		return reply
 	case errors.As(err, &unavailable):
 		r.count(req.Command, "unavailable", start)
-		return chat.Reply{Message: chat.Message{Title: unavailable.Text + " Nothing was done.", Severity: "warning"}}
+		return chat.Reply{Message: chat.Message{Title: unavailable.Text + " Nothing was done.", Severity: chat.SeverityWarning}}
 	case errors.As(err, &ue):
 		r.count(req.Command, "user-error", start)
 		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("/%s: %s", req.Command, ue.Text),
-			Severity: "info",
+			Severity: chat.SeverityInfo,
 			Sections: []chat.Section{{Text: "Usage: /" + rt.cmd.Name + " " + rt.cmd.Usage}},
 		}}
 	default:
@@ -122,7 +122,7 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 			slog.String("user", req.Principal.String()), slog.String("ref", ref), slog.Any("err", err))
 		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("/%s failed", req.Command),
-			Severity: "warning",
+			Severity: chat.SeverityWarning,
 			Sections: []chat.Section{{Text: "Something went wrong; nothing was changed. The bot's log has the details under ref " + ref + "."}},
 		}}
 	}

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/whypending/whypending/chat"
@@ -16,7 +15,7 @@ const diagnoseTimeout = 2 * time.Minute
 // visible to the channel: a pod's diagnosis, a workload's pods grouped by cause, or every
 // stuck pod and failing workload of the namespace. TARGET is read as kubectl reads it
 // (triage.ParseTarget); the namespace is -n, else the channel's, else the cluster's, else
-// "default". Remediation buttons get the cluster added to their value.
+// "default". Remediation buttons make plans on the cluster asked about.
 func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, error) {
 	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
 	if err != nil {
@@ -66,14 +65,7 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	if err != nil {
 		return chat.Reply{}, err
 	}
-	m := AnswerMessage(v.(*triage.Answer))
-	for i := range m.Buttons {
-		if strings.HasPrefix(m.Buttons[i].ActionID, chat.ActionPlanPrefix) {
-			m.Buttons[i].Value += ";cluster=" + c.Name
-		}
-	}
-	m.Footer = joinFooter(m.Footer, "cluster "+c.Name)
-	return chat.Reply{Message: m, Public: true}, nil
+	return chat.Reply{Message: AnswerMessage(v.(*triage.Answer), c.Name), Public: true}, nil
 }
 
 func firstNonEmpty(xs ...string) string {

@@ -17,7 +17,7 @@ const maxTableRows = 25
 // through Escape, so object text cannot inject terminal control sequences.
 func Render(w io.Writer, m chat.Message) error {
 	var b strings.Builder
-	marker := map[string]string{"blocker": "✖", "warning": "!", "info": "i", "ok": "✔"}[m.Severity]
+	marker := map[chat.Severity]string{"blocker": "✖", "warning": "!", "info": "i", "ok": "✔"}[m.Severity]
 	if marker == "" {
 		marker = "•"
 	}

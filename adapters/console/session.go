@@ -41,12 +41,12 @@ func (s *Session) Handle(ctx context.Context, line string) []chat.Message {
 	switch fields[0] {
 	case "/as":
 		if len(fields) != 2 {
-			return []chat.Message{{Title: "usage: /as NAME", Severity: "info"}}
+			return []chat.Message{{Title: "usage: /as NAME", Severity: chat.SeverityInfo}}
 		}
 		s.mu.Lock()
 		s.user = fields[1]
 		s.mu.Unlock()
-		return []chat.Message{{Title: "you are now " + fields[1], Severity: "info"}}
+		return []chat.Message{{Title: "you are now " + fields[1], Severity: chat.SeverityInfo}}
 	case "/click":
 		return s.click(ctx, fields[1:])
 	}
@@ -68,22 +68,22 @@ func (s *Session) click(ctx context.Context, args []string) []chat.Message {
 	buttons := s.buttons
 	s.mu.Unlock()
 	if len(args) == 0 || len(args) > 2 {
-		return []chat.Message{{Title: "usage: /click N [confirm]", Severity: "info"}}
+		return []chat.Message{{Title: "usage: /click N [confirm]", Severity: chat.SeverityInfo}}
 	}
 	n, err := strconv.Atoi(args[0])
 	if err != nil || n < 1 || n > len(buttons) {
-		return []chat.Message{{Title: fmt.Sprintf("no button %s: the last message has %d", args[0], len(buttons)), Severity: "info"}}
+		return []chat.Message{{Title: fmt.Sprintf("no button %s: the last message has %d", args[0], len(buttons)), Severity: chat.SeverityInfo}}
 	}
 	btn := buttons[n-1]
 	if btn.Confirm != nil && (len(args) < 2 || args[1] != "confirm") {
-		return []chat.Message{{Title: btn.Confirm.Title, Severity: "warning",
+		return []chat.Message{{Title: btn.Confirm.Title, Severity: chat.SeverityWarning,
 			Sections: []chat.Section{{Text: btn.Confirm.Text}, {Text: fmt.Sprintf("Type /click %d confirm to %s, or anything else to cancel.", n, strings.ToLower(btn.Confirm.Confirm))}}}}
 	}
 	var out []chat.Message
 	progress := func(_ context.Context, m chat.Message) { out = append(out, m) }
 	o := s.core.Click(ctx, chat.Click{Principal: s.principal(), Channel: consoleChannel, ActionID: btn.ActionID, Value: btn.Value}, progress)
 	if o.Notice != "" {
-		out = append(out, chat.Message{Title: o.Notice, Severity: "info"})
+		out = append(out, chat.Message{Title: o.Notice, Severity: chat.SeverityInfo})
 	}
 	if o.Update != nil {
 		out = append(out, s.remember(*o.Update))

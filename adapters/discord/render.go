@@ -41,7 +41,7 @@ const (
 )
 
 // severityColor is the embed's side colour per bot.Message severity.
-var severityColor = map[string]int{
+var severityColor = map[chat.Severity]int{
 	"blocker": 0xED4245, // red
 	"warning": 0xE67E22, // orange
 	"info":    0x5865F2, // blurple
@@ -278,11 +278,11 @@ func buttons(bs []chat.Button) ([]discordgo.MessageComponent, *field) {
 		"Discord cannot carry the data of "+strings.Join(unavailable, ", ")+"; use the /ipam command instead."), maxFieldValue)}
 }
 
-func buttonStyle(s string) discordgo.ButtonStyle {
+func buttonStyle(s chat.ButtonStyle) discordgo.ButtonStyle {
 	switch s {
-	case "primary":
+	case chat.StylePrimary:
 		return discordgo.PrimaryButton
-	case "danger":
+	case chat.StyleDanger:
 		return discordgo.DangerButton
 	}
 	return discordgo.SecondaryButton
@@ -297,7 +297,8 @@ func buttonStyle(s string) discordgo.ButtonStyle {
 //	                               message with the original button, which the outcome updates
 //	"cancel"                       that confirmation's Cancel
 //
-// A plan button's action "plan:<kind>" is written "plan:": its value starts with the kind.
+// A plan button's action "plan:<kind>" is written "plan:": its value starts with the kind
+// (chat.PlanButton).
 const (
 	askPrefix     = "?"
 	confirmPrefix = "!"
@@ -307,8 +308,8 @@ const (
 // encodeCustomID writes a button's custom ID.
 func encodeCustomID(b chat.Button) string {
 	action := b.ActionID
-	if kind, _, _ := strings.Cut(b.Value, ";"); action == chat.ActionPlanPrefix+kind {
-		action = chat.ActionPlanPrefix
+	if p, ok := chat.ParsePlanButton(b.ActionID, b.Value); ok && p.ActionID() == b.ActionID && p.Value() == b.Value {
+		action = chat.ActionPlanPrefix // the value carries the kind
 	}
 	id := action + "|" + b.Value
 	if b.Confirm != nil {
@@ -344,9 +345,8 @@ func decodeCustomID(id string) (customID, bool) {
 	if !ok || action == "" {
 		return c, false
 	}
-	if action == chat.ActionPlanPrefix {
-		kind, _, _ := strings.Cut(value, ";")
-		action += kind
+	if p, ok := chat.ParsePlanButton(action, value); ok && action == chat.ActionPlanPrefix {
+		action = p.ActionID()
 	}
 	c.action, c.value = action, value
 	return c, true

@@ -34,7 +34,7 @@ const (
 )
 
 // severityMark prefixes titles so the severity shows without colour (Block Kit has none).
-var severityMark = map[string]string{
+var severityMark = map[chat.Severity]string{
 	"blocker": "\U0001F534 ", // red circle
 	"warning": "\U0001F7E0 ", // orange circle
 	"info":    "\u2139\ufe0f ",
@@ -210,9 +210,9 @@ func actionsBlock(buttons []chat.Button) *slack.ActionBlock {
 		e := slack.NewButtonBlockElement(chat.Cut(id, maxActionID), chat.Cut(btn.Value, maxButtonValue),
 			plain(chat.Cut(btn.Label, maxButtonText)))
 		switch btn.Style {
-		case "primary":
+		case chat.StylePrimary:
 			e.Style = slack.StylePrimary
-		case "danger":
+		case chat.StyleDanger:
 			e.Style = slack.StyleDanger
 		}
 		if c := btn.Confirm; c != nil {
@@ -221,7 +221,7 @@ func actionsBlock(buttons []chat.Button) *slack.ActionBlock {
 				plain(chat.Cut(c.Text, maxConfirmText)),
 				plain(chat.Cut(nonEmptyOr(c.Confirm, "Confirm"), maxConfirmButton)),
 				plain(chat.Cut(nonEmptyOr(c.Deny, "Cancel"), maxConfirmButton)))
-			if btn.Style == "danger" {
+			if btn.Style == chat.StyleDanger {
 				e.Confirm.Style = slack.StyleDanger
 			}
 		}

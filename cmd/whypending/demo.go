@@ -278,12 +278,12 @@ func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.S
 	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) >= 2 {
 		ns := demoNamespace(fields[1:])
 		if ns == "" {
-			return []chat.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: "warning",
+			return []chat.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: chat.SeverityWarning,
 				Sections: []chat.Section{{Text: "Every demo scenario runs in its own cluster and namespace; /help lists them."}}}}
 		}
 		c := clusterFor(clusters, ns)
 		if c == nil {
-			return []chat.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: "warning",
+			return []chat.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: chat.SeverityWarning,
 				Sections: []chat.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
 		}
 		line += " --cluster " + c.scenario.Name
@@ -327,7 +327,7 @@ func demoHelp(clusters []*demoCluster) chat.Message {
 	}
 	return chat.Message{
 		Title:    "whypending demo: local clusters with stuck pods",
-		Severity: "info",
+		Severity: chat.SeverityInfo,
 		Sections: []chat.Section{
 			{Text: "Each scenario runs in its own local control plane. Ask about any pod; /quit leaves."},
 			{Table: t},

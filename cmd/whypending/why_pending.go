@@ -89,7 +89,7 @@ workload or namespace (the answer lists the closest names).`,
 					return err
 				}
 			} else {
-				m := bot.AnswerMessage(a)
+				m := bot.AnswerMessage(a, "")
 				m.Buttons = nil // nothing to press in a shell; the fix lists the whypending ipam commands
 				if err := console.Render(cmd.OutOrStdout(), m); err != nil {
 					return err

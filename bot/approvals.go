@@ -12,14 +12,14 @@ import (
 	"github.com/whypending/whypending/internal/proc"
 )
 
-// Executor runs an approved plan on one cluster. actions.Runner implements it.
+// Executor runs an approved plan on one cluster. fleet.Cluster and actions.Runner implement it.
 type Executor interface {
 	Execute(ctx context.Context, approved actions.Approved) (actions.Result, error)
 }
 
 // Recoverer cleans up after a plan whose executing process died: it releases the datastore
 // lock that execution took and counts what is left to do, and never re-runs anything.
-// actions.Runner implements it; an Executor may implement it too.
+// fleet.Cluster and actions.Runner implement it; an Executor may implement it too.
 type Recoverer interface {
 	Recover(ctx context.Context, p actions.Plan) (actions.Recovery, error)
 }

@@ -17,22 +17,8 @@ import (
 	"github.com/whypending/whypending/triage"
 )
 
-// Diagnoser explains why a pod is stuck. triage.Diagnose with a Collector does it; see
-// DiagnoserFunc.
-type Diagnoser interface {
-	Diagnose(ctx context.Context, namespace, name string) (*triage.Diagnosis, error)
-}
-
-// DiagnoserFunc adapts a function to Diagnoser.
-type DiagnoserFunc func(ctx context.Context, namespace, name string) (*triage.Diagnosis, error)
-
-// Diagnose calls f.
-func (f DiagnoserFunc) Diagnose(ctx context.Context, namespace, name string) (*triage.Diagnosis, error) {
-	return f(ctx, namespace, name)
-}
-
 // Answerer answers why-pending questions about a pod, a workload or a whole namespace
-// (collect.Answer with a Collector does it). See AnswererFunc.
+// (fleet.Cluster does, with collect.Answer over its collector). See AnswererFunc.
 type Answerer interface {
 	Answer(ctx context.Context, t triage.Target) (*triage.Answer, error)
 }
@@ -46,13 +32,13 @@ func (f AnswererFunc) Answer(ctx context.Context, t triage.Target) (*triage.Answ
 }
 
 // IPAM is the read side of Calico IPAM that /ipam check and /ipam blocks show.
-// *calico.Client implements it.
+// fleet.Cluster, *calico.Client and *calico.Cache implement it.
 type IPAM interface {
 	Check(ctx context.Context, opts calico.CheckOptions) (*calico.CheckResult, error)
 	Utilization(ctx context.Context) (*calico.Utilization, error)
 }
 
-// Planner makes plans (dry runs) on one cluster. actions.Runner implements it.
+// Planner makes plans (dry runs) on one cluster. fleet.Cluster and actions.Runner implement it.
 type Planner interface {
 	Plan(ctx context.Context, kind actions.Kind, opts actions.PlanOptions) (actions.Plan, error)
 }
@@ -65,10 +51,8 @@ type Cluster struct {
 	// Namespace is the default namespace for "/why-pending pod" ("" means "default").
 	Namespace string
 	// Answerer answers /why-pending about pods, workloads (TYPE/NAME, a bare workload name) and
-	// namespaces (--all). When it is nil, Diagnoser answers questions about pods only.
+	// namespaces (--all).
 	Answerer Answerer
-	// Diagnoser answers /why-pending about a pod when Answerer is nil.
-	Diagnoser Diagnoser
 	// IPAM answers /ipam check and /ipam blocks.
 	IPAM IPAM
 	// Planner makes plans for /ipam release-ips|release-blocks|release-handles|unlock and plan buttons.

@@ -19,23 +19,23 @@ func (emptyPlanner) Plan(_ context.Context, kind actions.Kind, o actions.PlanOpt
 }
 
 func TestCommands(t *testing.T) {
-	diagnose := DiagnoserFunc(func(_ context.Context, ns, name string) (*triage.Diagnosis, error) {
-		return &triage.Diagnosis{
-			Pod:     triage.PodRef{Namespace: ns, Name: name},
+	diagnose := AnswererFunc(func(_ context.Context, t triage.Target) (*triage.Answer, error) {
+		return &triage.Answer{Pod: &triage.Diagnosis{
+			Pod:     triage.PodRef{Namespace: t.Namespace, Name: t.Name},
 			Summary: "IPAM is exhausted",
 			Findings: []triage.Finding{{Code: "calico-ipam-exhausted", Summary: "IPAM is exhausted",
 				Actions: []triage.ActionRef{{Kind: "release-leaked-ips", Label: "Release 181 leaked IPs"}}}},
-		}, nil
+		}}, nil
 	})
 	b := New(Options{
 		Clusters: []*Cluster{
-			{Name: "prod", Namespace: "shop", Diagnoser: diagnose, Planner: emptyPlanner{}, Executor: &fakeExecutor{}},
+			{Name: "prod", Namespace: "shop", Answerer: diagnose, Planner: emptyPlanner{}, Executor: &fakeExecutor{}},
 			{Name: "staging"},
-			{Name: "down", Diagnoser: diagnose, IPAM: noCalicoIPAM{}, Health: func() error {
+			{Name: "down", Answerer: diagnose, IPAM: noCalicoIPAM{}, Health: func() error {
 				return chat.ClusterUnavailable("down", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
 			}},
-			{Name: "plain", Diagnoser: diagnose, IPAM: noCalicoIPAM{}},
-			{Name: "fresh", Diagnoser: diagnose, IPAM: uninitializedIPAM{}},
+			{Name: "plain", Answerer: diagnose, IPAM: noCalicoIPAM{}},
+			{Name: "fresh", Answerer: diagnose, IPAM: uninitializedIPAM{}},
 		},
 		Log: quietLog,
 	})

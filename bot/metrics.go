@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 )
 
 // Metrics are the bot's Prometheus metrics, served on /metrics.
@@ -23,20 +24,10 @@ type Metrics struct {
 	caches *cacheCollector
 }
 
-// CacheStats is the state of one informer cache of one cluster, for /metrics.
-type CacheStats struct {
-	// Cluster is the configured cluster name; Cache the cached resource ("pods", "nodes",
-	// "calico/ipamblocks", …, or "all" while a new connection's caches fill).
-	Cluster, Cache string
-	// Objects is how many objects the cache holds; Synced whether its initial list is in.
-	Objects int
-	Synced  bool
-}
-
 // ReportCaches makes /metrics export what fn returns at each scrape, as
 // whypending_cache_objects{cluster,cache} and whypending_cache_synced{cluster,cache} (1 or
 // 0). fn must be quick and safe to call concurrently.
-func (m *Metrics) ReportCaches(fn func() []CacheStats) {
+func (m *Metrics) ReportCaches(fn func() []fleet.CacheStats) {
 	m.caches.mu.Lock()
 	defer m.caches.mu.Unlock()
 	m.caches.fn = fn
@@ -45,7 +36,7 @@ func (m *Metrics) ReportCaches(fn func() []CacheStats) {
 // cacheCollector is the prometheus.Collector behind ReportCaches.
 type cacheCollector struct {
 	mu              sync.Mutex
-	fn              func() []CacheStats
+	fn              func() []fleet.CacheStats
 	objects, synced *prometheus.Desc
 }
 

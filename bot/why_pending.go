@@ -41,26 +41,15 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	if f.values["namespace"] != "" || f.values["n"] != "" {
 		t.NamespaceGiven = true
 	}
-	switch {
-	case c.Answerer != nil:
-	case c.Diagnoser == nil:
+	if c.Answerer == nil {
 		return chat.Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
-	case t.Kind != triage.KindPod && t.Kind != "":
-		return chat.Reply{}, userErrorf("cluster %s can diagnose pods only, not workloads or namespaces (not configured)", c.Name)
 	}
 	// Concurrent questions about the same target (an incident channel) share one answer; it
 	// must not die with the first asker's context, so it gets its own deadline.
 	v, err, _ := b.inflight.Do(c.Name+"\x00"+t.String(), func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
 		defer cancel()
-		if c.Answerer != nil {
-			return c.Answerer.Answer(dctx, t)
-		}
-		d, err := c.Diagnoser.Diagnose(dctx, t.Namespace, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &triage.Answer{Pod: d}, nil
+		return c.Answerer.Answer(dctx, t)
 	})
 	if err != nil {
 		return chat.Reply{}, err

@@ -24,6 +24,7 @@ import (
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
@@ -238,13 +239,13 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 					return
 				}
 			}
-			lock := lockSettings{policy: actions.LockAlways, ttl: 2 * time.Minute, owner: "whypending-demo"}
-			bc, err := wireCluster(ctx, s.Name, scenarioNamespace(s), c.Config, collect.New(c.Client), lock, slog.New(slog.DiscardHandler))
+			lock := fleet.Lock{Policy: actions.LockAlways, TTL: 2 * time.Minute, Owner: "whypending-demo"}
+			fc, err := fleet.Wire(ctx, s.Name, c.Config, collect.New(c.Client), lock, slog.New(slog.DiscardHandler))
 			if err != nil {
 				errs[i] = fmt.Errorf("wire %s into the bot: %w", s.Name, err)
 				return
 			}
-			dc.bot = bc
+			dc.bot = botCluster(fc, scenarioNamespace(s))
 			mu.Lock()
 			fmt.Fprintf(progress, "demo: %-26s ready (%s)\n", s.Name, time.Since(t0).Round(100*time.Millisecond))
 			mu.Unlock()

@@ -28,9 +28,9 @@ import (
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
-	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
 
@@ -45,7 +45,7 @@ const (
 var QuietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Env is a real control plane with a scenario loaded, the RemediationRequest CRD and its
-// namespace, the Calico client and a triage collector.
+// namespace, the Calico client, and the cluster wired as serve wires it (fleet.Wire).
 type Env struct {
 	Cluster *testenv.Cluster
 	Calico  *calico.Client
@@ -53,7 +53,7 @@ type Env struct {
 	// Runs counts executions of approved plans across every BotCluster.
 	Runs atomic.Int32
 
-	collector *collect.Collector
+	fleet *fleet.Cluster // answers /why-pending
 }
 
 // Start starts a cluster, loads scenario and installs the store; cached uses triage's
@@ -78,29 +78,33 @@ func Start(t testing.TB, scenario string, cached bool) *Env {
 		t.Fatal(err)
 	}
 	e.Store = bot.NewCRDStore(e.Cluster.Dynamic, StoreNamespace)
-	e.collector = collect.New(e.Cluster.Client)
+	collector := collect.New(e.Cluster.Client)
+	wctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	if cached {
-		cctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		if e.collector, err = collect.NewCached(cctx, e.Cluster.Client); err != nil {
+		if collector, err = collect.NewCached(wctx, e.Cluster.Client); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.collector.WithCalico(e.Cluster.Config)
+	// The answers go through fleet, as serve's do: collect.Answer over the collector, with
+	// Calico IPAM from the collector's caches when it is cached.
+	if e.fleet, err = fleet.Wire(wctx, ClusterName, e.Cluster.Config, collector, lock, QuietLog); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
-// BotCluster is the cluster as one bot replica sees it: the shared collector and Calico
-// client, and a runner of its own (locking the datastore while it writes) whose executions
-// count in Runs.
+// lock is how the test cluster's repairs use the datastore lock: always locked while writing.
+var lock = fleet.Lock{Policy: actions.LockAlways, TTL: time.Minute, Owner: "whypending-e2e"}
+
+// BotCluster is the cluster as one bot replica sees it: /why-pending answered by the shared
+// fleet.Cluster (serve's path), /ipam by the Calico client, and a runner of its own (locking
+// the datastore while it writes) whose executions count in Runs.
 func (e *Env) BotCluster() *bot.Cluster {
-	runner := &actions.Runner{Cluster: ClusterName, IPAM: e.Calico, LockPolicy: actions.LockAlways,
-		LockTTL: time.Minute, LockOwner: "whypending-e2e"}
+	runner := &actions.Runner{Cluster: ClusterName, IPAM: e.Calico, LockPolicy: lock.Policy,
+		LockTTL: lock.TTL, LockOwner: lock.Owner}
 	return &bot.Cluster{
-		Name: ClusterName,
-		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
-			return collect.Diagnose(ctx, e.collector, ns, name)
-		}),
+		Name: ClusterName, Answerer: e.fleet,
 		IPAM: e.Calico, Planner: runner, Executor: countingExecutor{runner, &e.Runs},
 	}
 }

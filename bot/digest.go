@@ -29,8 +29,8 @@ const (
 // ("IPAM digest for prod-eu: 181 leaked IPs, 3 empty blocks"), a summary, the pool usage
 // table, leaked IPs by node, empty blocks by node against maxBlocksPerHost, the datastore
 // lock state and other findings, with one button per repair it offers. The buttons are the
-// ones /ipam check and /why-pending offer: ActionID "plan:<kind>", Value
-// "<kind>;cluster=<cluster>" (ActionValue), so a click takes the same path (Bot.Click).
+// ones /ipam check and /why-pending offer (chat.PlanButton), so a click takes the same path
+// (Bot.Click).
 //
 // "Empty blocks" in the title and on the button counts releasable ones: empty blocks that
 // are not their node's last affine block (a node's only block is kept, like

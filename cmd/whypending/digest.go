@@ -71,7 +71,7 @@ func (f *kubeFlags) clusterName(host string) string {
 // among the replicas with a Lease in the store namespace of storeCluster (it waits until that
 // cluster's kubeconfig loads; while its API server is down no replica can lead, so no digest
 // is posted). With the memory store (one replica) there is no election.
-func runDigestSchedule(ctx context.Context, cfg *bot.Config, clusters []*bot.Cluster, poster chat.ChannelPoster, storeCluster *fleet.Cluster, log *slog.Logger) error {
+func runDigestSchedule(ctx context.Context, cfg *Config, clusters []*bot.Cluster, poster chat.ChannelPoster, storeCluster *fleet.Cluster, log *slog.Logger) error {
 	s := &bot.DigestScheduler{
 		Digest:    &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: poster},
 		Schedule:  cfg.Digest.Schedule,

@@ -84,19 +84,19 @@ func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
 // runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
 // listener's address once it accepts connections (tests).
 func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
-	cfg, err := bot.LoadConfig(configPath)
+	cfg, err := LoadConfig(configPath)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	setGoMemLimit(log, memlimit.FromCgroup)
-	var secrets bot.SlackSecrets
+	var secrets SlackSecrets
 	if cfg.SlackEnabled() {
 		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
-	var discordSecrets bot.DiscordSecrets
+	var discordSecrets DiscordSecrets
 	if cfg.DiscordEnabled() {
 		if discordSecrets, err = cfg.ResolveDiscord(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
@@ -237,7 +237,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 
 // clusterConfig builds the REST config of one configured cluster: the in-cluster config, or
 // kubectl's loading rules with the configured kubeconfig and context.
-func clusterConfig(cc bot.ClusterConfig) (*rest.Config, error) {
+func clusterConfig(cc ClusterConfig) (*rest.Config, error) {
 	if cc.InCluster {
 		cfg, err := rest.InClusterConfig()
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 // startDiscord builds the Discord adapter the config describes and registers its commands
 // (per configured guild, or globally), so a wrong token or application ID stops serve at
 // start-up with the reason.
-func startDiscord(ctx context.Context, cfg *bot.Config, secrets bot.DiscordSecrets, core chat.Core, metrics *bot.Metrics, log *slog.Logger) (*discord.Adapter, error) {
+func startDiscord(ctx context.Context, cfg *Config, secrets DiscordSecrets, core chat.Core, metrics *bot.Metrics, log *slog.Logger) (*discord.Adapter, error) {
 	session, err := discord.NewSession(secrets.BotToken, cfg.Discord.APIURL, nil)
 	if err != nil {
 		return nil, err

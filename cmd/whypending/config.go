@@ -1,4 +1,4 @@
-package bot
+package main
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/chat"
 )
 
@@ -778,10 +779,10 @@ func (c *Config) ResolveDiscord(getenv func(string) (string, bool), readFile fun
 }
 
 // Policy returns the approval policy the config describes: one approver list per platform.
-func (c *Config) Policy() Policy {
+func (c *Config) Policy() bot.Policy {
 	ap := c.Approvals.Approvers
-	return Policy{
-		Approvers: map[string]Approvers{
+	return bot.Policy{
+		Approvers: map[string]bot.Approvers{
 			"slack":   {Users: ap.Users, Groups: ap.Groups},
 			"discord": {Users: ap.Discord.Users, Groups: ap.Discord.Roles},
 		},

@@ -66,7 +66,7 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	if !problems {
 		m.Title = fmt.Sprintf("IPAM digest for %s: no problems found", cluster)
 	} else {
-		parts := []string{countNoun(leaked, "leaked IP", "leaked IPs"), countNoun(releasable, "empty block", "empty blocks")}
+		parts := []string{fmt.Sprintf("%d %s", leaked, plural(leaked, "leaked IP", "leaked IPs")), fmt.Sprintf("%d %s", releasable, plural(releasable, "empty block", "empty blocks"))}
 		if locked {
 			parts = append(parts, "datastore locked")
 		}
@@ -74,10 +74,10 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 			parts = append(parts, fmt.Sprintf("pool %s %s allocated", p.Name, usedPercent(p.InUse, p.Total)))
 		}
 		if len(atLimit) > 0 {
-			parts = append(parts, countNoun(len(atLimit), "node at maxBlocksPerHost", "nodes at maxBlocksPerHost"))
+			parts = append(parts, fmt.Sprintf("%d %s", len(atLimit), plural(len(atLimit), "node at maxBlocksPerHost", "nodes at maxBlocksPerHost")))
 		}
 		if other > 0 {
-			parts = append(parts, countNoun(other, "other problem", "other problems"))
+			parts = append(parts, fmt.Sprintf("%d %s", other, plural(other, "other problem", "other problems")))
 		}
 		m.Title = fmt.Sprintf("IPAM digest for %s: %s", cluster, strings.Join(parts, ", "))
 		m.Severity = "warning"
@@ -128,15 +128,15 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 
 	if leaked > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedIPs, cluster,
-			fmt.Sprintf("Release %s", countNoun(leaked, "leaked IP", "leaked IPs")), "primary"))
+			fmt.Sprintf("Release %s", fmt.Sprintf("%d %s", leaked, plural(leaked, "leaked IP", "leaked IPs"))), "primary"))
 	}
 	if releasable > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseEmptyBlocks, cluster,
-			fmt.Sprintf("Release %s", countNoun(releasable, "empty block", "empty blocks")), "primary"))
+			fmt.Sprintf("Release %s", fmt.Sprintf("%d %s", releasable, plural(releasable, "empty block", "empty blocks"))), "primary"))
 	}
 	if n := len(check.LeakedHandles); n > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedHandles, cluster,
-			"Delete "+countNoun(n, "leaked handle", "leaked handles"), ""))
+			"Delete "+fmt.Sprintf("%d %s", n, plural(n, "leaked handle", "leaked handles")), ""))
 	}
 	if locked {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindUnlockDatastore, cluster, "Unlock the datastore", ""))
@@ -298,7 +298,7 @@ func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
 	var out []string
 	add := func(n int, one, many string) {
 		if n > 0 {
-			out = append(out, countNoun(n, one, many))
+			out = append(out, fmt.Sprintf("%d %s", n, plural(n, one, many)))
 		}
 	}
 	add(len(r.InUseNotAllocated), "address in use but not allocated", "addresses in use but not allocated")
@@ -307,14 +307,6 @@ func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
 	add(len(r.InvalidBlocks), "invalid block", "invalid blocks")
 	add(len(u.Affinities), "BlockAffinity without a confirmed block", "BlockAffinities without a confirmed block")
 	return out
-}
-
-// countNoun formats "1 leaked IP" or "3 leaked IPs".
-func countNoun(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // CollectDigest reads one cluster's IPAM check and utilization through ipam and renders

@@ -189,7 +189,7 @@ func CheckMessage(cluster string, r *calico.CheckResult) chat.Message {
 	}
 	if n := len(r.LeakedHandles); n > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedHandles, cluster,
-			"Delete "+countNoun(n, "leaked handle", "leaked handles"), ""))
+			"Delete "+fmt.Sprintf("%d %s", n, plural(n, "leaked handle", "leaked handles")), ""))
 	}
 	if n := len(r.InUseNotAllocated); n > 0 {
 		var lines []string

@@ -597,3 +597,10 @@ func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify
 		}
 	}
 }
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

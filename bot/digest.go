@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 )
@@ -21,8 +21,6 @@ const (
 	// poolNearlyFull is the share of a pool's addresses allocated, in percent, from which
 	// the digest reports the pool as a problem.
 	poolNearlyFull = 90
-	// defaultDigestTimeout bounds reading one cluster's IPAM when Digest.Timeout is zero.
-	defaultDigestTimeout = 5 * time.Minute
 )
 
 // DigestMessage renders one cluster's IPAM digest: a title that counts the problems
@@ -309,86 +307,16 @@ func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
 	return out
 }
 
-// CollectDigest reads one cluster's IPAM check and utilization through ipam and renders
-// DigestMessage; now is the collection time shown in the footer.
-func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time) (chat.Message, error) {
-	check, err := ipam.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return chat.Message{}, fmt.Errorf("check calico ipam: %w", err)
+// RenderDigest renders one cluster's digest report: DigestMessage when it was read, else a
+// short message saying it was skipped (the cluster is unavailable) or could not be collected.
+func RenderDigest(r digest.Report) chat.Message {
+	switch {
+	case r.Unavailable != nil:
+		return digestSkippedMessage(r.Cluster, r.Unavailable, r.At)
+	case r.Failed:
+		return digestFailedMessage(r.Cluster, r.At)
 	}
-	util, err := ipam.Utilization(ctx)
-	if err != nil {
-		return chat.Message{}, fmt.Errorf("read calico ipam utilization: %w", err)
-	}
-	return DigestMessage(cluster, check, util, now), nil
-}
-
-// Digest posts every cluster's IPAM digest to the digest channels (config channels.digest).
-// DigestScheduler runs it on a schedule; RunDigest runs one round.
-type Digest struct {
-	// Clusters are the configured clusters; those without IPAM (Calico not installed) are
-	// skipped silently, unavailable ones (Cluster.Health) with a post that says so.
-	Clusters []*Cluster
-	// Channels are the channel IDs every digest is posted to.
-	Channels []string
-	// Poster posts to a channel (required).
-	Poster chat.ChannelPoster
-	// Timeout bounds reading one cluster's IPAM (default 5 min), so a cluster that hangs
-	// does not hold up the others.
-	Timeout time.Duration
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
-}
-
-// RunDigest runs one digest round: for each cluster in order it reads the IPAM check and
-// utilization and posts DigestMessage to every channel. An unavailable cluster (see
-// Cluster.Health) is not read: its post says it was skipped, naming the API server's error. A
-// cluster that cannot be read gets a short "could not be collected" message instead (no error
-// text), and the round goes on with the next cluster; a failed post does not stop the other
-// posts either. The error joins one error per skipped or failed cluster and failed post, each
-// naming the cluster (and channel); it is nil when everything was posted.
-func (d *Digest) RunDigest(ctx context.Context) error {
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = defaultDigestTimeout
-	}
-	var errs []error
-	for _, c := range d.Clusters {
-		if c.IPAM == nil {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		at := now()
-		var m chat.Message
-		if herr := c.health(); herr != nil {
-			errs = append(errs, fmt.Errorf("digest of cluster %s skipped: %w", c.Name, herr))
-			m = digestSkippedMessage(c.Name, herr, at)
-		} else {
-			cctx, cancel := context.WithTimeout(ctx, timeout)
-			var err error
-			m, err = CollectDigest(cctx, c.Name, c.IPAM, at)
-			cancel()
-			if errors.Is(err, calico.ErrCalicoNotInstalled) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("digest of cluster %s: %w", c.Name, err))
-				m = digestFailedMessage(c.Name, at)
-			}
-		}
-		for _, ch := range d.Channels {
-			if err := d.Poster.PostMessage(ctx, ch, m); err != nil {
-				errs = append(errs, fmt.Errorf("post digest of cluster %s to channel %s: %w", c.Name, ch, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return DigestMessage(r.Cluster, r.Check, r.Utilization, r.At)
 }
 
 // digestSkippedMessage says a cluster's digest was skipped because the cluster is

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/testcluster"
@@ -368,17 +369,18 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 		t.Fatal(err)
 	}
 	poster := &recordingPoster{fail: map[string]bool{"C0GONE": true}}
-	d := &Digest{
-		Clusters: []*Cluster{{Name: "prod-eu", IPAM: ipam}, {Name: "prod-us", IPAM: downIPAM{}}, {Name: "no-calico"},
+	d := &digest.Job{
+		Clusters: []digest.Cluster{{Name: "prod-eu", IPAM: ipam}, {Name: "prod-us", IPAM: downIPAM{}}, {Name: "no-calico"},
 			{Name: "plain", IPAM: noCalicoIPAM{}},
 			{Name: "prod-ap", IPAM: downIPAM{}, Health: func() error {
 				return chat.ClusterUnavailable("prod-ap", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
 			}}},
 		Channels: []string{"C0OPS", "C0GONE"},
 		Poster:   poster,
+		Render:   RenderDigest,
 		Now:      func() time.Time { return testT0 },
 	}
-	err = d.RunDigest(t.Context())
+	err = d.Run(t.Context())
 
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -396,10 +398,10 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 		"post digest of cluster prod-ap to channel C0GONE: channel_not_found",
 	}
 	if diff := cmp.Diff(wantErrs, gotErrs); diff != "" {
-		t.Errorf("RunDigest errors (-want +got):\n%s", diff)
+		t.Errorf("Job.Run errors (-want +got):\n%s", diff)
 	}
 	if !errors.Is(err, errIPAMDown) {
-		t.Errorf("errors.Is(RunDigest error, errIPAMDown) = false, want true")
+		t.Errorf("errors.Is(Job.Run error, errIPAMDown) = false, want true")
 	}
 
 	posts := poster.Posts()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
@@ -189,9 +190,9 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("the digest is posted to a Discord channel with its button, which plans", func(t *testing.T) {
-		d := &bot.Digest{Clusters: []*bot.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{channelID},
-			Poster: chat.Platforms{discord.Platform: e.adapters[0]}}
-		if err := d.RunDigest(t.Context()); err != nil {
+		d := &digest.Job{Clusters: []digest.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{channelID},
+			Poster: chat.Platforms{discord.Platform: e.adapters[0]}, Render: bot.RenderDigest}
+		if err := d.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		sends := e.fake.snapshot("channel-send")

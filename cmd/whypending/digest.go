@@ -11,6 +11,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
@@ -43,11 +44,11 @@ that the cluster is clean.`,
 			if name == "" {
 				name = kube.clusterName(cfg.Host)
 			}
-			m, err := bot.CollectDigest(cmd.Context(), name, cl, time.Now())
+			r, err := digest.Collect(cmd.Context(), name, cl, time.Now())
 			if err != nil {
 				return fleet.APIError(cfg.Host, err)
 			}
-			return console.Render(cmd.OutOrStdout(), m)
+			return console.Render(cmd.OutOrStdout(), bot.RenderDigest(r))
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the cluster name shown in the digest (default: the kubeconfig context, else the server)")
@@ -72,8 +73,16 @@ func (f *kubeFlags) clusterName(host string) string {
 // cluster's kubeconfig loads; while its API server is down no replica can lead, so no digest
 // is posted). With the memory store (one replica) there is no election.
 func runDigestSchedule(ctx context.Context, cfg *Config, clusters []*bot.Cluster, poster chat.ChannelPoster, storeCluster *fleet.Cluster, log *slog.Logger) error {
-	s := &bot.DigestScheduler{
-		Digest:    &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: poster},
+	job := &digest.Job{Channels: cfg.Channels.Digest, Poster: poster, Render: bot.RenderDigest}
+	for _, c := range clusters {
+		dc := digest.Cluster{Name: c.Name, Health: c.Health}
+		if c.IPAM != nil {
+			dc.IPAM = c.IPAM
+		}
+		job.Clusters = append(job.Clusters, dc)
+	}
+	s := &digest.Scheduler{
+		Job:       job,
 		Schedule:  cfg.Digest.Schedule,
 		Timezone:  cfg.Digest.Timezone,
 		Namespace: cfg.Store.Namespace,

@@ -30,9 +30,19 @@ const (
 	DefaultStaleAfter        = time.Minute
 )
 
-// maxRefusals bounds the refusal records kept in one plan's history, so that repeated
+// Result is what a decision leads to, for the bot to show.
+type Result struct {
+	// Record, when set, is the plan's record after the decision: the bot renders the plan
+	// message from it and replaces the message that holds the clicked button. Nil leaves
+	// the message alone.
+	Record *Approval
+	// Notice, when not empty, is shown to the clicker only (a refusal, "already approved").
+	Notice string
+}
+
+// MaxRefusals bounds the refusal records kept in one plan's history, so that repeated
 // clicks cannot grow a RemediationRequest without limit; later refusals are only logged.
-const maxRefusals = 20
+const MaxRefusals = 20
 
 // Verdict is what a click on a plan message asks for.
 type Verdict string
@@ -70,7 +80,6 @@ type Approvals struct {
 	audit          *Auditor
 	now            func() time.Time
 	log            *slog.Logger
-	lockNote       string
 	heartbeatEvery time.Duration
 	staleAfter     time.Duration
 	process        proc.Identity
@@ -93,9 +102,6 @@ type ApprovalsOptions struct {
 	Now func() time.Time
 	// Log receives operational errors (nil: slog.Default()).
 	Log *slog.Logger
-	// LockNote is shown on plan messages to say how the datastore lock is used, e.g.
-	// "The Calico datastore is locked while IPs are released (new pods wait)."
-	LockNote string
 	// ClusterHealth reports whether a cluster can be used now (see Cluster.Health); nil
 	// means always. Approving a plan for an unavailable cluster claims nothing: the plan
 	// stays pending.
@@ -115,7 +121,7 @@ type ApprovalsOptions struct {
 func NewApprovals(o ApprovalsOptions) *Approvals {
 	a := &Approvals{
 		store: o.Store, policy: o.Policy, directories: o.Directories, executors: o.Executors,
-		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log, lockNote: o.LockNote,
+		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log,
 		heartbeatEvery: durationOr(o.HeartbeatInterval, DefaultHeartbeatInterval),
 		staleAfter:     durationOr(o.StaleAfter, DefaultStaleAfter),
 		process:        o.Process,
@@ -172,13 +178,8 @@ func (ap *Approvals) Get(ctx context.Context, planID string) (*Approval, error) 
 	return ap.store.Get(ctx, planID)
 }
 
-// Message renders the plan message for a record in its current state.
-func (ap *Approvals) Message(a *Approval) chat.Message {
-	return PlanMessage(a, ap.now(), ap.policy, ap.lockNote)
-}
-
 // errStop aborts a mutate without writing; the carried outcome is returned to the clicker.
-type errStop struct{ outcome chat.Outcome }
+type errStop struct{ outcome Result }
 
 // Error implements error.
 func (e *errStop) Error() string { return "decision stopped: " + e.outcome.Notice }
@@ -214,12 +215,12 @@ func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approva
 // approval is
 // claimed with compare-and-set (Pending -> Running), so only one click on one replica runs
 // the plan; progress is called with the "running" message before execution starts, and the
-// returned Outcome carries the final message. Execution uses ctx: the adapter passes a
+// returned Result carries the final record. Execution uses ctx: the adapter passes a
 // context that outlives the platform's request.
-func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(context.Context, chat.Message)) chat.Outcome {
+func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(context.Context, *Approval)) Result {
 	a, err := ap.store.Get(ctx, d.PlanID)
 	if errors.Is(err, ErrNotFound) {
-		return chat.Outcome{Notice: "That plan no longer exists; nothing was changed."}
+		return Result{Notice: "That plan no longer exists; nothing was changed."}
 	}
 	if err != nil {
 		return ap.internalError(ctx, "read plan "+d.PlanID, err)
@@ -228,7 +229,7 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, expiredWhy(a.Plan), alreadyDecided(a))
 	}
 	if a.State != StatePending {
-		return chat.Outcome{Notice: alreadyDecided(a)}
+		return Result{Notice: alreadyDecided(a)}
 	}
 	if d.Refusal != "" {
 		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, d.Refusal, d.Refusal+" Nothing was changed.")
@@ -243,7 +244,7 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 	case VerdictApprove:
 		return ap.approve(ctx, a, d.Principal, progress)
 	}
-	return chat.Outcome{Notice: fmt.Sprintf("Unknown decision %q; nothing was changed.", d.Verdict)}
+	return Result{Notice: fmt.Sprintf("Unknown decision %q; nothing was changed.", d.Verdict)}
 }
 
 // alreadyDecided is the notice for a click on a decided plan.
@@ -272,10 +273,10 @@ func expiredWhy(p actions.Plan) string {
 
 // expire marks a pending plan past its expiry Expired, and records the click d that found
 // it so as refused.
-func (ap *Approvals) expire(ctx context.Context, id string, d Decision) chat.Outcome {
+func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Result {
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
-			return &errStop{chat.Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		a.State = StateExpired
@@ -289,8 +290,7 @@ func (ap *Approvals) expire(ctx context.Context, id string, d Decision) chat.Out
 	if err != nil {
 		return ap.internalError(ctx, "expire plan "+id, err)
 	}
-	msg := ap.Message(a)
-	return chat.Outcome{Update: &msg, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
+	return Result{Record: a, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
 }
 
 // refusal is the audit record of a refused click.
@@ -300,9 +300,9 @@ func refusal(at time.Time, who chat.Principal, v Verdict, why string) AuditRecor
 
 // refuse records that who's click (verdict) on plan id was refused and why, in the plan's
 // history (compare-and-set, whatever the plan's state) and in the audit log, and returns
-// notice for the clicker. After maxRefusals records in one plan, refusals are only logged.
+// notice for the clicker. After MaxRefusals records in one plan, refusals are only logged.
 // A refusal that cannot be written is still logged, and still refused.
-func (ap *Approvals) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) chat.Outcome {
+func (ap *Approvals) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) Result {
 	rec := refusal(ap.now().UTC(), who, v, why)
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		n := 0
@@ -311,7 +311,7 @@ func (ap *Approvals) refuse(ctx context.Context, id string, who chat.Principal, 
 				n++
 			}
 		}
-		if n >= maxRefusals {
+		if n >= MaxRefusals {
 			return &errStop{}
 		}
 		a.History = append(a.History, rec)
@@ -324,18 +324,18 @@ func (ap *Approvals) refuse(ctx context.Context, id string, who chat.Principal, 
 			slog.String("plan", id), slog.String("actor", rec.Actor), slog.Time("at", rec.Time),
 			slog.String("detail", rec.Detail), slog.Any("err", err))
 	}
-	return chat.Outcome{Notice: notice}
+	return Result{Notice: notice}
 }
 
-func stopOutcome(err error) (chat.Outcome, bool) {
+func stopOutcome(err error) (Result, bool) {
 	var stop *errStop
 	if errors.As(err, &stop) {
 		return stop.outcome, true
 	}
-	return chat.Outcome{}, false
+	return Result{}, false
 }
 
-func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) chat.Outcome {
+func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) Result {
 	if !who.Same(a.RequestedBy) {
 		ok, _, err := ap.policy.isApprover(ctx, ap.directories, who)
 		if err != nil {
@@ -349,7 +349,7 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) 
 	id := a.Plan.ID
 	a, err := ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
-			return &errStop{chat.Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		a.State, a.DecidedBy, a.DecidedAt = StateDenied, &who, now
@@ -362,11 +362,10 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) 
 	if err != nil {
 		return ap.internalError(ctx, "deny plan "+id, err)
 	}
-	msg := ap.Message(a)
-	return chat.Outcome{Update: &msg}
+	return Result{Record: a}
 }
 
-func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principal, progress func(context.Context, chat.Message)) chat.Outcome {
+func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principal, progress func(context.Context, *Approval)) Result {
 	ok, via, err := ap.policy.isApprover(ctx, ap.directories, who)
 	if err != nil {
 		return ap.internalError(ctx, "check approver", err)
@@ -381,7 +380,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 	}
 	exec, ok := ap.executors[a.Plan.Cluster]
 	if !ok {
-		return chat.Outcome{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
+		return Result{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
 	}
 	if err := ap.clusterHealth(a.Plan.Cluster); err != nil {
 		var ue *chat.UnavailableError
@@ -389,18 +388,18 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 		if errors.As(err, &ue) {
 			text = ue.Text
 		}
-		return chat.Outcome{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
+		return Result{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
 			text, a.Plan.ExpiresAt.UTC().Format("15:04:05Z"))}
 	}
 	var approvedAt time.Time
 	id := a.Plan.ID
 	a, err = ap.mutate(ctx, id, func(a *Approval) error {
 		if a.State != StatePending {
-			return &errStop{chat.Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		if a.Plan.Expired(now) {
-			return &errStop{chat.Outcome{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
+			return &errStop{Result{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
 		}
 		approvedAt = now
 		a.State, a.DecidedBy, a.DecidedAt = StateRunning, &who, now
@@ -417,7 +416,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 		return ap.internalError(ctx, "claim plan "+id, err)
 	}
 	if progress != nil {
-		progress(ctx, ap.Message(a))
+		progress(ctx, a)
 	}
 
 	ectx, cancelExec := context.WithCancel(ctx)
@@ -453,13 +452,12 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 		return nil
 	})
 	if err != nil {
-		ref := errorRef()
+		ref := chat.ErrorRef()
 		ap.log.ErrorContext(ctx, "record result of plan", slog.String("plan", id), slog.String("ref", ref),
 			slog.Any("err", err), slog.Any("execErr", execErr), slog.String("counts", resultCounts(res)))
-		return chat.Outcome{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
+		return Result{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
 	}
-	msg := ap.Message(a)
-	return chat.Outcome{Update: &msg}
+	return Result{Record: a}
 }
 
 // failureCode classifies an execution error for Approval.FailureCode.
@@ -555,22 +553,22 @@ func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
 
 // internalError logs err with a short reference and returns a notice that shows only the
 // reference (users never see raw error text); an *UnavailableError is shown as its text.
-func (ap *Approvals) internalError(ctx context.Context, what string, err error) chat.Outcome {
+func (ap *Approvals) internalError(ctx context.Context, what string, err error) Result {
 	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
-		return chat.Outcome{Notice: ue.Text + " Nothing was decided."}
+		return Result{Notice: ue.Text + " Nothing was decided."}
 	}
-	ref := errorRef()
+	ref := chat.ErrorRef()
 	ap.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
-	return chat.Outcome{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
+	return Result{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
 }
 
 // RunSweeper keeps plan records truthful until ctx is done: at once and then every interval,
 // it expires pending plans past their expiry (ExpireDue) and recovers Running plans whose
 // executing process died (RecoverInterrupted), calling notify with each changed record and
-// its message so the adapter can update the posted plan. Several replicas may run it:
+// so the bot can update the posted plan message. Several replicas may run it:
 // compare-and-set makes each transition happen once.
-func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, chat.Message)) {
+func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// An unavailable store cluster is logged when it goes down, not at every sweep.
@@ -587,7 +585,7 @@ func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify
 		}
 		for _, a := range append(expired, interrupted...) {
 			if notify != nil {
-				notify(ctx, a, ap.Message(a))
+				notify(ctx, a)
 			}
 		}
 		select {

@@ -86,7 +86,7 @@ func testPlan(kind actions.Kind, n int) actions.Plan {
 }
 
 type approvalsFixture struct {
-	ap    *Approvals
+	ap    *plans
 	store *MemoryStore
 	exec  *fakeExecutor
 	clk   *clock
@@ -95,7 +95,7 @@ type approvalsFixture struct {
 func newApprovalsFixture(t *testing.T, policy Policy, dir Directory) *approvalsFixture {
 	t.Helper()
 	f := &approvalsFixture{store: NewMemoryStore(), exec: &fakeExecutor{}, clk: &clock{t: testT0}}
-	f.ap = NewApprovals(ApprovalsOptions{
+	f.ap = newPlans(ApprovalsOptions{
 		Store: f.store, Policy: policy, Directories: map[string]Directory{"slack": dir},
 		Executors: map[string]Executor{"prod": f.exec}, Now: f.clk.now, Log: quietLog,
 	})
@@ -342,9 +342,9 @@ func TestDecideTwoReplicasRunOnce(t *testing.T) {
 	clk := &clock{t: testT0}
 	policy := Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
 	execs := []*fakeExecutor{{delay: 20 * time.Millisecond}, {delay: 20 * time.Millisecond}}
-	replicas := make([]*Approvals, 2)
+	replicas := make([]*plans, 2)
 	for i := range replicas {
-		replicas[i] = NewApprovals(ApprovalsOptions{Store: store, Policy: policy,
+		replicas[i] = newPlans(ApprovalsOptions{Store: store, Policy: policy,
 			Executors: map[string]Executor{"prod": execs[i]}, Now: clk.now, Log: quietLog})
 	}
 	ctx := t.Context()
@@ -463,7 +463,7 @@ func TestRefusalsAreAudited(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs syncLog
 			f := newApprovalsFixture(t, policy, nil)
-			f.ap = NewApprovals(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
+			f.ap = newPlans(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
 				Now: f.clk.now, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 			ctx := t.Context()
 			a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 3), alice, "C1")
@@ -500,7 +500,7 @@ func TestRefusalsAreAudited(t *testing.T) {
 	t.Run("a plan keeps at most 20 refusals; later ones are only logged", func(t *testing.T) {
 		var logs syncLog
 		f := newApprovalsFixture(t, policy, nil)
-		f.ap = NewApprovals(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
+		f.ap = newPlans(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
 			Now: f.clk.now, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 		a, err := f.ap.Request(t.Context(), testPlan(actions.KindReleaseLeakedIPs, 3), alice, "C1")
 		if err != nil {
@@ -516,8 +516,8 @@ func TestRefusalsAreAudited(t *testing.T) {
 				refused++
 			}
 		}
-		if refused != maxRefusals || got.State != StatePending {
-			t.Errorf("refusal records = %d, state %s; want %d, Pending", refused, got.State, maxRefusals)
+		if refused != MaxRefusals || got.State != StatePending {
+			t.Errorf("refusal records = %d, state %s; want %d, Pending", refused, got.State, MaxRefusals)
 		}
 		if n := strings.Count(logs.String(), `"msg":"approval refused"`); n != 25 {
 			t.Errorf("refusals logged = %d, want 25", n)

@@ -108,7 +108,7 @@ type Options struct {
 // decisions.
 type Bot struct {
 	router    *Router
-	approvals *Approvals
+	approvals *plans
 	clusters  []*Cluster
 	log       *slog.Logger
 	inflight  singleflight.Group // diagnoses in progress, by cluster and target
@@ -140,15 +140,16 @@ func New(o Options) *Bot {
 	}
 	b := &Bot{
 		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
-		approvals: NewApprovals(ApprovalsOptions{
+		approvals: newPlans(ApprovalsOptions{
 			Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
-			Audit: NewAuditor(o.Log, o.Metrics), Now: o.Now, Log: o.Log, LockNote: o.LockNote,
+			Audit: NewAuditor(o.Log, o.Metrics.approvalTransitions()), Now: o.Now, Log: o.Log,
 			ClusterHealth: health,
 		}),
 		clusters:  o.Clusters,
 		log:       o.Log,
 		channelNS: o.ChannelNamespaces,
 	}
+	b.approvals.lockNote = o.LockNote
 	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod | TYPE/NAME | NAME | --all [-n NS] [--cluster C]",
 		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …), why a workload's pods are (deploy/NAME, sts/, ds/, job/, cj/, rs/; a bare name no pod has is a workload), or list everything stuck in the namespace (--all)"}, b.whyPending)
 	b.router.Handle(Command{Name: "ipam", Usage: "check|blocks|release-ips|release-blocks|release-handles|unlock [--cluster C] [--node N]",
@@ -168,8 +169,13 @@ func (b *Bot) Command(ctx context.Context, req chat.Request) chat.Reply {
 // Commands lists the registered commands.
 func (b *Bot) Commands() []Command { return b.router.Commands() }
 
-// Approvals returns the approval workflow (for its sweeper, RunSweeper, and tests).
-func (b *Bot) Approvals() *Approvals { return b.approvals }
+// RunSweeper keeps plan records truthful until ctx is done (Approvals.RunSweeper): every
+// interval it expires pending plans past their expiry and recovers Running plans whose
+// executing process died, calling notify with each changed record and its plan message so the
+// adapter can update the posted plan.
+func (b *Bot) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, chat.Message)) {
+	b.approvals.RunSweeper(ctx, every, notify)
+}
 
 // Attach records where the adapter posted a plan message.
 func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
@@ -212,7 +218,7 @@ func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
 	if errors.As(err, &unavailable) {
 		return unavailable.Text + " Nothing was changed."
 	}
-	ref := errorRef()
+	ref := chat.ErrorRef()
 	b.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
 	return "Could not " + what + "; nothing was changed. The bot's log has the details under ref " + ref + "."
 }

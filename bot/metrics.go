@@ -96,3 +96,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	return m
 }
+
+// approvalTransitions is the counter of approval audit events, nil when m is.
+func (m *Metrics) approvalTransitions() *prometheus.CounterVec {
+	if m == nil {
+		return nil
+	}
+	return m.transitions
+}

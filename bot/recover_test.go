@@ -99,7 +99,7 @@ func TestRecoverInterrupted(t *testing.T) {
 			if tt.unhealthy {
 				health = func(string) error { return chat.ClusterUnavailable("prod", testT0, errors.New("connection refused")) }
 			}
-			ap := NewApprovals(ApprovalsOptions{Store: store, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
+			ap := newPlans(ApprovalsOptions{Store: store, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
 				Executors: map[string]Executor{"prod": exec}, Now: clk.now, Log: quietLog,
 				ClusterHealth: health, Process: self})
 			a := runningPlan(t, store, tt.process, clk.now().Add(-tt.beatAge))
@@ -175,7 +175,7 @@ func (s *slowExecutor) Execute(ctx context.Context, ap actions.Approved) (action
 
 // approveInBackground requests a plan on a, has bob approve it in a goroutine and waits until
 // exec started; the click's outcome arrives on done.
-func approveInBackground(t *testing.T, a *Approvals, exec *slowExecutor) (*Approval, <-chan chat.Outcome) {
+func approveInBackground(t *testing.T, a *plans, exec *slowExecutor) (*Approval, <-chan chat.Outcome) {
 	t.Helper()
 	req, err := a.Request(t.Context(), testPlan(actions.KindReleaseLeakedIPs, 2), alice, "C1")
 	if err != nil {
@@ -191,17 +191,17 @@ func approveInBackground(t *testing.T, a *Approvals, exec *slowExecutor) (*Appro
 
 func TestHeartbeat(t *testing.T) {
 	policy := Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
-	replica := func(store Store, exec Executor, host string, stale time.Duration) *Approvals {
-		return NewApprovals(ApprovalsOptions{Store: store, Policy: policy, Executors: map[string]Executor{"prod": exec},
+	replica := func(store Store, exec Executor, host string, stale time.Duration, now func() time.Time) *plans {
+		return newPlans(ApprovalsOptions{Store: store, Policy: policy, Executors: map[string]Executor{"prod": exec},
 			Log: quietLog, HeartbeatInterval: 20 * time.Millisecond, StaleAfter: stale,
-			Process: proc.Identity{Host: host, PID: 1, Start: 1}})
+			Process: proc.Identity{Host: host, PID: 1, Start: 1}, Now: now})
 	}
 
 	t.Run("a running plan's heartbeat is renewed, so another replica leaves it alone", func(t *testing.T) {
 		store := NewMemoryStore()
 		exec := &slowExecutor{started: make(chan struct{}), release: make(chan struct{})}
-		a := replica(store, exec, "replica-a", time.Minute)
-		b := replica(store, &recoveringExecutor{}, "replica-b", 200*time.Millisecond)
+		a := replica(store, exec, "replica-a", time.Minute, nil)
+		b := replica(store, &recoveringExecutor{}, "replica-b", 200*time.Millisecond, nil)
 		req, done := approveInBackground(t, a, exec)
 		first, _ := store.Get(t.Context(), req.Plan.ID)
 		time.Sleep(500 * time.Millisecond) // longer than b's StaleAfter
@@ -223,13 +223,12 @@ func TestHeartbeat(t *testing.T) {
 	t.Run("a run another replica marked Interrupted stops, and the record keeps the state and what the run did", func(t *testing.T) {
 		store := NewMemoryStore()
 		exec := &slowExecutor{started: make(chan struct{}), release: make(chan struct{})}
-		a := replica(store, exec, "replica-a", time.Minute)
-		b := replica(store, &recoveringExecutor{remaining: 1}, "replica-b", time.Minute)
-		req, done := approveInBackground(t, a, exec)
+		a := replica(store, exec, "replica-a", time.Minute, nil)
 		// Replica b's clock is far ahead: it sees replica a's heartbeat as stale.
 		// A heartbeat renewed between b's read and its write makes b back off (the process
 		// is alive after all), so b tries until it wins.
-		b.now = func() time.Time { return time.Now().Add(time.Hour) }
+		b := replica(store, &recoveringExecutor{remaining: 1}, "replica-b", time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
+		req, done := approveInBackground(t, a, exec)
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			marked, err := b.RecoverInterrupted(t.Context())

@@ -2,8 +2,6 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,7 +115,7 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 		}}
 	default:
 		r.count(req.Command, "error", start)
-		ref := errorRef()
+		ref := chat.ErrorRef()
 		r.log.ErrorContext(ctx, "command failed", slog.String("command", req.Command),
 			slog.String("user", req.Principal.String()), slog.String("ref", ref), slog.Any("err", err))
 		return chat.Reply{Message: chat.Message{
@@ -144,11 +142,4 @@ func (r *Router) count(command, outcome string, start time.Time) {
 	if command != "unknown" {
 		r.metrics.commandSeconds.WithLabelValues(command).Observe(time.Since(start).Seconds())
 	}
-}
-
-// errorRef returns a short random reference that ties a user-visible failure to its log line.
-func errorRef() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -167,7 +167,7 @@ func TestCRDStore(t *testing.T) {
 		}
 	})
 	t.Run("a refused click is recorded in the RemediationRequest's history", func(t *testing.T) {
-		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true},
+		ap := newPlans(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true},
 			Executors: map[string]Executor{"prod": &fakeExecutor{}}, Log: quietLog})
 		req, err := ap.Request(ctx, testPlan(actions.KindReleaseLeakedHandles, 2), alice, "C0OPS")
 		if err != nil {
@@ -194,7 +194,7 @@ func TestCRDStore(t *testing.T) {
 
 	t.Run("a plan whose bot process died is stored as Interrupted with what it had done", func(t *testing.T) {
 		a := runningPlan(t, s, goneProcess(t), time.Now().UTC().Truncate(time.Second))
-		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
+		ap := newPlans(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
 			Executors: map[string]Executor{"prod": &recoveringExecutor{remaining: 1}}, Log: quietLog})
 		marked, err := ap.RecoverInterrupted(ctx)
 		if err != nil || len(marked) != 1 {

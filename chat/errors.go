@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -57,4 +59,11 @@ func JoinLines(s string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ErrorRef returns a short random reference that ties a user-visible failure to its log line.
+func ErrorRef() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -213,7 +213,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
 	}
 	g.Go(func() error {
-		b.Approvals().RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m chat.Message) {
+		b.RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m chat.Message) {
 			if a.MessageRef == "" {
 				return
 			}

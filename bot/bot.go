@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
@@ -58,8 +59,8 @@ type Cluster struct {
 	// Planner makes plans for /ipam release-ips|release-blocks|release-handles|unlock and plan buttons.
 	Planner Planner
 	// Executor runs approved plans. An Executor that also implements Recoverer lets the bot
-	// clean up after a plan whose executing process died (see Approvals.RecoverInterrupted).
-	Executor Executor
+	// clean up after a plan whose executing process died (see approval.Workflow.RecoverInterrupted).
+	Executor approval.Executor
 	// Health, when set, returns nil while the cluster can be used, else why not: a
 	// *UnavailableError naming the cluster and its API server's error (see
 	// ClusterUnavailable). Commands for an unavailable cluster are answered with that one
@@ -82,12 +83,14 @@ type Options struct {
 	// --cluster. Names must be unique.
 	Clusters []*Cluster
 	// Store keeps approval records (nil: a new MemoryStore).
-	Store Store
-	// Policy is the approval policy.
-	Policy Policy
+	Store approval.
+		// Policy is the approval policy.
+		Store
+
+	Policy approval.Policy
 	// Directories resolve approver groups, per platform (Slack user groups); a platform
 	// without one matches groups only through Principal.Groups (Discord roles).
-	Directories map[string]Directory
+	Directories map[string]approval.Directory
 	// LockNote is shown on destructive plans to say how the datastore lock is used.
 	LockNote string
 	// AllowedChannels limits commands to these channel IDs, per platform (a platform without
@@ -119,12 +122,12 @@ type Bot struct {
 // New builds a Bot with the /why-pending, /ipam and /whypending commands registered.
 func New(o Options) *Bot {
 	if o.Store == nil {
-		o.Store = NewMemoryStore()
+		o.Store = approval.NewMemoryStore()
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	executors := map[string]Executor{}
+	executors := map[string]approval.Executor{}
 	byName := map[string]*Cluster{}
 	for _, c := range o.Clusters {
 		if c.Executor != nil {
@@ -140,9 +143,9 @@ func New(o Options) *Bot {
 	}
 	b := &Bot{
 		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
-		approvals: newPlans(ApprovalsOptions{
+		approvals: newPlans(approval.Options{
 			Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
-			Audit: NewAuditor(o.Log, o.Metrics.approvalTransitions()), Now: o.Now, Log: o.Log,
+			Audit: approval.NewAuditor(o.Log, o.Metrics.approvalTransitions()), Now: o.Now, Log: o.Log,
 			ClusterHealth: health,
 		}),
 		clusters:  o.Clusters,
@@ -169,11 +172,11 @@ func (b *Bot) Command(ctx context.Context, req chat.Request) chat.Reply {
 // Commands lists the registered commands.
 func (b *Bot) Commands() []Command { return b.router.Commands() }
 
-// RunSweeper keeps plan records truthful until ctx is done (Approvals.RunSweeper): every
+// RunSweeper keeps plan records truthful until ctx is done (approval.Workflow.RunSweeper): every
 // interval it expires pending plans past their expiry and recovers Running plans whose
 // executing process died, calling notify with each changed record and its plan message so the
 // adapter can update the posted plan.
-func (b *Bot) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, chat.Message)) {
+func (b *Bot) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *approval.Record, chat.Message)) {
 	b.approvals.RunSweeper(ctx, every, notify)
 }
 
@@ -187,9 +190,9 @@ func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
 func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Context, chat.Message)) chat.Outcome {
 	switch {
 	case c.ActionID == chat.ActionApprove:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
+		return b.approvals.Decide(ctx, approval.Decision{PlanID: c.Value, Verdict: approval.VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.ActionID == chat.ActionDeny:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
+		return b.approvals.Decide(ctx, approval.Decision{PlanID: c.Value, Verdict: approval.VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.Refusal != "":
 		return chat.Outcome{Notice: c.Refusal + " Nothing was done."}
 	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):

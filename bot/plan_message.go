@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
 )
 
 // PlanMessage renders an approval record as the message posted for approval and updated on
 // every transition: what would change (or did), who asked, who decided, the expiry, and the
 // Approve / Deny buttons while it is pending. lockNote says how the datastore lock is used.
-func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) chat.Message {
+func PlanMessage(a *approval.Record, now time.Time, policy approval.Policy, lockNote string) chat.Message {
 	p := a.Plan
 	m := chat.Message{Footer: fmt.Sprintf("plan %s · fingerprint %s", p.ID, p.Fingerprint)}
 	if p.Basis != "" {
@@ -27,7 +28,7 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) cha
 		decider = a.DecidedBy.Display()
 	}
 	switch a.State {
-	case StatePending:
+	case approval.StatePending:
 		m.Title = "Approval needed: " + p.Title()
 		m.Severity = "warning"
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Expires", Value: fmt.Sprintf("%s (in %s)",
@@ -50,34 +51,34 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) cha
 			}},
 			{ActionID: chat.ActionDeny, Label: "Deny", Value: p.ID, Style: chat.StyleDanger},
 		}
-	case StateRunning:
+	case approval.StateRunning:
 		m.Title = "Running: " + p.Title()
 		m.Severity = "info"
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Approved by", Value: decider})
 		m.Sections = append(m.Sections, facts, itemsSection(p, "Changing"))
-	case StateSucceeded, StateFailed:
+	case approval.StateSucceeded, approval.StateFailed:
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Approved by", Value: decider})
-		if a.State == StateSucceeded {
+		if a.State == approval.StateSucceeded {
 			m.Title, m.Severity = "Done: "+doneTitle(p, a.Result), "ok"
 		} else {
 			m.Title, m.Severity = "Failed: "+p.Title(), "blocker"
 		}
 		m.Sections = append(m.Sections, facts)
-		if a.State == StateFailed {
+		if a.State == approval.StateFailed {
 			m.Sections = append(m.Sections, chat.Section{Text: failureText(a)})
 		}
 		if a.Result != nil {
 			m.Sections = append(m.Sections, resultSections(p, *a.Result)...)
 		}
-	case StateDenied:
+	case approval.StateDenied:
 		m.Title, m.Severity = "Denied: "+p.Title(), "info"
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Denied by", Value: decider})
 		m.Sections = append(m.Sections, facts, chat.Section{Text: "Nothing was changed."})
-	case StateExpired:
+	case approval.StateExpired:
 		m.Title, m.Severity = "Expired: "+p.Title(), "info"
 		m.Sections = append(m.Sections, facts, chat.Section{Text: fmt.Sprintf(
 			"Nobody decided before %s; nothing was changed. Ask for a fresh plan.", p.ExpiresAt.UTC().Format("15:04:05Z"))})
-	case StateInterrupted:
+	case approval.StateInterrupted:
 		m.Title, m.Severity = "Interrupted: "+p.Title(), "blocker"
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Approved by", Value: decider})
 		m.Sections = append(m.Sections, facts, interruptedSection(a))
@@ -88,10 +89,10 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) cha
 
 // interruptedSection says that the bot stopped while running the plan, what had been done,
 // what became of the datastore lock, and that a fresh plan finishes the job.
-func interruptedSection(a *Approval) chat.Section {
+func interruptedSection(a *approval.Record) chat.Section {
 	s := chat.Section{Text: "The bot process running this plan stopped before it finished; nothing is re-run automatically."}
 	for _, r := range a.History {
-		if r.Event == AuditInterrupted {
+		if r.Event == approval.AuditInterrupted {
 			s.Lines = []string{"Found: " + r.Detail}
 		}
 	}
@@ -227,7 +228,7 @@ func resultSections(p actions.Plan, r actions.Result) []chat.Section {
 }
 
 // failureText explains a failed execution without raw error text.
-func failureText(a *Approval) string {
+func failureText(a *approval.Record) string {
 	switch a.FailureCode {
 	case "datastore-locked":
 		return "The Calico datastore was locked by someone else, so nothing was changed. Try again later or run /ipam unlock if the lock is stale."

@@ -12,7 +12,7 @@ import (
 type Platform interface {
 	ChannelPoster
 	// UpdateMessage replaces a message the adapter posted, given the reference it attached
-	// (Approval.MessageRef, "<platform>:…").
+	// (approval.Record.MessageRef, "<platform>:…").
 	UpdateMessage(ctx context.Context, ref string, m Message) error
 }
 

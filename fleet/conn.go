@@ -146,7 +146,7 @@ func (c *Cluster) Plan(ctx context.Context, kind actions.Kind, opts actions.Plan
 	return p, c.Unavailable(err)
 }
 
-// Execute runs an approved plan with the actions runner (bot.Executor).
+// Execute runs an approved plan with the actions runner (approval.Executor).
 func (c *Cluster) Execute(ctx context.Context, ap actions.Approved) (actions.Result, error) {
 	cn, err := c.current()
 	if err != nil {
@@ -159,7 +159,7 @@ func (c *Cluster) Execute(ctx context.Context, ap actions.Approved) (actions.Res
 	return r, c.Unavailable(err)
 }
 
-// Recover cleans up after a plan whose executing process died (bot.Recoverer).
+// Recover cleans up after a plan whose executing process died (approval.Recoverer).
 func (c *Cluster) Recover(ctx context.Context, p actions.Plan) (actions.Recovery, error) {
 	cn, err := c.current()
 	if err != nil {

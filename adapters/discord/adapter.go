@@ -306,7 +306,7 @@ func (a *Adapter) observeAck(kind string, start time.Time) {
 	}
 }
 
-// ref formats a message reference for bot.Approval.MessageRef.
+// ref formats a message reference for approval.Record.MessageRef.
 func ref(channel, message string) string { return Platform + ":" + channel + "/" + message }
 
 func parseRef(r string) (channel, message string, err error) {

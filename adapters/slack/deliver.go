@@ -14,7 +14,7 @@ import (
 
 var errBadRef = errors.New("not a slack message reference")
 
-// ref formats a message reference for bot.Approval.MessageRef.
+// ref formats a message reference for approval.Record.MessageRef.
 func ref(channel, ts string) string { return "slack:" + channel + "/" + ts }
 
 func parseRef(r string) (channel, ts string, ok bool) {

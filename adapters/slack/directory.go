@@ -10,7 +10,7 @@ import (
 
 // Directory resolves Slack user groups for approver checks with usergroups.users.list
 // (scope usergroups:read), caching each group's members for a TTL. It implements
-// bot.Directory (directory_test.go checks that).
+// approval.Directory (directory_test.go checks that).
 type Directory struct {
 	api *slack.Client
 	ttl time.Duration

@@ -1,5 +1,7 @@
 package slack
 
-import "github.com/whypending/whypending/bot"
+import (
+	"github.com/whypending/whypending/bot/approval"
+)
 
-var _ bot.Directory = (*Directory)(nil)
+var _ approval.Directory = (*Directory)(nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
@@ -65,9 +66,9 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
-			Policy: bot.Policy{Approvers: map[string]bot.Approvers{"slack": {Users: []string{alice}, Groups: []string{opsGroup}}},
+			Policy: approval.Policy{Approvers: map[string]approval.Approvers{"slack": {Users: []string{alice}, Groups: []string{opsGroup}}},
 				TwoPersonRule: true, Expiry: o.expiry},
-			Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+			Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
 			Log:         chattest.QuietLog,
 			Now:         o.now,
 		})
@@ -243,7 +244,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if u := e.updatesOf(plan.TS)[0]; !strings.Contains(u.Text, "Denied:") {
 			t.Errorf("update = %q, want Denied", u.Text)
 		}
-		if rec := e.Record(t, planID); rec.State != bot.StateDenied || strings.Join(chattest.AuditEvents(rec), ",") != "requested,denied" {
+		if rec := e.Record(t, planID); rec.State != approval.StateDenied || strings.Join(chattest.AuditEvents(rec), ",") != "requested,denied" {
 			t.Errorf("record = %s %v, want Denied with requested,denied", rec.State, chattest.AuditEvents(rec))
 		}
 	})
@@ -260,7 +261,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		t.Errorf("release-ips also answered on response_url %d times, want the plan in the channel only", n)
 	}
 	chattest.WaitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.Record(t, planID).MessageRef != "" })
-	if rec := e.Record(t, planID); rec.State != bot.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
+	if rec := e.Record(t, planID); rec.State != approval.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
 		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, slack:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channel, plan.TS)
 	}
 
@@ -282,7 +283,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			if !strings.Contains(got.Text, r.notice) || got.ResponseType != "ephemeral" || got.ReplaceOriginal {
 				t.Errorf("reply = %q (%s, replace %v), want an ephemeral notice containing %q", got.Text, got.ResponseType, got.ReplaceOriginal, r.notice)
 			}
-			if rec := e.Record(t, planID); rec.State != bot.StatePending {
+			if rec := e.Record(t, planID); rec.State != approval.StatePending {
 				t.Errorf("state = %s, want Pending", rec.State)
 			}
 			if updates := e.updatesOf(plan.TS); len(updates) != 0 {
@@ -304,7 +305,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("forged click = %d, want 401", resp.StatusCode)
 		}
-		if rec := e.Record(t, planID); rec.State != bot.StatePending {
+		if rec := e.Record(t, planID); rec.State != approval.StatePending {
 			t.Errorf("state = %s, want Pending", rec.State)
 		}
 	})
@@ -336,7 +337,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			t.Errorf("final message still has the Approve button")
 		}
 		rec := e.Record(t, planID)
-		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
+		if rec.State != approval.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by bob with 181 done", rec.State, rec.DecidedBy, rec.Result)
 		}
 		// The two refused clicks before (a non-approver's, and alice's own) are on record too.
@@ -386,7 +387,7 @@ func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
 		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, chat.ActionApprove, planID, plan.TS) })
 	}
 	wg.Wait()
-	chattest.WaitFor(t, 120*time.Second, "the final record", func() bool { return e.Record(t, planID).State == bot.StateSucceeded })
+	chattest.WaitFor(t, 120*time.Second, "the final record", func() bool { return e.Record(t, planID).State == approval.StateSucceeded })
 	// Every click but the winner gets an "already approved" notice on its response_url.
 	already := 0
 	chattest.WaitFor(t, 10*time.Second, "three already-approved notices", func() bool {
@@ -442,7 +443,7 @@ func TestE2EExpiredPlan(t *testing.T) {
 		_, updates := e.slack.snapshot()
 		return len(updates) == 1 && strings.Contains(updates[0].Text, "Expired:")
 	})
-	if rec := e.Record(t, planID); rec.State != bot.StateExpired || strings.Join(chattest.AuditEvents(rec), ",") != "requested,expired,refused" {
+	if rec := e.Record(t, planID); rec.State != approval.StateExpired || strings.Join(chattest.AuditEvents(rec), ",") != "requested,expired,refused" {
 		t.Errorf("record = %s %v, want Expired with requested,expired,refused (bob's late approval)", rec.State, chattest.AuditEvents(rec))
 	}
 	if n := e.Runs.Load(); n != 0 {

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
 )
 
@@ -779,10 +779,10 @@ func (c *Config) ResolveDiscord(getenv func(string) (string, bool), readFile fun
 }
 
 // Policy returns the approval policy the config describes: one approver list per platform.
-func (c *Config) Policy() bot.Policy {
+func (c *Config) Policy() approval.Policy {
 	ap := c.Approvals.Approvers
-	return bot.Policy{
-		Approvers: map[string]bot.Approvers{
+	return approval.Policy{
+		Approvers: map[string]approval.Approvers{
 			"slack":   {Users: ap.Users, Groups: ap.Groups},
 			"discord": {Users: ap.Discord.Users, Groups: ap.Discord.Roles},
 		},

@@ -23,6 +23,7 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/testenv"
@@ -137,7 +138,7 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	}
 	core := bot.New(bot.Options{
 		Clusters: botClusters,
-		Policy:   bot.Policy{Approvers: map[string]bot.Approvers{"console": {Users: []string{demoRequester, demoApprover}}}, TwoPersonRule: true},
+		Policy:   approval.Policy{Approvers: map[string]approval.Approvers{"console": {Users: []string{demoRequester, demoApprover}}}, TwoPersonRule: true},
 		LockNote: "The datastore is locked while the repair writes, and always unlocked after.",
 		Log:      slog.New(slog.DiscardHandler),
 	})

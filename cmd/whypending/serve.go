@@ -26,6 +26,7 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 )
@@ -115,7 +116,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		live      []*fleet.Cluster
 		clusters  []*bot.Cluster
 		checks    []bot.ReadyCheck
-		store     bot.Store
+		store     approval.Store
 		liveStore *crdStore // the approval store on the store cluster (kubernetes backend), else nil
 	)
 	for _, cc := range cfg.Clusters {
@@ -138,7 +139,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	}
 	if cfg.Store.Backend == "memory" {
 		log.Warn("approval records are kept in memory: lost on restart, and only safe with one replica")
-		store = bot.NewMemoryStore()
+		store = approval.NewMemoryStore()
 	}
 	cctx, stopClusters := context.WithCancel(ctx)
 	fl := fleet.Start(cctx, live)
@@ -162,7 +163,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	}
 	b := bot.New(bot.Options{
 		Clusters: clusters, Store: store, Policy: cfg.Policy(),
-		Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+		Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
 	})
@@ -213,7 +214,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
 	}
 	g.Go(func() error {
-		b.RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m chat.Message) {
+		b.RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *approval.Record, m chat.Message) {
 			if a.MessageRef == "" {
 				return
 			}

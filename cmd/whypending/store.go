@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/fleet"
 )
 
@@ -18,7 +19,7 @@ type crdStore struct {
 	namespace string
 }
 
-var _ bot.Store = (*crdStore)(nil)
+var _ approval.Store = (*crdStore)(nil)
 
 // storeCluster is the cluster s lives on; nil without s (the memory store).
 func storeCluster(s *crdStore) *fleet.Cluster {
@@ -29,21 +30,21 @@ func storeCluster(s *crdStore) *fleet.Cluster {
 }
 
 // check is the store cluster's fleet.Options.Check: the store's dry-run create (see
-// bot.CRDStore.Ping), run at each connection and after every probe.
+// approval.CRDStore.Ping), run at each connection and after every probe.
 func (s *crdStore) check(ctx context.Context, dyn dynamic.Interface) error {
-	return bot.NewCRDStore(dyn, s.namespace).Ping(ctx)
+	return approval.NewCRDStore(dyn, s.namespace).Ping(ctx)
 }
 
-func (s *crdStore) store() (*bot.CRDStore, error) {
+func (s *crdStore) store() (*approval.CRDStore, error) {
 	dyn, err := s.cluster.Dynamic()
 	if err != nil {
 		return nil, err
 	}
-	return bot.NewCRDStore(dyn, s.namespace), nil
+	return approval.NewCRDStore(dyn, s.namespace), nil
 }
 
-// Create implements bot.Store.
-func (s *crdStore) Create(ctx context.Context, a *bot.Approval) error {
+// Create implements approval.Store.
+func (s *crdStore) Create(ctx context.Context, a *approval.Record) error {
 	st, err := s.store()
 	if err != nil {
 		return err
@@ -51,8 +52,8 @@ func (s *crdStore) Create(ctx context.Context, a *bot.Approval) error {
 	return s.cluster.Unavailable(st.Create(ctx, a))
 }
 
-// Get implements bot.Store.
-func (s *crdStore) Get(ctx context.Context, id string) (*bot.Approval, error) {
+// Get implements approval.Store.
+func (s *crdStore) Get(ctx context.Context, id string) (*approval.Record, error) {
 	st, err := s.store()
 	if err != nil {
 		return nil, err
@@ -61,8 +62,8 @@ func (s *crdStore) Get(ctx context.Context, id string) (*bot.Approval, error) {
 	return a, s.cluster.Unavailable(err)
 }
 
-// Update implements bot.Store.
-func (s *crdStore) Update(ctx context.Context, a *bot.Approval) error {
+// Update implements approval.Store.
+func (s *crdStore) Update(ctx context.Context, a *approval.Record) error {
 	st, err := s.store()
 	if err != nil {
 		return err
@@ -70,8 +71,8 @@ func (s *crdStore) Update(ctx context.Context, a *bot.Approval) error {
 	return s.cluster.Unavailable(st.Update(ctx, a))
 }
 
-// List implements bot.Store.
-func (s *crdStore) List(ctx context.Context, state bot.State) ([]*bot.Approval, error) {
+// List implements approval.Store.
+func (s *crdStore) List(ctx context.Context, state approval.State) ([]*approval.Record, error) {
 	st, err := s.store()
 	if err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ func (s *crdStore) List(ctx context.Context, state bot.State) ([]*bot.Approval, 
 
 // Ping is the /readyz check of the store: the result of the last dry-run create, run at
 // connection and after every probe, which names a missing namespace or CRD (see
-// bot.CRDStore.Ping). While the store cluster is unavailable the store is not checked (that
+// approval.CRDStore.Ping). While the store cluster is unavailable the store is not checked (that
 // cluster's own line says why) and does not make the bot unready.
 func (s *crdStore) Ping(context.Context) error {
 	if err := s.cluster.Health(); err != nil {

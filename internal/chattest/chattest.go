@@ -26,6 +26,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
@@ -49,7 +50,7 @@ var QuietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 type Env struct {
 	Cluster *testenv.Cluster
 	Calico  *calico.Client
-	Store   *bot.CRDStore
+	Store   *approval.CRDStore
 	// Runs counts executions of approved plans across every BotCluster.
 	Runs atomic.Int32
 
@@ -77,7 +78,7 @@ func Start(t testing.TB, scenario string, cached bool) *Env {
 	if e.Calico, err = calico.NewClient(ctx, e.Cluster.Config); err != nil {
 		t.Fatal(err)
 	}
-	e.Store = bot.NewCRDStore(e.Cluster.Dynamic, StoreNamespace)
+	e.Store = approval.NewCRDStore(e.Cluster.Dynamic, StoreNamespace)
 	collector := collect.New(e.Cluster.Client)
 	wctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -111,7 +112,7 @@ func (e *Env) BotCluster() *bot.Cluster {
 
 // countingExecutor counts executions of approved plans.
 type countingExecutor struct {
-	bot.Executor
+	approval.Executor
 	runs *atomic.Int32
 }
 
@@ -121,7 +122,7 @@ func (c countingExecutor) Execute(ctx context.Context, ap actions.Approved) (act
 }
 
 // Record reads an approval record from the store.
-func (e *Env) Record(t testing.TB, id string) *bot.Approval {
+func (e *Env) Record(t testing.TB, id string) *approval.Record {
 	t.Helper()
 	a, err := e.Store.Get(context.Background(), id)
 	if err != nil {
@@ -155,7 +156,7 @@ func (e *Env) Pods(t testing.TB, namespace string) []string {
 }
 
 // AuditEvents lists a record's audit events in order.
-func AuditEvents(a *bot.Approval) []string {
+func AuditEvents(a *approval.Record) []string {
 	var out []string
 	for _, r := range a.History {
 		out = append(out, string(r.Event))

@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -34,7 +34,7 @@ const (
 
 // CRDStore keeps approval records as RemediationRequest objects in one namespace, so
 // `kubectl get remediationrequests` is the audit trail and every bot replica sees the same
-// records. Update is a compare-and-set on metadata.resourceVersion (Approval.Version).
+// records. Update is a compare-and-set on metadata.resourceVersion (Record.Version).
 type CRDStore struct {
 	client    dynamic.Interface
 	namespace string
@@ -57,7 +57,7 @@ func (s *CRDStore) res() dynamic.ResourceInterface {
 // an *UnavailableError saying so by name; anything else (the API server unreachable) is
 // returned wrapped.
 func (s *CRDStore) Ping(ctx context.Context) error {
-	probe := &Approval{
+	probe := &Record{
 		Plan: actions.Plan{ID: "whypending-readyz-probe", Kind: actions.KindUnlockDatastore, Cluster: "readyz",
 			Fingerprint: "0", CreatedAt: time.Unix(0, 0).UTC(), ExpiresAt: time.Unix(0, 0).UTC()},
 		State: StatePending, RequestedBy: chat.Principal{Platform: "readyz", ID: "readyz"},
@@ -97,7 +97,7 @@ func (s *CRDStore) errorf(verb, id string, err error) error {
 }
 
 // Create implements Store.
-func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
+func (s *CRDStore) Create(ctx context.Context, a *Record) error {
 	obj, err := toObject(a, s.namespace)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
 }
 
 // Get implements Store.
-func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
+func (s *CRDStore) Get(ctx context.Context, id string) (*Record, error) {
 	obj, err := s.res().Get(ctx, id, metav1.GetOptions{})
 	if err != nil {
 		err = s.errorf("get", id, err)
@@ -126,7 +126,7 @@ func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
 
 // Update implements Store. It writes onto the object the record was read from, so labels,
 // annotations and fields the bot does not know survive.
-func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
+func (s *CRDStore) Update(ctx context.Context, a *Record) error {
 	obj, err := toObject(a, s.namespace)
 	if err != nil {
 		return err
@@ -162,8 +162,8 @@ func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 }
 
 // List implements Store (label selector whypending.io/state=<state>).
-func (s *CRDStore) List(ctx context.Context, state State) ([]*Approval, error) {
-	var out []*Approval
+func (s *CRDStore) List(ctx context.Context, state State) ([]*Record, error) {
+	var out []*Record
 	opts := metav1.ListOptions{LabelSelector: LabelState + "=" + string(state), Limit: 500}
 	for {
 		list, err := s.res().List(ctx, opts)
@@ -218,7 +218,7 @@ type rrStatus struct {
 }
 
 // toObject maps an approval record onto a RemediationRequest.
-func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error) {
+func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 	spec := rrSpec{
 		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
 		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
@@ -258,7 +258,7 @@ func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error)
 }
 
 // fromObject maps a RemediationRequest back onto an approval record.
-func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
+func fromObject(obj *unstructured.Unstructured) (*Record, error) {
 	var spec rrSpec
 	var status rrStatus
 	// The default converter keeps 64-bit integers exact (sequence numbers exceed 2^53).
@@ -272,7 +272,7 @@ func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
 			return nil, fmt.Errorf("decode remediationrequest %s status: %w", obj.GetName(), err)
 		}
 	}
-	a := &Approval{
+	a := &Record{
 		Plan: actions.Plan{
 			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Items: spec.Items, Total: spec.Total,
 			Fingerprint: spec.Fingerprint, Basis: spec.Basis, RequestedBy: spec.RequestedBy.String(),

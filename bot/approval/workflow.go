@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type Recoverer interface {
 	Recover(ctx context.Context, p actions.Plan) (actions.Recovery, error)
 }
 
-// Heartbeat timing defaults (ApprovalsOptions.HeartbeatInterval and StaleAfter).
+// Heartbeat timing defaults (Options.HeartbeatInterval and StaleAfter).
 const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultStaleAfter        = time.Minute
@@ -35,7 +35,7 @@ type Result struct {
 	// Record, when set, is the plan's record after the decision: the bot renders the plan
 	// message from it and replaces the message that holds the clicked button. Nil leaves
 	// the message alone.
-	Record *Approval
+	Record *Record
 	// Notice, when not empty, is shown to the clicker only (a refusal, "already approved").
 	Notice string
 }
@@ -68,10 +68,10 @@ type Decision struct {
 	Refusal string
 }
 
-// Approvals runs the approval workflow: it stores plans, enforces the policy, claims a plan
+// Workflow runs the approval workflow: it stores plans, enforces the policy, claims a plan
 // for execution by compare-and-set (so it runs at most once across clicks and replicas),
 // executes it and records every transition.
-type Approvals struct {
+type Workflow struct {
 	store          Store
 	policy         Policy
 	directories    map[string]Directory
@@ -85,8 +85,8 @@ type Approvals struct {
 	process        proc.Identity
 }
 
-// ApprovalsOptions configures NewApprovals.
-type ApprovalsOptions struct {
+// Options configures New.
+type Options struct {
 	// Store keeps the records (required).
 	Store Store
 	// Policy is who may approve and how long plans wait.
@@ -117,9 +117,9 @@ type ApprovalsOptions struct {
 	Process proc.Identity
 }
 
-// NewApprovals returns an Approvals.
-func NewApprovals(o ApprovalsOptions) *Approvals {
-	a := &Approvals{
+// New returns a Workflow.
+func New(o Options) *Workflow {
+	a := &Workflow{
 		store: o.Store, policy: o.Policy, directories: o.Directories, executors: o.Executors,
 		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log,
 		heartbeatEvery: durationOr(o.HeartbeatInterval, DefaultHeartbeatInterval),
@@ -146,14 +146,14 @@ func NewApprovals(o ApprovalsOptions) *Approvals {
 
 // Request stores plan as pending (setting its expiry from the policy and RequestedBy from
 // who), records "requested" and returns the record.
-func (ap *Approvals) Request(ctx context.Context, plan actions.Plan, who chat.Principal, channel string) (*Approval, error) {
+func (ap *Workflow) Request(ctx context.Context, plan actions.Plan, who chat.Principal, channel string) (*Record, error) {
 	now := ap.now().UTC()
 	plan.RequestedBy = who.String()
 	if plan.CreatedAt.IsZero() {
 		plan.CreatedAt = now
 	}
 	plan.ExpiresAt = now.Add(ap.policy.expiry())
-	a := &Approval{Plan: plan, State: StatePending, RequestedBy: who, Channel: channel}
+	a := &Record{Plan: plan, State: StatePending, RequestedBy: who, Channel: channel}
 	rec := AuditRecord{Time: now, Event: AuditRequested, Actor: who.String(),
 		Detail: fmt.Sprintf("items=%d total=%d", len(plan.Items), plan.Total)}
 	a.History = append(a.History, rec)
@@ -164,9 +164,9 @@ func (ap *Approvals) Request(ctx context.Context, plan actions.Plan, who chat.Pr
 	return a, nil
 }
 
-// Attach records where the adapter posted the plan message (see Approval.MessageRef).
-func (ap *Approvals) Attach(ctx context.Context, planID, ref string) error {
-	_, err := ap.mutate(ctx, planID, func(a *Approval) error {
+// Attach records where the adapter posted the plan message (see Record.MessageRef).
+func (ap *Workflow) Attach(ctx context.Context, planID, ref string) error {
+	_, err := ap.mutate(ctx, planID, func(a *Record) error {
 		a.MessageRef = ref
 		return nil
 	})
@@ -174,7 +174,7 @@ func (ap *Approvals) Attach(ctx context.Context, planID, ref string) error {
 }
 
 // Get returns the record for planID.
-func (ap *Approvals) Get(ctx context.Context, planID string) (*Approval, error) {
+func (ap *Workflow) Get(ctx context.Context, planID string) (*Record, error) {
 	return ap.store.Get(ctx, planID)
 }
 
@@ -187,7 +187,7 @@ func (e *errStop) Error() string { return "decision stopped: " + e.outcome.Notic
 // mutate reads the record, applies change and writes it back with compare-and-set,
 // re-reading and re-applying on ErrConflict (like client-go's RetryOnConflict). Audit
 // records change appended are logged after the write succeeds.
-func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approval) error) (*Approval, error) {
+func (ap *Workflow) mutate(ctx context.Context, id string, change func(*Record) error) (*Record, error) {
 	const attempts = 10
 	for i := 0; ; i++ {
 		a, err := ap.store.Get(ctx, id)
@@ -217,7 +217,7 @@ func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approva
 // the plan; progress is called with the "running" message before execution starts, and the
 // returned Result carries the final record. Execution uses ctx: the adapter passes a
 // context that outlives the platform's request.
-func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(context.Context, *Approval)) Result {
+func (ap *Workflow) Decide(ctx context.Context, d Decision, progress func(context.Context, *Record)) Result {
 	a, err := ap.store.Get(ctx, d.PlanID)
 	if errors.Is(err, ErrNotFound) {
 		return Result{Notice: "That plan no longer exists; nothing was changed."}
@@ -248,7 +248,7 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 }
 
 // alreadyDecided is the notice for a click on a decided plan.
-func alreadyDecided(a *Approval) string {
+func alreadyDecided(a *Record) string {
 	switch a.State {
 	case StateRunning, StateSucceeded, StateFailed:
 		by := "someone"
@@ -273,8 +273,8 @@ func expiredWhy(p actions.Plan) string {
 
 // expire marks a pending plan past its expiry Expired, and records the click d that found
 // it so as refused.
-func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Result {
-	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+func (ap *Workflow) expire(ctx context.Context, id string, d Decision) Result {
+	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		if a.State != StatePending {
 			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
@@ -302,9 +302,9 @@ func refusal(at time.Time, who chat.Principal, v Verdict, why string) AuditRecor
 // history (compare-and-set, whatever the plan's state) and in the audit log, and returns
 // notice for the clicker. After MaxRefusals records in one plan, refusals are only logged.
 // A refusal that cannot be written is still logged, and still refused.
-func (ap *Approvals) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) Result {
+func (ap *Workflow) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) Result {
 	rec := refusal(ap.now().UTC(), who, v, why)
-	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		n := 0
 		for _, r := range a.History {
 			if r.Event == AuditRefused {
@@ -335,7 +335,7 @@ func stopOutcome(err error) (Result, bool) {
 	return Result{}, false
 }
 
-func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) Result {
+func (ap *Workflow) deny(ctx context.Context, a *Record, who chat.Principal) Result {
 	if !who.Same(a.RequestedBy) {
 		ok, _, err := ap.policy.isApprover(ctx, ap.directories, who)
 		if err != nil {
@@ -347,7 +347,7 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) 
 		}
 	}
 	id := a.Plan.ID
-	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		if a.State != StatePending {
 			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
@@ -365,7 +365,7 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who chat.Principal) 
 	return Result{Record: a}
 }
 
-func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principal, progress func(context.Context, *Approval)) Result {
+func (ap *Workflow) approve(ctx context.Context, a *Record, who chat.Principal, progress func(context.Context, *Record)) Result {
 	ok, via, err := ap.policy.isApprover(ctx, ap.directories, who)
 	if err != nil {
 		return ap.internalError(ctx, "check approver", err)
@@ -393,7 +393,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 	}
 	var approvedAt time.Time
 	id := a.Plan.ID
-	a, err = ap.mutate(ctx, id, func(a *Approval) error {
+	a, err = ap.mutate(ctx, id, func(a *Record) error {
 		if a.State != StatePending {
 			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
@@ -424,7 +424,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 	res, execErr := exec.Execute(ectx, actions.Approved{Plan: a.Plan, By: who.String(), At: approvedAt})
 	stopHeartbeat()
 	cancelExec()
-	a, err = ap.mutate(context.WithoutCancel(ctx), id, func(a *Approval) error {
+	a, err = ap.mutate(context.WithoutCancel(ctx), id, func(a *Record) error {
 		now := ap.now().UTC()
 		if res.PlanID != "" {
 			r := res
@@ -460,7 +460,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who chat.Principa
 	return Result{Record: a}
 }
 
-// failureCode classifies an execution error for Approval.FailureCode.
+// failureCode classifies an execution error for Record.FailureCode.
 func failureCode(err error) string {
 	switch {
 	case errors.Is(err, actions.ErrDatastoreLocked):
@@ -479,7 +479,7 @@ func failureCode(err error) string {
 // returned stop is called or ctx is done. When the record is no longer this process's
 // Running plan (another process recovered it as Interrupted), it calls cancel, so the
 // execution stops.
-func (ap *Approvals) heartbeat(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
+func (ap *Workflow) heartbeat(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
 	hctx, hcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -492,7 +492,7 @@ func (ap *Approvals) heartbeat(ctx context.Context, id string, cancel context.Ca
 				return
 			case <-t.C:
 			}
-			_, err := ap.mutate(hctx, id, func(a *Approval) error {
+			_, err := ap.mutate(hctx, id, func(a *Record) error {
 				if a.State != StateRunning || a.Heartbeat == nil || !a.Heartbeat.Process.Same(ap.process) {
 					return &errStop{}
 				}
@@ -521,18 +521,18 @@ func resultCounts(r actions.Result) string {
 }
 
 // ExpireDue moves every pending plan past its expiry to Expired and returns the updated
-// records, so the caller can update their messages (see Approval.MessageRef).
-func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
+// records, so the caller can update their messages (see Record.MessageRef).
+func (ap *Workflow) ExpireDue(ctx context.Context) ([]*Record, error) {
 	pending, err := ap.store.List(ctx, StatePending)
 	if err != nil {
 		return nil, fmt.Errorf("list pending plans: %w", err)
 	}
-	var out []*Approval
+	var out []*Record
 	for _, p := range pending {
 		if !p.Plan.Expired(ap.now()) {
 			continue
 		}
-		a, err := ap.mutate(ctx, p.Plan.ID, func(a *Approval) error {
+		a, err := ap.mutate(ctx, p.Plan.ID, func(a *Record) error {
 			if a.State != StatePending {
 				return &errStop{}
 			}
@@ -553,7 +553,7 @@ func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
 
 // internalError logs err with a short reference and returns a notice that shows only the
 // reference (users never see raw error text); an *UnavailableError is shown as its text.
-func (ap *Approvals) internalError(ctx context.Context, what string, err error) Result {
+func (ap *Workflow) internalError(ctx context.Context, what string, err error) Result {
 	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
 		return Result{Notice: ue.Text + " Nothing was decided."}
@@ -568,7 +568,7 @@ func (ap *Approvals) internalError(ctx context.Context, what string, err error) 
 // executing process died (RecoverInterrupted), calling notify with each changed record and
 // so the bot can update the posted plan message. Several replicas may run it:
 // compare-and-set makes each transition happen once.
-func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval)) {
+func (ap *Workflow) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Record)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// An unavailable store cluster is logged when it goes down, not at every sweep.

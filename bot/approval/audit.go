@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func NewAuditor(log *slog.Logger, transitions *prometheus.CounterVec) *Auditor {
 
 // emit logs records that were just committed to the store (never before: a record whose
 // compare-and-set lost never happened).
-func (au *Auditor) emit(ctx context.Context, a *Approval, recs []AuditRecord) {
+func (au *Auditor) emit(ctx context.Context, a *Record, recs []AuditRecord) {
 	for _, rec := range recs {
 		level := slog.LevelInfo
 		if rec.Event == AuditRefused || rec.Event == AuditInterrupted {

@@ -14,7 +14,7 @@ import (
 	"github.com/whypending/whypending/chat"
 )
 
-// Platform is the bot.Principal platform name of Discord users.
+// Platform is the chat.Principal platform name of Discord users.
 const Platform = "discord"
 
 // Options configures New.
@@ -32,7 +32,7 @@ type Options struct {
 	Guilds []string
 	// Clusters are the configured cluster names, offered as the cluster option's choices.
 	Clusters []string
-	// Workers, QueueSize and JobTimeout size the worker pool (bot.QueueOptions).
+	// Workers, QueueSize and JobTimeout size the worker pool (chat.QueueOptions).
 	Workers, QueueSize int
 	JobTimeout         time.Duration
 	// Metrics may be nil.
@@ -43,7 +43,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Adapter connects the bot (a bot.Core) to Discord. Interactions are acknowledged at once (a deferred
+// Adapter connects the bot (a chat.Core) to Discord. Interactions are acknowledged at once (a deferred
 // response) and answered by a bounded pool of workers started by Run, which edit the
 // deferred response.
 type Adapter struct {

@@ -116,7 +116,7 @@ func registerHint(err error, appID, guild string) string {
 	return ""
 }
 
-// requestFor turns a slash command interaction into a bot.Request: "pod" is the positional
+// requestFor turns a slash command interaction into a chat.Request: "pod" is the positional
 // argument, every other option becomes "--name value", and a subcommand is the first word
 // (/ipam check cluster:prod is "ipam check --cluster prod"). ephemeral says whether the
 // answer is for the asker only (help); plans whether the command makes a plan.

@@ -75,7 +75,7 @@ func (a *Adapter) UpdateMessage(ctx context.Context, r string, m chat.Message) e
 
 // PostMessage posts m to a channel with the bot token (Create Message), in as many messages
 // as Render makes, waiting out rate limits like every other delivery. It makes the Adapter a
-// bot.ChannelPoster (the digest).
+// chat.ChannelPoster (the digest).
 func (a *Adapter) PostMessage(ctx context.Context, channel string, m chat.Message) error {
 	for _, p := range Render(m) {
 		w := paramsOf(p, false)

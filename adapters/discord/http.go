@@ -23,8 +23,8 @@ const maxBody = 1 << 20
 const maxSkew = 5 * time.Minute
 
 // Mount registers the HTTP-mode route on mux (a bot.Server in serve): POST /discord/interactions.
-func (a *Adapter) Mount(s chat.Mux) {
-	s.Handle("POST /discord/interactions", http.HandlerFunc(a.ServeInteraction))
+func (a *Adapter) Mount(mux chat.Mux) {
+	mux.Handle("POST /discord/interactions", http.HandlerFunc(a.ServeInteraction))
 }
 
 // verify reads the raw body and checks X-Signature-Ed25519 over X-Signature-Timestamp and

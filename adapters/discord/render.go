@@ -40,7 +40,7 @@ const (
 	pageReserve = 120
 )
 
-// severityColor is the embed's side colour per bot.Message severity.
+// severityColor is the embed's side colour per chat.Message severity.
 var severityColor = map[chat.Severity]int{
 	"blocker": 0xED4245, // red
 	"warning": 0xE67E22, // orange
@@ -67,7 +67,7 @@ type field struct {
 	inline      bool
 }
 
-// Render turns a bot.Message into Discord messages: the first carries the title, the
+// Render turns a chat.Message into Discord messages: the first carries the title, the
 // severity colour, the buttons and the footer; what does not fit Discord's limits (6,000
 // characters and 25 fields per message, 1,024 per field) continues on follow-up pages, at
 // most 4, and anything beyond is summarised as "… not shown". Tables and code go in code
@@ -291,7 +291,7 @@ func buttonStyle(s chat.ButtonStyle) discordgo.ButtonStyle {
 // Custom IDs of the buttons the adapter renders (Discord allows 100 characters):
 //
 //	"<action>|<value>"             a button; the click goes to the bot
-//	"?<action>|<value>"            a button with a confirmation (bot.Button.Confirm): the
+//	"?<action>|<value>"            a button with a confirmation (chat.Button.Confirm): the
 //	                               click first shows an ephemeral "are you sure?"
 //	"!<action>|<value>|<message>"  that confirmation's go-ahead; <message> is the ID of the
 //	                               message with the original button, which the outcome updates

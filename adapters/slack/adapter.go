@@ -35,7 +35,7 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Adapter connects the bot (a bot.Core) to Slack. Requests are acknowledged at once and answered by a
+// Adapter connects the bot (a chat.Core) to Slack. Requests are acknowledged at once and answered by a
 // bounded pool of workers started by Run.
 type Adapter struct {
 	core       chat.Core

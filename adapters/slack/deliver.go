@@ -26,7 +26,7 @@ func parseRef(r string) (channel, ts string, ok bool) {
 	return channel, ts, ok && channel != "" && ts != ""
 }
 
-// withRetry calls f, waiting out 429 responses as Slack asks (bot.Deliverer).
+// withRetry calls f, waiting out 429 responses as Slack asks (chat.Deliverer).
 func (a *Adapter) withRetry(ctx context.Context, what string, f func() error) error {
 	return a.deliver.Do(ctx, what, f)
 }

@@ -36,9 +36,9 @@ func ephemeral(text string) ack { return ack{ResponseType: slack.ResponseTypeEph
 
 // Mount registers the HTTP-mode routes on mux (a bot.Server in serve): POST /slack/commands and
 // POST /slack/interactions.
-func (a *Adapter) Mount(s chat.Mux) {
-	s.Handle("POST /slack/commands", http.HandlerFunc(a.ServeCommand))
-	s.Handle("POST /slack/interactions", http.HandlerFunc(a.ServeInteraction))
+func (a *Adapter) Mount(mux chat.Mux) {
+	mux.Handle("POST /slack/commands", http.HandlerFunc(a.ServeCommand))
+	mux.Handle("POST /slack/interactions", http.HandlerFunc(a.ServeInteraction))
 }
 
 // verify reads the raw body and checks X-Slack-Signature over it with the signing secret

@@ -41,7 +41,7 @@ var severityMark = map[chat.Severity]string{
 	"ok":      "\u2705 ",
 }
 
-// Render turns a bot.Message into Block Kit blocks plus the notification fallback text.
+// Render turns a chat.Message into Block Kit blocks plus the notification fallback text.
 // Every string from the message is escaped for mrkdwn (so "<!channel>", "<@U…>" and
 // "<http://…|…>" in pod names or log lines show as text) and sent with verbatim set (no
 // auto-linking or mention parsing); long tables, lists and code are cut to Slack's limits
@@ -77,7 +77,7 @@ func Render(m chat.Message) (blocks []slack.Block, fallback string) {
 	return append(blocks, tail...), fallback
 }
 
-// sectionBlocks renders one bot.Section: heading and text, fields (10 per block), the table
+// sectionBlocks renders one chat.Section: heading and text, fields (10 per block), the table
 // as a preformatted block, bullet lines and code.
 func sectionBlocks(s chat.Section) []slack.Block {
 	var out []slack.Block

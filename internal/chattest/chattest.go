@@ -202,7 +202,7 @@ func BurstMetrics(b *testing.B, acks, followUps []time.Duration) {
 	b.ReportMetric(ms(Percentile(followUps, 0.99)), "followup-p99-ms")
 }
 
-// RecordingCore is a bot.Core for adapter tests: it answers every command with its words
+// RecordingCore is a chat.Core for adapter tests: it answers every command with its words
 // ("answer to /ipam check --cluster prod"), every click with the notice "clicked", and
 // records what it got. Block, when set, holds commands until closed.
 type RecordingCore struct {
@@ -216,7 +216,7 @@ type RecordingCore struct {
 
 var _ chat.Core = (*RecordingCore)(nil)
 
-// Command implements bot.Core.
+// Command implements chat.Core.
 func (c *RecordingCore) Command(_ context.Context, req chat.Request) chat.Reply {
 	if c.Block != nil {
 		<-c.Block
@@ -228,7 +228,7 @@ func (c *RecordingCore) Command(_ context.Context, req chat.Request) chat.Reply 
 	return chat.Reply{Message: chat.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
 }
 
-// Click implements bot.Core.
+// Click implements chat.Core.
 func (c *RecordingCore) Click(_ context.Context, click chat.Click, _ func(context.Context, chat.Message)) chat.Outcome {
 	c.mu.Lock()
 	c.click = click
@@ -237,7 +237,7 @@ func (c *RecordingCore) Click(_ context.Context, click chat.Click, _ func(contex
 	return chat.Outcome{Notice: "clicked"}
 }
 
-// Attach implements bot.Core.
+// Attach implements chat.Core.
 func (c *RecordingCore) Attach(context.Context, string, string) error { return nil }
 
 // Last returns the last command and click the core got.

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"strings"
 
 	"github.com/whypending/whypending/triage"
 	corev1 "k8s.io/api/core/v1"
@@ -42,5 +43,48 @@ func (c *Collector) similarPods(ctx context.Context, namespace, name string) []s
 			}
 		}
 	}
-	return triage.ClosestPodNames(refs, namespace, name, maxSimilarPods)
+	return visibleNames(ctx, namespace, triage.ClosestPodNames(refs, namespace, name, len(refs)), maxSimilarPods)
+}
+
+// visibleKey carries a question's Target.Visible through its reads (Answer).
+type visibleKey struct{}
+
+// withVisible returns ctx carrying visible (nil: every namespace is visible).
+func withVisible(ctx context.Context, visible func(context.Context, string) bool) context.Context {
+	if visible == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, visibleKey{}, visible)
+}
+
+// maxVisibleChecks bounds the other namespaces one list of suggestions asks about.
+const maxVisibleChecks = 10
+
+// visibleNames returns up to n of names ("namespace/…", closest first) whose namespace is
+// namespace or one the question may name (Target.Visible, carried by ctx); at most
+// maxVisibleChecks other namespaces are asked about.
+func visibleNames(ctx context.Context, namespace string, names []string, n int) []string {
+	visible, _ := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
+	out := make([]string, 0, n)
+	seen := map[string]bool{namespace: true}
+	checks := 0
+	for _, name := range names {
+		if len(out) == n {
+			break
+		}
+		ns, _, _ := strings.Cut(name, "/")
+		ok, known := seen[ns]
+		if !known && visible == nil {
+			ok, known = true, true
+		}
+		if !known && checks < maxVisibleChecks {
+			checks++
+			ok = visible(ctx, ns)
+			seen[ns] = ok
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -2,7 +2,7 @@ package triage
 
 import "slices"
 
-// Code is a stable diagnosis slug from shared/triage-codes.md. Never rename one: tests, the
+// Code is a stable diagnosis slug from docs/triage-codes.md. Never rename one: tests, the
 // digest and users' alert rules key on them. Each constant's comment says when it applies.
 type Code string
 

@@ -56,7 +56,7 @@ func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
 
 // Finding is one cause (or one piece of context) with its evidence and fix.
 type Finding struct {
-	// Code is the stable slug from shared/triage-codes.md.
+	// Code is the stable slug from docs/triage-codes.md.
 	Code Code `json:"code"`
 	// Severity tells how much this finding blocks the pod.
 	Severity Severity `json:"severity"`

@@ -37,17 +37,13 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 	if err != nil {
 		return nil, err
 	}
-	pods, err := c.namespacePods(ctx, namespace, labels.Everything())
+	pods, err := c.read.pods(ctx, namespace, labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	var nsEvents map[types.UID][]triage.Event
-	var eventsErr error
-	if c.cache == nil {
-		nsEvents, eventsErr = c.namespaceEvents(ctx, namespace)
-	}
+	nsEvents, eventsErr := c.read.namespaceEvents(ctx, namespace)
 	admission := &triage.WorkloadSnapshot{}
-	c.admission(ctx, admission, namespace)
+	nsErr := c.admission(ctx, admission, namespace)
 
 	// Top-level workloads: a Deployment takes its ReplicaSets, a CronJob its Jobs; the others
 	// stand alone.
@@ -115,11 +111,11 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 		for _, p := range ws.Pods {
 			claimed[p.UID] = true
 		}
-		ws.Events = c.controllerEvents(uids, nsEvents)
+		ws.Events = controllerEvents(uids, nsEvents)
 		ws.EventsErr = eventsErr
 		if triage.NeedsServiceAccountNames(ws) {
 			if !saRead {
-				saNames, _ = c.namesIn(ctx, namespace, "serviceaccounts")
+				saNames, _ = c.read.names(ctx, namespace, "serviceaccounts")
 				saRead = true
 			}
 			ws.ServiceAccountNames = saNames
@@ -150,29 +146,12 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 		}
 	}
 	out.Workloads = all
-	if len(all) == 0 && len(pods) == 0 {
-		if _, err := c.namespaceExists(ctx, namespace, admission.Namespace); err != nil {
-			return nil, err
-		}
+	// An empty sweep of a misspelt namespace must not say "nothing is stuck". When the
+	// Namespace cannot be read for another reason (RBAC), sweep what was listed.
+	if len(all) == 0 && len(pods) == 0 && apierrors.IsNotFound(nsErr) {
+		return nil, &NamespaceNotFoundError{Namespace: namespace}
 	}
 	return out, nil
-}
-
-// namespaceExists returns an error naming the namespace when it does not exist (an empty sweep
-// of a misspelt namespace must not say "nothing is stuck"); nsObj is the Namespace if it was
-// read.
-func (c *Collector) namespaceExists(ctx context.Context, namespace string, nsObj *corev1.Namespace) (bool, error) {
-	if nsObj != nil {
-		return true, nil
-	}
-	_, err := c.client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	if err == nil {
-		return true, nil
-	}
-	if apierrors.IsNotFound(err) {
-		return false, &NamespaceNotFoundError{Namespace: namespace}
-	}
-	return true, nil // cannot tell (RBAC): sweep what was listed
 }
 
 // NamespaceNotFoundError is returned by Sweep and CollectNamespace for a namespace that does

@@ -91,6 +91,8 @@ func titleFor(d *triage.Diagnosis) string {
 	switch {
 	case p.Code == triage.CodePodNotFound:
 		return fmt.Sprintf("%s: pod not found", d.Pod)
+	case p.Code == triage.CodeNamespaceNotFound:
+		return fmt.Sprintf("%s: namespace %s not found", d.Pod, d.Pod.Namespace)
 	case d.State != "":
 		return fmt.Sprintf("%s is %s: %s", d.Pod, d.State, code)
 	default:

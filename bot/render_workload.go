@@ -185,6 +185,17 @@ func SweepMessage(d *triage.NamespaceDiagnosis) Message {
 		m.Title += fmt.Sprintf(", %d %s", len(d.Causes), plural(len(d.Causes), "cause", "causes"))
 		m.Severity = "blocker"
 	}
+	// Not an all-clear: a namespace that does not exist, is empty, or has nothing stuck while
+	// others do (the summary names them).
+	switch {
+	case d.NotFound:
+		m.Title, m.Severity = fmt.Sprintf("Namespace %s does not exist", d.Namespace), "blocker"
+	case d.Empty:
+		m.Title, m.Severity = fmt.Sprintf("Namespace %s is empty", d.Namespace), "info"
+	case len(d.Causes) == 0 && len(d.StuckElsewhere) > 0:
+		m.Title, m.Severity = fmt.Sprintf("Namespace %s: nothing is stuck here, but pods are stuck in %d other %s", d.Namespace,
+			len(d.StuckElsewhere), plural(len(d.StuckElsewhere), "namespace", "namespaces")), "info"
+	}
 	m.Sections = append(m.Sections, Section{Heading: "Summary", Text: d.Summary})
 	for _, c := range d.Causes {
 		var lines []string

@@ -65,7 +65,11 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	m := AnswerMessage(v.(*triage.Answer))
+	a := v.(*triage.Answer)
+	if a.Code() == triage.CodeNamespaceNotFound {
+		a = b.withNamespaceNotes(ctx, c, req.Channel, t, a)
+	}
+	m := AnswerMessage(a)
 	for i := range m.Buttons {
 		if strings.HasPrefix(m.Buttons[i].ActionID, ActionPlanPrefix) {
 			m.Buttons[i].Value += ";cluster=" + c.Name

@@ -154,6 +154,8 @@ const (
 	CodePodCompleted Code = "pod-completed"
 	// CodePodNotFound (pod-not-found): no such pod: suggest the closest names in that and other namespaces
 	CodePodNotFound Code = "pod-not-found"
+	// CodeNamespaceNotFound (namespace-not-found): the namespace asked about (with -n, as NAMESPACE/POD, or the chat channel's) does not exist on this cluster: check the name (the closest are suggested) and the cluster (the bot names the configured clusters that have it)
+	CodeNamespaceNotFound Code = "namespace-not-found"
 )
 
 // Workloads (why-pending TYPE/NAME and --all): what a controller cannot do for its pods.

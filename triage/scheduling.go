@@ -95,8 +95,11 @@ type schedulingView struct {
 	spread   *spreadState
 	verdicts []NodeVerdict
 	// msg is the scheduler's latest FailedScheduling message; hasMsg is false when there is none.
-	msg    SchedulerMessage
-	hasMsg bool
+	// When the events could not be read it is the PodScheduled condition's message
+	// (msgFromCondition), which the scheduler writes with the same words.
+	msg              SchedulerMessage
+	hasMsg           bool
+	msgFromCondition bool
 	// inexact is true when reconcile could not say exactly which nodes a scheduler reason the
 	// model does not reproduce belongs to.
 	inexact bool
@@ -111,6 +114,10 @@ func newSchedulingView(s *Snapshot) *schedulingView {
 	v.spread = newSpreadState(v.demand, v.cluster)
 	v.verdicts = nodeVerdicts(v.demand, v.cluster, v.spread)
 	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
+	if !v.hasMsg && s.EventsErr != nil {
+		v.msg, v.hasMsg = ConditionSchedulerMessage(s.Pod)
+		v.msgFromCondition = v.hasMsg
+	}
 	v.inexact = !v.reconcile()
 	if name := pinnedNode(v.pod); v.cluster.nodeByName[name] != nil {
 		v.pinned = name
@@ -121,10 +128,14 @@ func newSchedulingView(s *Snapshot) *schedulingView {
 // podRef is "namespace/name" of the pod under diagnosis.
 func (v *schedulingView) podRef() string { return v.pod.Namespace + "/" + v.pod.Name }
 
-// schedulerEvidence returns the scheduler's latest FailedScheduling event as evidence.
+// schedulerEvidence returns the scheduler's latest FailedScheduling event (or the PodScheduled
+// condition it came from) as evidence.
 func (v *schedulingView) schedulerEvidence() []Evidence {
-	if !v.hasMsg {
+	switch {
+	case !v.hasMsg:
 		return nil
+	case v.msgFromCondition:
+		return []Evidence{{Object: "Pod " + v.podRef(), Field: "status.conditions[PodScheduled]", Reason: v.msg.Event.Reason, Message: v.msg.Event.Message}}
 	}
 	return []Evidence{EventEvidence(v.pod, v.msg.Event)}
 }

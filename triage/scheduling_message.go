@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // SchedulerMessage is the kube-scheduler's own verdict, parsed from a FailedScheduling event:
@@ -162,6 +164,20 @@ func (m SchedulerMessage) topCode() Code {
 		return ""
 	}
 	return codes[0]
+}
+
+// ConditionSchedulerMessage parses the message of the pod's PodScheduled condition when it is
+// False with reason Unschedulable: the scheduler writes the same "0/N nodes are available"
+// line there as in its FailedScheduling event, and the condition can be read by anyone who may
+// get the pod (events may be refused, or expired). The message's Event holds the condition's
+// reason and message, with no times.
+func ConditionSchedulerMessage(pod *corev1.Pod) (SchedulerMessage, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return ParseSchedulerMessage(Event{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return SchedulerMessage{}, false
 }
 
 // LatestSchedulerMessage parses the newest parseable FailedScheduling event in events (sorted

@@ -25,6 +25,12 @@ type Snapshot struct {
 	Events []Event
 	// EventsErr is set when events could not be listed.
 	EventsErr error
+	// MissingNamespace is set when the pod does not exist because its namespace does not (the
+	// answer is then namespace-not-found, not pod-not-found).
+	MissingNamespace *MissingNamespace
+	// Refused are the reads of this question the API server refused (403 Forbidden: the
+	// asker's RBAC), each once; the other parts are read as usual.
+	Refused []RefusedRead
 	// Nodes are the nodes the rules need, sorted by name: every node for an unscheduled pod,
 	// only the pod's own node for a bound one.
 	Nodes []*corev1.Node

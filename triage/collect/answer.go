@@ -50,7 +50,7 @@ func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer,
 	}
 	a := &triage.Answer{Workload: wd}
 	if o := t.OtherReading; o != nil && c.read.podExists(ctx, o.Namespace, o.Name) {
-		if wd.Primary().Code == triage.CodeWorkloadNotFound && !t.NamespaceGiven {
+		if code := wd.Primary().Code; (code == triage.CodeWorkloadNotFound || code == triage.CodeNamespaceNotFound) && !t.NamespaceGiven {
 			d, err := Diagnose(ctx, c, o.Namespace, o.Name)
 			if err != nil {
 				return nil, err
@@ -71,7 +71,7 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 	if err != nil {
 		return nil, err
 	}
-	if d.Primary().Code != triage.CodePodNotFound {
+	if d.Primary().Code != triage.CodePodNotFound { // namespace-not-found too: no workload either
 		return &triage.Answer{Pod: d}, nil
 	}
 	var found []triage.Kind

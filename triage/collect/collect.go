@@ -36,6 +36,9 @@ type Collector struct {
 	// ipam is where Calico IPAM state comes from (WithCalico, WithIPAM in calico.go); nil
 	// reads no Calico IPAM.
 	ipam *ipamAccess
+	// refused notes the reads the API server refuses during one question (read is then
+	// refused too; see recording); nil outside a question.
+	refused *refusals
 }
 
 // New returns a Collector that reads the API directly on every Collect (the CLI's
@@ -89,11 +92,15 @@ func Diagnose(ctx context.Context, c *Collector, namespace, name string) (*triag
 // (the verdict table needs them all: resources, host ports and inter-pod affinity are per
 // node and per topology domain); for a bound pod only its node and the pods on it.
 func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triage.Snapshot, error) {
+	quiet := c
+	c, refused := c.recording()
 	s := &triage.Snapshot{Now: c.now(), Requested: triage.PodRef{Namespace: namespace, Name: name}}
 	pod, err := c.read.pod(ctx, namespace, name)
 	switch {
 	case podNotFound(err):
-		s.SimilarPods = c.similarPods(ctx, namespace, name)
+		if s.MissingNamespace = quiet.missingNamespace(ctx, namespace); s.MissingNamespace == nil {
+			s.SimilarPods = quiet.similarPods(ctx, namespace, name)
+		}
 		return s, nil
 	case err != nil:
 		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
@@ -111,6 +118,7 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	s.ServerVersion = c.read.serverVersion()
 	c.collectExtras(ctx, s)
 	c.collectNames(ctx, s)
+	s.Refused = refused.refused()
 	return s, nil
 }
 
@@ -226,6 +234,9 @@ func (c *Collector) collectExtras(ctx context.Context, s *triage.Snapshot) {
 		go func() {
 			defer wg.Done()
 			s.IPAM, s.IPAMErr = c.readIPAM(ctx)
+			if c.refused != nil {
+				c.refused.noteIPAM(s.IPAMErr)
+			}
 		}()
 	}
 	s.PreviousLogs = c.previousLogs(ctx, s)

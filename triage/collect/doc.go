@@ -19,6 +19,9 @@
 // reads they share done once, in podBatch) or a namespace (Sweep: one read per kind, light pod
 // Snapshots).
 //
+// Each question notes the reads the API server refuses (refusals.go), so an asker with partial
+// read rights gets a partial answer that says what is missing, not a silent unknown.
+//
 // Files: collect.go (Collector, Collect), reader*.go (the reads), workload.go, namespace.go,
 // batch.go (workload questions and sweeps), storage.go (claims, volumes, CSI limits),
 // events.go (event normalisation), names.go (near names for not-found answers), calico.go,

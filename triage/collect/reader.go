@@ -79,8 +79,9 @@ type reader interface {
 	// triage.WorkloadKinds order (best effort: a kind that cannot be listed is left out).
 	workloadsNamed(ctx context.Context, name string) []triage.WorkloadRef
 
-	// namespace returns the Namespace object.
+	// namespace returns the Namespace object; namespaceNames the names of every namespace.
 	namespace(ctx context.Context, name string) (*corev1.Namespace, error)
+	namespaceNames(ctx context.Context) ([]string, error)
 	quotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error)
 	limitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error)
 	// names returns the sorted names of a core/v1 resource's objects in namespace, read as

@@ -359,6 +359,11 @@ func (r apiReader) namespace(ctx context.Context, name string) (*corev1.Namespac
 	return r.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 }
 
+// namespaceNames lists the namespaces as metadata only.
+func (r apiReader) namespaceNames(ctx context.Context) ([]string, error) {
+	return r.names(ctx, metav1.NamespaceNone, "namespaces")
+}
+
 func (r apiReader) quotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error) {
 	return listAll[corev1.ResourceQuota](ctx, metav1.ListOptions{}, listFunc(r.client.CoreV1().ResourceQuotas(namespace).List))
 }

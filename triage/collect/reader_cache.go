@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -366,6 +367,19 @@ func (r *cacheReader) namespace(ctx context.Context, name string) (*corev1.Names
 		return ns, nil
 	}
 	return r.apiReader.namespace(ctx, name)
+}
+
+func (r *cacheReader) namespaceNames(context.Context) ([]string, error) {
+	all, err := r.workloads.namespaces.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(all))
+	for _, ns := range all {
+		names = append(names, ns.Name)
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 func (r *cacheReader) quotas(_ context.Context, namespace string) ([]*corev1.ResourceQuota, error) {

@@ -40,12 +40,18 @@ func DiagnoseWorkload(ctx context.Context, c *Collector, ref triage.WorkloadRef)
 // backend sends one request (or one paginated list) per kind; the cached one reads its
 // informers. Only a failed read of the workload itself fails it.
 func (c *Collector) CollectWorkload(ctx context.Context, ref triage.WorkloadRef) (*triage.WorkloadSnapshot, error) {
+	quiet := c
+	c, refused := c.recording()
 	ws := &triage.WorkloadSnapshot{Now: c.now(), Requested: ref}
+	defer func() { ws.Refused = refused.refused() }()
 	found, err := c.getWorkload(ctx, ws)
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	}
 	if !found {
+		if ws.MissingNamespace = quiet.missingNamespace(ctx, ref.Namespace); ws.MissingNamespace != nil {
+			return ws, nil
+		}
 		if w, err := c.workloadsIn(ctx, ref.Namespace); err == nil {
 			ws.SimilarWorkloads = triage.ClosestWorkloadNames(w.refs(), ref, maxSimilarPods)
 		}

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
@@ -22,8 +24,8 @@ import (
 // suggested), not pod-not-found; a sweep of an empty namespace, or of "default" with nothing
 // stuck, says so and names the namespaces that have stuck pods instead of an all-clear.
 func TestWhyPendingNamespaces(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	s := testenv.LoadT(t, c, "seed-frontend-cpu") // one Pending pod (no scheduler: it stays unscheduled)
+	c := testcluster.Start(t, testenv.Options{})
+	s := testcluster.Load(t, c, "seed-frontend-cpu") // one Pending pod (no scheduler: it stays unscheduled)
 	stuckNS, _, _ := strings.Cut(s.Expected.Pod, "/")
 	kc := c.KubeconfigPath
 	createNamespace(t, c, "shop")
@@ -117,9 +119,9 @@ func TestWhyPendingNamespaces(t *testing.T) {
 // cluster has: the answer from the default cluster is namespace-not-found, says the namespace
 // is the channel's, and names the cluster that has it.
 func TestBotNamespaceOnAnotherCluster(t *testing.T) {
-	prod := testenv.StartT(t, testenv.Options{})
-	staging := testenv.StartT(t, testenv.Options{})
-	s := testenv.LoadT(t, staging, "seed-frontend-cpu")
+	prod := testcluster.Start(t, testenv.Options{})
+	staging := testcluster.Start(t, testenv.Options{})
+	s := testcluster.Load(t, staging, "seed-frontend-cpu")
 	ns, name, _ := strings.Cut(s.Expected.Pod, "/")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -137,12 +139,12 @@ func TestBotNamespaceOnAnotherCluster(t *testing.T) {
 		ChannelNamespaces: map[string]string{"CSHOP": ns},
 		Log:               slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	alice := bot.Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"}
-	ask := func(args string) bot.Reply {
-		cmd, a := bot.ParseCommand("/why-pending", args)
-		return b.Command(ctx, bot.Request{Principal: alice, Channel: "CSHOP", Command: cmd, Args: a})
+	alice := chat.Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"}
+	ask := func(args string) chat.Reply {
+		cmd, a := chat.ParseCommand("/why-pending", args)
+		return b.Command(ctx, chat.Request{Principal: alice, Channel: "CSHOP", Command: cmd, Args: a})
 	}
-	text := func(r bot.Reply) string {
+	text := func(r chat.Reply) string {
 		var parts []string
 		for _, sec := range r.Message.Sections {
 			parts = append(parts, sec.Text)

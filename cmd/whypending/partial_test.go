@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -64,8 +65,8 @@ func restrictedKubeconfig(t *testing.T, c *testenv.Cluster, namespace, user stri
 // refused read in its evidence and in JSON, says which permissions give the full answer, and
 // exits exitPartial, not 0.
 func TestWhyPendingWithOnlyGetPods(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
-	s := testenv.LoadT(t, c, "seed-frontend-cpu")
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
+	s := testcluster.Load(t, c, "seed-frontend-cpu")
 	ns, name, _ := strings.Cut(s.Expected.Pod, "/")
 	if err := c.WaitForScheduler(t.Context(), ns, name); err != nil {
 		t.Fatal(err)

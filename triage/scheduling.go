@@ -8,35 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // schedulerGrace is how long a new pod may wait for the scheduler's first word before its
 // silence counts as "no scheduler is running".
 const schedulerGrace = 30 * time.Second
-
-// schedulingOrder ranks the Pending codes for tie-breaks: pod-level blockers first, then the
-// per-node reasons (resources before placement constraints, because they are the most common
-// cause and the one a person can act on without changing the workload's design), and context
-// last.
-var schedulingOrder = []Code{
-	CodeSchedulingGated, CodePVCNotFound, CodePVCUnbound, CodeNoNodes, CodeSchedulerNotRunning,
-	CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
-	CodeInsufficientExtendedResource, CodeTooManyPods, CodeVolumeAttachLimit, CodeHostPortConflict,
-	CodeNodeSelectorMismatch, CodeNodeUnschedulable, CodeUntoleratedTaint,
-	CodeVolumeNodeAffinityConflict, CodeTopologySpreadUnsatisfiable,
-	CodePodAntiAffinityUnsatisfiable, CodePodAffinityUnsatisfiable, CodeNodeNotReady,
-}
-
-// codeRank is c's position in schedulingOrder (codes outside it rank last).
-func codeRank(c Code) int {
-	for i, o := range schedulingOrder {
-		if o == c {
-			return i
-		}
-	}
-	return len(schedulingOrder)
-}
 
 // isUnscheduled reports whether the scheduling rules apply to pod: Pending (or no phase yet),
 // not bound to a node, not being deleted.
@@ -108,8 +84,8 @@ type schedulingView struct {
 
 func newSchedulingView(s *Snapshot) *schedulingView {
 	v := &schedulingView{snap: s, pod: s.Pod, demand: newDemand(s), cluster: newCluster(s)}
-	v.spread = newSpreadState(v.demand, v.cluster)
-	v.verdicts = nodeVerdicts(v.demand, v.cluster, v.spread)
+	v.spread = v.cluster.spreadFor(v.demand)
+	v.verdicts = nodeVerdicts(v.demand, v.cluster)
 	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
 	v.inexact = !v.reconcile()
 	if name := pinnedNode(v.pod); v.cluster.nodeByName[name] != nil {
@@ -387,31 +363,6 @@ func (v *schedulingView) candidates() []NodeVerdict {
 	return out
 }
 
-// isSystemTaint reports whether a taint key keeps ordinary workloads off control-plane or
-// system nodes on purpose: node-role.kubernetes.io/* (control-plane, master, infra, …) and
-// CriticalAddonsOnly (system node pools on AKS, EKS, GKE and kops). Removing such a taint to
-// place a workload is never the fix.
-func isSystemTaint(key string) bool {
-	return strings.HasPrefix(key, "node-role.kubernetes.io/") || key == "CriticalAddonsOnly"
-}
-
-// isLifecycleTaint reports whether a taint key is set and cleared by a controller from the
-// node's condition or lifecycle (not-ready, unreachable, pressure, cloud initialisation,
-// autoscaler scale-down): the fix is the node, never removing the taint.
-func isLifecycleTaint(key string) bool {
-	return strings.HasPrefix(key, "node.kubernetes.io/") ||
-		strings.HasPrefix(key, "node.cloudprovider.kubernetes.io/") ||
-		strings.HasPrefix(key, "node.cluster.x-k8s.io/") ||
-		strings.HasPrefix(key, "karpenter.sh/") ||
-		key == "ToBeDeletedByClusterAutoscaler" || key == "DeletionCandidateOfClusterAutoscaler"
-}
-
-// taintKeyOf returns the taint key of an untolerated-taint reason ("taint key=value:Effect").
-func taintKeyOf(r NodeReason) string {
-	key, _ := taintKeyEffect(strings.TrimPrefix(r.Message, "taint "))
-	return key
-}
-
 // primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
 // nodes (see candidates: the nodes the pod is meant for) and ranks their codes: the one that
 // alone blocks the most nodes (fixing it frees the most nodes), then the one present on the
@@ -612,7 +563,7 @@ func (v *schedulingView) tryFix(names []string, fix func(*corev1.Node)) fixOutco
 		changed := n.DeepCopy()
 		fix(changed)
 		c := v.cluster.withNode(changed)
-		reasons := nodeReasons(v.demand, changed, c, newSpreadState(v.demand, c))
+		reasons := nodeReasons(v.demand, changed, c)
 		if len(reasons) == 0 {
 			out.helped = append(out.helped, name)
 		}
@@ -715,21 +666,4 @@ func (v *schedulingView) onlyBlockedBy(node string, code Code) bool {
 		}
 	}
 	return false
-}
-
-// FormatAge renders d the way kubectl prints ages and durations (apimachinery's
-// duration.HumanDuration: 45s, 2m49s, 2h5m, 4d); a negative d prints as its absolute value.
-func FormatAge(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	return duration.HumanDuration(d)
-}
-
-// joinLimited joins up to n names and says how many more there are.
-func joinLimited(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

@@ -340,39 +340,81 @@ func tally(verdicts []NodeVerdict) codeTally {
 	return t
 }
 
-// candidates returns the verdicts of the nodes the pod is meant for: those its nodeSelector and
-// required node affinity accept (a DaemonSet pod's affinity names one node) and that carry no
-// untolerated control-plane or system taint (isSystemTaint). When no node qualifies it returns
-// every verdict.
-func (v *schedulingView) candidates() []NodeVerdict {
-	var out []NodeVerdict
+// candidates returns the verdicts of the nodes the pod is meant for, and what chose them (""
+// when they are all the nodes): the nodes the pod could use but for resources, ports, volumes,
+// cordons and other pods, i.e. those its nodeSelector and required node affinity accept (a
+// DaemonSet pod's affinity names one node) and whose taints it tolerates. When no node passes
+// both, it returns those the selector and affinity accept (a taint on them is then the cause),
+// and when none does, every verdict (a selector that matches nothing is the cause).
+func (v *schedulingView) candidates() (verdicts []NodeVerdict, basis string) {
+	var placeable, selected []NodeVerdict
 	for _, nv := range v.verdicts {
-		meant := true
-		for _, r := range nv.Reasons {
-			if r.Code == CodeNodeSelectorMismatch || (r.Code == CodeUntoleratedTaint && isSystemTaint(taintKeyOf(r))) {
-				meant = false
-			}
+		hasCode := func(c Code) bool {
+			return slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return r.Code == c })
 		}
-		if meant {
-			out = append(out, nv)
+		if hasCode(CodeNodeSelectorMismatch) {
+			continue
+		}
+		selected = append(selected, nv)
+		if !hasCode(CodeUntoleratedTaint) {
+			placeable = append(placeable, nv)
 		}
 	}
-	if len(out) == 0 {
-		return v.verdicts
+	switch {
+	case len(placeable) > 0 && len(placeable) < len(v.verdicts):
+		return placeable, "nodeSelector, affinity and tolerations"
+	case len(placeable) > 0:
+		return placeable, ""
+	case len(selected) > 0 && len(selected) < len(v.verdicts):
+		return selected, "nodeSelector and affinity"
+	default:
+		return v.verdicts, ""
 	}
-	return out
+}
+
+// reasonCounts is the one line that says how many nodes fail each reason, most nodes first,
+// and which nodes the cause was ranked on: " Nodes failing each reason (40 in all): 30
+// untolerated-taint, 10 insufficient-cpu; the cause is ranked on the 10 nodes the pod's
+// nodeSelector, affinity and tolerations allow." It is empty when the table has one reason
+// (the summary counts it already) and for a pod pinned to one node.
+func (v *schedulingView) reasonCounts(t codeTally) string {
+	if len(t.anywhere) < 2 || v.pinned != "" {
+		return ""
+	}
+	codes := make([]Code, 0, len(t.anywhere))
+	for c := range t.anywhere {
+		codes = append(codes, c)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		a, b := codes[i], codes[j]
+		if t.anywhere[a] != t.anywhere[b] {
+			return t.anywhere[a] > t.anywhere[b]
+		}
+		return codeRank(a) < codeRank(b)
+	})
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d %s", t.anywhere[c], c))
+	}
+	line := fmt.Sprintf(" Nodes failing each reason (%d in all): %s", len(v.verdicts), strings.Join(parts, ", "))
+	if cands, basis := v.candidates(); basis != "" {
+		line += fmt.Sprintf("; the cause is ranked on the %d %s the pod's %s allow", len(cands), plural(len(cands), "node", "nodes"), basis)
+	}
+	return line + "."
 }
 
 // primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
-// nodes (see candidates: the nodes the pod is meant for) and ranks their codes: the one that
-// alone blocks the most nodes (fixing it frees the most nodes), then the one present on the
-// most nodes (also behind an earlier filter: a nodeSelector no node matches is the cause even
-// where a taint rejects the node first), then the one the scheduler counted most, then schedulingOrder. So three full
-// workers and a tainted control-plane node give insufficient-cpu, not untolerated-taint, and a
-// DaemonSet pod whose node is full gives insufficient-cpu, not node-selector-mismatch for the
-// other nodes.
+// nodes (see candidates: the nodes the pod could use but for resources and the like) and ranks
+// their codes: the one that alone blocks the most nodes (fixing it frees the most nodes), then
+// the one present on the most nodes (also behind an earlier filter: a nodeSelector no node
+// matches is the cause even where a taint rejects the node first), then the one the scheduler
+// counted most, then schedulingOrder. So three full workers and a tainted control-plane node
+// give insufficient-cpu, not untolerated-taint; 30 tainted GPU nodes and the 10 full nodes the
+// pod is meant for give insufficient-cpu too; and a DaemonSet pod whose node is full gives
+// insufficient-cpu, not node-selector-mismatch for the other nodes.
 func (v *schedulingView) primaryCode() Code {
-	t := tally(v.candidates())
+	cands, _ := v.candidates()
+	t := tally(cands)
 	var codes []Code
 	for c := range t.anywhere {
 		codes = append(codes, c)
@@ -444,6 +486,7 @@ func (v *schedulingView) tableFinding() (Finding, bool) {
 	}
 	f := v.describe(code, t)
 	f.Nodes = v.verdicts
+	f.Summary += v.reasonCounts(t)
 	if nominated := v.pod.Status.NominatedNodeName; nominated != "" {
 		f.Summary += fmt.Sprintf(" The scheduler has nominated %s and preempted pods there; the pod should bind once they have exited.", nominated)
 		f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + v.podRef(), Field: "status.nominatedNodeName", Message: nominated})

@@ -357,12 +357,12 @@ func (v *schedulingView) describeResource(f *Finding) {
 	f.Fix = append(f.Fix, fmt.Sprintf("Or add a node with at least %s allocatable %s (or let the cluster autoscaler add one).", formatAmount(name, sf.Requested), res))
 }
 
-// rejectedEarlier returns the nodes that do not fit the pod and that the scheduler counts under
-// another reason than code (an earlier filter rejects them first).
+// rejectedEarlier returns the nodes that have code among their reasons but that the scheduler
+// counts under another reason (an earlier filter rejects them first).
 func (v *schedulingView) rejectedEarlier(code Code) []string {
 	var out []string
 	for _, nv := range v.verdicts {
-		if first := firstCode(nv); !nv.Fits && first != "" && first != code {
+		if first := firstCode(nv); !nv.Fits && first != "" && first != code && v.nodeHas(nv.Node, code) {
 			out = append(out, nv.Node)
 		}
 	}

@@ -587,3 +587,92 @@ func TestSchedulingInvariants(t *testing.T) {
 		}
 	}
 }
+
+// TestMixedCausesLeadWithTheNodesMeantForThePod is issue 22's item 7: on many nodes with mixed
+// causes, the primary cause is ranked on the nodes the pod could otherwise use (those its
+// nodeSelector, affinity and tolerations allow), not on the node count, and the summary says in
+// one line how many nodes fail each reason.
+func TestMixedCausesLeadWithTheNodesMeantForThePod(t *testing.T) {
+	many := func(prefix string, n int, mods ...func(*corev1.Node)) []*corev1.Node {
+		var out []*corev1.Node
+		for i := range n {
+			out = append(out, node(fmt.Sprintf("%s-%02d", prefix, i+1), mods...))
+		}
+		return out
+	}
+	fill := func(nodes []*corev1.Node, reqs ...string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, n := range nodes {
+			out = append(out, boundTo(n.Name, "filler-"+n.Name, reqs...))
+		}
+		return out
+	}
+	selecting := func(p *corev1.Pod, k, v string) *corev1.Pod {
+		p.Spec.NodeSelector = map[string]string{k: v}
+		return p
+	}
+	gpu := many("gpu", 30, withTaints("nvidia.com/gpu=present:NoSchedule"), withLabel("pool", "gpu"))
+	general := many("node", 10, withLabel("pool", "general"))
+	canary := many("web", 4, withLabel("pool", "web"), withTaints("dedicated=canary:NoSchedule"))
+	web := many("web-x", 4, withLabel("pool", "web"))
+	tests := []struct {
+		name string
+		s    *Snapshot
+		want Code
+		// counts is the one line of counts the summary must hold.
+		counts string
+	}{
+		{
+			name: "30 tainted GPU nodes with room, 10 general nodes without cpu: insufficient-cpu, not untaint the GPU nodes",
+			s: snap(podRequesting("api", "cpu=1"), append(gpu, general...), fill(general, "cpu=3800m"),
+				failedScheduling("0/40 nodes are available: 10 Insufficient cpu, 30 node(s) had untolerated taint(s).", 2)),
+			want:   CodeInsufficientCPU,
+			counts: "Nodes failing each reason (40 in all): 30 untolerated-taint, 10 insufficient-cpu; the cause is ranked on the 10 nodes the pod's nodeSelector, affinity and tolerations allow.",
+		},
+		{
+			name: "the same with the reasons the other way round in the scheduler's message",
+			s: snap(podRequesting("api", "cpu=1"), append(general, gpu...), fill(general, "cpu=3800m"),
+				failedScheduling("0/40 nodes are available: 30 node(s) had untolerated taint {nvidia.com/gpu: present}, 10 Insufficient cpu.", 2)),
+			want:   CodeInsufficientCPU,
+			counts: "30 untolerated-taint, 10 insufficient-cpu",
+		},
+		{
+			name: "25 tainted batch nodes with room and 5 cordoned nodes meant for the pod: node-unschedulable",
+			s: snap(podRequesting("api", "cpu=1"), append(many("batch", 25, withTaints("dedicated=batch:NoSchedule")), many("w", 5, cordoned)...), nil,
+				failedScheduling("0/30 nodes are available: 25 node(s) had untolerated taint(s), 5 node(s) were unschedulable.", 2)),
+			want:   CodeNodeUnschedulable,
+			counts: "25 untolerated-taint, 5 node-unschedulable; the cause is ranked on the 5 nodes",
+		},
+		{
+			name: "a nodeSelector that 8 of 38 nodes match, 4 of them tainted, 4 short of memory: insufficient-memory",
+			s: snap(selecting(podRequesting("web", "memory=4Gi"), "pool", "web"), append(append(many("other", 30), canary...), web...), fill(web, "memory=6Gi"),
+				failedScheduling("0/38 nodes are available: 30 node(s) didn't match Pod's node affinity/selector, 4 Insufficient memory, 4 node(s) had untolerated taint(s).", 2)),
+			want:   CodeInsufficientMemory,
+			counts: "30 node-selector-mismatch, 4 insufficient-memory, 4 untolerated-taint; the cause is ranked on the 4 nodes",
+		},
+		{
+			name: "every node the selector matches is tainted: the taint is the cause, ranked on those nodes",
+			s: snap(selecting(podRequesting("web"), "pool", "web"), append(many("other", 30), canary...), nil,
+				failedScheduling("0/34 nodes are available: 30 node(s) didn't match Pod's node affinity/selector, 4 node(s) had untolerated taint(s).", 2)),
+			want:   CodeUntoleratedTaint,
+			counts: "30 node-selector-mismatch, 4 untolerated-taint; the cause is ranked on the 4 nodes the pod's nodeSelector and affinity allow.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Evaluate(tt.s)
+			p := d.Primary()
+			if p.Code != tt.want {
+				t.Fatalf("primary = %s, want %s: %s", p.Code, tt.want, p.Summary)
+			}
+			if !strings.Contains(p.Summary, tt.counts) {
+				t.Errorf("summary lacks the counts %q: %s", tt.counts, p.Summary)
+			}
+			for _, fix := range p.Fix {
+				if strings.HasPrefix(fix, "kubectl taint") && tt.want != CodeUntoleratedTaint {
+					t.Errorf("the primary %s finding's fix untaints a node: %s", p.Code, fix)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NeedsCalicoNodePods reports whether the Collector should read the calico-node pods of the
@@ -107,6 +108,17 @@ func NeedsVolumeLimits(s *Snapshot) bool {
 		}
 	}
 	return false
+}
+
+// NeedsWorkloadReplicas reports whether the Collector should read the spec.replicas of the
+// pod's workload (Snapshot.WorkloadReplicas): the pod is unscheduled and a ReplicaSet or
+// StatefulSet controls it, so a fix that lowers its requests changes every replica.
+func NeedsWorkloadReplicas(s *Snapshot) bool {
+	if !isUnscheduled(s.Pod) {
+		return false
+	}
+	ref := metav1.GetControllerOf(s.Pod)
+	return ref != nil && (ref.Kind == "ReplicaSet" || ref.Kind == "StatefulSet")
 }
 
 // missingObjectResources maps the codes of a missing object to the resource whose names the

@@ -244,7 +244,7 @@ func (v *schedulingView) describeResource(f *Finding) {
 		return
 	}
 	best := sf.Rooms[0]
-	ns, pod := v.pod.Namespace, v.pod.Name
+	ns := v.pod.Namespace
 
 	if f.Code == CodeTooManyPods {
 		var parts []string
@@ -328,21 +328,7 @@ func (v *schedulingView) describeResource(f *Finding) {
 
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # see Allocated resources", shellQuote(best.Node)))
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(best.Node)))
-	// Lowering the request is suggested only for a node where nothing else rejects the pod.
-	lower := nodeRoom{}
-	for _, r := range sf.Rooms {
-		if r.Free > 0 && v.fitsWithRequest(r.Node, name, r.Free) {
-			lower = r
-			break
-		}
-	}
-	if kind, owner := workloadOf(v.pod); owner != "" && lower.Node != "" && isCoreResource(name) {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: fits %s, if the app can live with it",
-			kind, owner, ns, res, requestString(name, lower.Free, len(v.pod.Spec.Containers)), lower.Node))
-	} else if lower.Node != "" {
-		f.Fix = append(f.Fix, fmt.Sprintf("Lower the %s request of pod %s/%s to at most %s (what %s has free), or free room on a node.",
-			res, ns, pod, formatAmount(name, lower.Free), lower.Node))
-	}
+	f.Fix = append(f.Fix, v.lowerRequestFixes(sf)...)
 	// Scaling another workload down is suggested only when freeing what its pods request on the
 	// node would let the pod fit there (every other modelled filter re-checked); never for a pod
 	// bigger than any node.
@@ -375,10 +361,9 @@ func isCoreResource(name corev1.ResourceName) bool {
 	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage
 }
 
-// requestString renders a per-container request that keeps the pod within free when split over
-// n containers, in a unit kubectl accepts.
-func requestString(name corev1.ResourceName, free int64, n int) string {
-	per := free / int64(max(n, 1))
+// requestString renders a per-container request (base units, a multiple of requestUnit) in a
+// unit kubectl accepts.
+func requestString(name corev1.ResourceName, per int64) string {
 	if name == corev1.ResourceCPU {
 		return fmt.Sprintf("%dm", per)
 	}
@@ -463,4 +448,60 @@ func (v *schedulingView) fitsWithRequest(node string, res corev1.ResourceName, a
 		d.requests[res] = *resource.NewQuantity(amount, resource.BinarySI)
 	}
 	return len(nodeReasons(&d, n, v.cluster)) == 0
+}
+
+// lowerRequestFixes suggests a lower request of the shortfall's resource, only where nothing
+// else rejects the pod. For a workload's pod it is the kubectl set resources line whose
+// per-container value lets all the workload's replicas fit (lowerRequestFit), and says where;
+// a Job's pod template cannot change, so it says what to recreate the Job with; a bare pod gets
+// the amount the roomiest node that would take it has free.
+func (v *schedulingView) lowerRequestFixes(sf shortfall) []string {
+	name, res := sf.Resource, string(sf.Resource)
+	ns, pod := v.pod.Namespace, v.pod.Name
+	kind, owner := workloadOf(v.pod)
+	if owner != "" && isCoreResource(name) {
+		fit, ok := v.lowerRequestFit(name, kind, owner)
+		switch {
+		case !ok:
+			return nil
+		case fit.rollout && kind == "deployment":
+			return []string{
+				fmt.Sprintf("The room the pod needs is held by %s's own running %s (%s): its rollout waits to start new pods beside the old ones (maxUnavailable 0 keeps them). Let it replace them first:",
+					owner, plural(len(fit.running), "replica", "replicas"), joinLimited(fit.running, 3)),
+				fmt.Sprintf(`kubectl patch deployment %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, shellQuote(owner), shellQuote(ns)),
+			}
+		case fit.rollout:
+			return nil
+		}
+		per := requestString(name, fit.per)
+		if kind == "job" {
+			return []string{fmt.Sprintf("A Job's pod template cannot be changed (spec.template is immutable): recreate Job %s with a %s request of at most %s per container (it fits %s then), or lower it in its CronJob's jobTemplate, if the app can live with it.",
+				owner, res, per, fit.firstNode(sf.Rooms))}
+		}
+		where := "fits " + fit.firstNode(sf.Rooms)
+		switch {
+		case fit.replicas > 1 && fit.known:
+			where = fmt.Sprintf("all %d replicas fit then (%s)", fit.replicas, fit.placement())
+		case fit.replicas > 1:
+			where = fmt.Sprintf("the %d replicas seen fit then (%s)", fit.replicas, fit.placement())
+		}
+		out := []string{fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: %s, if the app can live with it",
+			kind, owner, ns, res, per, where)}
+		switch n := len(fit.running); {
+		case n == 1:
+			out = append(out, fmt.Sprintf("They fit once the rollout has replaced the running replica %s: if the rollout waits with new pods Pending while it runs, delete it (kubectl delete pod -n %s %s).",
+				fit.running[0], shellQuote(ns), shellQuote(fit.running[0])))
+		case n > 1:
+			out = append(out, fmt.Sprintf("They fit once the rollout has replaced the %d running replicas (%s): if the rollout waits with new pods Pending while they run, delete them one at a time.",
+				n, joinLimited(fit.running, 3)))
+		}
+		return out
+	}
+	for _, r := range sf.Rooms {
+		if r.Free > 0 && v.fitsWithRequest(r.Node, name, r.Free) {
+			return []string{fmt.Sprintf("Lower the %s request of pod %s/%s to at most %s (what %s has free), or free room on a node.",
+				res, ns, pod, formatAmount(name, r.Free), r.Node)}
+		}
+	}
+	return nil
 }

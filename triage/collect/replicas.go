@@ -1,0 +1,92 @@
+package collect
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/whypending/whypending/triage"
+)
+
+// collectWorkloadReplicas fills s.WorkloadReplicas when the rules ask for it
+// (triage.NeedsWorkloadReplicas).
+func (c *Collector) collectWorkloadReplicas(ctx context.Context, s *triage.Snapshot) {
+	if triage.NeedsWorkloadReplicas(s) {
+		s.WorkloadReplicas = c.workloadReplicas(ctx, s.Pod)
+	}
+}
+
+// workloadReplicas reads spec.replicas of the workload that controls pod: a StatefulSet's, or a
+// ReplicaSet's, or, for a ReplicaSet a Deployment controls, the Deployment's. It reads the
+// informer caches when there are some, else one or two gets. Best effort: nil when a read fails.
+func (c *Collector) workloadReplicas(ctx context.Context, pod *corev1.Pod) *int32 {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return nil
+	}
+	ns, wc, apps := pod.Namespace, c.workloadCache(), c.client.AppsV1()
+	switch ref.Kind {
+	case "StatefulSet":
+		var get func(string) (*appsv1.StatefulSet, error)
+		if wc != nil {
+			get = wc.statefulSets.StatefulSets(ns).Get
+		}
+		if sts, err := getVia(ctx, ref.Name, get, apps.StatefulSets(ns).Get); err == nil {
+			return replicasOrOne(sts.Spec.Replicas)
+		}
+	case "ReplicaSet":
+		var get func(string) (*appsv1.ReplicaSet, error)
+		if wc != nil {
+			get = wc.replicaSets.ReplicaSets(ns).Get
+		}
+		rs, err := getVia(ctx, ref.Name, get, apps.ReplicaSets(ns).Get)
+		if err != nil {
+			return nil
+		}
+		owner := metav1.GetControllerOf(rs)
+		if owner == nil || owner.Kind != "Deployment" {
+			return replicasOrOne(rs.Spec.Replicas)
+		}
+		var getDeploy func(string) (*appsv1.Deployment, error)
+		if wc != nil {
+			getDeploy = wc.deployments.Deployments(ns).Get
+		}
+		if d, err := getVia(ctx, owner.Name, getDeploy, apps.Deployments(ns).Get); err == nil {
+			return replicasOrOne(d.Spec.Replicas)
+		}
+	}
+	return nil
+}
+
+// replicasOrOne is spec.replicas, which defaults to 1.
+func replicasOrOne(r *int32) *int32 {
+	if r == nil {
+		one := int32(1)
+		return &one
+	}
+	n := *r
+	return &n
+}
+
+// collectWorkloadReplicas is Collector.collectWorkloadReplicas, read once per controller for the
+// batch's pods.
+func (b *podBatch) collectWorkloadReplicas(ctx context.Context, s *triage.Snapshot) {
+	ref := metav1.GetControllerOf(s.Pod)
+	if !triage.NeedsWorkloadReplicas(s) || ref == nil {
+		return
+	}
+	b.replicasMu.Lock()
+	defer b.replicasMu.Unlock()
+	r, ok := b.replicas[ref.UID]
+	if !ok {
+		r = b.c.workloadReplicas(ctx, s.Pod)
+		if b.replicas == nil {
+			b.replicas = map[types.UID]*int32{}
+		}
+		b.replicas[ref.UID] = r
+	}
+	s.WorkloadReplicas = r
+}

@@ -65,10 +65,12 @@ const (
 	// CodePVCNotFound (pvc-not-found): the pod mounts a PersistentVolumeClaim that does not
 	// exist. Next: create the claim, or fix claimName in the pod's workload.
 	CodePVCNotFound Code = "pvc-not-found"
-	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): the node affinity (zone or
-	// host) of a PersistentVolume the pod's claims are bound to rules out the nodes the pod can
-	// use. Next: run the pod where the volume is, or, when the claims were bound before the pod
-	// was placed, give the StorageClass volumeBindingMode WaitForFirstConsumer.
+	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): the node affinity or zone
+	// labels of a PersistentVolume the pod's claims are bound to rule out the nodes the pod can
+	// use. Next: when the claims were bound where the pod may not run (Immediate binding, or two
+	// claims in two zones), a StorageClass with volumeBindingMode WaitForFirstConsumer or
+	// allowedTopologies and a recreated claim; bring back a node only when none is left where
+	// the volume is.
 	CodeVolumeNodeAffinityConflict Code = "volume-node-affinity-conflict"
 	// CodeVolumeAttachLimit (volume-attach-limit): nodes are at their CSI attachable-volume
 	// limit (CSINode spec.drivers[].allocatable.count, "exceed max volume count"). Next: add a

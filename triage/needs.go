@@ -83,10 +83,18 @@ func LogCandidates(s *Snapshot) []string {
 
 // NeedsStorageClasses reports whether the Collector should read the StorageClasses: one of the
 // pod's claims exists but is not bound, and the rules explain why from its class (binding mode,
-// provisioner, a class that does not exist).
+// provisioner, a class that does not exist); or the pod is unscheduled and a claim is bound to
+// a PV that only some nodes may use (node affinity, zone labels), and the rules say how it got
+// there from its class's binding mode.
 func NeedsStorageClasses(s *Snapshot) bool {
 	for _, pvc := range s.PVCs {
 		if pvc != nil && (pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "") {
+			return true
+		}
+		if pvc == nil || !isUnscheduled(s.Pod) {
+			continue
+		}
+		if pv := s.PVs[pvc.Spec.VolumeName]; pv != nil && ((pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil) || len(pvTopologies(pv)) > 0) {
 			return true
 		}
 	}

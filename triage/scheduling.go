@@ -341,31 +341,50 @@ func tally(verdicts []NodeVerdict) codeTally {
 }
 
 // candidates returns the verdicts of the nodes the pod is meant for, and what chose them (""
-// when they are all the nodes): the nodes the pod could use but for resources, ports, volumes,
-// cordons and other pods, i.e. those its nodeSelector and required node affinity accept (a
-// DaemonSet pod's affinity names one node) and whose taints it tolerates. When no node passes
-// both, it returns those the selector and affinity accept (a taint on them is then the cause),
-// and when none does, every verdict (a selector that matches nothing is the cause).
+// when they are all the nodes): the nodes the pod could use but for resources, ports, cordons
+// and other pods, i.e. those its nodeSelector and required node affinity accept (a DaemonSet
+// pod's affinity names one node), where its bound volumes can be used, and whose taints it
+// tolerates. When no node passes all three, it returns those that pass the selector and the
+// volumes (a taint on them is then the cause), then those that pass the selector (the volumes
+// are the cause: they sit where the pod may not run), and when none does, every verdict (a
+// selector that matches nothing is the cause).
 func (v *schedulingView) candidates() (verdicts []NodeVerdict, basis string) {
-	var placeable, selected []NodeVerdict
+	var placeable, usable, selected []NodeVerdict
+	volumeRuledOut := false
 	for _, nv := range v.verdicts {
-		hasCode := func(c Code) bool {
-			return slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return r.Code == c })
+		hasCode := func(codes ...Code) bool {
+			return slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return slices.Contains(codes, r.Code) })
 		}
 		if hasCode(CodeNodeSelectorMismatch) {
 			continue
 		}
 		selected = append(selected, nv)
+		if hasCode(CodeVolumeNodeAffinityConflict, CodePVCUnbound) {
+			volumeRuledOut = true
+			continue
+		}
+		usable = append(usable, nv)
 		if !hasCode(CodeUntoleratedTaint) {
 			placeable = append(placeable, nv)
 		}
 	}
+	volumes := ""
+	if volumeRuledOut {
+		volumes = ", volumes"
+	}
+	all := len(v.verdicts)
 	switch {
-	case len(placeable) > 0 && len(placeable) < len(v.verdicts):
-		return placeable, "nodeSelector, affinity and tolerations"
+	case len(placeable) > 0 && len(placeable) < all:
+		return placeable, "nodeSelector, affinity" + volumes + " and tolerations"
 	case len(placeable) > 0:
 		return placeable, ""
-	case len(selected) > 0 && len(selected) < len(v.verdicts):
+	case len(usable) > 0 && len(usable) < all && volumeRuledOut:
+		return usable, "nodeSelector, affinity and volumes"
+	case len(usable) > 0 && len(usable) < all:
+		return usable, "nodeSelector and affinity"
+	case len(usable) > 0:
+		return usable, ""
+	case len(selected) > 0 && len(selected) < all:
 		return selected, "nodeSelector and affinity"
 	default:
 		return v.verdicts, ""

@@ -103,6 +103,8 @@ type demand struct {
 	// pvNodeAffinity are the node affinities of the PVs the pod's own bound claims use, by PV
 	// name.
 	pvNodeAffinity map[string]*corev1.NodeSelector
+	// pvZones are the zone and region labels of those PVs, by PV name (VolumeZone).
+	pvZones map[string][]pvTopology
 }
 
 func newDemand(s *Snapshot) *demand {
@@ -113,13 +115,21 @@ func newDemand(s *Snapshot) *demand {
 		hostPorts:      hostPorts(pod),
 		affinity:       nodeaffinity.GetRequiredNodeAffinity(pod),
 		pvNodeAffinity: map[string]*corev1.NodeSelector{},
+		pvZones:        map[string][]pvTopology{},
 	}
 	for _, pvc := range s.PVCs { // the pod's own claims (s.PVs also holds other pods' PVs)
 		if pvc == nil || pvc.Spec.VolumeName == "" {
 			continue
 		}
-		if pv := s.PVs[pvc.Spec.VolumeName]; pv != nil && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+		pv := s.PVs[pvc.Spec.VolumeName]
+		if pv == nil {
+			continue
+		}
+		if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
 			d.pvNodeAffinity[pv.Name] = pv.Spec.NodeAffinity.Required
+		}
+		if zones := pvTopologies(pv); len(zones) > 0 {
+			d.pvZones[pv.Name] = zones
 		}
 	}
 	return d

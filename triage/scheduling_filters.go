@@ -116,6 +116,7 @@ func init() {
 		{plugin: "VolumeBinding", codes: []Code{CodePVCNotFound, CodePVCUnbound, CodeVolumeNodeAffinityConflict}, tieBreak: 7,
 			phrases: []phrase{
 				{words: "volume node affinity conflict", code: CodeVolumeNodeAffinityConflict},
+				{words: "persistentvolume's node affinity", code: CodeVolumeNodeAffinityConflict},
 				{re: pvcNotFound, code: CodePVCNotFound},
 				{words: "unbound immediate persistentvolumeclaims", code: CodePVCUnbound},
 				{words: "available persistent volumes to bind", code: CodePVCUnbound},
@@ -123,9 +124,9 @@ func init() {
 				{words: "bound to non-existent pv", code: CodePVCUnbound},
 			},
 			reasons: volumeBindingReasons, describe: (*schedulingView).describeVolumeBinding},
-		// VolumeZone (a PV's zone labels against the node's) is judged as VolumeBinding's PV
-		// node affinity.
-		{plugin: "VolumeZone", phrases: []phrase{{words: "volume zone", code: CodeVolumeNodeAffinityConflict}}},
+		{plugin: "VolumeZone", codes: []Code{CodeVolumeNodeAffinityConflict}, tieBreak: 7,
+			phrases: []phrase{{words: "volume zone", code: CodeVolumeNodeAffinityConflict}},
+			reasons: volumeZoneReasons, describe: (*schedulingView).describeVolumeBinding},
 		{plugin: "PodTopologySpread", codes: []Code{CodeTopologySpreadUnsatisfiable}, tieBreak: 8,
 			phrases: []phrase{{words: "topology spread", code: CodeTopologySpreadUnsatisfiable}},
 			reasons: spreadReasons, describe: (*schedulingView).describeSpread},

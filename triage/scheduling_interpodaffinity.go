@@ -2,6 +2,8 @@ package triage
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,10 +137,8 @@ func (v *schedulingView) describeInterPod(f *Finding) {
 	case CodePodAntiAffinityUnsatisfiable:
 		f.Summary = fmt.Sprintf("Required pod anti-affinity rules out %s.%s", v.ofNodes(len(nodes)), example)
 		v.nodeEvidence(f, nodes, reasons, "spec.affinity.podAntiAffinity")
-		f.Fix = []string{
-			fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAntiAffinity}'", shellQuote(ns), shellQuote(pod)),
-			"Use a narrower topologyKey (kubernetes.io/hostname), preferredDuringSchedulingIgnoredDuringExecution, fewer replicas, or more nodes/domains.",
-		}
+		f.Fix = append([]string{fmt.Sprintf("kubectl get pod -n %s %s -o jsonpath='{.spec.affinity.podAntiAffinity}'", shellQuote(ns), shellQuote(pod))},
+			v.antiAffinityFixes(nodes, reasons)...)
 	case CodePodAffinityUnsatisfiable:
 		f.Summary = fmt.Sprintf("Required pod affinity rules out %s: no pod it must run next to is in their topology domain.%s", v.ofNodes(len(nodes)), example)
 		v.nodeEvidence(f, nodes, reasons, "spec.affinity.podAffinity")
@@ -147,4 +147,68 @@ func (v *schedulingView) describeInterPod(f *Finding) {
 			"Start the pods it must run next to first, or relax the rule to preferredDuringSchedulingIgnoredDuringExecution.",
 		}
 	}
+}
+
+// narrowerTopologyKeys maps a topology key to the narrower well-known keys, narrowest last
+// (kubernetes.io/hostname, a single node, has none).
+var narrowerTopologyKeys = map[string][]string{
+	corev1.LabelTopologyRegion:          {corev1.LabelTopologyZone, corev1.LabelHostname},
+	corev1.LabelFailureDomainBetaRegion: {corev1.LabelTopologyZone, corev1.LabelHostname},
+	corev1.LabelTopologyZone:            {corev1.LabelHostname},
+	corev1.LabelFailureDomainBetaZone:   {corev1.LabelHostname},
+}
+
+// antiAffinityFixes says what to change about the anti-affinity that rules nodes out, by the
+// topologyKey in use, never suggesting that same key: a narrower well-known key when there is
+// one (a zone rule can become a per-node rule); for kubernetes.io/hostname, the narrowest, how
+// many of the nodes the pod may use already hold a matching pod, and that the rule must become
+// preferred, or the replicas fewer, or the nodes more. Existing pods' rules are named as theirs.
+func (v *schedulingView) antiAffinityFixes(nodes []string, reasons map[string][]NodeReason) []string {
+	var out []string
+	aff := v.pod.Spec.Affinity
+	var keys []string
+	if aff != nil && aff.PodAntiAffinity != nil {
+		for _, term := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if !slices.Contains(keys, term.TopologyKey) {
+				keys = append(keys, term.TopologyKey)
+			}
+		}
+	}
+	cands, _ := v.candidates()
+	for _, key := range keys {
+		taken := 0
+		for _, nv := range cands {
+			if slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool {
+				return r.Code == CodePodAntiAffinityUnsatisfiable && strings.HasPrefix(r.Message, "pod anti-affinity:") && strings.Contains(r.Message, " same "+key+"=")
+			}) {
+				taken++
+			}
+		}
+		if narrower := narrowerTopologyKeys[key]; len(narrower) > 0 {
+			out = append(out, fmt.Sprintf("The rule keeps matching pods apart per %s: if apart per node is enough, use topologyKey %s; or make it preferredDuringSchedulingIgnoredDuringExecution, run fewer replicas, or add %s domains.",
+				key, strings.Join(narrower, " or "), key))
+			continue
+		}
+		if key == corev1.LabelHostname {
+			out = append(out, fmt.Sprintf("%s already keeps one matching pod per node, the narrowest there is, and %d of the %d %s the pod may use already hold one: make the rule preferredDuringSchedulingIgnoredDuringExecution, run fewer replicas, or add nodes.",
+				key, taken, len(cands), plural(len(cands), "node", "nodes")))
+			continue
+		}
+		out = append(out, fmt.Sprintf("The rule keeps matching pods apart per %s: use a narrower key (%s) if that is enough, make it preferredDuringSchedulingIgnoredDuringExecution, run fewer replicas, or add %s domains.",
+			key, corev1.LabelHostname, key))
+	}
+	var holders []string
+	for _, n := range nodes {
+		for _, r := range reasons[n] {
+			if name, ok := strings.CutPrefix(r.Message, "existing pod "); ok {
+				if name, _, ok = strings.Cut(name, "'s anti-affinity"); ok && !slices.Contains(holders, name) {
+					holders = append(holders, name)
+				}
+			}
+		}
+	}
+	if len(holders) > 0 {
+		out = append(out, fmt.Sprintf("The anti-affinity of %s (running pods) rejects this pod: change their rule (their workload's podAntiAffinity), or run this pod where they do not run.", joinLimited(holders, 3)))
+	}
+	return out
 }

@@ -51,7 +51,7 @@ func TestAntiAffinityAdviceNeverRepeatsTheKeyInUse(t *testing.T) {
 		return p
 	}
 	zone := func(z string) func(*corev1.Node) { return withLabel("topology.kubernetes.io/zone", z) }
-	replica := func(node, name string) *corev1.Pod { return withPodLabels(boundTo(node, name), "app", "web") }
+	replica := webReplica
 	nodes := []*corev1.Node{node("n1", zone("a")), node("n2", zone("a")), node("n3", zone("b"))}
 	tests := []struct {
 		name      string

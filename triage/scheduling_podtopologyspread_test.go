@@ -9,18 +9,27 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// spreading returns the Pending pod web (app=web) with one DoNotSchedule constraint of maxSkew 1
+// over key for app=web pods, changed by mods.
+func spreading(key string, mods ...func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
+	p := withPodLabels(podRequesting("web"), "app", "web")
+	c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	for _, m := range mods {
+		m(&c)
+	}
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
+	return p
+}
+
+// webReplica is a Running app=web pod on node.
+func webReplica(node, name string) *corev1.Pod { return withPodLabels(boundTo(node, name), "app", "web") }
+
 func TestTopologySpreadKnowsWhichDomainsCount(t *testing.T) {
 	spreadPod := func(mods ...func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
-		p := withPodLabels(podRequesting("web"), "app", "web")
-		c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
-		for _, m := range mods {
-			m(&c)
-		}
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
-		return p
+		return spreading("kubernetes.io/hostname", mods...)
 	}
-	replica := func(node, name string) *corev1.Pod { return withPodLabels(boundTo(node, name), "app", "web") }
+	replica := webReplica
 	zone := func(z string) func(*corev1.Node) { return withLabel("topology.kubernetes.io/zone", z) }
 	tests := []struct {
 		name string
@@ -91,17 +100,7 @@ func TestTopologySpreadKnowsWhichDomainsCount(t *testing.T) {
 }
 
 func TestPodTopologySpreadReasons(t *testing.T) {
-	spreading := func(key string, mods ...func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
-		p := withPodLabels(podRequesting("web"), "app", "web")
-		c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
-		for _, m := range mods {
-			m(&c)
-		}
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
-		return p
-	}
-	replica := func(node, name string) *corev1.Pod { return withPodLabels(boundTo(node, name), "app", "web") }
+	replica := webReplica
 	zone := func(z string) func(*corev1.Node) { return withLabel("zone", z) }
 	testFilterReasons(t, "PodTopologySpread", []reasonsCase{
 		{name: "a domain one over the emptiest", pod: spreading("zone"), node: node("a1", zone("a")), others: []*corev1.Node{node("b1", zone("b"))},

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,16 +29,7 @@ import (
 // Deployment and its ReplicaSet only give the pods their owner and the answer its spec.replicas.
 // WHYPENDING_REPLICA_WORLDS sets how many worlds to try (default 6); the seed is logged.
 func TestReplicaResourcesFixOnTheRealScheduler(t *testing.T) {
-	worlds := 6
-	if v, err := strconv.Atoi(os.Getenv("WHYPENDING_REPLICA_WORLDS")); err == nil && v > 0 {
-		worlds = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("WHYPENDING_PROPERTY_SEED"), 10, 64); err == nil {
-		seed = v
-	}
-	t.Logf("seed %d (rerun with WHYPENDING_PROPERTY_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	worlds, rng := propertyWorlds(t, "WHYPENDING_REPLICA_WORLDS", 6, 1)
 	c := testenv.StartT(t, testenv.Options{Scheduler: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()

@@ -23,7 +23,9 @@ func spreading(key string, mods ...func(*corev1.TopologySpreadConstraint)) *core
 }
 
 // webReplica is a Running app=web pod on node.
-func webReplica(node, name string) *corev1.Pod { return withPodLabels(boundTo(node, name), "app", "web") }
+func webReplica(node, name string) *corev1.Pod {
+	return withPodLabels(boundTo(node, name), "app", "web")
+}
 
 func TestTopologySpreadKnowsWhichDomainsCount(t *testing.T) {
 	spreadPod := func(mods ...func(*corev1.TopologySpreadConstraint)) *corev1.Pod {

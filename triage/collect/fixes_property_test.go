@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -37,7 +38,7 @@ import (
 // how many unschedulable worlds to try (default 8); the seed is logged.
 func TestNodeFixesOnTheRealScheduler(t *testing.T) {
 	worlds, rng := propertyWorlds(t, "WHYPENDING_PROPERTY_WORLDS", 8, 0)
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -30,7 +31,7 @@ import (
 // WHYPENDING_REPLICA_WORLDS sets how many worlds to try (default 6); the seed is logged.
 func TestReplicaResourcesFixOnTheRealScheduler(t *testing.T) {
 	worlds, rng := propertyWorlds(t, "WHYPENDING_REPLICA_WORLDS", 6, 1)
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 

@@ -63,7 +63,7 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis, cluster string) chat.Message {
 	// its evidence and fix: say them once.
 	restated := len(d.Groups) > 0 && d.Groups[0].Stuck() && d.Groups[0].Diagnosis != nil &&
 		p.Code == d.Groups[0].Code && slices.Equal(p.Fix, d.Groups[0].Diagnosis.Primary().Fix)
-	if t := nodeTable(p.Nodes); t != nil {
+	if t := nodeTable(p.Nodes, p.Code); t != nil {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Nodes without a pod", Table: t})
 	}
 	if lines := evidenceLines(p, d.Workload.String(), d.CollectedAt); len(lines) > 0 && !restated {

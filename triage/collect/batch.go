@@ -45,6 +45,11 @@ type podBatch struct {
 	pvs  map[string]*corev1.PersistentVolume
 
 	version *version.Info
+
+	// replicas memoises workloadReplicas by the pod's controller UID: a workload's pods share
+	// one or two reads.
+	replicasMu sync.Mutex
+	replicas   map[types.UID]*int32
 }
 
 // newPodBatch reads what the Snapshots of pods (all in namespace) share. events are the
@@ -123,6 +128,7 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 	s.ServerVersion = b.version
 	if full {
 		b.c.collectStorage(ctx, s)
+		b.collectWorkloadReplicas(ctx, s)
 		b.c.collectExtras(ctx, s)
 		b.c.collectNames(ctx, s)
 	}

@@ -115,6 +115,7 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	s.NodesErr = errors.Join(nodesErr, podsErr)
 	s.PVCs, s.PVs = c.volumes(ctx, pod)
 	c.collectStorage(ctx, s)
+	c.collectWorkloadReplicas(ctx, s)
 	s.ServerVersion = c.read.serverVersion()
 	c.collectExtras(ctx, s)
 	c.collectNames(ctx, s)

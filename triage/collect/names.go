@@ -2,17 +2,13 @@ package collect
 
 import (
 	"context"
-	"fmt"
-	"sort"
+	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/triage"
 )
-
-// partialMetadataList asks the API server for a PartialObjectMetadataList: names and metadata
-// only, so listing Secrets transfers no secret data.
-const partialMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 // collectNames reads, when a rule reports a ConfigMap, Secret or PVC missing
 // (triage.NeedsNames), the names of those objects in the pod's namespace, and the metadata of
@@ -25,12 +21,13 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 	}
 	s.NamesInNamespace = map[string][]string{}
 	for _, res := range resources {
-		if names, err := c.namesIn(ctx, s.Pod.Namespace, res); err == nil {
+		if names, err := c.read.names(ctx, s.Pod.Namespace, res); err == nil {
 			s.NamesInNamespace[res] = names
 		}
 	}
 	if ref := metav1.GetControllerOf(s.Pod); ref != nil && ref.Kind == "Job" {
-		if job, err := c.client.BatchV1().Jobs(s.Pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+		if o, err := c.read.workload(ctx, triage.KindJob, s.Pod.Namespace, ref.Name); err == nil {
+			job := o.(*batchv1.Job)
 			s.Controller = &metav1.PartialObjectMetadata{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 				ObjectMeta: *job.ObjectMeta.DeepCopy(),
@@ -39,20 +36,57 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 	}
 }
 
-// namesIn lists the names of resource (a core/v1 resource) in namespace, metadata only.
-func (c *Collector) namesIn(ctx context.Context, namespace, resource string) ([]string, error) {
-	var list metav1.PartialObjectMetadataList
-	err := c.client.CoreV1().RESTClient().Get().
-		Namespace(namespace).Resource(resource).
-		SetHeader("Accept", partialMetadataList).
-		Do(ctx).Into(&list)
-	if err != nil {
-		return nil, fmt.Errorf("list %s names in %s: %w", resource, namespace, err)
+// maxSimilarPods is how many close names a pod-not-found answer suggests.
+const maxSimilarPods = 5
+
+// similarPods returns "namespace/name" of up to maxSimilarPods existing pods whose names are
+// closest to name, in namespace and in the others: by edit distance, where a shared prefix
+// (the Deployment and ReplicaSet part of a generated name) and the asked namespace count as
+// closer. It is best effort: a failed list gives no suggestions.
+func (c *Collector) similarPods(ctx context.Context, namespace, name string) []string {
+	refs := c.read.podRefs(ctx, namespace)
+	return visibleNames(ctx, namespace, triage.ClosestPodNames(refs, namespace, name, len(refs)), maxSimilarPods)
+}
+
+// visibleKey carries a question's Target.Visible through its reads (Answer).
+type visibleKey struct{}
+
+// withVisible returns ctx carrying visible (nil: every namespace is visible).
+func withVisible(ctx context.Context, visible func(context.Context, string) bool) context.Context {
+	if visible == nil {
+		return ctx
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, it := range list.Items {
-		names = append(names, it.Name)
+	return context.WithValue(ctx, visibleKey{}, visible)
+}
+
+// maxVisibleChecks bounds the other namespaces one list of suggestions asks about.
+const maxVisibleChecks = 10
+
+// visibleNames returns up to n of names ("namespace/…", closest first) whose namespace is
+// namespace or one the question may name (Target.Visible, carried by ctx); at most
+// maxVisibleChecks other namespaces are asked about.
+func visibleNames(ctx context.Context, namespace string, names []string, n int) []string {
+	visible, _ := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
+	out := make([]string, 0, n)
+	seen := map[string]bool{namespace: true}
+	checks := 0
+	for _, name := range names {
+		if len(out) == n {
+			break
+		}
+		ns, _, _ := strings.Cut(name, "/")
+		ok, known := seen[ns]
+		if !known && visible == nil {
+			ok, known = true, true
+		}
+		if !known && checks < maxVisibleChecks {
+			checks++
+			ok = visible(ctx, ns)
+			seen[ns] = ok
+		}
+		if ok {
+			out = append(out, name)
+		}
 	}
-	sort.Strings(names)
-	return names, nil
+	return out
 }

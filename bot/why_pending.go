@@ -47,7 +47,7 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	}
 	a := v.(*triage.Answer)
 	if a.Code() == triage.CodeNamespaceNotFound {
-		a = b.withNamespaceNotes(ctx, c, req.Channel, t, a)
+		a = b.withNamespaceNotes(ctx, req.Principal, c, req.Channel, t, a)
 	}
 	return chat.Reply{Message: AnswerMessage(a, c.Name), Public: true}, nil
 }

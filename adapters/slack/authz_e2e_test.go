@@ -20,7 +20,8 @@ import (
 // bob (in SOPS, mapped to group chattest.SREGroup).
 const (
 	dev    = "UDEV"    // an approver in the config, mapped to chattest.DevUser: get pods in the scenario's namespace only
-	nobody = "UNOBODY" // mapped to nothing
+	nobody = "UNOBODY" // mapped to nothing; their profile's email is not verified
+	erin   = "UERIN"   // mapped by the verified email of her profile, chattest.DevUser's
 )
 
 const (
@@ -50,8 +51,12 @@ func TestE2EAuthorization(t *testing.T) {
 				alice: {User: chattest.RequesterUser},
 				dev:   {User: chattest.DevUser},
 			},
-			Groups: map[string][]string{opsGroup: {chattest.SREGroup}},
+			Groups:        map[string][]string{opsGroup: {chattest.SREGroup}},
+			VerifiedEmail: true, EmailDomains: []string{"example.com"},
 		}}}})
+	e.slack.mu.Lock()
+	e.slack.emails = map[string]string{erin: chattest.DevUser}
+	e.slack.mu.Unlock()
 	e.InstallRBAC(t, scenarioNS, hiddenPod)
 
 	// refused checks that a command's answer is the ephemeral refusal want, and that
@@ -104,10 +109,31 @@ func TestE2EAuthorization(t *testing.T) {
 			t.Errorf("bob's answer lacks %s, which he may read:\n%s", hiddenPod, text)
 		}
 	})
+	t.Run("a sweep of an empty namespace names only the namespaces the developer may read", func(t *testing.T) {
+		ask := func(user string) string {
+			_, _, path := e.command(t, user, "/why-pending", "--all -n "+chattest.EmptyNamespace)
+			return blocksText(e.answer(t, path).Blocks)
+		}
+		// bob may read every namespace: his answer names both namespaces with stuck pods.
+		if text := ask(bob); !strings.Contains(text, scenarioNS) || !strings.Contains(text, chattest.HiddenNamespace) {
+			t.Fatalf("bob's sweep of %s:\n%s\nwant %s and %s named as having stuck pods", chattest.EmptyNamespace, text, scenarioNS, chattest.HiddenNamespace)
+		}
+		text := ask(dev)
+		if !strings.Contains(text, scenarioNS) || strings.Contains(text, chattest.HiddenNamespace) {
+			t.Errorf("the developer's sweep of %s:\n%s\nwant %s named and %s not", chattest.EmptyNamespace, text, scenarioNS, chattest.HiddenNamespace)
+		}
+	})
 	t.Run("an unmapped person is told what is missing", func(t *testing.T) {
 		refused(t, nobody, "/why-pending", stuck,
 			"You are not mapped to a Kubernetes user or group, so whypending cannot check what RBAC allows you; nothing was done. "+
-				"Missing: Slack user UNOBODY is not in authorization.slack.users; you are in none of the Slack user groups in authorization.slack.groups.")
+				"Missing: Slack user UNOBODY is not in authorization.slack.users; you are in none of the Slack user groups in authorization.slack.groups; your Slack profile has no verified email.")
+	})
+	t.Run("a verified email is the Kubernetes user name", func(t *testing.T) {
+		_, _, path := e.command(t, erin, "/why-pending", stuck)
+		if got := e.answer(t, path); got.ResponseType != "in_channel" || !strings.Contains(blocksText(got.Blocks), "calico-ipam-exhausted") {
+			t.Errorf("erin's answer (%s) %q, want the diagnosis: she is %s by her verified email", got.ResponseType, got.Text, chattest.DevUser)
+		}
+		refused(t, erin, "/why-pending", chattest.HiddenNamespace+"/"+hiddenPod, "(checked as user "+chattest.DevUser+")")
 	})
 	t.Run("the developer may not plan a repair", func(t *testing.T) {
 		refused(t, dev, "/ipam", "release-ips",

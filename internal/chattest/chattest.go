@@ -320,10 +320,14 @@ const (
 	// HiddenNamespace is a namespace DevUser may not read; it holds HiddenPod, whose name is
 	// close to the scenario's pods (a typo's suggestion must not name it).
 	HiddenNamespace = "payments"
+	// EmptyNamespace has no pods; DevUser may get and list pods in it (a sweep of it names
+	// the namespaces with stuck pods).
+	EmptyNamespace = "dev-empty"
 )
 
 // InstallRBAC creates the Roles and bindings of the per-user authorization tests on the real
-// API server: DevUser gets pods in namespace (a Role and RoleBinding "dev-reads-pods"), and
+// API server: DevUser gets pods in namespace (a Role and RoleBinding "dev-reads-pods") and
+// gets and lists them in EmptyNamespace, and
 // RequesterUser and SREGroup may make the Calico writes of every repair (a ClusterRole and
 // ClusterRoleBinding); HiddenNamespace holds a pod named hiddenPod.
 func (e *Env) InstallRBAC(t testing.TB, namespace, hiddenPod string) {
@@ -338,15 +342,20 @@ func (e *Env) InstallRBAC(t testing.TB, namespace, hiddenPod string) {
 	if _, err := cs.CoreV1().Pods(HiddenNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rbac := cs.RbacV1()
-	if _, err := rbac.Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: EmptyNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rbac.RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev-reads-pods"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: DevUser}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	rbac := cs.RbacV1()
+	for ns, verbs := range map[string][]string{namespace: {"get"}, EmptyNamespace: {"get", "list"}} {
+		if _, err := rbac.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev-reads-pods"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: DevUser}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "calico-ipam-repairer"},
 		Rules: []rbacv1.PolicyRule{

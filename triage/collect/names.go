@@ -66,15 +66,31 @@ const maxVisibleChecks = 10
 // namespace or one the question may name (Target.Visible, carried by ctx); at most
 // maxVisibleChecks other namespaces are asked about.
 func visibleNames(ctx context.Context, namespace string, names []string, n int) []string {
+	return keepVisible(ctx, namespace, names, n, func(name string) string {
+		ns, _, _ := strings.Cut(name, "/")
+		return ns
+	})
+}
+
+// visibleNamespaces returns up to n of namespaces (in order) that are namespace or that the
+// question may name (Target.Visible, carried by ctx), and whether any was left out for that.
+func visibleNamespaces(ctx context.Context, namespace string, namespaces []string, n int) (out []string, hidden bool) {
+	out = keepVisible(ctx, namespace, namespaces, n, func(ns string) string { return ns })
+	return out, len(out) < min(n, len(namespaces))
+}
+
+// keepVisible returns up to n of items whose namespace (nsOf) is namespace or visible to the
+// question; at most maxVisibleChecks other namespaces are asked about, the rest are left out.
+func keepVisible(ctx context.Context, namespace string, items []string, n int, nsOf func(string) string) []string {
 	visible, _ := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
-	out := make([]string, 0, n)
+	out := make([]string, 0, min(n, len(items)))
 	seen := map[string]bool{namespace: true}
 	checks := 0
-	for _, name := range names {
+	for _, item := range items {
 		if len(out) == n {
 			break
 		}
-		ns, _, _ := strings.Cut(name, "/")
+		ns := nsOf(item)
 		ok, known := seen[ns]
 		if !known && visible == nil {
 			ok, known = true, true
@@ -85,7 +101,7 @@ func visibleNames(ctx context.Context, namespace string, names []string, n int) 
 			seen[ns] = ok
 		}
 		if ok {
-			out = append(out, name)
+			out = append(out, item)
 		}
 	}
 	return out

@@ -64,13 +64,6 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		if log == nil {
 			log = chattest.QuietLog
 		}
-		var az *authz.Authorizer
-		if o.authz != nil {
-			ao := *o.authz
-			ao.Clusters = map[string]authz.Reviewer{chattest.ClusterName: e.Reviewer()}
-			ao.Log = log
-			az = authz.New(ao)
-		}
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
@@ -78,7 +71,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 				"discord": {Users: append([]string{alice.id}, o.approvers...), Groups: []string{opsRole}},
 				"slack":   {Users: []string{bob.id}}, // bob's Discord ID as a Slack approver: never valid on Discord
 			}, TwoPersonRule: true},
-			Authorizer: az,
+			Authorizer: e.Authorizer(o.authz, log),
 			Log:        log,
 		})
 		a := discord.New(discord.Options{Core: b, Session: e.fake.session(t), ApplicationID: appID, PublicKey: e.sign.pub,

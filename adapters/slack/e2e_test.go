@@ -81,11 +81,9 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		var az *authz.Authorizer
 		if o.authz != nil {
 			ao := *o.authz
-			ao.Clusters = map[string]authz.Reviewer{clusterID: e.Reviewer()}
 			ao.Directories = map[string]authz.Directory{"slack": dir}
 			ao.Profiles = map[string]authz.Profiles{"slack": dir}
-			ao.Log = log
-			az = authz.New(ao)
+			az = e.Authorizer(&ao, log)
 		}
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},

@@ -113,9 +113,19 @@ func (e *Env) BotCluster() *bot.Cluster {
 	}
 }
 
-// Reviewer sends the SubjectAccessReviews of per-user authorization to the cluster, as
-// serve's do (fleet.Cluster.ReviewAccess, with the admin's credentials here).
-func (e *Env) Reviewer() authz.Reviewer { return e.fleet }
+// Authorizer is per-user authorization as o configures it (nil for a nil o) on the test
+// cluster: its SubjectAccessReviews go to the cluster as serve's do
+// (fleet.Cluster.ReviewAccess, with the admin's credentials here), its audit records to log.
+// o's platform lookups (Directories, Profiles) are kept.
+func (e *Env) Authorizer(o *authz.Options, log *slog.Logger) *authz.Authorizer {
+	if o == nil {
+		return nil
+	}
+	ao := *o
+	ao.Clusters = map[string]authz.Reviewer{ClusterName: e.fleet}
+	ao.Log = log
+	return authz.New(ao)
+}
 
 // countingExecutor counts executions of approved plans.
 type countingExecutor struct {

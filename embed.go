@@ -26,7 +26,9 @@
 //   - fleet: the live connection to each cluster (its collector and caches, Calico client
 //     and cache, actions runner), probed and reconnected in the background.
 //   - ledger: what the bot posts unasked (alerts, watch), kept as Notification objects in
-//     the cluster so that each post, reply and edit happens once.
+//     the cluster so that each post, reply and edit happens once; ledger/thread delivers one
+//     entry's thread (root, replies, edits of the root) through a thread.Platform, which the
+//     Slack and Discord adapters implement (their Threads).
 //
 // The engine, which knows no chat platform:
 //   - triage: why a pod or a workload is stuck, as pure rules over a Snapshot; triage/collect

@@ -503,3 +503,37 @@ func TestWorkerFinishesWhatWasLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestSendRevision: a root posted from revision 2 is not edited to revision 2 again, and is
+// edited once when the entry moves on.
+func TestSendRevision(t *testing.T) {
+	client, ns := start(t)
+	b := newBoard()
+	s := New(client, ns, Options{})
+	e, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision = 2; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendRevision(t.Context(), e.Name(), RootKey, e.Revision, b.poster()); err != nil {
+		t.Fatal(err)
+	}
+	edits := 0
+	edit := func(ctx context.Context, e *Entry, ref Ref) error { edits++; return nil }
+	if err := s.Edit(t.Context(), e.Name(), RootKey, edit); err != nil {
+		t.Fatal(err)
+	}
+	if edits != 0 {
+		t.Fatalf("edits of a root posted at the current revision = %d, want 0", edits)
+	}
+	if _, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Edit(t.Context(), e.Name(), RootKey, edit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if edits != 1 {
+		t.Errorf("edits after one new revision = %d, want 1", edits)
+	}
+}

@@ -18,7 +18,9 @@
 //   - bot: the router and its commands, the renderers, the HTTP server (/healthz, /readyz,
 //     /metrics), and the Bot the adapters drive; bot/approval: the approval workflow of repair
 //     plans, its store and audit; bot/digest: the IPAM digest, its schedule and leader
-//     election. Both return state that bot renders.
+//     election. Both return state that bot renders. bot/alerts: the Alertmanager receiver
+//     (POST /alertmanager): one ledger entry per group and channel, and what its thread
+//     shows, each alert answered through Bot.Diagnose as /why-pending answers.
 //   - chat: the vocabulary the adapters and the bot speak (Message, Request, Principal,
 //     Button and PlanButton, Reply, Click, Outcome, Core, Queue, Deliverer, Platforms).
 //
@@ -39,7 +41,8 @@
 // Support:
 //   - internal/testenv: a real local control plane (etcd, kube-apiserver, kube-scheduler,
 //     kube-controller-manager) for tests and whypending demo; internal/testcluster: its
-//     go test helpers; internal/chattest: what the adapters' end-to-end tests share.
+//     go test helpers; internal/chattest: what the adapters' end-to-end tests share;
+//     internal/amtest: the real Alertmanager for tests.
 //   - internal/proc: process identity across hosts and restarts; internal/clock: a sleep
 //     that a context cuts short.
 package whypending

@@ -41,8 +41,27 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	if f.values["namespace"] != "" || f.values["n"] != "" {
 		t.NamespaceGiven = true
 	}
+	m, err := b.diagnose(ctx, c, t)
+	if err != nil {
+		return chat.Reply{}, err
+	}
+	return chat.Reply{Message: m, Public: true}, nil
+}
+
+// Diagnose is the answer /why-pending gives for target t on the cluster named cluster (""
+// is the default cluster), for features that ask unasked (the Alertmanager receiver): the
+// same Answerer, the same sharing of concurrent questions, the same rendering.
+func (b *Bot) Diagnose(ctx context.Context, cluster string, t triage.Target) (chat.Message, error) {
+	c, err := b.cluster(cluster)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	return b.diagnose(ctx, c, t)
+}
+
+func (b *Bot) diagnose(ctx context.Context, c *Cluster, t triage.Target) (chat.Message, error) {
 	if c.Answerer == nil {
-		return chat.Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
+		return chat.Message{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	}
 	// Concurrent questions about the same target (an incident channel) share one answer; it
 	// must not die with the first asker's context, so it gets its own deadline.
@@ -52,9 +71,9 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 		return c.Answerer.Answer(dctx, t)
 	})
 	if err != nil {
-		return chat.Reply{}, err
+		return chat.Message{}, err
 	}
-	return chat.Reply{Message: AnswerMessage(v.(*triage.Answer), c.Name), Public: true}, nil
+	return AnswerMessage(v.(*triage.Answer), c.Name), nil
 }
 
 func firstNonEmpty(xs ...string) string {

@@ -537,3 +537,31 @@ func TestSendRevision(t *testing.T) {
 		t.Errorf("edits after one new revision = %d, want 1", edits)
 	}
 }
+
+// TestConnect: a store given Connect instead of a client asks it on every call, so it
+// follows the store cluster's current connection and returns its error while it is down.
+func TestConnect(t *testing.T) {
+	client, ns := start(t)
+	var down atomic.Bool
+	s := New(nil, ns, Options{Connect: func() (dynamic.Interface, error) {
+		if down.Load() {
+			return nil, errors.New("cluster prod is unavailable")
+		}
+		return client, nil
+	}})
+	e, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision = 1; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	if _, err := s.Get(t.Context(), e.Name()); err == nil || !strings.Contains(err.Error(), "cluster prod is unavailable") {
+		t.Errorf("Get while down = %v, want the connection's error", err)
+	}
+	if _, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision++; return nil }); err == nil {
+		t.Error("Update while down succeeded")
+	}
+	down.Store(false)
+	if got, err := s.Get(t.Context(), e.Name()); err != nil || got.Revision != 1 {
+		t.Errorf("Get after the outage = %v, %v; want revision 1", got, err)
+	}
+}

@@ -41,7 +41,7 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	if f.values["namespace"] != "" || f.values["n"] != "" {
 		t.NamespaceGiven = true
 	}
-	m, err := b.diagnose(ctx, c, t)
+	m, err := b.diagnose(ctx, c, req.Channel, t)
 	if err != nil {
 		return chat.Reply{}, err
 	}
@@ -56,10 +56,11 @@ func (b *Bot) Diagnose(ctx context.Context, cluster string, t triage.Target) (ch
 	if err != nil {
 		return chat.Message{}, err
 	}
-	return b.diagnose(ctx, c, t)
+	return b.diagnose(ctx, c, "", t)
 }
 
-func (b *Bot) diagnose(ctx context.Context, c *Cluster, t triage.Target) (chat.Message, error) {
+// diagnose answers t on c for a question asked in channel ("" when nobody asked).
+func (b *Bot) diagnose(ctx context.Context, c *Cluster, channel string, t triage.Target) (chat.Message, error) {
 	if c.Answerer == nil {
 		return chat.Message{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	}
@@ -73,7 +74,11 @@ func (b *Bot) diagnose(ctx context.Context, c *Cluster, t triage.Target) (chat.M
 	if err != nil {
 		return chat.Message{}, err
 	}
-	return AnswerMessage(v.(*triage.Answer), c.Name), nil
+	a := v.(*triage.Answer)
+	if a.Code() == triage.CodeNamespaceNotFound {
+		a = b.withNamespaceNotes(ctx, c, channel, t, a)
+	}
+	return AnswerMessage(a, c.Name), nil
 }
 
 func firstNonEmpty(xs ...string) string {

@@ -20,7 +20,8 @@
 //     plans, its store and audit; bot/digest: the IPAM digest, its schedule and leader
 //     election. Both return state that bot renders. bot/alerts: the Alertmanager receiver
 //     (POST /alertmanager): one ledger entry per group and channel, and what its thread
-//     shows, each alert answered through Bot.Diagnose as /why-pending answers.
+//     shows, each alert answered through Bot.Diagnose as /why-pending answers; its
+//     Silence buttons make Alertmanager silences (Receiver.Silence, once, via the ledger).
 //   - chat: the vocabulary the adapters and the bot speak (Message, Request, Principal,
 //     Button and PlanButton, Reply, Click, Outcome, Core, Queue, Deliverer, Platforms).
 //

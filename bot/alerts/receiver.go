@@ -65,6 +65,8 @@ type Options struct {
 	SeenEvery time.Duration
 	// MaxBody is the largest body accepted (0: DefaultMaxBody).
 	MaxBody int64
+	// Silences, when set, puts Silence buttons on firing groups' roots (Receiver.Silence).
+	Silences *Silences
 	// Resync is how often pending threads are looked for (0: the ledger worker's default).
 	Resync  time.Duration
 	Metrics *Metrics
@@ -187,7 +189,7 @@ func (r *Receiver) record(ctx context.Context, ch Channel, hook *Webhook) (*ledg
 		}
 		e.Revision++
 		e.Pending = true
-		e.State, e.Summary = g.Status, rootMessage(&g).Title
+		e.State, e.Summary = g.Status, rootMessage(&g, "", r.o.Now()).Title
 		return e.SetData(&g)
 	})
 	return e, news, err
@@ -225,7 +227,11 @@ func (r *Receiver) render(e *ledger.Entry) thread.Thread {
 		r.o.Log.Error("alertmanager: unreadable notification", "name", e.Name(), "err", err)
 	}
 	th := thread.Thread{Root: thread.Message{Key: ledger.RootKey, Render: func(context.Context) (chat.Message, error) {
-		return rootMessage(&g), nil
+		m := rootMessage(&g, e.Name(), r.o.Now())
+		if r.o.Silences != nil {
+			m.Buttons = silenceButtons(&g, e.Name(), r.o.Now())
+		}
+		return m, nil
 	}}}
 	for _, rp := range g.Replies {
 		rp := rp
@@ -275,6 +281,7 @@ type Metrics struct {
 	Unmapped     prometheus.Counter
 	Posted       prometheus.Counter
 	Deduplicated prometheus.Counter
+	Silences     prometheus.Counter
 	Refused      *prometheus.CounterVec
 }
 
@@ -291,10 +298,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Unmapped:     c("unmapped", "Received alerts whose labels name no Kubernetes object (shown, not diagnosed)."),
 		Posted:       c("posted", "Thread replies rendered for posting (diagnoses and change lines)."),
 		Deduplicated: c("deduplicated", "Deliveries (per channel) that brought nothing new: redeliveries, repeat_interval re-sends."),
+		Silences:     prometheus.NewCounter(prometheus.CounterOpts{Name: "whypending_silences_made_total", Help: "Alertmanager silences made from chat."}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "whypending_alerts_refused_total",
 			Help: "Webhook deliveries refused, by reason (unauthorized, malformed, version, too_large, receiver, method, read)."}, []string{"reason"}),
 	}
-	reg.MustRegister(m.Refused)
+	reg.MustRegister(m.Refused, m.Silences)
 	return m
 }
 

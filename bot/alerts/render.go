@@ -15,7 +15,7 @@ const maxListed = 20
 
 // rootMessage is the group's root: the alert name and status, the count, the alerts, the
 // links; "last seen" and, once resolved, how long the group fired.
-func rootMessage(g *group) chat.Message {
+func rootMessage(g *group, thread string, now time.Time) chat.Message {
 	names := map[string]bool{}
 	for _, a := range g.Alerts {
 		names[a.Labels["alertname"]] = true
@@ -96,8 +96,28 @@ func rootMessage(g *group) chat.Message {
 	if len(notes) > 0 || len(links) > 0 {
 		m.Sections = append(m.Sections, chat.Section{Text: strings.Join(notes, " "), Lines: links})
 	}
+	if sl := g.Silence; sl != nil && sl.State == "active" && sl.Until.After(now) {
+		m.Sections = append(m.Sections, chat.Section{Text: fmt.Sprintf("Silenced in Alertmanager until %s by %s (silence %s).",
+			sl.Until.Format("2006-01-02 15:04 MST"), sl.By, sl.ID)})
+	}
 	m.Footer = "first seen " + g.FirstAt.Format(time.RFC3339) + " · last seen " + g.LastSeen.Format(time.RFC3339) + " · whypending"
 	return m
+}
+
+// silenceButtons are the root's: Unsilence while its silence lasts, else Silence for each of
+// SilenceDurations while the group fires.
+func silenceButtons(g *group, thread string, now time.Time) []chat.Button {
+	if sl := g.Silence; sl != nil && sl.State == "active" && sl.Until.After(now) {
+		return []chat.Button{chat.SilenceButton{Thread: thread}.Button("Unsilence", chat.StyleDefault)}
+	}
+	if g.Status != "firing" {
+		return nil
+	}
+	var out []chat.Button
+	for _, d := range SilenceDurations {
+		out = append(out, chat.SilenceButton{Thread: thread, For: d}.Button("Silence "+strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m"), chat.StyleDefault))
+	}
+	return out
 }
 
 func statusLine(g *group, firing int) string {

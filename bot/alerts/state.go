@@ -28,6 +28,10 @@ type group struct {
 	LastSeen time.Time `json:"lastSeen"`
 	// RemindedAt is when the last reminder reply was added (or the thread started).
 	RemindedAt time.Time `json:"remindedAt"`
+	// Silence is the group's Alertmanager silence made from chat, if one; SilenceLog is
+	// every silence and unsilence, who and when (the audit).
+	Silence    *silenceState  `json:"silence,omitempty"`
+	SilenceLog []silenceEvent `json:"silenceLog,omitempty"`
 }
 
 // alertState is one firing episode of one alert.

@@ -62,7 +62,7 @@ func TestMerge(t *testing.T) {
 	if _, news := merge(91*time.Minute, a, b); news || g.Status != "resolved" {
 		t.Errorf("a late firing notification of resolved episodes: news %v status %s", news, g.Status)
 	}
-	if m := rootMessage(&g); !strings.HasPrefix(m.Title, "Resolved: KubePodCrashLooping (fired for 11m") {
+	if m := rootMessage(&g, "", time.Now()); !strings.HasPrefix(m.Title, "Resolved: KubePodCrashLooping (fired for 11m") {
 		t.Errorf("root title = %q", m.Title)
 	}
 }
@@ -78,7 +78,7 @@ func TestMergeHidden(t *testing.T) {
 	if len(g.Replies) != 2 {
 		t.Fatalf("replies = %+v, want the shop pod's and the bare alert's", g.Replies)
 	}
-	m := rootMessage(&g)
+	m := rootMessage(&g, "", time.Now())
 	text := m.Title
 	for _, s := range m.Sections {
 		text += "\n" + s.Text + "\n" + strings.Join(s.Lines, "\n")

@@ -266,6 +266,14 @@ type AlertmanagerConfig struct {
 	// when Alertmanager re-sends it unchanged (repeat_interval); default "4h", "0s" turns
 	// reminders off.
 	RemindEvery *Duration `json:"remindEvery"`
+	// URL is Alertmanager's base URL for silences (API v2); when set, a firing group's root
+	// has Silence 1h / 4h / 24h buttons, and a silenced one Unsilence.
+	URL string `json:"url"`
+	// Authorization is an optional bearer token for that API ({env: …} or {file: …}).
+	Authorization Secret `json:"authorization"`
+	// Silencers says who may silence from chat: "approvers" (approvals.approvers; default)
+	// or "channel" (anyone in a channel the bot answers in, channels.allowed).
+	Silencers string `json:"silencers"`
 }
 
 // Duration is a Go duration string in YAML ("15m", "90s").
@@ -481,6 +489,9 @@ func (c *Config) applyDefaults() {
 		}
 		if am.RemindEvery == nil {
 			am.RemindEvery = &Duration{Duration: 4 * time.Hour}
+		}
+		if am.Silencers == "" {
+			am.Silencers = "approvers"
 		}
 	}
 	if c.Slack.Mode == "" {
@@ -709,6 +720,20 @@ func (c *Config) validateAlertmanager(p *problems) {
 	if am.ClusterLabel != "" && !regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`).MatchString(am.ClusterLabel) {
 		p.add("alertmanager.clusterLabel", "%q is not a Prometheus label name", am.ClusterLabel)
 	}
+	if u, err := url.Parse(am.URL); am.URL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		p.add("alertmanager.url", "%q: want Alertmanager's http(s) base URL, e.g. http://alertmanager.monitoring:9093", am.URL)
+	}
+	switch {
+	case am.Authorization.inline:
+		p.add("alertmanager.authorization", "secrets must not be written in the config file; use {env: NAME} or {file: PATH}")
+	case am.Authorization.Env != "" && am.Authorization.File != "":
+		p.add("alertmanager.authorization", "give env or file, not both")
+	}
+	switch am.Silencers {
+	case "approvers", "channel":
+	default:
+		p.add("alertmanager.silencers", "%q: want approvers or channel", am.Silencers)
+	}
 	if am.RemindEvery != nil && !am.RemindEvery.invalid && am.RemindEvery.Duration < 0 {
 		p.add("alertmanager.remindEvery", "must not be negative")
 	}
@@ -717,13 +742,17 @@ func (c *Config) validateAlertmanager(p *problems) {
 	}
 }
 
-// ResolveAlertmanager reads the receiver's bearer token.
-func (c *Config) ResolveAlertmanager(getenv func(string) (string, bool), readFile func(string) ([]byte, error)) (string, error) {
-	token, err := c.Alertmanager.Token.Resolve(getenv, readFile)
-	if err != nil {
-		return "", fmt.Errorf("alertmanager.token: %w", err)
+// ResolveAlertmanager reads the receiver's bearer token and, when set, the silences API's.
+func (c *Config) ResolveAlertmanager(getenv func(string) (string, bool), readFile func(string) ([]byte, error)) (token, api string, err error) {
+	if token, err = c.Alertmanager.Token.Resolve(getenv, readFile); err != nil {
+		return "", "", fmt.Errorf("alertmanager.token: %w", err)
 	}
-	return token, nil
+	if c.Alertmanager.Authorization.set() {
+		if api, err = c.Alertmanager.Authorization.Resolve(getenv, readFile); err != nil {
+			return "", "", fmt.Errorf("alertmanager.authorization: %w", err)
+		}
+	}
+	return token, api, nil
 }
 
 // validateDiscord checks the discord section (its secrets are checked with the others).

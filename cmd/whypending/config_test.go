@@ -166,6 +166,9 @@ alertmanager:
   receivers: {team: [general, "1180000000000000001"], empty: []}
   clusterLabel: "cluster-name"
   remindEvery: soon
+  url: alertmanager:9093
+  authorization: {env: A, file: /b}
+  silencers: everyone
 `,
 			want: []string{
 				"alertmanager.remindEvery: \"soon\" is not a duration (e.g. \"15m\")",
@@ -174,6 +177,9 @@ alertmanager:
 				`alertmanager.receivers.team[0]: "general" is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)`,
 				`alertmanager.receivers.team[1]: "1180000000000000001" is a discord channel, but the config has no discord section`,
 				`alertmanager.clusterLabel: "cluster-name" is not a Prometheus label name`,
+				`alertmanager.url: "alertmanager:9093": want Alertmanager's http(s) base URL, e.g. http://alertmanager.monitoring:9093`,
+				"alertmanager.authorization: give env or file, not both",
+				`alertmanager.silencers: "everyone": want approvers or channel`,
 				"alertmanager: needs store.backend kubernetes: the alert threads are kept in Notification objects so that nothing is posted twice",
 			},
 		},

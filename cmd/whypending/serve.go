@@ -101,9 +101,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
-	var alertToken string
+	var alertToken, silenceToken string
 	if cfg.Alertmanager != nil {
-		if alertToken, err = cfg.ResolveAlertmanager(os.LookupEnv, os.ReadFile); err != nil {
+		if alertToken, silenceToken, err = cfg.ResolveAlertmanager(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
@@ -176,6 +176,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
+		SilencePolicy: silencePolicy(cfg),
 	})
 	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
 	server := bot.NewServer(reg, log, checks...)
@@ -199,8 +200,11 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 
 	var receiver *alerts.Receiver
 	if cfg.Alertmanager != nil {
-		receiver = newReceiver(cfg, alertToken, b, adapter, discordAdapter, storeCluster(liveStore), reg, log)
+		receiver = newReceiver(cfg, alertToken, silenceToken, b, adapter, discordAdapter, storeCluster(liveStore), reg, log)
 		server.Handle(alerts.Path, receiver)
+		if cfg.Alertmanager.URL != "" {
+			b.SetSilencer(receiver)
+		}
 	}
 
 	var lc net.ListenConfig
@@ -255,6 +259,14 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	return err
 }
 
+// silencePolicy is alertmanager.silencers as bot's SilencePolicy.
+func silencePolicy(cfg *Config) string {
+	if cfg.Alertmanager != nil && cfg.Alertmanager.Silencers == "channel" {
+		return bot.SilenceChannel
+	}
+	return bot.SilenceApprovers
+}
+
 // ledgerIdentity names this process in the ledger's claims (tests run two replicas in one
 // process and give each its own).
 var ledgerIdentity = proc.Self
@@ -266,7 +278,7 @@ var alertResync time.Duration
 // newReceiver builds the Alertmanager receiver: its threads kept in Notification objects on
 // the store cluster (through its current connection), posted through the Slack and Discord
 // adapters' Threads, each alert answered by b as /why-pending answers.
-func newReceiver(cfg *Config, token string, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, store *fleet.Cluster,
+func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, store *fleet.Cluster,
 	reg prometheus.Registerer, log *slog.Logger) *alerts.Receiver {
 	platforms := thread.Platforms{}
 	if cfg.SlackEnabled() {
@@ -281,7 +293,11 @@ func newReceiver(cfg *Config, token string, b *bot.Bot, sl *slack.Adapter, dc *d
 			receivers[name] = append(receivers[name], alerts.Channel{Platform: chat.ChannelPlatform(id), ID: id})
 		}
 	}
-	return alerts.New(alerts.Options{
+	var silences *alerts.Silences
+	if cfg.Alertmanager.URL != "" {
+		silences = &alerts.Silences{URL: cfg.Alertmanager.URL, Token: silenceToken}
+	}
+	return alerts.New(alerts.Options{Silences: silences,
 		Token: token, Receivers: receivers, ClusterLabel: cfg.Alertmanager.ClusterLabel,
 		ChannelNamespaces: cfg.Channels.Namespaces,
 		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),

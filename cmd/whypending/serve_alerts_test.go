@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/internal/amtest"
 	"github.com/whypending/whypending/internal/proc"
 	"github.com/whypending/whypending/internal/testcluster"
@@ -232,14 +235,15 @@ alertmanager:
   token: {env: WP_TEST_AM_TOKEN}
   receivers: {team: [C0OPS], shop: [C0SHOP]}
 `, c.KubeconfigPath)
-	fake := newFakeSlack(t, nil)
-	r1, r2 := startServeOn(t, config, fake), startServeOn(t, config, fake)
 	lb := &balancer{}
-	lb.set(r1.base, r2.base)
 	front := httptest.NewServer(lb)
 	t.Cleanup(front.Close)
 	am := amtest.Start(t, amtest.Options{WebhookURL: front.URL + "/alertmanager", Token: amToken,
 		GroupBy: []string{"alertname"}, GroupWait: time.Second, GroupInterval: 2 * time.Second, RepeatInterval: 4 * time.Second})
+	config += "  url: " + am.URL + "\n"
+	fake := newFakeSlack(t, nil)
+	r1, r2 := startServeOn(t, config, fake), startServeOn(t, config, fake)
+	lb.set(r1.base, r2.base)
 
 	started := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
 	crash := amtest.Alert{Labels: map[string]string{"alertname": "KubePodCrashLooping", "namespace": "seed-crash-app", "pod": "crash-app", "container": "app", "severity": "warning"},
@@ -380,5 +384,90 @@ alertmanager:
 			t.Logf("  edit: %s", u.Text)
 		}
 	}
-	_ = r3
+
+	// Silence 1h from the Deployment group's root: a non-approver is refused; the approver's
+	// click, delivered to both replicas, makes one silence in Alertmanager, which then
+	// suppresses the group's next notification itself; Unsilence expires it.
+	_, pendingTh = byName()
+	silence := rootButton(t, fake, pendingTh.root.TS, "silence:1h0m0s")
+	r2.client.click(t, "U0MALLORY", pendingTh.root.TS, silence)
+	if n := fake.answer(t, "/clicks/1"); !strings.Contains(n.Text, "only approvers may silence") {
+		t.Errorf("non-approver's click answered %q", n.Text)
+	}
+	r2.client.click(t, "U0BOB", pendingTh.root.TS, silence)
+	r3.client.click(t, "U0BOB", pendingTh.root.TS, silence)
+	var silences []struct {
+		ID        string `json:"id"`
+		CreatedBy string `json:"createdBy"`
+		Comment   string `json:"comment"`
+		Matchers  []struct{ Name, Value string }
+		Status    struct{ State string }
+	}
+	waitUntil(t, 30*time.Second, "the silence in Alertmanager", func() bool {
+		am.Get(t, "/api/v2/silences", &silences)
+		return len(silences) > 0
+	})
+	time.Sleep(2 * time.Second)
+	am.Get(t, "/api/v2/silences", &silences)
+	if len(silences) != 1 || silences[0].Status.State != "active" || !strings.Contains(silences[0].CreatedBy, "U0BOB") ||
+		!strings.Contains(silences[0].Comment, "C0OPS") || len(silences[0].Matchers) != 1 || silences[0].Matchers[0].Value != "KubeDeploymentReplicasMismatch" {
+		t.Fatalf("silences = %+v, want one active, by U0BOB, naming the channel, matching the group", silences)
+	}
+	t.Logf("Alertmanager silence: %+v", silences[0])
+	waitUntil(t, 30*time.Second, "the root edited to show the silence", func() bool {
+		_, th := byName()
+		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "Silenced in Alertmanager until")
+	})
+	if _, th := byName(); true {
+		t.Logf("silenced root: %s", shown(th.updates[len(th.updates)-1]))
+	}
+	second := pending
+	second.Labels = map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "namespace": "workload-grouped", "deployment": "checkout-canary", "severity": "warning"}
+	am.Fire(t, second)
+	time.Sleep(8 * time.Second) // four group_intervals
+	if _, th := byName(); len(th.replies) != 1 {
+		t.Errorf("the silenced group got %d replies, want Alertmanager to have suppressed the new alert", len(th.replies))
+	}
+	_, pendingTh = byName()
+	r2.client.click(t, "U0BOB", pendingTh.root.TS, rootButton(t, fake, pendingTh.root.TS, "unsilence"))
+	waitUntil(t, 30*time.Second, "the silence expired", func() bool {
+		am.Get(t, "/api/v2/silences", &silences)
+		return len(silences) == 1 && silences[0].Status.State == "expired"
+	})
+	waitUntil(t, 60*time.Second, "the unsuppressed alert's reply", func() bool {
+		_, th := byName()
+		return len(th.replies) == 2 && strings.Contains(th.replies[1].Text, "Joined")
+	})
+	if _, metrics := r2.get(t, "/metrics"); !strings.Contains(metrics, "whypending_silences_made_total 1") {
+		t.Errorf("replica 2's /metrics lacks the silence count")
+	}
+}
+
+// rootButton is the button of the last version (post or edit) of the message at ts whose
+// action is action.
+func rootButton(t *testing.T, f *fakeSlack, ts, action string) *slackgo.ButtonBlockElement {
+	t.Helper()
+	var found *slackgo.ButtonBlockElement
+	waitUntil(t, 30*time.Second, "a "+action+" button on the root", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		found = nil
+		for _, m := range f.messages {
+			if m.TS != ts {
+				continue
+			}
+			found = nil
+			for _, b := range m.Blocks.BlockSet {
+				if ab, ok := b.(*slackgo.ActionBlock); ok {
+					for _, el := range ab.Elements.ElementSet {
+						if btn, ok := el.(*slackgo.ButtonBlockElement); ok && slack.ParseActionID(btn.ActionID) == action {
+							found = btn
+						}
+					}
+				}
+			}
+		}
+		return found != nil
+	})
+	return found
 }

@@ -22,6 +22,10 @@
 //     (POST /alertmanager): one ledger entry per group and channel, and what its thread
 //     shows, each alert answered through Bot.Diagnose as /why-pending answers; its
 //     Silence buttons make Alertmanager silences (Receiver.Silence, once, via the ledger).
+//     election. Both return state that bot renders. bot/authz: per-user authorization, a
+//     chat.Principal mapped to a Kubernetes user and groups and checked with
+//     SubjectAccessReviews (cached for a TTL) before an answer, a plan, an approval, a silence
+//     or a snooze.
 //   - chat: the vocabulary the adapters and the bot speak (Message, Request, Principal,
 //     Button and PlanButton, Reply, Click, Outcome, Core, Queue, Deliverer, Platforms).
 //

@@ -15,19 +15,86 @@ const diagnoseTimeout = 2 * time.Minute
 // visible to the channel: a pod's diagnosis, a workload's pods grouped by cause, or every
 // stuck pod and failing workload of the namespace. TARGET is read as kubectl reads it
 // (triage.ParseTarget); the namespace is -n, else the channel's, else the cluster's, else
-// "default". Remediation buttons make plans on the cluster asked about.
+// "default". Remediation buttons make plans on the cluster asked about. Under per-user
+// authorization (ModeAll) the asker must be allowed to get pods in the namespace (list, for
+// --all) before anything is read.
 func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, error) {
-	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
+	c, t, err := b.whyPendingTarget(req)
 	if err != nil {
 		return chat.Reply{}, err
+	}
+	t, as, err := b.allowAnswer(ctx, req.Principal, c, t)
+	if err != nil {
+		return chat.Reply{}, err
+	}
+	who := ""
+	if as != nil {
+		who = as.String()
+	}
+	a, err := b.answer(ctx, c, t, who)
+	if err != nil {
+		return chat.Reply{}, err
+	}
+	if a.Code() == triage.CodeNamespaceNotFound {
+		a = b.withNamespaceNotes(ctx, req.Principal, c, req.Channel, t, a)
+	}
+	return chat.Reply{Message: AnswerMessage(a, c.Name), Public: true}, nil
+}
+
+// Diagnose is the answer /why-pending gives for target t on the cluster named cluster (""
+// is the default cluster), for features that post unasked (the Alertmanager receiver): the
+// same Answerer, the same sharing of concurrent questions, the same rendering. Nobody asked,
+// so it is answered as the bot (no per-user check) and without hints about other
+// namespaces; where it is posted decides who sees it (bot/alerts: channels.namespaces).
+func (b *Bot) Diagnose(ctx context.Context, cluster string, t triage.Target) (chat.Message, error) {
+	c, err := b.cluster(cluster)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	a, err := b.answer(ctx, c, t, "")
+	if err != nil {
+		return chat.Message{}, err
+	}
+	return AnswerMessage(a, c.Name), nil
+}
+
+// answer is c's answer for t, shared by concurrent questions about the same target; who,
+// when not empty, is the identity the answer is limited to.
+func (b *Bot) answer(ctx context.Context, c *Cluster, t triage.Target, who string) (*triage.Answer, error) {
+	if c.Answerer == nil {
+		return nil, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
+	}
+	// Concurrent questions about the same target (an incident channel) share one answer; it
+	// must not die with the first asker's context, so it gets its own deadline. An answer
+	// limited to what one identity may see is shared only by askers checked as it.
+	key := c.Name + "\x00" + t.String()
+	if who != "" {
+		key += "\x00" + who
+	}
+	v, err, _ := b.inflight.Do(key, func() (any, error) {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
+		defer cancel()
+		return c.Answerer.Answer(dctx, t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*triage.Answer), nil
+}
+
+// whyPendingTarget reads the cluster and the target of a /why-pending request.
+func (b *Bot) whyPendingTarget(req chat.Request) (*Cluster, triage.Target, error) {
+	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
+	if err != nil {
+		return nil, triage.Target{}, err
 	}
 	all := f.switches["all"]
 	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
-		return chat.Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
+		return nil, triage.Target{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
 	}
 	c, err := b.cluster(f.values["cluster"])
 	if err != nil {
-		return chat.Reply{}, err
+		return nil, triage.Target{}, err
 	}
 	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
 	arg := ""
@@ -36,49 +103,12 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	}
 	t, err := triage.ParseTarget(arg, ns, all)
 	if err != nil {
-		return chat.Reply{}, userErrorf("%v", err)
+		return nil, triage.Target{}, userErrorf("%v", err)
 	}
 	if f.values["namespace"] != "" || f.values["n"] != "" {
 		t.NamespaceGiven = true
 	}
-	m, err := b.diagnose(ctx, c, req.Channel, t)
-	if err != nil {
-		return chat.Reply{}, err
-	}
-	return chat.Reply{Message: m, Public: true}, nil
-}
-
-// Diagnose is the answer /why-pending gives for target t on the cluster named cluster (""
-// is the default cluster), for features that ask unasked (the Alertmanager receiver): the
-// same Answerer, the same sharing of concurrent questions, the same rendering.
-func (b *Bot) Diagnose(ctx context.Context, cluster string, t triage.Target) (chat.Message, error) {
-	c, err := b.cluster(cluster)
-	if err != nil {
-		return chat.Message{}, err
-	}
-	return b.diagnose(ctx, c, "", t)
-}
-
-// diagnose answers t on c for a question asked in channel ("" when nobody asked).
-func (b *Bot) diagnose(ctx context.Context, c *Cluster, channel string, t triage.Target) (chat.Message, error) {
-	if c.Answerer == nil {
-		return chat.Message{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
-	}
-	// Concurrent questions about the same target (an incident channel) share one answer; it
-	// must not die with the first asker's context, so it gets its own deadline.
-	v, err, _ := b.inflight.Do(c.Name+"\x00"+t.String(), func() (any, error) {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
-		defer cancel()
-		return c.Answerer.Answer(dctx, t)
-	})
-	if err != nil {
-		return chat.Message{}, err
-	}
-	a := v.(*triage.Answer)
-	if a.Code() == triage.CodeNamespaceNotFound {
-		a = b.withNamespaceNotes(ctx, c, channel, t, a)
-	}
-	return AnswerMessage(a, c.Name), nil
+	return c, t, nil
 }
 
 func firstNonEmpty(xs ...string) string {

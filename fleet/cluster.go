@@ -196,7 +196,11 @@ func (c *Cluster) current() (*conn, error) {
 			fmt.Errorf("the bot's caches of it are still syncing (started %s)", c.syncing.UTC().Format(time.RFC3339)))
 	}
 	if c.conn == nil {
-		return nil, chat.ClusterUnavailable(c.name, c.since, c.err)
+		why := c.err
+		if why == nil { // not connected yet, or stopped: no error recorded
+			why = errors.New("not connected")
+		}
+		return nil, chat.ClusterUnavailable(c.name, c.since, why)
 	}
 	return c.conn, nil
 }

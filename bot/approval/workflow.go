@@ -657,3 +657,10 @@ func durationOr(d, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// IsApprover reports whether who is an approver under the policy (directly, or through a
+// group; via says which), for decisions other than plans that the approval policy governs
+// (a silence from chat).
+func (w *Workflow) IsApprover(ctx context.Context, who chat.Principal) (ok bool, via string, err error) {
+	return w.policy.isApprover(ctx, w.directories, who)
+}

@@ -26,10 +26,14 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/alerts"
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
+	"github.com/whypending/whypending/internal/proc"
+	"github.com/whypending/whypending/ledger"
+	"github.com/whypending/whypending/ledger/thread"
 )
 
 // sweepEvery is how often pending plans past their expiry are marked Expired, Running plans
@@ -95,6 +99,12 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	var secrets SlackSecrets
 	if cfg.SlackEnabled() {
 		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
+			return fmt.Errorf("config %s:\n%w", configPath, err)
+		}
+	}
+	var alertToken, silenceToken string
+	if cfg.Alertmanager != nil {
+		if alertToken, silenceToken, err = cfg.ResolveAlertmanager(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
@@ -169,6 +179,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		Authorizer:  newAuthorizer(cfg, live, dir, metrics, log),
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
+		SilencePolicy: silencePolicy(cfg),
 	})
 	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
 	server := bot.NewServer(reg, log, checks...)
@@ -187,6 +198,15 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		platforms[discord.Platform] = discordAdapter
 		if cfg.Discord.Mode == "http" {
 			discordAdapter.Mount(server)
+		}
+	}
+
+	var receiver *alerts.Receiver
+	if cfg.Alertmanager != nil {
+		receiver = newReceiver(cfg, alertToken, silenceToken, b, adapter, discordAdapter, storeCluster(liveStore), reg, log)
+		server.Handle(alerts.Path, receiver)
+		if cfg.Alertmanager.URL != "" {
+			b.SetSilencer(receiver)
 		}
 	}
 
@@ -213,6 +233,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			g.Go(func() error { return discordAdapter.RunGateway(gctx) })
 		}
 	}
+	if receiver != nil {
+		g.Go(func() error { receiver.Run(gctx); return nil })
+	}
 	if cfg.Digest.Schedule != "" {
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
 	}
@@ -237,6 +260,53 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return nil
 	}
 	return err
+}
+
+// silencePolicy is alertmanager.silencers as bot's SilencePolicy.
+func silencePolicy(cfg *Config) string {
+	if cfg.Alertmanager != nil && cfg.Alertmanager.Silencers == "channel" {
+		return bot.SilenceChannel
+	}
+	return bot.SilenceApprovers
+}
+
+// ledgerIdentity names this process in the ledger's claims (tests run two replicas in one
+// process and give each its own).
+var ledgerIdentity = proc.Self
+
+// alertResync is how often a replica looks for alert threads another left unfinished (0:
+// the ledger worker's default; tests shorten it).
+var alertResync time.Duration
+
+// newReceiver builds the Alertmanager receiver: its threads kept in Notification objects on
+// the store cluster (through its current connection), posted through the Slack and Discord
+// adapters' Threads, each alert answered by b as /why-pending answers.
+func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, store *fleet.Cluster,
+	reg prometheus.Registerer, log *slog.Logger) *alerts.Receiver {
+	platforms := thread.Platforms{}
+	if cfg.SlackEnabled() {
+		platforms["slack"] = sl.Threads()
+	}
+	if dc != nil {
+		platforms[discord.Platform] = dc.Threads()
+	}
+	receivers := map[string][]alerts.Channel{}
+	for name, ids := range cfg.Alertmanager.Receivers {
+		for _, id := range ids {
+			receivers[name] = append(receivers[name], alerts.Channel{Platform: chat.ChannelPlatform(id), ID: id})
+		}
+	}
+	var silences *alerts.Silences
+	if cfg.Alertmanager.URL != "" {
+		silences = &alerts.Silences{URL: cfg.Alertmanager.URL, Token: silenceToken}
+	}
+	return alerts.New(alerts.Options{Silences: silences,
+		Token: token, Receivers: receivers, ClusterLabel: cfg.Alertmanager.ClusterLabel,
+		ChannelNamespaces: cfg.Channels.Namespaces,
+		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
+		Platforms:         platforms, Diagnose: b.Diagnose, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
+		Resync: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
+	})
 }
 
 // clusterConfig builds the REST config of one configured cluster: the in-cluster config, or

@@ -165,3 +165,28 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// AlertmanagerEnv names the environment variable that, when set, is the path of an
+// alertmanager binary; Alertmanager then skips hack/alertmanager/build.sh.
+const AlertmanagerEnv = "WHYPENDING_ALERTMANAGER"
+
+// Alertmanager returns the absolute path of the pinned Alertmanager binary
+// (github.com/prometheus/alertmanager v0.31.1, hack/alertmanager/go.mod), built into the
+// cache by hack/alertmanager/build.sh on first use, as Helm does for helm.
+func Alertmanager(ctx context.Context, progress io.Writer) (string, error) {
+	path := os.Getenv(AlertmanagerEnv)
+	if path == "" {
+		var err error
+		if path, err = runBuildScript(ctx, "hack/alertmanager/build.sh", progress); err != nil {
+			return "", fmt.Errorf("build alertmanager: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("alertmanager: %w", err)
+	}
+	if err := checkExecutable(abs); err != nil {
+		return "", fmt.Errorf("alertmanager: %w", err)
+	}
+	return abs, nil
+}

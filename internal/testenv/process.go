@@ -110,3 +110,25 @@ func childEnv() []string {
 	}
 	return env
 }
+
+// Process is a child started like the control plane's (its own process group, killed with
+// the thread that started it), for test support that runs another real binary.
+type Process struct{ p *process }
+
+// StartProcess starts path with args, its output appended to logPath.
+func StartProcess(name, path string, args []string, logPath string) (*Process, error) {
+	p, err := startProcess(name, path, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p}, nil
+}
+
+// Stop kills the process and waits for it (idempotent).
+func (p *Process) Stop() error { return p.p.stop() }
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool { return p.p.exited() }
+
+// LogTail is the last n lines of its log.
+func (p *Process) LogTail(n int) string { return p.p.logTail(n) }

@@ -196,6 +196,8 @@ type rrSpec struct {
 	AllowLast   bool           `json:"allowLastBlock,omitempty"`
 	Fingerprint string         `json:"fingerprint"`
 	Basis       string         `json:"basis,omitempty"`
+	Warning     string         `json:"warning,omitempty"`
+	Second      bool           `json:"secondApprover,omitempty"`
 	Total       int            `json:"total"`
 	CreatedAt   time.Time      `json:"createdAt"`
 	ExpiresAt   time.Time      `json:"expiresAt"`
@@ -223,7 +225,7 @@ type rrStatus struct {
 func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 	spec := rrSpec{
 		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Blocks: a.Plan.Blocks, AllowLast: a.Plan.AllowLastBlock,
-		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
+		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis, Warning: a.Plan.Warning, Second: a.Plan.SecondApprover,
 		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
 		RequestedBy: a.RequestedBy, Channel: a.Channel, Items: a.Plan.Items,
 	}
@@ -279,8 +281,9 @@ func fromObject(obj *unstructured.Unstructured) (*Record, error) {
 		Plan: actions.Plan{
 			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Blocks: spec.Blocks, AllowLastBlock: spec.AllowLast,
 			Items: spec.Items, Total: spec.Total,
-			Fingerprint: spec.Fingerprint, Basis: spec.Basis, RequestedBy: spec.RequestedBy.String(),
-			CreatedAt: spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
+			Fingerprint: spec.Fingerprint, Basis: spec.Basis, Warning: spec.Warning, SecondApprover: spec.Second,
+			RequestedBy: spec.RequestedBy.String(),
+			CreatedAt:   spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
 		},
 		State: status.State, RequestedBy: spec.RequestedBy, Channel: spec.Channel, MessageRef: status.MessageRef,
 		Result: status.Result, Error: status.Error, FailureCode: status.FailureCode, Heartbeat: status.Heartbeat, Recovery: status.Recovery, History: status.History,

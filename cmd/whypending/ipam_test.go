@@ -48,7 +48,7 @@ func TestIPAMCheckReleaseLocked(t *testing.T) {
 	kc := c.KubeconfigPath
 
 	report := filepath.Join(t.TempDir(), "report.json")
-	out := mustRunIPAM(t, kc, "check", "-o", report)
+	out := mustRunIPAM(t, kc, "check", "--report", report)
 	if !strings.Contains(out, "Found 181 IPs that are allocated in IPAM but not actually in use.") ||
 		!strings.HasSuffix(out, "Check complete; found 181 problems.\n") {
 		t.Errorf("check output:\n%s", out)
@@ -151,7 +151,7 @@ func TestIPAMReleaseFromReport(t *testing.T) {
 	c := testcluster.Start(t, testenv.Options{})
 	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	report := filepath.Join(t.TempDir(), "report.json")
-	mustRunIPAM(t, c.KubeconfigPath, "check", "-o", report)
+	mustRunIPAM(t, c.KubeconfigPath, "check", "--report", report)
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-ips", "--from-report", report, "--yes")
 	if !strings.Contains(out, "Released 181 IPs (kept 0)") {
 		t.Errorf("release output:\n%s", out)

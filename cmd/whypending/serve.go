@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/discord"
@@ -90,6 +91,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	klog.SetSlogLogger(log.With(slog.String("from", "client-go")))
 	setGoMemLimit(log, memlimit.FromCgroup)
 	var secrets SlackSecrets
 	if cfg.SlackEnabled() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
-	"github.com/whypending/whypending/fleet"
+	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
@@ -67,7 +68,11 @@ workload or namespace (the answer lists the closest names).`,
 			if err != nil {
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
 			}
-			a, err := collect.Answer(cmd.Context(), collect.New(client).WithCalico(cfg), t)
+			ctx, cancel := kube.withDeadline(cmd.Context())
+			defer cancel()
+			a, err := slowStep(ctx, cmd.ErrOrStderr(), "reading what the answer needs", cfg.Host, func(ctx context.Context) (*triage.Answer, error) {
+				return collect.Answer(ctx, collect.New(client).WithCalico(cfg), t)
+			})
 			var missing *collect.NamespaceNotFoundError
 			switch {
 			case errors.As(err, &missing):
@@ -75,7 +80,12 @@ workload or namespace (the answer lists the closest names).`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "error: %v (kubectl get namespaces lists them)\n", missing)
 				return exitError{code: exitPodNotFound}
 			case err != nil:
-				return fleet.APIError(cfg.Host, err)
+				return commandError(ctx, cfg, err)
+			}
+			if cl, err := calico.NewClient(ctx, cfg); err == nil {
+				if s, err := cl.LockStatus(ctx); err == nil && !s.Ready {
+					a.Notes = append(a.Notes, s.Notice())
+				}
 			}
 			if output == "json" {
 				for _, n := range a.Notes {

@@ -41,8 +41,8 @@ type Timing struct {
 	// LockSweepEvery is how many probes pass between checks for a datastore lock of this
 	// bot that outlived its run (calico.Client.RecoverLocks).
 	LockSweepEvery int
-	// FirstAttempts bounds how long serve waits, before it listens, for the first attempt
-	// to connect every cluster.
+	// FirstAttempts bounds how long serve waits for the first attempt to connect every
+	// cluster before it reports that it is listening (it serves /healthz from the start).
 	FirstAttempts time.Duration
 }
 

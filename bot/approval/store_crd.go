@@ -202,16 +202,23 @@ type rrSpec struct {
 	CreatedAt   time.Time      `json:"createdAt"`
 	ExpiresAt   time.Time      `json:"expiresAt"`
 	RequestedBy chat.Principal `json:"requestedBy"`
-	Channel     string         `json:"channel,omitempty"`
-	Items       []actions.Item `json:"items,omitempty"`
+	// Requester is RequestedBy's display name or ID, for kubectl's column: never blank.
+	Requester string         `json:"requester"`
+	Channel   string         `json:"channel,omitempty"`
+	Items     []actions.Item `json:"items,omitempty"`
 }
 
 // rrStatus is RemediationRequest.status: decisions, result and history.
 type rrStatus struct {
-	State       State             `json:"state"`
-	ApprovedBy  *chat.Principal   `json:"approvedBy,omitempty"`
-	DeniedBy    *chat.Principal   `json:"deniedBy,omitempty"`
-	DecidedAt   *time.Time        `json:"decidedAt,omitempty"`
+	State      State           `json:"state"`
+	ApprovedBy *chat.Principal `json:"approvedBy,omitempty"`
+	DeniedBy   *chat.Principal `json:"deniedBy,omitempty"`
+	DecidedAt  *time.Time      `json:"decidedAt,omitempty"`
+	// Decider is the approver's or denier's display name or ID, "-" while nobody decided:
+	// kubectl's Decided By column is never blank.
+	Decider string `json:"decidedBy"`
+	// Done is Result.Done, 0 before the plan ran: kubectl's Done column is never blank.
+	Done        int               `json:"done"`
 	MessageRef  string            `json:"messageRef,omitempty"`
 	Error       string            `json:"error,omitempty"`
 	FailureCode string            `json:"failureCode,omitempty"`
@@ -227,10 +234,13 @@ func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Blocks: a.Plan.Blocks, AllowLast: a.Plan.AllowLastBlock,
 		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis, Warning: a.Plan.Warning, Second: a.Plan.SecondApprover,
 		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
-		RequestedBy: a.RequestedBy, Channel: a.Channel, Items: a.Plan.Items,
+		RequestedBy: a.RequestedBy, Requester: a.RequestedBy.Display(), Channel: a.Channel, Items: a.Plan.Items,
 	}
 	status := rrStatus{State: a.State, MessageRef: a.MessageRef, Error: a.Error, FailureCode: a.FailureCode,
-		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History}
+		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History, Decider: "-"}
+	if a.Result != nil {
+		status.Done = a.Result.Done
+	}
 	if a.DecidedBy != nil {
 		if a.State == StateDenied {
 			status.DeniedBy = a.DecidedBy
@@ -239,6 +249,7 @@ func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 		}
 		t := a.DecidedAt
 		status.DecidedAt = &t
+		status.Decider = a.DecidedBy.Display()
 	}
 	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
 	if err != nil {

@@ -86,7 +86,7 @@ func newIPAMCommand(kube *kubeFlags) *cobra.Command {
 	f := &ipamFlags{kube: kube}
 	cmd := &cobra.Command{
 		Use:   "ipam",
-		Args:  cobra.NoArgs, // an unknown subcommand is an error, not a help page with exit 0
+		Args:  subcommandArgs, // an unknown subcommand is an error, not a help page with exit 0
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		Short: "Check and repair Calico IPAM (leaked IPs, empty blocks, datastore lock)",
 		Long: `Check and repair Calico IPAM through the Kubernetes API (Calico's Kubernetes datastore),
@@ -123,6 +123,7 @@ process gone) is undone when any ipam command starts.`,
 		newIPAMShowCommand(f),
 		newIPAMReleaseIPsCommand(f),
 		newIPAMReleaseBlocksCommand(f),
+		newIPAMReleaseHandlesCommand(f),
 		newIPAMLockCommand(f),
 		newIPAMUnlockCommand(f),
 	)
@@ -696,6 +697,72 @@ plan (read again, release the planned blocks still empty, check what remains).`,
 	lf.add(cmd)
 	cmd.Flags().BoolVar(&allEmpty, "all-empty", false, "release every empty affine block")
 	cmd.Flags().BoolVar(&allowLast, "allow-last-block", false, "also release a node's last affine block")
+	return cmd
+}
+
+func newIPAMReleaseHandlesCommand(f *ipamFlags) *cobra.Command {
+	var lf lockedFlags
+	cmd := &cobra.Command{
+		Use:   "release-handles [--yes] [--lock]",
+		Short: "Delete leaked IPAM handles (no block holds an address for them), like the bot's /ipam release-handles",
+		Long: `Delete the IPAMHandle objects that no block allocation refers to (leaked handles), older
+than a minute: a handle younger than that may belong to a CNI ADD still in flight. Each
+handle is deleted only if its resourceVersion is unchanged since the plan.
+
+The plan is printed as the bot shows it in chat; --yes runs it as the bot runs an approved
+plan (read again, delete the planned handles still leaked, check what remains).`,
+		Example: `  whypending ipam release-handles          # print the plan
+  whypending ipam release-handles --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			if err := lf.check(); err != nil {
+				return err
+			}
+			cl, err := f.calico(ctx)
+			if err != nil {
+				return err
+			}
+			r := f.runner(cl, lf, cmd)
+			plans, err := planRepairs(ctx, r, actions.PlanOptions{Limit: -1}, actions.KindReleaseLeakedHandles)
+			if err != nil {
+				return err
+			}
+			if err := printPlans(out, plans); err != nil {
+				return err
+			}
+			if !lf.yes {
+				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to delete.")
+				return nil
+			}
+			results, err := slowStep(ctx, cmd.ErrOrStderr(), "deleting leaked handles", f.host, func(ctx context.Context) ([]actions.Result, error) {
+				return executeRepairs(ctx, r, plans)
+			})
+			if results == nil || err != nil && !touched(results, err) {
+				return err
+			}
+			res := results[0]
+			printSkips(out, res, "", "leaked handles")
+			when := ""
+			if err != nil {
+				when = " before the failure"
+			}
+			fmt.Fprintf(out, "Deleted %s (kept %d) with %d handle writes%s.\n", count(res.Done, "leaked handle", "leaked handles"), len(res.Skipped), res.Writes.Handles, when)
+			if err != nil {
+				return f.failed(cmd, err, func(ctx context.Context) error {
+					res, err := cl.Check(ctx, calico.CheckOptions{})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "Check afterwards: %d leaked handles remain; run the command again to delete them.\n", len(res.LeakedHandles))
+					return nil
+				})
+			}
+			fmt.Fprintf(out, "Check afterwards: %s leaked handles remain.\n", remaining(res.Remaining))
+			return nil
+		},
+	}
+	lf.add(cmd)
 	return cmd
 }
 

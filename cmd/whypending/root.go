@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -145,10 +149,44 @@ func (f *kubeFlags) clientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 }
 
+// missingKubeconfigs lists the files $KUBECONFIG names that do not exist, when no
+// --kubeconfig is given (client-go skips them silently).
+func missingKubeconfigs(explicit string) []string {
+	if explicit != "" {
+		return nil
+	}
+	var missing []string
+	for _, p := range filepath.SplitList(os.Getenv("KUBECONFIG")) {
+		if _, err := os.Stat(p); p != "" && errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
+// subcommandArgs is the Args of a command that only groups subcommands: an unknown one is an
+// error with cobra's "Did you mean this?" suggestions (cobra gives them only at the root).
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only at the root
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return errors.New(msg)
+}
+
 // restConfig returns the REST config for the selected cluster.
 func (f *kubeFlags) restConfig() (*rest.Config, error) {
 	cfg, err := f.clientConfig().ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
+		if missing := missingKubeconfigs(f.kubeconfig); len(missing) > 0 {
+			return nil, fmt.Errorf("no kubeconfig found: KUBECONFIG names %s, which does not exist (kubectl skips it too)", strings.Join(missing, ", "))
+		}
 		return nil, errors.New("no kubeconfig found: pass --kubeconfig, set KUBECONFIG, or run inside a pod")
 	}
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,15 +172,44 @@ func (c *Collector) namespaceExists(ctx context.Context, namespace string, nsObj
 		return true, nil
 	}
 	if apierrors.IsNotFound(err) {
-		return false, &NamespaceNotFoundError{Namespace: namespace}
+		nf := &NamespaceNotFoundError{Namespace: namespace}
+		if list, err := c.client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+			names := make([]string, len(list.Items))
+			for i, n := range list.Items {
+				names[i] = n.Name
+			}
+			nf.Closest = triage.ClosestNames(namespace, names, 3)
+		}
+		return false, nf
 	}
 	return true, nil // cannot tell (RBAC): sweep what was listed
 }
 
 // NamespaceNotFoundError is returned by Sweep and CollectNamespace for a namespace that does
 // not exist.
-type NamespaceNotFoundError struct{ Namespace string }
+type NamespaceNotFoundError struct {
+	Namespace string
+	// Closest are existing namespaces whose names are close to Namespace (a typo), closest
+	// first; empty when none is, or namespaces may not be listed.
+	Closest []string
+}
 
 func (e *NamespaceNotFoundError) Error() string {
-	return fmt.Sprintf("namespace %q does not exist", e.Namespace)
+	msg := fmt.Sprintf("namespace %q does not exist", e.Namespace)
+	if len(e.Closest) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", quotedOr(e.Closest))
+	}
+	return msg
+}
+
+// quotedOr joins names as "a", "b" or "c".
+func quotedOr(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

@@ -2,49 +2,90 @@ package triage
 
 import "slices"
 
-// Code is a stable diagnosis slug from shared/triage-codes.md. Never rename one: tests, the
-// digest and users' alert rules key on them. Each constant's comment says when it applies.
+// Code is a stable diagnosis slug from docs/triage-codes.md. Never rename one: tests, the
+// digest and users' alert rules key on them. Each constant's comment says when it applies (the
+// scheduling codes also say what the operator does next).
 type Code string
 
-// Pending (not scheduled).
+// Pending (not scheduled). Each comment says when the code applies, then what the operator
+// does next.
 const (
-	// CodeInsufficientCPU (insufficient-cpu): no node has enough allocatable left for the pod's requests (say which nodes come closest, and whether the total would fit if it were not fragmented)
+	// CodeInsufficientCPU (insufficient-cpu): no node has the pod's cpu request free. Next:
+	// free cpu on the closest node, lower the request to what it has free, or add a node; the
+	// answer says whether the free cpu is only fragmented across nodes.
 	CodeInsufficientCPU Code = "insufficient-cpu"
-	// CodeInsufficientMemory (insufficient-memory): no node has enough allocatable left for the pod's requests (say which nodes come closest, and whether the total would fit if it were not fragmented)
+	// CodeInsufficientMemory (insufficient-memory): no node has the pod's memory request free.
+	// Next: free memory on the closest node, lower the request, or add a node.
 	CodeInsufficientMemory Code = "insufficient-memory"
-	// CodeInsufficientEphemeralStorage (insufficient-ephemeral-storage): no node has enough allocatable left for the pod's requests (say which nodes come closest, and whether the total would fit if it were not fragmented)
+	// CodeInsufficientEphemeralStorage (insufficient-ephemeral-storage): no node has the pod's
+	// ephemeral-storage request free (or the kubelets report none allocatable). Next: free disk
+	// on a node, lower the request, or add a node with local storage.
 	CodeInsufficientEphemeralStorage Code = "insufficient-ephemeral-storage"
-	// CodeInsufficientExtendedResource (insufficient-extended-resource): same for an extended resource such as nvidia.com/gpu (name it)
+	// CodeInsufficientExtendedResource (insufficient-extended-resource): no node has the
+	// extended resource the pod requests (nvidia.com/gpu, hugepages) free. Next: free or add a
+	// node that advertises it; when no node advertises it, check its device plugin.
 	CodeInsufficientExtendedResource Code = "insufficient-extended-resource"
-	// CodeTooManyPods (too-many-pods): nodes at their `pods` capacity
+	// CodeTooManyPods (too-many-pods): nodes are at their pods capacity (the kubelet's
+	// maxPods). Next: remove finished or unneeded pods, add a node, or raise maxPods.
 	CodeTooManyPods Code = "too-many-pods"
-	// CodeUntoleratedTaint (untolerated-taint): every candidate node has a taint the pod does not tolerate (name taint and node; includes not-ready, unreachable, disk-pressure, control-plane)
+	// CodeUntoleratedTaint (untolerated-taint): the nodes meant for the pod carry a taint it does
+	// not tolerate. Next: a taint a controller owns (not-ready, pressure, cloud initialisation,
+	// autoscaler) goes away when its owner is fixed; a control-plane or system taint stays, and
+	// the pod needs room elsewhere; your own taint is tolerated on purpose or removed.
 	CodeUntoleratedTaint Code = "untolerated-taint"
-	// CodeNodeSelectorMismatch (node-selector-mismatch): nodeSelector or required node affinity matches no node
+	// CodeNodeSelectorMismatch (node-selector-mismatch): the pod's nodeSelector or required node
+	// affinity matches no node that could take it. Next: fix the selector to labels the nodes
+	// carry, or label a node meant for the pod (never a label Kubernetes or the cloud sets).
 	CodeNodeSelectorMismatch Code = "node-selector-mismatch"
-	// CodeNodeUnschedulable (node-unschedulable): nodes cordoned (spec.unschedulable)
+	// CodeNodeUnschedulable (node-unschedulable): the nodes that would take the pod are cordoned
+	// (spec.unschedulable). Next: uncordon a node whose maintenance is over, or find room on
+	// the others.
 	CodeNodeUnschedulable Code = "node-unschedulable"
-	// CodePodAffinityUnsatisfiable (pod-affinity-unsatisfiable): inter-pod (anti-)affinity cannot be met
+	// CodePodAffinityUnsatisfiable (pod-affinity-unsatisfiable): required pod affinity finds no
+	// pod to run next to in any domain the pod can use. Next: start those pods first, or relax
+	// the rule to preferredDuringScheduling.
 	CodePodAffinityUnsatisfiable Code = "pod-affinity-unsatisfiable"
-	// CodePodAntiAffinityUnsatisfiable (pod-anti-affinity-unsatisfiable): inter-pod (anti-)affinity cannot be met
+	// CodePodAntiAffinityUnsatisfiable (pod-anti-affinity-unsatisfiable): required pod
+	// anti-affinity (the pod's own or an existing pod's) rules out every node. Next: add nodes
+	// or domains, run fewer replicas, use a narrower topologyKey, or make it preferred.
 	CodePodAntiAffinityUnsatisfiable Code = "pod-anti-affinity-unsatisfiable"
-	// CodeTopologySpreadUnsatisfiable (topology-spread-unsatisfiable): topologySpreadConstraints with DoNotSchedule cannot be met
+	// CodeTopologySpreadUnsatisfiable (topology-spread-unsatisfiable): topologySpreadConstraints
+	// with DoNotSchedule cannot be met. Next: add capacity in the emptiest domain the pod can
+	// use, set nodeTaintsPolicy/nodeAffinityPolicy Honor when nodes it cannot use count as
+	// domains, or raise maxSkew or use ScheduleAnyway.
 	CodeTopologySpreadUnsatisfiable Code = "topology-spread-unsatisfiable"
-	// CodeHostPortConflict (host-port-conflict): the hostPort/protocol/hostIP is taken on every candidate node
+	// CodeHostPortConflict (host-port-conflict): the pod's hostPort is taken on every node that
+	// could take it. Next: drop hostPort (use a Service) or pick a free port; an older pod of
+	// the same Deployment holding it needs maxSurge 0.
 	CodeHostPortConflict Code = "host-port-conflict"
-	// CodePVCUnbound (pvc-unbound): volume binding blocks scheduling
+	// CodePVCUnbound (pvc-unbound): a claim the pod mounts is not bound, so the scheduler waits.
+	// Next: what the answer names for the claim: its StorageClass (missing, no provisioner),
+	// the provisioner's events, or a matching PersistentVolume to create.
 	CodePVCUnbound Code = "pvc-unbound"
-	// CodePVCNotFound (pvc-not-found): volume binding blocks scheduling
+	// CodePVCNotFound (pvc-not-found): the pod mounts a PersistentVolumeClaim that does not
+	// exist. Next: create the claim, or fix claimName in the pod's workload.
 	CodePVCNotFound Code = "pvc-not-found"
-	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): volume binding blocks scheduling
+	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): the node affinity or zone
+	// labels of a PersistentVolume the pod's claims are bound to rule out the nodes the pod can
+	// use. Next: when the claims were bound where the pod may not run (Immediate binding, or two
+	// claims in two zones), a StorageClass with volumeBindingMode WaitForFirstConsumer or
+	// allowedTopologies and a recreated claim; bring back a node only when none is left where
+	// the volume is.
 	CodeVolumeNodeAffinityConflict Code = "volume-node-affinity-conflict"
-	// CodeVolumeAttachLimit (volume-attach-limit): nodes are at their CSI attachable-volume limit ("exceed max volume count"; CSINode spec.drivers[].allocatable.count)
+	// CodeVolumeAttachLimit (volume-attach-limit): nodes are at their CSI attachable-volume
+	// limit (CSINode spec.drivers[].allocatable.count, "exceed max volume count"). Next: add a
+	// node or an instance type that attaches more volumes, or need fewer volumes per node.
 	CodeVolumeAttachLimit Code = "volume-attach-limit"
-	// CodeSchedulingGated (scheduling-gated): spec.schedulingGates not removed
+	// CodeSchedulingGated (scheduling-gated): spec.schedulingGates are not removed, so the
+	// scheduler does not look at the pod. Next: find the controller that owns each gate and why
+	// it holds the pod.
 	CodeSchedulingGated Code = "scheduling-gated"
-	// CodeNoNodes (no-nodes): the cluster has no (ready) nodes
+	// CodeNoNodes (no-nodes): the cluster has no nodes. Next: check why the kubelets do not
+	// register (node group size, bootstrap token, kubelet logs).
 	CodeNoNodes Code = "no-nodes"
-	// CodeSchedulerNotRunning (scheduler-not-running): Pending, unscheduled, and no scheduler has written any event for it
+	// CodeSchedulerNotRunning (scheduler-not-running): the pod is Pending and unscheduled, and no
+	// scheduler has written any event or condition for it. Next: check that the scheduler it
+	// names (spec.schedulerName) runs and holds its leader lease.
 	CodeSchedulerNotRunning Code = "scheduler-not-running"
 )
 
@@ -154,6 +195,8 @@ const (
 	CodePodCompleted Code = "pod-completed"
 	// CodePodNotFound (pod-not-found): no such pod: suggest the closest names in that and other namespaces
 	CodePodNotFound Code = "pod-not-found"
+	// CodeNamespaceNotFound (namespace-not-found): the namespace asked about (with -n, as NAMESPACE/POD, or the chat channel's) does not exist on this cluster: check the name (the closest are suggested) and the cluster (the bot names the configured clusters that have it)
+	CodeNamespaceNotFound Code = "namespace-not-found"
 )
 
 // Workloads (why-pending TYPE/NAME and --all): what a controller cannot do for its pods.
@@ -184,7 +227,8 @@ const (
 
 // Context findings (never the primary cause on their own).
 const (
-	// CodeNodeNotReady (node-not-ready): the pod's node or candidate nodes are NotReady
+	// CodeNodeNotReady (node-not-ready): the pod's node or candidate nodes are NotReady. Next:
+	// the node's kubelet, container runtime and network (kubectl describe node).
 	CodeNodeNotReady Code = "node-not-ready"
 	// CodeKubeletVersionSkew (kubelet-version-skew): a node's kubelet is outside the supported skew of the API server
 	CodeKubeletVersionSkew Code = "kubelet-version-skew"

@@ -56,12 +56,6 @@ func closestNames(want string, candidates []string, n int) []string {
 	return bestNames(cands, n)
 }
 
-// ClosestNames returns up to n of candidates whose names are close to want (a typo of it),
-// closest first; want itself is never among them.
-func ClosestNames(want string, candidates []string, n int) []string {
-	return closestNames(want, candidates, n)
-}
-
 // ClosestPodNames returns "namespace/name" of up to n pods of refs whose names are close to
 // name (see nameScore), closest first; a pod in another namespace than the one asked ranks
 // after an equally close one in it. A name that is close to nothing gets no suggestion.

@@ -27,12 +27,12 @@ func TestTyposAndMissingFiles(t *testing.T) {
 }
 
 // TestTypoedNamespace is issue 22 item 10: a namespace that does not exist but is close to
-// one that does gets "did you mean".
+// one that does gets "did you mean" (item 8's answer, from main), in the CLI too.
 func TestTypoedNamespace(t *testing.T) {
 	c := testcluster.Start(t, testenv.Options{})
 	testcluster.Load(t, c, "seed-ipam-leaked")
-	code, _, errOut := runCLI(t, "why-pending", "--kubeconfig", c.KubeconfigPath, "-n", "seed-ipam-leakd", "--all")
-	if want := `namespace "seed-ipam-leakd" does not exist; did you mean "seed-ipam-leaked"?`; code != exitPodNotFound || !strings.Contains(errOut, want) {
-		t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, exitPodNotFound, want)
+	code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", c.KubeconfigPath, "-n", "seed-ipam-leakd", "--all")
+	if want := "Did you mean namespace seed-ipam-leaked?"; code != exitPodNotFound || !strings.Contains(out+errOut, want) {
+		t.Errorf("exit %d, output %q%q; want %d and %q", code, out, errOut, exitPodNotFound, want)
 	}
 }

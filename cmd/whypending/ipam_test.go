@@ -169,7 +169,7 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 		t.Errorf("plan:\n%s", out)
 	}
 	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty", "--yes", "--lock")
-	if !strings.Contains(out, "Released 1 blocks (kept 0) with 5 writes.") || !strings.Contains(out, "Unlocked the Calico datastore.") {
+	if !strings.Contains(out, "Released 1 block (kept 0) with 5 writes.") || !strings.Contains(out, "Unlocked the Calico datastore.") {
 		t.Errorf("release:\n%s", out)
 	}
 	if out := mustRunIPAM(t, c.KubeconfigPath, "show", "--show-blocks"); !strings.Contains(out, "Empty affine blocks: 0") || !strings.Contains(out, "3/4") {

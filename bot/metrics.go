@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 )
@@ -12,7 +13,7 @@ import (
 // Metrics are the bot's Prometheus metrics, served on /metrics.
 type Metrics struct {
 	// commands counts commands by name ("why-pending", "ipam", "unknown") and outcome
-	// ("ok", "user-error", "unavailable", "error").
+	// ("ok", "user-error", "refused", "unavailable", "error").
 	commands *prometheus.CounterVec
 	// transitions counts approval audit events by event name.
 	transitions *prometheus.CounterVec
@@ -22,6 +23,9 @@ type Metrics struct {
 	Adapters *chat.Metrics
 	// caches reports the informer caches at each scrape (ReportCaches).
 	caches *cacheCollector
+	// Authorization counts per-user authorization's reviews (cache hits and misses) and
+	// refusals (authz.Options.Metrics).
+	Authorization *authz.Metrics
 	// platformUp is 1 while a configured chat platform is connected (its commands
 	// registered, its connection open), else 0, by platform (SetPlatformUp).
 	platformUp *prometheus.GaugeVec
@@ -103,8 +107,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer a chat command, by command.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"command"}),
-		Adapters: chat.NewMetrics(reg),
-		caches:   newCacheCollector(),
+		Adapters:      chat.NewMetrics(reg),
+		caches:        newCacheCollector(),
+		Authorization: authz.NewMetrics(reg),
 		platformUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "whypending_chat_platform_up",
 			Help: "1 while a configured chat platform is connected (commands registered, connection open), 0 while serve retries it, by platform.",

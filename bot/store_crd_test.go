@@ -188,6 +188,9 @@ func TestCRDStore(t *testing.T) {
 				continue
 			}
 			for i, cell := range row.Cells {
+				if name := table.ColumnDefinitions[i].Name; name == "Requested As" || name == "Decided As" {
+					continue // the Kubernetes identities of per-user authorization: none when it is off
+				}
 				if cell == nil || cell == "" {
 					t.Errorf("column %s is blank: %v", table.ColumnDefinitions[i].Name, row.Cells)
 				}

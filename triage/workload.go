@@ -551,7 +551,7 @@ func workloadHealthyFinding(v *workloadView, d *WorkloadDiagnosis) Finding {
 	case d.Desired != nil && *d.Desired == 0:
 		f.Summary = fmt.Sprintf("%s is scaled to zero (spec.replicas 0): it wants no pods.", ref)
 	default:
-		f.Summary = fmt.Sprintf("%s is not stuck: %d of %d %s Running and Ready.", ref, d.Ready, d.Pods, plural(d.Pods, "pod is", "pods are"))
+		f.Summary = fmt.Sprintf("%s is not stuck: %d of %d %s Running and Ready.", ref, d.Ready, d.Pods, ofPods(d.Ready, d.Pods, "pod", "pods"))
 	}
 	f.Evidence = []Evidence{{Object: ref.String(), Field: "status", Message: workloadStatusLine(v.ws)}}
 	f.Fix = []string{fmt.Sprintf("kubectl get %s -o wide", ref.kubectl())}

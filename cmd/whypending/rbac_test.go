@@ -599,7 +599,7 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 func (e *rbacCluster) blockFlows(t *testing.T) {
 	e.refused(t, "ipam", "release-blocks", "--all-empty", "--yes")
 	out := e.mustCLI(t, rwRelease, "ipam", "release-blocks", "--all-empty", "--yes", "--lock")
-	if !strings.Contains(out, "Released 1 blocks (kept 0)") {
+	if !strings.Contains(out, "Released 1 block (kept 0)") {
 		t.Errorf("release-blocks:\n%s", out)
 	}
 }

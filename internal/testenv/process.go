@@ -84,6 +84,19 @@ func (p *process) stop() error {
 	}
 }
 
+// pause stops the process group with SIGSTOP (pause) or continues it with SIGCONT: a paused
+// server keeps its listening socket, so the kernel still accepts connections, and answers
+// nothing, as a hung process would.
+func (p *process) pause(pause bool) error {
+	if p == nil || p.exited() {
+		return fmt.Errorf("pause %s: not running", p.name)
+	}
+	if err := pauseGroup(p.pid, pause); err != nil {
+		return fmt.Errorf("pause %s (pid %d): %w", p.name, p.pid, err)
+	}
+	return nil
+}
+
 // logTail returns the last n lines of the process log, for error messages.
 func (p *process) logTail(n int) string {
 	data, err := os.ReadFile(p.logPath)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,7 +38,8 @@ type Expected struct {
 	// why-pending: "deploy/checkout", "sts/ledger", a bare "checkout" (a pod, else the workload
 	// of that name), in Namespace. Pod then names the pod the scheduler must judge first, if any.
 	Target string `json:"target,omitempty"`
-	// Namespace is the namespace a Target is asked in.
+	// Namespace is the namespace a Target is asked in; a Target written
+	// "namespace/type/name" with no Namespace is read as "type/name" in that namespace.
 	Namespace string `json:"namespace,omitempty"`
 	// Pod is the pod under test as "namespace/name".
 	Pod string `json:"pod"`
@@ -99,6 +101,13 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 	s.ExpectedYAML = expected
 	if err := yaml.Unmarshal(expected, &s.Expected); err != nil {
 		return nil, fmt.Errorf("read scenario %s: expected.yaml: %w", s.Name, err)
+	}
+	// "namespace/type/name" (as the shared cases write a target) is Target "type/name" in
+	// Namespace.
+	if e := &s.Expected; e.Namespace == "" {
+		if ns, rest, ok := strings.Cut(e.Target, "/"); ok && strings.Contains(rest, "/") {
+			e.Namespace, e.Target = ns, rest
+		}
 	}
 	return s, nil
 }

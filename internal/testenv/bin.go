@@ -104,6 +104,34 @@ func Helm(ctx context.Context, progress io.Writer) (string, error) {
 	return abs, nil
 }
 
+// KubectlEnv names the environment variable that, when set, is the path of a kubectl binary;
+// Kubectl then skips hack/kubectl/build.sh.
+const KubectlEnv = "WHYPENDING_KUBECTL"
+
+// Kubectl returns the absolute path of a kubectl binary of the local control plane's Kubernetes
+// version. If $WHYPENDING_KUBECTL is set it must name an executable; otherwise Kubectl runs
+// <repo>/hack/kubectl/build.sh, which builds k8s.io/kubernetes/cmd/kubectl from the Go module
+// proxy into <repo>/.cache/kubectl/<version key>/kubectl on first use (about 3 minutes on 2
+// idle cores) and returns at once when the cache is warm. Progress lines go to progress (may
+// be nil). Tests use it to run the kubectl commands a diagnosis suggests, as a user pastes them.
+func Kubectl(ctx context.Context, progress io.Writer) (string, error) {
+	path := os.Getenv(KubectlEnv)
+	if path == "" {
+		var err error
+		if path, err = runBuildScript(ctx, "hack/kubectl/build.sh", progress); err != nil {
+			return "", fmt.Errorf("build kubectl: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("kubectl: %w", err)
+	}
+	if err := checkExecutable(abs); err != nil {
+		return "", fmt.Errorf("kubectl: %w", err)
+	}
+	return abs, nil
+}
+
 // runBuildScript runs the repository script rel (a build.sh that prints one path as its last
 // line of stdout) from the repository root and returns that path. Its stderr progress lines are
 // copied to progress (may be nil); the tail of them is in the error when it fails.

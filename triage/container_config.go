@@ -73,10 +73,14 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 		}
 		resource := strings.ToLower(kind) + "s"
 		f.Code = CodeSecretNotFound
-		create := fmt.Sprintf("kubectl create secret generic %s %s --from-literal=<key>=<value>", shellQuote(name), nsFlag(pod))
+		literals := fromLiterals(c, kind, name)
+		create := fmt.Sprintf("kubectl create secret generic %s %s%s", shellQuote(name), nsFlag(pod), literals)
 		if kind == "ConfigMap" {
 			f.Code = CodeConfigMapNotFound
-			create = fmt.Sprintf("kubectl create configmap %s %s --from-literal=<key>=<value>", shellQuote(name), nsFlag(pod))
+			create = fmt.Sprintf("kubectl create configmap %s %s%s", shellQuote(name), nsFlag(pod), literals)
+		}
+		if literals == "" {
+			create = fmt.Sprintf("Create %s %s in namespace %s with the keys the container reads (kubectl create %s %s %s with --from-literal=KEY=VALUE or --from-env-file)", kind, name, pod.Namespace, strings.ToLower(strings.Replace(kind, "Secret", "secret generic", 1)), name, nsFlag(pod))
 		}
 		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, "")) +
 			missingObjectNote(s, resource, name)
@@ -88,6 +92,52 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 	f.Summary = fmt.Sprintf("The kubelet cannot build the configuration of %s: %s", who, strings.TrimSpace(msg))
 	f.Fix = []string{fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name)}
 	return f
+}
+
+// fromLiterals is " --from-literal=KEY=\"$KEY\"" for each key container c reads from kind/name
+// through env (the values from the environment, which only the operator knows), or "" when it
+// reads none by key (envFrom takes every key).
+func fromLiterals(c containerStatus, kind, name string) string {
+	if c.Spec == nil {
+		return ""
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, e := range c.Spec.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		key := ""
+		switch {
+		case kind == "Secret" && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == name:
+			key = e.ValueFrom.SecretKeyRef.Key
+		case kind == "ConfigMap" && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == name:
+			key = e.ValueFrom.ConfigMapKeyRef.Key
+		}
+		if key == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		fmt.Fprintf(&b, " --from-literal=%s=\"$%s\"", shellQuote(key), envVarName(e.Name))
+	}
+	if b.Len() > 0 {
+		b.WriteString("   # each value from the environment variable of that name: export them first")
+	}
+	return b.String()
+}
+
+// envVarName makes name a shell variable name (letters, digits and _).
+func envVarName(name string) string {
+	out := []rune(strings.ToUpper(name))
+	for i, r := range out {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			out[i] = '_'
+		}
+	}
+	if len(out) == 0 || out[0] >= '0' && out[0] <= '9' {
+		return "V_" + string(out)
+	}
+	return string(out)
 }
 
 // envRef is one place in a container spec that references a Secret or ConfigMap.

@@ -188,7 +188,7 @@ func TestFailedCreateCauses(t *testing.T) {
 			"kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o custom-columns=CONFIG:.metadata.name,WEBHOOKS:.webhooks[*].name | grep -F mutate.istio.io"},
 		{"a missing ServiceAccount, with the closest existing names",
 			`pods "checkout-7d9f8b6c4-" is forbidden: error looking up service account shop/checkout-sa: serviceaccount "checkout-sa" not found`,
-			CodeServiceAccountNotFound, false, "Namespace shop", "kubectl create serviceaccount -n shop checkout-sa  # if the workload should have its own"},
+			CodeServiceAccountNotFound, false, "Namespace shop", "kubectl create serviceaccount -n shop checkout-sa   # the controller's next retry creates the pods"},
 		{"a LimitRange bound",
 			`pods "checkout-7d9f8b6c4-" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, minimum memory usage per Container is 64Mi, but request is 32Mi]`,
 			CodeLimitRangeViolation, false, "LimitRange shop/bounds", "kubectl describe limitrange -n shop"},
@@ -550,12 +550,26 @@ func TestQuotaThatRequiresFieldsFixesTheTemplate(t *testing.T) {
 	}
 	want := []string{
 		"kubectl describe resourcequota -n q2 mem",
-		"kubectl set resources deploy/checkout -n q2 -c c --limits=memory=<memory> --requests=cpu=<cpu>  # set what the quota requires on container c",
+		"Set limits.memory and requests.cpu on container c to what it needs: it sets no other bound of that resource and no LimitRange gives a value to copy.",
 		"kubectl set resources deploy/checkout -n q2 -c side --limits=memory=64Mi  # set what the quota requires on container side",
-		"Or give every container in q2 that sets none a default: a LimitRange of type Container with default.memory and defaultRequest.cpu (kubectl apply -n q2 -f limitrange.yaml).",
+		"Or give every container in q2 that sets none a default: a LimitRange of type Container with default.memory and defaultRequest.cpu, applied to namespace q2.",
 	}
 	if diff := cmp.Diff(want, p.Fix); diff != "" {
 		t.Errorf("fix mismatch (-want +got):\n%s", diff)
+	}
+	for _, l := range p.Fix {
+		if strings.Contains(l, "resourcequota") && !strings.HasPrefix(l, "kubectl describe") || strings.Contains(l, "Free room") {
+			t.Errorf("a quota that requires fields is fixed by setting them, never by freeing or raising it: %q", l)
+		}
+	}
+
+	// A LimitRange's bounds are values the answer knows: they replace the guess.
+	ws.LimitRanges = []*corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Namespace: "q2", Name: "bounds"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{"memory": resource.MustParse("1Gi"), "cpu": resource.MustParse("2")}, DefaultRequest: corev1.ResourceList{"cpu": resource.MustParse("100m")},
+	}}}}}
+	p = EvaluateWorkload(ws).Primary()
+	if got, want := p.Fix[1], "kubectl set resources deploy/checkout -n q2 -c c --limits=memory=1Gi --requests=cpu=100m  # set what the quota requires on container c"; got != want {
+		t.Errorf("fix with a LimitRange = %q, want %q", got, want)
 	}
 }
 

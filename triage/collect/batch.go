@@ -128,6 +128,7 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 	if full {
 		b.c.collectStorage(ctx, s)
 		b.c.collectExtras(ctx, s)
+		b.c.collectComponents(ctx, s)
 		b.c.collectNames(ctx, s)
 	}
 	return s

@@ -237,6 +237,7 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	c.collectStorage(ctx, s)
 	s.ServerVersion = c.serverVersion()
 	c.collectExtras(ctx, s)
+	c.collectComponents(ctx, s)
 	c.collectNames(ctx, s)
 	return s, nil
 }

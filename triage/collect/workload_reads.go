@@ -90,11 +90,9 @@ func (c *Collector) getWorkload(ctx context.Context, ws *triage.WorkloadSnapshot
 		}
 		ws.Deployment, err = getVia(ctx, name, get, apps.Deployments(ns).Get)
 	case triage.KindReplicaSet:
-		var get func(string) (*appsv1.ReplicaSet, error)
-		if wc != nil {
-			get = wc.replicaSets.ReplicaSets(ns).Get
-		}
-		ws.ReplicaSet, err = getVia(ctx, name, get, apps.ReplicaSets(ns).Get)
+		// Read whole: the cache drops ReplicaSets' and Jobs' pod templates
+		// (stripWorkloadForCache), and the rules read the template of the workload asked about.
+		ws.ReplicaSet, err = getVia(ctx, name, nil, apps.ReplicaSets(ns).Get)
 	case triage.KindStatefulSet:
 		var get func(string) (*appsv1.StatefulSet, error)
 		if wc != nil {
@@ -108,11 +106,7 @@ func (c *Collector) getWorkload(ctx context.Context, ws *triage.WorkloadSnapshot
 		}
 		ws.DaemonSet, err = getVia(ctx, name, get, apps.DaemonSets(ns).Get)
 	case triage.KindJob:
-		var get func(string) (*batchv1.Job, error)
-		if wc != nil {
-			get = wc.jobs.Jobs(ns).Get
-		}
-		ws.Job, err = getVia(ctx, name, get, batch.Jobs(ns).Get)
+		ws.Job, err = getVia(ctx, name, nil, batch.Jobs(ns).Get) // read whole, as a ReplicaSet
 	case triage.KindCronJob:
 		var get func(string) (*batchv1.CronJob, error)
 		if wc != nil {

@@ -530,7 +530,7 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 }
 
 // setResourcesFix is the command that changes container's resources (flags such as
-// "--limits=memory=<more>"): on the owning workload, or, for a pod no controller owns, the note
+// "--limits=memory=512Mi"): on the owning workload, or, for a pod no controller owns, the note
 // that it must be recreated with the new value of what.
 func setResourcesFix(pod *corev1.Pod, container, flags, what string) string {
 	target, mutable := templateTarget(pod)

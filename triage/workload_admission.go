@@ -40,7 +40,7 @@ func parseSCC(msg string) []sccProblem {
 	rest = strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
 	rest = strings.TrimSuffix(strings.TrimPrefix(rest, "["), "]")
 	var out []sccProblem
-	for _, item := range splitBrackets(rest) {
+	for _, item := range splitTopLevel(rest) {
 		if m := reSCCProvider.FindStringSubmatch(item); m != nil {
 			p := sccProblem{scc: m[1]}
 			if strings.Contains(m[2], "not usable by user or serviceaccount") {
@@ -54,30 +54,6 @@ func parseSCC(msg string) []sccProblem {
 		if len(out) > 0 && item != "" {
 			out[len(out)-1].fields = append(out[len(out)-1].fields, item)
 		}
-	}
-	return out
-}
-
-// splitBrackets splits s at the commas outside brackets and quotes.
-func splitBrackets(s string) []string {
-	var out []string
-	depth, quoted, start := 0, false, 0
-	for i, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-		case quoted:
-		case r == '[' || r == '(':
-			depth++
-		case r == ']' || r == ')':
-			depth--
-		case r == ',' && depth == 0:
-			out = append(out, strings.TrimSpace(s[start:i]))
-			start = i + 1
-		}
-	}
-	if rest := strings.TrimSpace(s[start:]); rest != "" {
-		out = append(out, rest)
 	}
 	return out
 }

@@ -149,7 +149,7 @@ func admissionFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 		f = Finding{
 			Code:      CodeUnknown,
 			Uncertain: true,
-			Summary:   fmt.Sprintf("%s cannot create %s: the API server refuses them for a reason the rules do not model; its own words are below.", c.ref, c.what()),
+			Summary:   fmt.Sprintf("%s cannot create %s: the API server refuses them for a reason the rules do not model; it says: %q.", c.ref, c.what(), truncateStart(strings.TrimPrefix(msg, "Error creating: "), 300)),
 			Fix:       []string{fmt.Sprintf("kubectl describe %s", c.ref.kubectl())},
 		}
 	}
@@ -748,7 +748,8 @@ func podSecurityFix(control, detail string) string {
 	return "In the pod template, " + strings.Join(fixes, "; ") + "."
 }
 
-// splitTopLevel splits "a (x, y), b (z)" at the commas outside parentheses and quotes.
+// splitTopLevel splits "a (x, y), b [z, w]" at the commas outside parentheses, brackets and
+// quotes.
 func splitTopLevel(s string) []string {
 	var out []string
 	depth, quoted, start := 0, false, 0
@@ -757,9 +758,9 @@ func splitTopLevel(s string) []string {
 		case r == '"':
 			quoted = !quoted
 		case quoted:
-		case r == '(':
+		case r == '(' || r == '[':
 			depth++
-		case r == ')':
+		case r == ')' || r == ']':
 			depth--
 		case r == ',' && depth == 0:
 			out = append(out, strings.TrimSpace(s[start:i]))

@@ -87,21 +87,7 @@ const HelmEnv = "WHYPENDING_HELM"
 // <repo>/.cache/helm/<version key>/helm on first use (about 4 minutes on 2 idle cores) and
 // returns at once when the cache is warm. Progress lines go to progress (may be nil).
 func Helm(ctx context.Context, progress io.Writer) (string, error) {
-	path := os.Getenv(HelmEnv)
-	if path == "" {
-		var err error
-		if path, err = runBuildScript(ctx, "hack/helm/build.sh", progress); err != nil {
-			return "", fmt.Errorf("build helm: %w", err)
-		}
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("helm: %w", err)
-	}
-	if err := checkExecutable(abs); err != nil {
-		return "", fmt.Errorf("helm: %w", err)
-	}
-	return abs, nil
+	return builtBinary(ctx, HelmEnv, "hack/helm/build.sh", "helm", progress)
 }
 
 // KubectlEnv names the environment variable that, when set, is the path of a kubectl binary;
@@ -115,19 +101,25 @@ const KubectlEnv = "WHYPENDING_KUBECTL"
 // idle cores) and returns at once when the cache is warm. Progress lines go to progress (may
 // be nil). Tests use it to run the kubectl commands a diagnosis suggests, as a user pastes them.
 func Kubectl(ctx context.Context, progress io.Writer) (string, error) {
-	path := os.Getenv(KubectlEnv)
+	return builtBinary(ctx, KubectlEnv, "hack/kubectl/build.sh", "kubectl", progress)
+}
+
+// builtBinary returns the absolute path of the executable $env names, else of the one the
+// repository script builds (and caches), checked to be executable.
+func builtBinary(ctx context.Context, env, script, name string, progress io.Writer) (string, error) {
+	path := os.Getenv(env)
 	if path == "" {
 		var err error
-		if path, err = runBuildScript(ctx, "hack/kubectl/build.sh", progress); err != nil {
-			return "", fmt.Errorf("build kubectl: %w", err)
+		if path, err = runBuildScript(ctx, script, progress); err != nil {
+			return "", fmt.Errorf("build %s: %w", name, err)
 		}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("kubectl: %w", err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if err := checkExecutable(abs); err != nil {
-		return "", fmt.Errorf("kubectl: %w", err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return abs, nil
 }

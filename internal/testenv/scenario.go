@@ -41,7 +41,8 @@ type Expected struct {
 	// Namespace is the namespace a Target is asked in; a Target written
 	// "namespace/type/name" with no Namespace is read as "type/name" in that namespace.
 	Namespace string `json:"namespace,omitempty"`
-	// Pod is the pod under test as "namespace/name".
+	// Pod is the pod under test as "namespace/name" ("" for a Target with no pod; a
+	// "namespace/type/name" here is read as the Target).
 	Pod string `json:"pod"`
 	// Code is the primary triage code (a slug from triage-codes.md): the pod's Findings[0], or
 	// the workload's for a Target.
@@ -102,8 +103,14 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 	if err := yaml.Unmarshal(expected, &s.Expected); err != nil {
 		return nil, fmt.Errorf("read scenario %s: expected.yaml: %w", s.Name, err)
 	}
-	// "namespace/type/name" (as the shared cases write a target) is Target "type/name" in
-	// Namespace.
+	// "namespace/type/name" (as the shared cases write a target, and repeat it as the pod) is
+	// Target "type/name" in Namespace, and names no pod.
+	if e := &s.Expected; strings.Count(e.Pod, "/") == 2 {
+		if e.Target == "" {
+			e.Target = e.Pod
+		}
+		e.Pod = ""
+	}
 	if e := &s.Expected; e.Namespace == "" {
 		if ns, rest, ok := strings.Cut(e.Target, "/"); ok && strings.Contains(rest, "/") {
 			e.Namespace, e.Target = ns, rest

@@ -84,12 +84,32 @@ var reKubectlVerb = regexp.MustCompile(`(?:^|[;&|(]\s*)kubectl\s+([a-z-]+)`)
 // writes reports whether the command line runs a kubectl write (edit and rollout included:
 // the wrapper refuses those it cannot check).
 func writes(cmd string) bool {
+	cmd = shellCode(cmd)
 	for _, m := range reKubectlVerb.FindAllStringSubmatch(cmd, -1) {
 		if slices.Contains(dryRunVerbs, m[1]) || m[1] == "edit" || (m[1] == "rollout" && !strings.Contains(cmd, "rollout status") && !strings.Contains(cmd, "rollout history")) {
 			return true
 		}
 	}
 	return false
+}
+
+// shellCode is cmd without its trailing shell comment: from the first # that starts a word
+// outside quotes.
+func shellCode(cmd string) string {
+	var quote rune
+	for i, r := range cmd {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || cmd[i-1] == ' ' || cmd[i-1] == '\t'):
+			return cmd[:i]
+		}
+	}
+	return cmd
 }
 
 // reNotFound reads kubectl's NotFound error: `Error from server (NotFound): jobs.batch "x" not found`.
@@ -214,13 +234,15 @@ func TestFixCommands(t *testing.T) {
 		t.Errorf("fixCommands = %q, want %q", got, want)
 	}
 	for cmd, want := range map[string]bool{
-		"kubectl describe pod -n a b":                   false,
-		"kubectl get pods -A | grep x":                  false,
-		"kubectl delete pod -n a b":                     true,
-		"kubectl get pvc -n a; kubectl label node n x=": true,
-		"kubectl rollout status deploy/x":               false,
-		"kubectl rollout undo deploy/x":                 true,
-		"kubectl edit deploy/x":                         true,
+		"kubectl describe pod -n a b":                    false,
+		"kubectl get pods -A | grep x":                   false,
+		"kubectl delete pod -n a b":                      true,
+		"kubectl get pvc -n a; kubectl label node n x=":  true,
+		"kubectl rollout status deploy/x":                false,
+		"kubectl rollout undo deploy/x":                  true,
+		"kubectl edit deploy/x":                          true,
+		"kubectl get pods -w   # then; kubectl delete x": false,
+		`kubectl patch x -p '{"a":"#b"}'  # c`:           true,
 	} {
 		if got := writes(cmd); got != want {
 			t.Errorf("writes(%q) = %t, want %t", cmd, got, want)

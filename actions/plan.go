@@ -6,9 +6,12 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/whypending/whypending/calico"
 )
 
 // Kind names a gated operation the way a user would say it. Kinds are stable: they appear in
@@ -31,36 +34,23 @@ const (
 	KindReleaseLeakedHandles Kind = "release-leaked-handles"
 )
 
-// Kinds lists every kind in a fixed order.
-var Kinds = []Kind{KindReleaseLeakedIPs, KindReleaseEmptyBlocks, KindUnlockDatastore, KindReleaseLeakedHandles}
-
 // Valid reports whether k is one of Kinds.
 func (k Kind) Valid() bool {
-	for _, known := range Kinds {
-		if k == known {
-			return true
-		}
-	}
-	return false
+	_, err := repairOf(k)
+	return err == nil
 }
 
 // Destructive reports whether running the kind deletes or frees something. The two-person
 // rule applies to destructive kinds only; unlocking restores normal operation and is not.
 func (k Kind) Destructive() bool {
-	return k == KindReleaseLeakedIPs || k == KindReleaseEmptyBlocks || k == KindReleaseLeakedHandles
+	rp, err := repairOf(k)
+	return err == nil && rp.destructive()
 }
 
 // Verb is the kind as an imperative phrase with a count, e.g. "release 181 leaked IPs".
 func (k Kind) Verb(n int) string {
-	switch k {
-	case KindReleaseLeakedIPs:
-		return fmt.Sprintf("release %d leaked %s", n, plural(n, "IP", "IPs"))
-	case KindReleaseEmptyBlocks:
-		return fmt.Sprintf("release %d empty IPAM %s", n, plural(n, "block", "blocks"))
-	case KindUnlockDatastore:
-		return "unlock the Calico datastore"
-	case KindReleaseLeakedHandles:
-		return fmt.Sprintf("delete %d leaked IPAM %s", n, plural(n, "handle", "handles"))
+	if rp, err := repairOf(k); err == nil {
+		return rp.verb(n)
 	}
 	return string(k)
 }
@@ -94,10 +84,22 @@ type Plan struct {
 	// Node, when set, limits the plan to items on that node (allocations whose node, or
 	// blocks whose affinity, is Node); "" means cluster-wide.
 	Node string `json:"node,omitempty"`
-	// Items are the objects the plan would change, sorted by Target; at most MaxItems.
+	// Blocks, when set, limits a release-empty-blocks plan to these block CIDRs (the CLI's
+	// `ipam release-blocks CIDR...`); empty means every block in Node's scope.
+	Blocks []string `json:"blocks,omitempty"`
+	// AllowLastBlock lets a release-empty-blocks plan take a node's last affine block too
+	// (the CLI's --allow-last-block); the node claims a new block on its next pod.
+	AllowLastBlock bool `json:"allowLastBlock,omitempty"`
+	// Items are the objects the plan would change, sorted by Target; at most MaxItems unless
+	// PlanOptions.Limit said otherwise.
 	Items []Item `json:"items,omitempty"`
 	// Total is how many items were eligible when planning (len(Items) unless capped).
 	Total int `json:"total"`
+	// Excluded are candidates in the plan's scope that it leaves out, and why: a named block
+	// that is not empty, a node's last affine block, a leaked IPAMHandle younger than the
+	// grace period. It explains the dry run; Execute does not read it, and the bot's
+	// RemediationRequest does not keep it.
+	Excluded []Skip `json:"excluded,omitempty"`
 	// Fingerprint is the hex SHA-256 (first 16 characters) of Kind, Cluster and every item's
 	// Target, Handle and SequenceNumber: two plans with the same fingerprint would change
 	// exactly the same allocations.
@@ -177,10 +179,28 @@ func (p Plan) Title() string {
 	return t
 }
 
-// PlanOptions narrow a plan.
+// PlanOptions narrow a plan, or say what to plan from.
 type PlanOptions struct {
 	// Node limits the plan to one node ("" = cluster-wide).
 	Node string
+	// Blocks limits a release-empty-blocks plan to these blocks (Plan.Blocks); a named block
+	// that cannot be released is in Plan.Excluded with the reason.
+	Blocks []netip.Prefix
+	// AllowLastBlock lets a release-empty-blocks plan take a node's last affine block
+	// (Plan.AllowLastBlock).
+	AllowLastBlock bool
+	// Check, when set, is an IPAM check read moments ago to plan from instead of a fresh one
+	// (release-leaked-ips, release-leaked-handles): the CLI's release-ips shows the check
+	// and plans both kinds from it. Execute reads the cluster again all the same.
+	Check *calico.CheckResult
+	// Report, when set, is a calicoctl-schema report (`ipam check -o`) whose leaked
+	// addresses and handles are the candidates (release-leaked-ips, release-leaked-handles;
+	// the CLI's --from-report). The caller makes sure it is of this cluster. Execute reads
+	// the cluster again all the same.
+	Report *calico.Report
+	// Limit caps Plan.Items: 0 means MaxItems; negative means no cap, for a caller that
+	// stores no RemediationRequest and executes at once (the CLI).
+	Limit int
 }
 
 // Approved is a plan together with its approval, as Execute takes it.

@@ -3,8 +3,6 @@ package actions
 import (
 	"context"
 	"fmt"
-
-	"github.com/whypending/whypending/calico"
 )
 
 // Recovery is what Recover found and did for a plan whose execution stopped without
@@ -53,65 +51,18 @@ func (r *Runner) Recover(ctx context.Context, p Plan) (Recovery, error) {
 	if !s.Ready {
 		rec.LockedBy = lockHolder(s)
 	}
-	if rec.Remaining, err = r.stillPlanned(ctx, p, s); err != nil {
+	rp, err := repairOf(p.Kind)
+	if err != nil {
 		return rec, fmt.Errorf("recover %s: %w", p.ID, err)
 	}
-	return rec, nil
-}
-
-// stillPlanned counts the items of p that a fresh read finds exactly as planned; s is the
-// current lock status.
-func (r *Runner) stillPlanned(ctx context.Context, p Plan, s *calico.LockStatus) (int, error) {
-	n := 0
-	switch p.Kind {
-	case KindReleaseLeakedIPs:
-		check, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-		if err != nil {
-			return 0, fmt.Errorf("check calico ipam: %w", err)
-		}
-		leaked := map[string]calico.Allocation{}
-		for _, a := range check.LeakedIPs {
-			leaked[a.IP] = a
-		}
-		for _, it := range p.Items {
-			if a, ok := leaked[it.Target]; ok && a.Handle == it.Handle && seq(a) == it.SequenceNumber {
-				n++
-			}
-		}
-	case KindReleaseEmptyBlocks:
-		u, err := r.IPAM.Utilization(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("read calico ipam utilization: %w", err)
-		}
-		releasable := map[string]string{}
-		for _, b := range releasableBlocks(u, Plan{}) {
-			releasable[b.CIDR.String()] = b.Node
-		}
-		for _, it := range p.Items {
-			if node, ok := releasable[it.Target]; ok && node == it.Node {
-				n++
-			}
-		}
-	case KindReleaseLeakedHandles:
-		check, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-		if err != nil {
-			return 0, fmt.Errorf("check calico ipam: %w", err)
-		}
-		leaked := map[string]string{}
-		for _, h := range check.LeakedHandles {
-			leaked[h.ID] = h.Revision
-		}
-		for _, it := range p.Items {
-			if rv, ok := leaked[it.Target]; ok && rv == it.Revision {
-				n++
-			}
-		}
-	case KindUnlockDatastore:
-		if !s.Ready && len(p.Items) > 0 && lockHolder(s) == p.Items[0].Owner {
-			n = 1
-		}
-	default:
-		return 0, fmt.Errorf("%q: %w", p.Kind, ErrUnknownKind)
+	v, err := rp.read(ctx, r, &reads{ipam: r.IPAM, lock: s})
+	if err != nil {
+		return rec, fmt.Errorf("recover %s: %w", p.ID, err)
 	}
-	return n, nil
+	for _, it := range p.Items {
+		if ok, _ := v.still(p, it); ok {
+			rec.Remaining++
+		}
+	}
+	return rec, nil
 }

@@ -1,97 +1,162 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/whypending/whypending/calico"
 )
 
-// releasableBlocks are the empty affine blocks in the plan's scope that can go while every
-// node keeps at least one affine block (Calico's GC rule: never release a node's last
-// block). When all of a node's blocks are empty, the first by CIDR is kept.
-func releasableBlocks(u *calico.Utilization, p Plan) []calico.BlockUsage {
+// emptyBlocks is KindReleaseEmptyBlocks: release empty affine blocks and their affinities,
+// keeping every node's last affine block (unless the plan allows it).
+type emptyBlocks struct{}
+
+func (emptyBlocks) verb(n int) string {
+	return fmt.Sprintf("release %d empty IPAM %s", n, plural(n, "block", "blocks"))
+}
+func (emptyBlocks) destructive() bool { return true }
+func (emptyBlocks) locks() bool       { return true }
+func (emptyBlocks) validate(Plan) error {
+	return nil
+}
+
+func (emptyBlocks) read(ctx context.Context, _ *Runner, rd *reads) (view, error) {
+	u, err := rd.Utilization(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &blocksView{u: u}, nil
+}
+
+// blocksView is a utilization read.
+type blocksView struct {
+	u     *calico.Utilization
+	rules map[bool]*blockRule // by allowLast, built on first use
+}
+
+// blockRule sorts the empty blocks of a utilization into those that can go and those kept.
+type blockRule struct {
+	releasable []calico.BlockUsage // sorted by CIDR
+	byCIDR     map[string]string   // releasable CIDR -> its node
+	kept       map[string]string   // empty block CIDR -> why it stays
+}
+
+// rule applies Calico's GC rule to the empty blocks: never release a node's last affine block
+// (unless allowLast); when all of a node's blocks are empty, the first by CIDR is kept.
+func (v *blocksView) rule(allowLast bool) *blockRule {
+	if r := v.rules[allowLast]; r != nil {
+		return r
+	}
 	emptyByNode := map[string]int{}
-	for _, b := range u.EmptyBlocks {
+	for _, b := range v.u.EmptyBlocks {
 		emptyByNode[b.Node]++
 	}
-	kept := map[string]bool{}
-	var out []calico.BlockUsage
-	for _, b := range u.EmptyBlocks { // sorted by CIDR
-		if b.LastAffineBlock {
+	r := &blockRule{byCIDR: map[string]string{}, kept: map[string]string{}}
+	keptOne := map[string]bool{}
+	for _, b := range v.u.EmptyBlocks { // sorted by CIDR
+		switch {
+		case allowLast:
+		case b.LastAffineBlock:
+			r.kept[b.CIDR.String()] = "the last affine block of " + b.Node
+			continue
+		case emptyByNode[b.Node] >= v.u.NodeBlocks[b.Node] && !keptOne[b.Node]:
+			keptOne[b.Node] = true
+			r.kept[b.CIDR.String()] = "every block of " + b.Node + " is empty: this one is kept"
 			continue
 		}
-		if emptyByNode[b.Node] >= u.NodeBlocks[b.Node] && !kept[b.Node] {
-			kept[b.Node] = true // every block of the node is empty: keep one
-			continue
-		}
-		if p.inScope(b.Node) {
-			out = append(out, b)
+		r.releasable = append(r.releasable, b)
+		r.byCIDR[b.CIDR.String()] = b.Node
+	}
+	if v.rules == nil {
+		v.rules = map[bool]*blockRule{}
+	}
+	v.rules[allowLast] = r
+	return r
+}
+
+func (v *blocksView) items(p Plan) []Item {
+	var out []Item
+	for _, b := range v.rule(p.AllowLastBlock).releasable {
+		if p.blockInScope(b) {
+			out = append(out, Item{Target: b.CIDR.String(), Node: b.Node})
 		}
 	}
 	return out
 }
 
-// planEmptyBlocks fills p with the empty blocks that can be released.
-func (r *Runner) planEmptyBlocks(ctx context.Context, p *Plan) error {
-	u, err := r.IPAM.Utilization(ctx)
-	if err != nil {
-		return fmt.Errorf("read calico ipam utilization: %w", err)
+// excluded are the empty blocks in the plan's scope that stay (a node's last), then the named
+// blocks that are not empty affine blocks.
+func (v *blocksView) excluded(p Plan) []Skip {
+	kept := v.rule(p.AllowLastBlock).kept
+	var out []Skip
+	for _, b := range v.u.EmptyBlocks {
+		if why, ok := kept[b.CIDR.String()]; ok && p.blockInScope(b) {
+			out = append(out, Skip{Target: b.CIDR.String(), Reason: why})
+		}
 	}
-	blocks := releasableBlocks(u, *p)
-	for _, b := range blocks {
-		p.Items = append(p.Items, Item{Target: b.CIDR.String(), Node: b.Node})
+	if len(p.Blocks) == 0 {
+		return out
 	}
-	p.Total = len(blocks)
-	return nil
+	all := map[string]calico.BlockUsage{}
+	for _, pool := range v.u.Pools {
+		for _, b := range pool.Blocks {
+			all[b.CIDR.String()] = b
+		}
+	}
+	for _, c := range p.Blocks {
+		b, ok := all[c]
+		switch {
+		case !ok:
+			out = append(out, Skip{Target: c, Reason: "no such block"})
+		case b.Node == "":
+			out = append(out, Skip{Target: c, Reason: "not affine to a node (" + cmp.Or(b.Affinity, "no affinity") + ")"})
+		case !b.Empty:
+			out = append(out, Skip{Target: c, Reason: fmt.Sprintf("%d of its %d addresses are allocated", b.InUse, b.Total)})
+		case !p.inScope(b.Node):
+			out = append(out, Skip{Target: c, Reason: "affine to " + b.Node + ", not " + p.Node})
+		}
+	}
+	return out
 }
 
-// releaseEmptyBlocks re-reads utilization and releases the planned blocks that are still
-// empty and not their node's last.
-func (r *Runner) releaseEmptyBlocks(ctx context.Context, p Plan, res *Result) error {
-	u, err := r.IPAM.Utilization(ctx)
-	if err != nil {
-		return fmt.Errorf("re-read calico ipam utilization: %w", err)
+func (*blocksView) basis() string { return "" }
+
+func (v *blocksView) still(p Plan, it Item) (bool, string) {
+	r := v.rule(p.AllowLastBlock)
+	node, ok := r.byCIDR[it.Target]
+	switch {
+	case ok && node == it.Node:
+		return true, ""
+	case ok:
+		return false, "now affine to " + node
+	case r.kept[it.Target] != "":
+		return false, "now its node's last block (kept)"
 	}
-	now := map[string]calico.BlockUsage{}
-	for _, b := range releasableBlocks(u, Plan{}) {
-		now[b.CIDR.String()] = b
-	}
-	empty := map[string]calico.BlockUsage{}
-	for _, b := range u.EmptyBlocks {
-		empty[b.CIDR.String()] = b
-	}
-	planned := map[string]bool{}
-	var cidrs []netip.Prefix
-	for _, it := range p.Items {
-		planned[it.Target] = true
-		b, ok := now[it.Target]
-		switch {
-		case ok && b.Node == it.Node:
-			cidrs = append(cidrs, b.CIDR)
-		case ok:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "now affine to " + b.Node})
-		case empty[it.Target].CIDR.IsValid():
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "now its node's last block (kept)"})
-		default:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "no longer empty, or gone"})
+	return false, "no longer empty, or gone"
+}
+
+// apply releases the items' blocks. calico.Client.ReleaseEmptyBlocks checks each block again,
+// live, right before it writes.
+func (v *blocksView) apply(ctx context.Context, r *Runner, p Plan, items []Item, res *Result) error {
+	cidrs := make([]netip.Prefix, 0, len(items))
+	for _, it := range items {
+		c, err := netip.ParsePrefix(it.Target)
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "not a block CIDR"})
+			continue
 		}
+		cidrs = append(cidrs, c)
 	}
-	for c, b := range now {
-		if !planned[c] && p.inScope(b.Node) {
-			res.NewSince++
-		}
-	}
-	if len(cidrs) == 0 {
-		return nil
-	}
-	br, err := r.IPAM.ReleaseEmptyBlocks(ctx, cidrs, calico.BlockReleaseOptions{})
+	br, err := r.IPAM.ReleaseEmptyBlocks(ctx, cidrs, calico.BlockReleaseOptions{AllowLastBlock: p.AllowLastBlock})
 	if br != nil {
 		res.Done = len(br.Released)
 		for _, s := range br.Skipped {
 			res.Skipped = append(res.Skipped, Skip{Target: s.CIDR, Reason: s.Reason})
 		}
+		res.Writes.Blocks += br.Writes
 	}
 	if err != nil {
 		return fmt.Errorf("release empty blocks: %w", err)
@@ -99,12 +164,7 @@ func (r *Runner) releaseEmptyBlocks(ctx context.Context, p Plan, res *Result) er
 	return nil
 }
 
-// countEmptyBlocks is the verification: how many releasable empty blocks in the plan's
-// scope remain (-1 on error).
-func (r *Runner) countEmptyBlocks(ctx context.Context, p Plan) int {
-	u, err := r.IPAM.Utilization(ctx)
-	if err != nil {
-		return -1
-	}
-	return len(releasableBlocks(u, p))
+// blockInScope reports whether block b belongs to plan p (its node, its named blocks).
+func (p Plan) blockInScope(b calico.BlockUsage) bool {
+	return p.inScope(b.Node) && (len(p.Blocks) == 0 || slices.Contains(p.Blocks, b.CIDR.String()))
 }

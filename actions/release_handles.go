@@ -8,6 +8,40 @@ import (
 	"github.com/whypending/whypending/calico"
 )
 
+// leakedHandles is KindReleaseLeakedHandles: delete the IPAMHandles no block allocation
+// references, each only while its resourceVersion is the one the plan saw.
+type leakedHandles struct{}
+
+func (leakedHandles) verb(n int) string {
+	return fmt.Sprintf("delete %d leaked IPAM %s", n, plural(n, "handle", "handles"))
+}
+func (leakedHandles) destructive() bool { return true }
+func (leakedHandles) locks() bool       { return true }
+
+func (leakedHandles) validate(p Plan) error {
+	switch {
+	case p.Node != "":
+		return fmt.Errorf("plan %s: handles belong to no node; plan it cluster-wide", p.Kind)
+	case len(p.Blocks) > 0 || p.AllowLastBlock:
+		return fmt.Errorf("plan %s: blocks and the last block apply to %s only", p.Kind, KindReleaseEmptyBlocks)
+	}
+	return nil
+}
+
+func (leakedHandles) read(ctx context.Context, r *Runner, rd *reads) (view, error) {
+	v := &handlesView{grace: r.handleGrace(), now: r.now()}
+	if rep := rd.report; rep != nil {
+		v.leaked, v.basisOf = rep.LeakedHandles, "report of ClusterInformation rv "+rep.ClusterInfoRevision
+		return v, nil
+	}
+	check, err := rd.Check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.leaked, v.basisOf = check.LeakedHandles, "ClusterInformation rv "+check.Report.ClusterInfoRevision
+	return v, nil
+}
+
 // handleGrace is HandleGracePeriod or its default (negative: none).
 func (r *Runner) handleGrace() time.Duration {
 	if r.HandleGracePeriod == 0 {
@@ -16,74 +50,81 @@ func (r *Runner) handleGrace() time.Duration {
 	return r.HandleGracePeriod
 }
 
-// leakedHandles are the leaked IPAMHandles of a fresh check that are older than the grace
-// period: a younger unreferenced handle may be an allocation in flight (the CNI plugin writes
-// the handle before the block).
-func (r *Runner) leakedHandles(res *calico.CheckResult) []calico.HandleInfo {
-	grace, now := r.handleGrace(), r.now()
-	var out []calico.HandleInfo
-	for _, h := range res.LeakedHandles {
-		if c := h.Created(); grace > 0 && !c.IsZero() && now.Sub(c) < grace {
-			continue
+// handlesView is a check's leaked IPAMHandles (or a report's).
+type handlesView struct {
+	leaked  []calico.HandleInfo
+	grace   time.Duration
+	now     time.Time
+	basisOf string
+
+	byID map[string]calico.HandleInfo // old enough, by ID; built on first use
+}
+
+// young reports whether h is younger than the grace period: the CNI plugin writes a handle
+// before its block, so a young unreferenced handle may be an allocation in flight. A handle
+// read from a report has no creation time and is never young.
+func (v *handlesView) young(h calico.HandleInfo) bool {
+	c := h.Created()
+	return v.grace > 0 && !c.IsZero() && v.now.Sub(c) < v.grace
+}
+
+func (v *handlesView) items(Plan) []Item {
+	var out []Item
+	for _, h := range v.leaked {
+		if !v.young(h) {
+			out = append(out, Item{Target: h.ID, Handle: h.ID, Revision: h.Revision})
 		}
-		out = append(out, h)
 	}
 	return out
 }
 
-// planLeakedHandles fills p with the leaked handles a fresh check finds.
-func (r *Runner) planLeakedHandles(ctx context.Context, p *Plan) error {
-	if p.Node != "" {
-		return fmt.Errorf("plan %s: handles belong to no node; plan it cluster-wide", p.Kind)
+func (v *handlesView) excluded(Plan) []Skip {
+	var out []Skip
+	for _, h := range v.leaked {
+		if v.young(h) {
+			out = append(out, Skip{Target: h.ID, Reason: fmt.Sprintf("younger than %s: maybe an allocation in flight", v.grace)})
+		}
 	}
-	res, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return fmt.Errorf("check calico ipam: %w", err)
-	}
-	for _, h := range r.leakedHandles(res) {
-		p.Items = append(p.Items, Item{Target: h.ID, Handle: h.ID, Revision: h.Revision})
-	}
-	p.Total = len(p.Items)
-	p.Basis = "ClusterInformation rv " + res.Report.ClusterInfoRevision
-	return nil
+	return out
 }
 
-// releaseLeakedHandles re-checks and deletes the planned handles that are still leaked with
-// the resourceVersion the plan saw. calico.Client.ReleaseIPs re-reads every block right before
+func (v *handlesView) basis() string { return v.basisOf }
+
+// current returns the leaked handle id if it is old enough.
+func (v *handlesView) current(id string) (calico.HandleInfo, bool) {
+	if v.byID == nil {
+		v.byID = map[string]calico.HandleInfo{}
+		for _, h := range v.leaked {
+			if !v.young(h) {
+				v.byID[h.ID] = h
+			}
+		}
+	}
+	h, ok := v.byID[id]
+	return h, ok
+}
+
+func (v *handlesView) still(_ Plan, it Item) (bool, string) {
+	cur, ok := v.current(it.Target)
+	switch {
+	case !ok:
+		return false, "no longer leaked (deleted, or an allocation references it again)"
+	case cur.Revision != it.Revision:
+		return false, "changed since the plan (resourceVersion " + cur.Revision + ", plan saw " + it.Revision + ")"
+	}
+	return true, ""
+}
+
+// apply deletes the items' handles. calico.Client.ReleaseIPs re-reads every block right before
 // the deletes and keeps any handle a block references; each delete carries UID and
 // resourceVersion preconditions.
-func (r *Runner) releaseLeakedHandles(ctx context.Context, p Plan, res *Result) error {
-	check, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return fmt.Errorf("re-check calico ipam: %w", err)
+func (v *handlesView) apply(ctx context.Context, r *Runner, _ Plan, items []Item, res *Result) error {
+	release := make([]calico.HandleInfo, 0, len(items))
+	for _, it := range items {
+		h, _ := v.current(it.Target)
+		release = append(release, h)
 	}
-	leaked := map[string]calico.HandleInfo{}
-	for _, h := range r.leakedHandles(check) {
-		leaked[h.ID] = h
-	}
-	planned := map[string]bool{}
-	var release []calico.HandleInfo
-	for _, it := range p.Items {
-		planned[it.Target] = true
-		cur, ok := leaked[it.Target]
-		switch {
-		case !ok:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "no longer leaked (deleted, or an allocation references it again)"})
-		case cur.Revision != it.Revision:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "changed since the plan (resourceVersion " + cur.Revision + ", plan saw " + it.Revision + ")"})
-		default:
-			release = append(release, cur)
-		}
-	}
-	for id := range leaked {
-		if !planned[id] {
-			res.NewSince++
-		}
-	}
-	if len(release) == 0 {
-		return nil
-	}
-	rr, err := r.IPAM.ReleaseIPs(ctx, nil, calico.ReleaseOptions{Handles: release, HandleGracePeriod: r.handleGrace()})
+	rr, err := r.IPAM.ReleaseIPs(ctx, nil, calico.ReleaseOptions{Handles: release, HandleGracePeriod: v.grace})
 	if rr != nil {
 		res.Done = rr.HandlesDeleted
 		for _, s := range rr.SkippedHandles {
@@ -92,19 +133,10 @@ func (r *Runner) releaseLeakedHandles(ctx context.Context, p Plan, res *Result) 
 		for _, s := range rr.HandleErrors {
 			res.Skipped = append(res.Skipped, Skip{Target: s.ID, Reason: "the delete failed; the next check reports it again"})
 		}
+		res.Writes.add(rr)
 	}
 	if err != nil {
 		return fmt.Errorf("delete leaked handles: %w", err)
 	}
 	return nil
-}
-
-// countLeakedHandles is the verification: how many leaked handles past the grace period a
-// fresh check finds (-1 on error).
-func (r *Runner) countLeakedHandles(ctx context.Context) int {
-	res, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return -1
-	}
-	return len(r.leakedHandles(res))
 }

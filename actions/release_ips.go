@@ -8,20 +8,131 @@ import (
 	"github.com/whypending/whypending/calico"
 )
 
-// planLeakedIPs fills p with the leaked IPs a fresh check finds.
-func (r *Runner) planLeakedIPs(ctx context.Context, p *Plan) error {
-	res, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return fmt.Errorf("check calico ipam: %w", err)
+// leakedIPs is KindReleaseLeakedIPs: release the allocations a check finds leaked, each only
+// while it carries the handle and sequence number the plan saw.
+type leakedIPs struct{}
+
+func (leakedIPs) verb(n int) string {
+	return fmt.Sprintf("release %d leaked %s", n, plural(n, "IP", "IPs"))
+}
+func (leakedIPs) destructive() bool { return true }
+func (leakedIPs) locks() bool       { return true }
+
+func (leakedIPs) validate(p Plan) error {
+	if len(p.Blocks) > 0 || p.AllowLastBlock {
+		return fmt.Errorf("plan %s: blocks and the last block apply to %s only", p.Kind, KindReleaseEmptyBlocks)
 	}
-	for _, a := range res.LeakedIPs {
+	return nil
+}
+
+func (leakedIPs) read(ctx context.Context, _ *Runner, rd *reads) (view, error) {
+	if rep := rd.report; rep != nil {
+		return &ipsView{leaked: rep.Leaked(), basisOf: "report of ClusterInformation rv " + rep.ClusterInfoRevision}, nil
+	}
+	check, err := rd.Check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ipsView{leaked: check.LeakedIPs, all: check.Allocations, basisOf: "ClusterInformation rv " + check.Report.ClusterInfoRevision}, nil
+}
+
+// ipsView is a check's leaked allocations (or a report's). The maps by IP are built on first
+// use: a plan needs none of them.
+type ipsView struct {
+	leaked  []calico.Allocation // sorted by IP
+	all     []calico.Allocation // every allocation (nil for a report)
+	basisOf string
+
+	leakedByIP, allByIP map[string]*calico.Allocation
+}
+
+func (v *ipsView) items(p Plan) []Item {
+	var out []Item
+	for _, a := range v.leaked {
 		if p.inScope(a.Node) {
-			p.Items = append(p.Items, itemOf(a))
+			out = append(out, itemOf(a))
 		}
 	}
-	p.Total = len(p.Items)
-	p.Basis = "ClusterInformation rv " + res.Report.ClusterInfoRevision
+	return out
+}
+
+func (*ipsView) excluded(Plan) []Skip { return nil }
+func (v *ipsView) basis() string      { return v.basisOf }
+
+// leakedIP returns the leaked allocation of ip, if any.
+func (v *ipsView) leakedIP(ip string) (calico.Allocation, bool) {
+	if v.leakedByIP == nil {
+		v.leakedByIP = byIP(v.leaked)
+	}
+	a, ok := v.leakedByIP[ip]
+	if !ok {
+		return calico.Allocation{}, false
+	}
+	return *a, true
+}
+
+func byIP(allocs []calico.Allocation) map[string]*calico.Allocation {
+	m := make(map[string]*calico.Allocation, len(allocs))
+	for i := range allocs {
+		m[allocs[i].IP] = &allocs[i]
+	}
+	return m
+}
+
+func (v *ipsView) still(_ Plan, it Item) (bool, string) {
+	cur, ok := v.leakedIP(it.Target)
+	switch {
+	case !ok:
+		return false, v.whyNotLeaked(it.Target)
+	case cur.Handle != it.Handle || seq(cur) != it.SequenceNumber:
+		return false, "re-allocated since the plan (handle or sequence number changed)"
+	}
+	return true, ""
+}
+
+// apply releases the items' current allocations. calico.Client.ReleaseIPs checks each
+// allocation's handle and sequence number again, keeps every address of a handle together and
+// re-reads the pods and nodes that could use an address right before each block write.
+func (v *ipsView) apply(ctx context.Context, r *Runner, _ Plan, items []Item, res *Result) error {
+	release := make([]calico.Allocation, 0, len(items))
+	for _, it := range items {
+		a, _ := v.leakedIP(it.Target)
+		release = append(release, a)
+	}
+	rr, err := r.IPAM.ReleaseIPs(ctx, release, calico.ReleaseOptions{})
+	if rr != nil {
+		res.Done = len(rr.Released)
+		for _, s := range rr.Skipped {
+			res.Skipped = append(res.Skipped, Skip{Target: s.IP, Reason: s.Reason})
+		}
+		for _, s := range rr.HandleErrors {
+			res.Leftovers = append(res.Leftovers, Skip{Target: s.ID, Reason: "not decremented after its block write (" + s.Reason + "); the next check reports it as a leaked handle"})
+		}
+		res.Writes.add(rr)
+	}
+	if err != nil {
+		return fmt.Errorf("release ips: %w", err)
+	}
 	return nil
+}
+
+// whyNotLeaked says why a planned IP is no longer leaked.
+func (v *ipsView) whyNotLeaked(ip string) string {
+	if v.allByIP == nil {
+		v.allByIP = byIP(v.all)
+	}
+	a, ok := v.allByIP[ip]
+	switch {
+	case !ok:
+		return "already released"
+	case a.InUse && len(a.Owners) > 0:
+		return "now in use by " + strings.Join(a.Owners, ", ")
+	case a.InUse:
+		return "now in use"
+	case a.CoolingDown:
+		return "cooling down"
+	}
+	return "a pod is being given this address (CNI ADD in flight)"
 }
 
 // itemOf turns a leaked allocation into a plan item.
@@ -39,91 +150,9 @@ func itemOf(a calico.Allocation) Item {
 	return it
 }
 
-// releaseLeakedIPs re-checks and releases the planned IPs that are still leaked with the same
-// handle and sequence number.
-func (r *Runner) releaseLeakedIPs(ctx context.Context, p Plan, res *Result) error {
-	check, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return fmt.Errorf("re-check calico ipam: %w", err)
-	}
-	leaked := map[string]calico.Allocation{}
-	for _, a := range check.LeakedIPs {
-		leaked[a.IP] = a
-	}
-	all := map[string]calico.Allocation{}
-	for _, a := range check.Allocations {
-		all[a.IP] = a
-	}
-	planned := map[string]bool{}
-	var release []calico.Allocation
-	for _, it := range p.Items {
-		planned[it.Target] = true
-		cur, isLeaked := leaked[it.Target]
-		switch {
-		case !isLeaked:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: whyNotLeaked(all, it.Target)})
-		case cur.Handle != it.Handle || seq(cur) != it.SequenceNumber:
-			res.Skipped = append(res.Skipped, Skip{Target: it.Target, Reason: "re-allocated since the plan (handle or sequence number changed)"})
-		default:
-			release = append(release, cur)
-		}
-	}
-	for ip, a := range leaked {
-		if !planned[ip] && p.inScope(a.Node) {
-			res.NewSince++
-		}
-	}
-	if len(release) == 0 {
-		return nil
-	}
-	rr, err := r.IPAM.ReleaseIPs(ctx, release, calico.ReleaseOptions{})
-	if rr != nil {
-		res.Done = len(rr.Released)
-		for _, s := range rr.Skipped {
-			res.Skipped = append(res.Skipped, Skip{Target: s.IP, Reason: s.Reason})
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("release ips: %w", err)
-	}
-	return nil
-}
-
-// whyNotLeaked says why a planned IP is no longer leaked.
-func whyNotLeaked(all map[string]calico.Allocation, ip string) string {
-	a, ok := all[ip]
-	switch {
-	case !ok:
-		return "already released"
-	case a.InUse && len(a.Owners) > 0:
-		return "now in use by " + strings.Join(a.Owners, ", ")
-	case a.InUse:
-		return "now in use"
-	case a.CoolingDown:
-		return "cooling down"
-	}
-	return "a pod is being given this address (CNI ADD in flight)"
-}
-
 func seq(a calico.Allocation) uint64 {
 	if a.SequenceNumber == nil {
 		return 0
 	}
 	return *a.SequenceNumber
-}
-
-// countLeaked is the verification: how many leaked IPs in the plan's scope a fresh check
-// finds (-1 on error).
-func (r *Runner) countLeaked(ctx context.Context, p Plan) int {
-	res, err := r.IPAM.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, a := range res.LeakedIPs {
-		if p.inScope(a.Node) {
-			n++
-		}
-	}
-	return n
 }

@@ -3,6 +3,8 @@ package actions
 import (
 	"errors"
 	"time"
+
+	"github.com/whypending/whypending/calico"
 )
 
 // ErrApprovalExpired is returned by Execute for a plan whose ExpiresAt has passed: approve a
@@ -38,6 +40,12 @@ type Result struct {
 	Remaining int `json:"remaining"`
 	// Locked reports whether the datastore was locked during the write (lock policy).
 	Locked bool `json:"locked,omitempty"`
+	// Writes counts the write requests the execution sent.
+	Writes Writes `json:"writes"`
+	// Leftovers are objects the execution had to leave for a later repair, and why: an
+	// IPAMHandle whose decrement failed after its block write (the next check reports it
+	// as a leaked handle).
+	Leftovers []Skip `json:"leftovers,omitempty"`
 	// StartedAt and FinishedAt bound the execution.
 	StartedAt  time.Time `json:"startedAt"`
 	FinishedAt time.Time `json:"finishedAt"`
@@ -53,3 +61,24 @@ type Skip struct {
 
 // Changed reports whether anything differed between the plan and the state at execution.
 func (r Result) Changed() bool { return len(r.Skipped) > 0 || r.NewSince > 0 }
+
+// Writes are the write requests (updates and deletes, compare-and-set retries included) an
+// execution sent, and what became of the IPAMHandles it touched.
+type Writes struct {
+	// Blocks counts writes to IPAMBlocks and BlockAffinities.
+	Blocks int64 `json:"blocks,omitempty"`
+	// Handles counts writes to IPAMHandles.
+	Handles int64 `json:"handles,omitempty"`
+	// HandlesDeleted and HandlesDecremented count the IPAMHandle objects deleted (their
+	// count reached zero, or they were leaked) and decremented.
+	HandlesDeleted     int `json:"handlesDeleted,omitempty"`
+	HandlesDecremented int `json:"handlesDecremented,omitempty"`
+}
+
+// add counts what calico.Client.ReleaseIPs wrote.
+func (w *Writes) add(rr *calico.ReleaseResult) {
+	w.Blocks += rr.BlockWrites
+	w.Handles += rr.HandleWrites
+	w.HandlesDeleted += rr.HandlesDeleted
+	w.HandlesDecremented += rr.HandlesUpdated
+}

@@ -1,10 +1,13 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +50,8 @@ type Runner struct {
 	IPAM IPAM
 	// LockPolicy defaults to LockAlways.
 	LockPolicy LockPolicy
-	// LockTTL bounds the lock and the locked part of an execution (default 2 minutes).
+	// LockTTL bounds the lock and the locked part of an execution (default 2 minutes): the
+	// writes stop a little before the lock's deadline (5 s, or a tenth of a shorter TTL).
 	LockTTL time.Duration
 	// LockOwner names the lock holder in the ClusterInformation marker, stable across
 	// restarts so calico.Client.RecoverLocks can undo a lock a crash left behind (default
@@ -58,6 +62,11 @@ type Runner struct {
 	// writes a handle before its block, so a young unreferenced handle may be an allocation in
 	// flight.
 	HandleGracePeriod time.Duration
+	// OnLock and OnUnlock, when set, are called as soon as an execution has taken the
+	// datastore lock (with its marker) and has released it: the CLI prints both as they
+	// happen. They must not block.
+	OnLock   func(calico.LockMarker)
+	OnUnlock func()
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
@@ -71,28 +80,35 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-// Plan makes a dry-run plan of kind from a fresh read of the cluster. The plan's ID is new;
-// RequestedBy and ExpiresAt are left for the approval workflow.
+// Plan makes a dry-run plan of kind from a fresh read of the cluster (or opts.Check or
+// opts.Report). The plan's ID is new; RequestedBy and ExpiresAt are left for the approval
+// workflow.
 func (r *Runner) Plan(ctx context.Context, kind Kind, opts PlanOptions) (Plan, error) {
-	p := Plan{ID: NewID(), Kind: kind, Cluster: r.Cluster, Node: opts.Node, CreatedAt: r.now().UTC()}
-	var err error
-	switch kind {
-	case KindReleaseLeakedIPs:
-		err = r.planLeakedIPs(ctx, &p)
-	case KindReleaseEmptyBlocks:
-		err = r.planEmptyBlocks(ctx, &p)
-	case KindUnlockDatastore:
-		err = r.planUnlock(ctx, &p)
-	case KindReleaseLeakedHandles:
-		err = r.planLeakedHandles(ctx, &p)
-	default:
-		return Plan{}, fmt.Errorf("plan %q: %w", kind, ErrUnknownKind)
+	rp, err := repairOf(kind)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan %w", err)
 	}
+	p := Plan{ID: NewID(), Kind: kind, Cluster: r.Cluster, Node: opts.Node, AllowLastBlock: opts.AllowLastBlock, CreatedAt: r.now().UTC()}
+	for _, b := range opts.Blocks {
+		if c := b.String(); !slices.Contains(p.Blocks, c) {
+			p.Blocks = append(p.Blocks, c)
+		}
+	}
+	if err := rp.validate(p); err != nil {
+		return Plan{}, err
+	}
+	v, err := rp.read(ctx, r, &reads{ipam: r.IPAM, check: opts.Check, report: opts.Report})
 	if err != nil {
 		return Plan{}, err
 	}
-	if len(p.Items) > MaxItems {
-		p.Items = p.Items[:MaxItems]
+	p.Items, p.Excluded, p.Basis = v.items(p), v.excluded(p), v.basis()
+	p.Total = len(p.Items)
+	limit := cmp.Or(opts.Limit, MaxItems)
+	if limit > 0 && len(p.Items) > limit {
+		p.Items = p.Items[:limit]
+	}
+	if limit > 0 && len(p.Excluded) > limit {
+		p.Excluded = p.Excluded[:limit]
 	}
 	p.Fingerprint = Fingerprint(p.Kind, p.Cluster, p.Items)
 	return p, nil
@@ -109,69 +125,121 @@ func (p Plan) inScope(node string) bool {
 // since the plan; Result.Remaining what the check afterwards still finds. A Result is
 // returned with the error when some work was done.
 func (r *Runner) Execute(ctx context.Context, ap Approved) (Result, error) {
-	p := ap.Plan
-	res := Result{PlanID: p.ID, Kind: p.Kind, Planned: len(p.Items), Remaining: -1, StartedAt: r.now().UTC()}
-	if !p.ExpiresAt.IsZero() && !ap.At.Before(p.ExpiresAt) {
-		return res, fmt.Errorf("execute %s: approved at %s, expired at %s: %w", p.ID,
-			ap.At.UTC().Format(time.RFC3339), p.ExpiresAt.UTC().Format(time.RFC3339), ErrApprovalExpired)
+	res, err := r.ExecuteAll(ctx, ap)
+	return res[0], err
+}
+
+// ExecuteAll runs approved plans one after the other as one execution, as Execute runs one:
+// one datastore lock around all of them, one fresh read shared by the plans that read the
+// same thing (an IPAM check, the utilization), and one check afterwards. The CLI's
+// `ipam release-ips` runs its leaked-IPs and leaked-handles plans so. The plans must agree on
+// the lock (unlock-datastore runs alone). It returns one Result per plan, in order; the
+// error is the first failure, after which the later plans are not run.
+func (r *Runner) ExecuteAll(ctx context.Context, aps ...Approved) ([]Result, error) {
+	start := r.now().UTC()
+	results := make([]Result, len(aps))
+	repairs := make([]repair, len(aps))
+	for i, ap := range aps {
+		p := ap.Plan
+		results[i] = Result{PlanID: p.ID, Kind: p.Kind, Planned: len(p.Items), Remaining: -1, StartedAt: start}
 	}
-	if p.Cluster != r.Cluster {
-		return res, fmt.Errorf("execute %s: plan is for cluster %q, runner for %q", p.ID, p.Cluster, r.Cluster)
+	finish := func(err error) ([]Result, error) {
+		for i := range results {
+			results[i].FinishedAt = r.now().UTC()
+		}
+		return results, err
+	}
+	if len(aps) == 0 {
+		return results, nil
+	}
+	for i, ap := range aps {
+		p := ap.Plan
+		if !p.ExpiresAt.IsZero() && !ap.At.Before(p.ExpiresAt) {
+			return finish(fmt.Errorf("execute %s: approved at %s, expired at %s: %w", p.ID,
+				ap.At.UTC().Format(time.RFC3339), p.ExpiresAt.UTC().Format(time.RFC3339), ErrApprovalExpired))
+		}
+		if p.Cluster != r.Cluster {
+			return finish(fmt.Errorf("execute %s: plan is for cluster %q, runner for %q", p.ID, p.Cluster, r.Cluster))
+		}
+		rp, err := repairOf(p.Kind)
+		if err != nil {
+			return finish(fmt.Errorf("execute %s: %w", p.ID, err))
+		}
+		if i > 0 && rp.locks() != repairs[0].locks() {
+			return finish(fmt.Errorf("execute %s: %s and %s cannot run as one execution (one takes the datastore lock, the other does not)", p.ID, aps[0].Plan.Kind, p.Kind))
+		}
+		repairs[i] = rp
+	}
+	plans := make([]Plan, len(aps))
+	for i, ap := range aps {
+		plans[i] = ap.Plan
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var err error
-	switch p.Kind {
-	case KindReleaseLeakedIPs:
-		err = r.withLock(ctx, p, &res, func(ctx context.Context) error { return r.releaseLeakedIPs(ctx, p, &res) })
-		if err == nil {
-			res.Remaining = r.countLeaked(ctx, p)
+	locked, err := r.withLock(ctx, plans, repairs[0].locks(), func(ctx context.Context) error {
+		rd := &reads{ipam: r.IPAM, again: true}
+		for i, p := range plans {
+			v, err := repairs[i].read(ctx, r, rd)
+			if err != nil {
+				return err
+			}
+			if items := compare(p, v, &results[i]); len(items) > 0 {
+				if err := v.apply(ctx, r, p, items, &results[i]); err != nil {
+					return err
+				}
+			}
 		}
-	case KindReleaseEmptyBlocks:
-		err = r.withLock(ctx, p, &res, func(ctx context.Context) error { return r.releaseEmptyBlocks(ctx, p, &res) })
-		if err == nil {
-			res.Remaining = r.countEmptyBlocks(ctx, p)
-		}
-	case KindReleaseLeakedHandles:
-		err = r.withLock(ctx, p, &res, func(ctx context.Context) error { return r.releaseLeakedHandles(ctx, p, &res) })
-		if err == nil {
-			res.Remaining = r.countLeakedHandles(ctx)
-		}
-	case KindUnlockDatastore:
-		err = r.unlock(ctx, p, &res)
-	default:
-		err = fmt.Errorf("execute %s: %q: %w", p.ID, p.Kind, ErrUnknownKind)
+		return nil
+	})
+	for i := range results {
+		results[i].Locked = locked
 	}
-	res.FinishedAt = r.now().UTC()
-	return res, err
+	if err != nil {
+		return finish(err)
+	}
+	// The check afterwards: what a plan made now would still find.
+	rd := &reads{ipam: r.IPAM}
+	for i, p := range plans {
+		if v, err := repairs[i].read(ctx, r, rd); err == nil {
+			results[i].Remaining = len(v.items(p))
+		}
+	}
+	return finish(nil)
 }
 
-// withLock runs f under the datastore lock when the policy asks for it, bounded by LockTTL,
-// and always unlocks.
-func (r *Runner) withLock(ctx context.Context, p Plan, res *Result, f func(context.Context) error) (err error) {
-	if r.LockPolicy == LockNever {
-		return f(ctx)
+// withLock runs f under the datastore lock when lock is set and the policy asks for it, and
+// always unlocks; f's context ends a little before the lock's deadline. locked reports whether
+// the lock was taken. An unlock that fails is part of the error, whatever f returned.
+func (r *Runner) withLock(ctx context.Context, plans []Plan, lock bool, f func(context.Context) error) (locked bool, err error) {
+	if !lock || r.LockPolicy == LockNever {
+		return false, f(ctx)
 	}
 	ttl := r.LockTTL
 	if ttl <= 0 {
 		ttl = 2 * time.Minute
 	}
-	lock, err := r.IPAM.Lock(ctx, calico.LockOptions{Owner: r.lockOwner(), Operation: lockOperation(p), TTL: ttl})
+	l, err := r.IPAM.Lock(ctx, calico.LockOptions{Owner: r.lockOwner(), Operation: lockOperation(plans...), TTL: ttl})
 	if errors.Is(err, calico.ErrDatastoreLocked) {
-		return fmt.Errorf("%w: %w", ErrDatastoreLocked, err)
+		return false, fmt.Errorf("%w: %w", ErrDatastoreLocked, err)
 	}
 	if err != nil {
-		return fmt.Errorf("lock calico datastore: %w", err)
+		return false, fmt.Errorf("lock calico datastore: %w", err)
 	}
-	res.Locked = true
+	if r.OnLock != nil {
+		r.OnLock(l.Marker())
+	}
 	defer func() {
-		if uerr := lock.Unlock(ctx); uerr != nil && err == nil {
-			err = fmt.Errorf("unlock calico datastore: %w", uerr)
+		if uerr := l.Unlock(ctx); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("unlock calico datastore: %w", uerr))
+			return
+		}
+		if r.OnUnlock != nil {
+			r.OnUnlock()
 		}
 	}()
-	lctx, cancel := context.WithTimeout(ctx, ttl)
+	lctx, cancel := context.WithDeadline(ctx, l.Marker().Deadline.Add(-min(5*time.Second, ttl/10)))
 	defer cancel()
-	return f(lctx)
+	return true, f(lctx)
 }
 
 // lockOwner is LockOwner or its default.
@@ -182,6 +250,12 @@ func (r *Runner) lockOwner() string {
 	return r.LockOwner
 }
 
-// lockOperation is the Operation of the lock marker an execution of p writes: how Recover
+// lockOperation is the Operation of the lock marker an execution of plans writes: how Recover
 // finds the lock of a plan whose execution died.
-func lockOperation(p Plan) string { return string(p.Kind) + " " + p.ID }
+func lockOperation(plans ...Plan) string {
+	ops := make([]string, len(plans))
+	for i, p := range plans {
+		ops[i] = string(p.Kind) + " " + p.ID
+	}
+	return strings.Join(ops, ", ")
+}

@@ -417,3 +417,79 @@ func TestRecover(t *testing.T) {
 		setDatastoreReady(t, c, true)
 	})
 }
+
+func TestExecuteAllRunsPlansAsOneExecution(t *testing.T) {
+	c, client, r := leakedCluster(t, actions.LockAlways)
+	r.HandleGracePeriod = -1 // the handles below are seconds old
+	ctx := t.Context()
+	leaked := []string{"k8s-pod-network.0000aaaa", "k8s-pod-network.0000bbbb"}
+	for _, id := range leaked {
+		createHandle(t, c, id, "172.16.0.128/26")
+	}
+	var locks []calico.LockMarker
+	unlocks := 0
+	r.OnLock = func(m calico.LockMarker) { locks = append(locks, m) }
+	r.OnUnlock = func() { unlocks++ }
+
+	// Both kinds planned from one check, as the CLI's release-ips does.
+	check, err := client.Check(ctx, calico.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips, err := r.Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{Check: check})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handles, err := r.Plan(ctx, actions.KindReleaseLeakedHandles, actions.PlanOptions{Check: check})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ips.Items) != 181 || len(handles.Items) != 2 || ips.Basis != handles.Basis {
+		t.Fatalf("plans: %d IPs (%s), %d handles (%s); want 181 and 2 from one check", len(ips.Items), ips.Basis, len(handles.Items), handles.Basis)
+	}
+
+	t.Run("a lock-free kind does not join", func(t *testing.T) {
+		unlock := actions.Plan{ID: "rr-unlock", Kind: actions.KindUnlockDatastore, Cluster: "test"}
+		if _, err := r.ExecuteAll(ctx, approve(ips, time.Now()), approve(unlock, time.Now())); err == nil || len(locks) != 0 {
+			t.Errorf("ExecuteAll(release, unlock) = %v after %d locks; want a refusal before any lock", err, len(locks))
+		}
+		if n := leakedCount(t, client); n != 181 {
+			t.Errorf("leaked IPs = %d, want 181 (untouched)", n)
+		}
+	})
+
+	results, err := r.ExecuteAll(ctx, approve(ips, time.Now()), approve(handles, time.Now()))
+	if err != nil {
+		t.Fatalf("ExecuteAll: %v", err)
+	}
+	if len(locks) != 1 || unlocks != 1 {
+		t.Fatalf("locked %d times, unlocked %d times; want once each for both plans", len(locks), unlocks)
+	}
+	if op := locks[0].Operation; !strings.Contains(op, ips.ID) || !strings.Contains(op, handles.ID) {
+		t.Errorf("lock operation %q, want both plans named", op)
+	}
+	got := []actions.Result{results[0], results[1]}
+	for i := range got {
+		got[i].StartedAt, got[i].FinishedAt = time.Time{}, time.Time{}
+		got[i].Writes = actions.Writes{}
+	}
+	want := []actions.Result{
+		{PlanID: ips.ID, Kind: ips.Kind, Planned: 181, Done: 181, Locked: true},
+		{PlanID: handles.ID, Kind: handles.Kind, Planned: 2, Done: 2, Locked: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if w := results[0].Writes; w.Blocks != 4 || w.HandlesDeleted != 181 {
+		t.Errorf("IP release writes = %+v, want 4 block writes and 181 handles deleted", w)
+	}
+	if w := results[1].Writes; w.Blocks != 0 || w.HandlesDeleted != 2 || w.Handles != 2 {
+		t.Errorf("handle deletion writes = %+v, want 2 handle deletes", w)
+	}
+	if n := handleCount(t, c); n != 256-181 {
+		t.Errorf("handles left = %d, want %d (the in-use addresses' handles)", n, 256-181)
+	}
+	if s, err := client.LockStatus(ctx); err != nil || !s.Ready || s.Marker != nil {
+		t.Errorf("datastore afterwards: %+v, %v; want unlocked", s, err)
+	}
+}

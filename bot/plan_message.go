@@ -24,10 +24,7 @@ const (
 // Approve / Deny buttons while it is pending. lockNote says how the datastore lock is used.
 func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Message {
 	p := a.Plan
-	m := Message{Footer: fmt.Sprintf("plan %s · fingerprint %s", p.ID, p.Fingerprint)}
-	if p.Basis != "" {
-		m.Footer += " · " + p.Basis
-	}
+	m := Message{Footer: planFooter(p)}
 	facts := Section{Fields: []Field{
 		{Name: "Cluster", Value: p.Cluster},
 		{Name: "Action", Value: string(p.Kind)},
@@ -95,6 +92,38 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Mes
 		m.Buttons = []Button{replanButton(p)}
 	}
 	return m
+}
+
+// PlanPreview renders a plan that no approval record holds, for a shell: what it would change
+// and what it leaves alone (Plan.Excluded). `whypending ipam release-*` prints it, through the
+// console renderer, before it runs the plan with --yes.
+func PlanPreview(p actions.Plan) Message {
+	m := Message{Title: "Plan: " + p.Title(), Severity: "info", Footer: planFooter(p)}
+	if p.Kind.Destructive() && len(p.Items) > 0 {
+		m.Severity = "warning"
+	}
+	facts := Section{Fields: []Field{{Name: "Cluster", Value: p.Cluster}, {Name: "Action", Value: string(p.Kind)}}}
+	if p.RequestedBy != "" {
+		facts.Fields = append(facts.Fields, Field{Name: "Requested by", Value: p.RequestedBy})
+	}
+	m.Sections = append(m.Sections, facts, itemsSection(p, "What would change"))
+	if len(p.Excluded) > 0 {
+		left := Section{Heading: "Left alone"}
+		for _, x := range p.Excluded {
+			left.Lines = append(left.Lines, x.Target+": "+x.Reason)
+		}
+		m.Sections = append(m.Sections, left)
+	}
+	return m
+}
+
+// planFooter names the plan, its fingerprint and the state it was read from.
+func planFooter(p actions.Plan) string {
+	f := fmt.Sprintf("plan %s · fingerprint %s", p.ID, p.Fingerprint)
+	if p.Basis != "" {
+		f += " · " + p.Basis
+	}
+	return f
 }
 
 // interruptedSection says that the bot stopped while running the plan, what had been done,

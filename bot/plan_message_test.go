@@ -94,3 +94,32 @@ func TestPlanMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanPreview(t *testing.T) {
+	plan := testPlan(actions.KindReleaseEmptyBlocks, 0)
+	plan.Items = []actions.Item{{Target: "10.0.0.64/26", Node: "worker-1"}}
+	plan.Total = 1
+	plan.RequestedBy = "cli:alice"
+	plan.Excluded = []actions.Skip{{Target: "10.0.1.0/26", Reason: "the last affine block of worker-2"}}
+	m := PlanPreview(plan)
+	if m.Title != "Plan: release 1 empty IPAM block on prod" || m.Severity != "warning" || len(m.Buttons) != 0 {
+		t.Errorf("preview %q (%s) with %d buttons, want the plan's title, a warning and no buttons", m.Title, m.Severity, len(m.Buttons))
+	}
+	text := renderedText(m)
+	for _, s := range m.Sections {
+		if s.Table != nil {
+			for _, row := range s.Table.Rows {
+				text += "\n" + strings.Join(row, " ")
+			}
+		}
+	}
+	for _, w := range []string{"What would change", "10.0.0.64/26 worker-1", "Left alone", "10.0.1.0/26: the last affine block of worker-2",
+		"plan " + plan.ID + " · fingerprint " + plan.Fingerprint} {
+		if !strings.Contains(text, w) {
+			t.Errorf("preview lacks %q:\n%s", w, text)
+		}
+	}
+	if strings.Contains(text, "Approv") || strings.Contains(text, "Expires") {
+		t.Errorf("preview speaks of an approval:\n%s", text)
+	}
+}

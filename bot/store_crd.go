@@ -191,6 +191,8 @@ type rrSpec struct {
 	Kind        actions.Kind   `json:"kind"`
 	Cluster     string         `json:"cluster"`
 	Node        string         `json:"node,omitempty"`
+	Blocks      []string       `json:"blocks,omitempty"`
+	AllowLast   bool           `json:"allowLastBlock,omitempty"`
 	Fingerprint string         `json:"fingerprint"`
 	Basis       string         `json:"basis,omitempty"`
 	Total       int            `json:"total"`
@@ -219,7 +221,8 @@ type rrStatus struct {
 // toObject maps an approval record onto a RemediationRequest.
 func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error) {
 	spec := rrSpec{
-		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
+		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Blocks: a.Plan.Blocks, AllowLast: a.Plan.AllowLastBlock,
+		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
 		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
 		RequestedBy: a.RequestedBy, Channel: a.Channel, Items: a.Plan.Items,
 	}
@@ -273,7 +276,8 @@ func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
 	}
 	a := &Approval{
 		Plan: actions.Plan{
-			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Items: spec.Items, Total: spec.Total,
+			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Blocks: spec.Blocks, AllowLastBlock: spec.AllowLast,
+			Items: spec.Items, Total: spec.Total,
 			Fingerprint: spec.Fingerprint, Basis: spec.Basis, RequestedBy: spec.RequestedBy.String(),
 			CreatedAt: spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
 		},

@@ -35,12 +35,11 @@ type LockMarker struct {
 	// next start unlocks it).
 	Acquired time.Time `json:"acquired"`
 	Deadline time.Time `json:"deadline"`
-	// Host, PID and PIDStart identify the locking process (PIDStart is the process start
-	// time in clock ticks since boot, from /proc/<pid>/stat, to detect PID reuse). A marker
-	// whose process is gone from this host is stale before its deadline.
-	Host     string `json:"host,omitempty"`
-	PID      int    `json:"pid,omitempty"`
-	PIDStart uint64 `json:"pidStart,omitempty"`
+	// Identity is the locking process, under the JSON keys host, pid and pidStart that
+	// markers have always had (pidStart is the process start time, to detect PID reuse); a
+	// Detached lock names its host only. A marker whose process is gone from this host is
+	// stale before its deadline.
+	proc.Identity
 }
 
 // LockOptions configure Lock.
@@ -135,7 +134,7 @@ func (c *Client) Lock(ctx context.Context, opts LockOptions) (*Lock, error) {
 		now := time.Now().UTC().Truncate(time.Second)
 		m := selfMarker(opts.Owner, opts.Operation, now, now.Add(ttl))
 		if opts.Detached {
-			m.PID, m.PIDStart = 0, 0
+			m.PID, m.Start = 0, 0
 		}
 		if err := setLockState(obj, false, &m); err != nil {
 			return nil, fmt.Errorf("lock datastore: %w", err)
@@ -322,9 +321,7 @@ func setLockState(obj *unstructured.Unstructured, ready bool, m *LockMarker) err
 }
 
 func selfMarker(owner, op string, now, deadline time.Time) LockMarker {
-	self := proc.Self()
-	return LockMarker{Owner: owner, Operation: op, Acquired: now, Deadline: deadline,
-		Host: self.Host, PID: self.PID, PIDStart: self.Start}
+	return LockMarker{Owner: owner, Operation: op, Acquired: now, Deadline: deadline, Identity: proc.Self()}
 }
 
 func (m *LockMarker) same(o *LockMarker) bool {
@@ -337,5 +334,5 @@ func (m *LockMarker) live(now time.Time) bool {
 	if !now.Before(m.Deadline) {
 		return false
 	}
-	return !proc.Identity{Host: m.Host, PID: m.PID, Start: m.PIDStart}.Gone()
+	return !m.Identity.Gone()
 }

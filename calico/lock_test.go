@@ -13,6 +13,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/whypending/whypending/internal/proc"
 )
 
 func lockStatus(t *testing.T, cl *Client) *LockStatus {
@@ -140,7 +142,7 @@ func TestRecoverExpiredLock(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
 	// Our owner's lock from another host whose deadline passed.
-	setClusterInfo(t, w.cl, false, &LockMarker{Owner: "tester", Operation: "release-ips", Host: "elsewhere", PID: 1, Deadline: time.Now().Add(-time.Second)})
+	setClusterInfo(t, w.cl, false, &LockMarker{Owner: "tester", Operation: "release-ips", Identity: proc.Identity{Host: "elsewhere", PID: 1}, Deadline: time.Now().Add(-time.Second)})
 	rec, err := w.cl.RecoverLocks(ctx, "tester")
 	if err != nil || !rec {
 		t.Fatalf("RecoverLocks = %t, %v; want true", rec, err)
@@ -149,12 +151,12 @@ func TestRecoverExpiredLock(t *testing.T) {
 		t.Errorf("after recovery: %+v", s)
 	}
 	// Before its deadline, a lock from another host is left alone.
-	setClusterInfo(t, w.cl, false, &LockMarker{Owner: "tester", Host: "elsewhere", PID: 1, Deadline: time.Now().Add(time.Hour)})
+	setClusterInfo(t, w.cl, false, &LockMarker{Owner: "tester", Identity: proc.Identity{Host: "elsewhere", PID: 1}, Deadline: time.Now().Add(time.Hour)})
 	if rec, _ := w.cl.RecoverLocks(ctx, "tester"); rec {
 		t.Error("recovered a live lock of another host")
 	}
 	// Our own expired lock is taken over by Lock.
-	setClusterInfo(t, w.cl, false, &LockMarker{Owner: "tester", Host: "elsewhere", PID: 1, Deadline: time.Now().Add(-time.Second)})
+	setClusterInfo(t, w.cl, false, &LockMarker{Owner: "tester", Identity: proc.Identity{Host: "elsewhere", PID: 1}, Deadline: time.Now().Add(-time.Second)})
 	l, err := w.cl.Lock(ctx, LockOptions{Owner: "tester"})
 	if err != nil {
 		t.Fatalf("Lock over own expired lock: %v", err)
@@ -215,5 +217,27 @@ func TestCrashBetweenLockAndUnlock(t *testing.T) {
 	if !s.Ready || s.Marker != nil {
 		raw, _ := json.Marshal(s)
 		t.Errorf("after recovery: %s", raw)
+	}
+}
+
+// TestLockMarkerFormat keeps the marker's JSON keys: a marker written by an older binary
+// (Host, PID and PIDStart fields of their own) is read the same, and a new one is written with
+// the same keys.
+func TestLockMarkerFormat(t *testing.T) {
+	const old = `{"owner":"whypending-cli:alice@box","operation":"release-ips","acquired":"2026-11-30T21:00:00Z","deadline":"2026-11-30T21:05:00Z","host":"box","pid":4242,"pidStart":987654}`
+	var m LockMarker
+	if err := json.Unmarshal([]byte(old), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Owner != "whypending-cli:alice@box" || m.Host != "box" || m.PID != 4242 || m.Start != 987654 ||
+		!m.Deadline.Equal(time.Date(2026, 11, 30, 21, 5, 0, 0, time.UTC)) {
+		t.Errorf("old marker read as %+v", m)
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != old {
+		t.Errorf("marker written as\n%s\nwant\n%s", raw, old)
 	}
 }

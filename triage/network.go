@@ -11,7 +11,7 @@ import (
 )
 
 // Action kinds triage offers; they match the actions package's Kind values (triage does not
-// import actions: arrows point the other way).
+// import actions: arrows point the other way; TestActionKindsAreRepairs compares them).
 const (
 	actionReleaseLeakedIPs   = "release-leaked-ips"
 	actionReleaseEmptyBlocks = "release-empty-blocks"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"os/user"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/adapters/console"
+	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
 )
 
@@ -22,6 +23,7 @@ type ipamFlags struct {
 	kube   *kubeFlags
 	owner  string
 	client *calico.Client
+	host   string // the API server the client talks to
 }
 
 // calico returns the command's Calico client, connecting on first use.
@@ -37,7 +39,7 @@ func (f *ipamFlags) calico(ctx context.Context) (*calico.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
-	f.client = cl
+	f.client, f.host = cl, cfg.Host
 	return cl, nil
 }
 
@@ -185,32 +187,119 @@ type lockedFlags struct {
 
 func (l *lockedFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&l.yes, "yes", false, "make the changes (without it, only the plan is printed)")
-	cmd.Flags().BoolVar(&l.lock, "lock", false, "lock the datastore (no pod starts meanwhile) for check + release, unlock, and check again")
+	cmd.Flags().BoolVar(&l.lock, "lock", false, "lock the datastore (no pod starts meanwhile) for the re-check and the release, unlock, and check again")
 	cmd.Flags().DurationVar(&l.ttl, "lock-ttl", 5*time.Minute, "longest time the datastore stays locked")
 }
 
-// withLock runs fn while holding the datastore lock. fn's context ends before the lock's
-// deadline; the lock is released on every return path, Ctrl-C included.
-func withLock(ctx context.Context, cl *calico.Client, owner, op string, ttl time.Duration, w io.Writer, fn func(context.Context) error) (err error) {
-	if err := checkLockTTL(ttl); err != nil {
-		return err
+// check refuses a --lock-ttl out of range before anything is read, when the run will lock.
+func (l *lockedFlags) check() error {
+	if l.lock && l.yes {
+		return checkLockTTL(l.ttl)
 	}
-	l, err := cl.Lock(ctx, calico.LockOptions{Owner: owner, Operation: op, TTL: ttl})
-	if err != nil {
-		return err
+	return nil
+}
+
+// runner is the actions.Runner a repair command plans and executes through, the one the bot's
+// approvals use: the CLI's lock owner and lock flags, with the lock steps printed as they happen.
+func (f *ipamFlags) runner(cl *calico.Client, lf lockedFlags, out io.Writer) *actions.Runner {
+	r := &actions.Runner{Cluster: f.kube.clusterName(f.host), IPAM: cl, LockPolicy: actions.LockNever, LockTTL: lf.ttl, LockOwner: f.owner,
+		OnLock: func(m calico.LockMarker) {
+			fmt.Fprintf(out, "Locked the Calico datastore (owner %s, until %s). New pods cannot start until it is unlocked.\n",
+				m.Owner, m.Deadline.Local().Format(time.TimeOnly))
+		},
+		OnUnlock: func() { fmt.Fprintln(out, "Unlocked the Calico datastore.") },
 	}
-	fmt.Fprintf(w, "Locked the Calico datastore (owner %s, until %s). New pods cannot start until it is unlocked.\n",
-		owner, l.Marker().Deadline.Local().Format(time.TimeOnly))
-	defer func() {
-		if uerr := l.Unlock(ctx); uerr != nil {
-			err = errors.Join(err, uerr)
-			return
+	if lf.lock {
+		r.LockPolicy = actions.LockAlways
+	}
+	return r
+}
+
+// planRepairs plans each kind through r with opts, as requested by the CLI's user.
+func planRepairs(ctx context.Context, r *actions.Runner, opts actions.PlanOptions, kinds ...actions.Kind) ([]actions.Plan, error) {
+	plans := make([]actions.Plan, 0, len(kinds))
+	for _, k := range kinds {
+		p, err := r.Plan(ctx, k, opts)
+		if err != nil {
+			return nil, err
 		}
-		fmt.Fprintln(w, "Unlocked the Calico datastore.")
-	}()
-	wctx, cancel := context.WithDeadline(ctx, l.Marker().Deadline.Add(-5*time.Second))
-	defer cancel()
-	return fn(wctx)
+		p.RequestedBy = cliPrincipal()
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// printPlans prints the first plan, and every other that changes or leaves out something,
+// with the chat's plan renderer (bot.PlanPreview through the console adapter).
+func printPlans(w io.Writer, plans []actions.Plan) error {
+	for i, p := range plans {
+		if i > 0 && len(p.Items) == 0 && len(p.Excluded) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		if err := console.Render(w, bot.PlanPreview(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// executeRepairs runs the plans as one execution of r (one datastore lock with --lock, one
+// re-check, one check afterwards), approved by the CLI's user with --yes, unless none of them
+// changes anything (nil results).
+func executeRepairs(ctx context.Context, r *actions.Runner, plans []actions.Plan) ([]actions.Result, error) {
+	aps := make([]actions.Approved, 0, len(plans))
+	work := false
+	for _, p := range plans {
+		aps = append(aps, actions.Approved{Plan: p, By: cliPrincipal(), At: time.Now()})
+		work = work || len(p.Items) > 0
+	}
+	if !work {
+		return nil, nil
+	}
+	return r.ExecuteAll(ctx, aps...)
+}
+
+// touched reports whether an execution that failed had read or changed anything before it
+// stopped: what it did is printed before the error.
+func touched(results []actions.Result) bool {
+	for _, r := range results {
+		if r.Done > 0 || len(r.Skipped) > 0 || r.Writes != (actions.Writes{}) {
+			return true
+		}
+	}
+	return false
+}
+
+// cliPrincipal names the CLI's user as a plan's requester and approver.
+func cliPrincipal() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return "cli:" + name
+}
+
+// printSkips prints what an execution left alone (kept) or behind (left), what is new since the
+// plan and untouched, with noun naming the kind's items.
+func printSkips(w io.Writer, res actions.Result, prefix, noun string) {
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "  kept %s%s: %s\n", prefix, s.Target, s.Reason)
+	}
+	for _, s := range res.Leftovers {
+		fmt.Fprintf(w, "  left %s: %s\n", s.Target, s.Reason)
+	}
+	if res.NewSince > 0 {
+		fmt.Fprintf(w, "  %d more %s appeared after the plan was made; they were not touched (run the command again).\n", res.NewSince, noun)
+	}
+}
+
+// remaining says what the check afterwards found: n, or that it could not run.
+func remaining(n int) string {
+	if n < 0 {
+		return "unknown (the check could not run)"
+	}
+	return fmt.Sprint(n)
 }
 
 func newIPAMReleaseIPsCommand(f *ipamFlags) *cobra.Command {
@@ -220,61 +309,79 @@ func newIPAMReleaseIPsCommand(f *ipamFlags) *cobra.Command {
 		Use:   "release-ips [--yes] [--lock] [--from-report report.json]",
 		Short: "Release leaked IPs and leaked handles",
 		Long: `Release the addresses a check finds leaked (allocated, used by no pod, node or service),
-then decrement or delete their handles, and delete leaked handles. Without --from-report a
-fresh check decides; with it, the report's leaked addresses (calicoctl schema) are the
-candidates. Either way each address must still carry the handle and sequence number the
-check saw, all addresses of a handle go together or not at all, and each is re-verified
-against live pods and nodes right before its block is written (one compare-and-set write per
-block, one per handle).
+then decrement or delete their handles, and delete leaked handles (older than a minute: a
+younger one may be an allocation in flight). Without --from-report a fresh check decides;
+with it, the report's leaked addresses and handles (calicoctl schema) are the candidates.
 
---lock locks the datastore, checks, releases, unlocks and checks again, as calicoctl's
-documented procedure does.`,
+The plan is printed as the bot shows it in chat. With --yes it runs as the bot runs an
+approved plan: the cluster is read again and only the planned addresses that are still
+leaked with the handle and sequence number of the plan are released, all addresses of a
+handle together or not at all, each re-verified against live pods and nodes right before its
+block is written (one compare-and-set write per block, one per handle); then a check counts
+what remains.
+
+--lock locks the datastore for the re-check and the release, unlocks, and checks again, as
+calicoctl's documented procedure does.`,
 		Example: `  whypending ipam release-ips                 # print the plan
-  whypending ipam release-ips --lock --yes    # lock, check, release, unlock, check again`,
+  whypending ipam release-ips --lock --yes    # plan, lock, re-check, release, unlock, check again`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			if err := lf.check(); err != nil {
+				return err
+			}
 			cl, err := f.calico(ctx)
 			if err != nil {
 				return err
 			}
-			plan := func(ctx context.Context) ([]calico.Allocation, []calico.HandleInfo, error) {
-				if fromReport != "" {
-					return reportPlan(ctx, cl, fromReport, out)
+			opts := actions.PlanOptions{Limit: -1}
+			if fromReport != "" {
+				if opts.Report, err = readReport(ctx, cl, fromReport, out); err != nil {
+					return err
 				}
-				res, err := cl.Check(ctx, calico.CheckOptions{})
-				if err != nil {
-					return nil, nil, err
+			} else {
+				if opts.Check, err = cl.Check(ctx, calico.CheckOptions{}); err != nil {
+					return err
 				}
+				res := opts.Check
 				fmt.Fprintf(out, "Check: %d allocations, %d leaked IPs, %d leaked handles, %d problems.\n",
 					len(res.Allocations), len(res.LeakedIPs), len(res.LeakedHandles), res.Problems)
-				return res.LeakedIPs, res.LeakedHandles, nil
 			}
-			release := func(ctx context.Context) error {
-				ips, handles, err := plan(ctx)
-				if err != nil {
-					return err
-				}
-				printReleasePlan(out, ips, handles)
-				if !lf.yes {
-					fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
-					return nil
-				}
-				if len(ips) == 0 && len(handles) == 0 {
-					return nil
-				}
-				rel, err := cl.ReleaseIPs(ctx, ips, calico.ReleaseOptions{Handles: handles})
-				if err != nil {
-					return err
-				}
-				printReleaseResult(out, rel)
+			r := f.runner(cl, lf, out)
+			plans, err := planRepairs(ctx, r, opts, actions.KindReleaseLeakedIPs, actions.KindReleaseLeakedHandles)
+			if err != nil {
+				return err
+			}
+			ips, handles := plans[0], plans[1]
+			fmt.Fprintf(out, "Plan: release %d IPs%s and delete %d leaked handles.\n", len(ips.Items), inBlocks(ips.Items), len(handles.Items))
+			if err := printPlans(out, plans); err != nil {
+				return err
+			}
+			if !lf.yes {
+				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
 				return nil
 			}
-			if !lf.lock || !lf.yes {
-				return release(ctx)
-			}
-			if err := withLock(ctx, cl, f.owner, "release-ips", lf.ttl, out, release); err != nil {
+			results, err := executeRepairs(ctx, r, plans)
+			if results == nil || err != nil && !touched(results) {
 				return err
+			}
+			ipRes, hRes := results[0], results[1]
+			printSkips(out, ipRes, "", "leaked IPs")
+			printSkips(out, hRes, "handle ", "leaked handles")
+			w := ipRes.Writes
+			w.Blocks += hRes.Writes.Blocks
+			w.Handles += hRes.Writes.Handles
+			w.HandlesDeleted += hRes.Writes.HandlesDeleted
+			w.HandlesDecremented += hRes.Writes.HandlesDecremented
+			fmt.Fprintf(out, "Released %d IPs (kept %d) with %d block writes; %d handles deleted, %d decremented (%d handle writes); %s.\n",
+				ipRes.Done, len(ipRes.Skipped), w.Blocks, w.HandlesDeleted, w.HandlesDecremented, w.Handles,
+				ipRes.FinishedAt.Sub(ipRes.StartedAt).Round(time.Millisecond))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Check afterwards: %s leaked IPs and %s leaked handles remain.\n", remaining(ipRes.Remaining), remaining(hRes.Remaining))
+			if !lf.lock {
+				return nil
 			}
 			res, err := cl.Check(ctx, calico.CheckOptions{})
 			if err != nil {
@@ -285,75 +392,47 @@ documented procedure does.`,
 		},
 	}
 	lf.add(cmd)
-	cmd.Flags().StringVar(&fromReport, "from-report", "", "release the leaked addresses of this report (ipam check -o, or calicoctl ipam check -o)")
+	cmd.Flags().StringVar(&fromReport, "from-report", "", "release the leaked addresses and handles of this report (ipam check -o, or calicoctl ipam check -o)")
 	return cmd
 }
 
-// reportPlan reads a calicoctl-schema report and returns its leaked addresses and handles. The
-// report must come from this cluster (same clusterGUID).
-func reportPlan(ctx context.Context, cl *calico.Client, path string, out io.Writer) ([]calico.Allocation, []calico.HandleInfo, error) {
+// inBlocks is " in N blocks" for the planned IPs, or "" when their blocks are unknown (a
+// report does not say).
+func inBlocks(items []actions.Item) string {
+	blocks := map[string]bool{}
+	for _, it := range items {
+		blocks[it.Block] = true
+	}
+	if blocks[""] && len(blocks) == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" in %d blocks", len(blocks))
+}
+
+// readReport reads a calicoctl-schema report, and refuses one from another cluster (another
+// clusterGUID).
+func readReport(ctx context.Context, cl *calico.Client, path string, out io.Writer) (*calico.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read report: %w", err)
+		return nil, fmt.Errorf("read report: %w", err)
 	}
 	defer f.Close()
 	rep, err := calico.ReadReport(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read report %s: %w", path, err)
+		return nil, fmt.Errorf("read report %s: %w", path, err)
 	}
 	s, err := cl.ClusterInfo(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if rep.ClusterGUID != s.ClusterGUID {
-		return nil, nil, fmt.Errorf("report %s is from cluster %q, this is %q", path, rep.ClusterGUID, s.ClusterGUID)
+		return nil, fmt.Errorf("report %s is from cluster %q, this is %q", path, rep.ClusterGUID, s.ClusterGUID)
 	}
 	if rep.ClusterInfoRevision != s.Revision {
 		fmt.Fprintf(out, "Note: ClusterInformation changed since the report (revision %s, now %s); every address is checked again before it is released.\n",
 			rep.ClusterInfoRevision, s.Revision)
 	}
-	return rep.Leaked(), rep.LeakedHandles, nil
-}
-
-func printReleasePlan(w io.Writer, ips []calico.Allocation, handles []calico.HandleInfo) {
-	blocks := map[string]int{}
-	for _, a := range ips {
-		blocks[a.Block]++
-	}
-	fmt.Fprintf(w, "Plan: release %d IPs", len(ips))
-	if len(blocks) > 1 || blocks[""] == 0 {
-		fmt.Fprintf(w, " in %d blocks", len(blocks))
-	}
-	fmt.Fprintf(w, " and delete %d leaked handles.\n", len(handles))
-	const show = 50
-	for i, a := range ips {
-		if i == show {
-			fmt.Fprintf(w, "  ... and %d more\n", len(ips)-show)
-			break
-		}
-		owner := a.Type
-		if a.Pod != "" {
-			owner = "pod " + a.Namespace + "/" + a.Pod
-		}
-		fmt.Fprintf(w, "  %s  node %s  %s  handle %s\n", a.IP, a.Node, owner, a.Handle)
-	}
-	for _, h := range handles {
-		fmt.Fprintf(w, "  handle %s\n", h.ID)
-	}
-}
-
-func printReleaseResult(w io.Writer, r *calico.ReleaseResult) {
-	for _, s := range r.Skipped {
-		fmt.Fprintf(w, "  kept %s: %s\n", s.IP, s.Reason)
-	}
-	for _, s := range r.SkippedHandles {
-		fmt.Fprintf(w, "  kept handle %s: %s\n", s.ID, s.Reason)
-	}
-	for _, s := range r.HandleErrors {
-		fmt.Fprintf(w, "  handle %s not updated: %s (the next check reports it as leaked)\n", s.ID, s.Reason)
-	}
-	fmt.Fprintf(w, "Released %d IPs (kept %d) with %d block writes; %d handles deleted, %d decremented (%d handle writes); %s.\n",
-		len(r.Released), len(r.Skipped), r.BlockWrites, r.HandlesDeleted, r.HandlesUpdated, r.HandleWrites, r.Took.Round(time.Millisecond))
+	return rep, nil
 }
 
 func newIPAMReleaseBlocksCommand(f *ipamFlags) *cobra.Command {
@@ -365,7 +444,11 @@ func newIPAMReleaseBlocksCommand(f *ipamFlags) *cobra.Command {
 		Long: `Release empty blocks with Calico's own procedure: the BlockAffinity goes to
 pendingDeletion, the IPAMBlock is soft-deleted and deleted, then the BlockAffinity. A block with
 any allocation (other than Windows-reserved addresses), whose address a pod or node uses, or that
-is its node's last affine block (unless --allow-last-block) is kept.`,
+is its node's last affine block (unless --allow-last-block) is kept; when every block of a node
+is empty, one of them is kept.
+
+The plan is printed as the bot shows it in chat; --yes runs it as the bot runs an approved
+plan (read again, release the planned blocks still empty, check what remains).`,
 		Example: `  whypending ipam release-blocks --all-empty          # print the plan
   whypending ipam release-blocks 172.24.10.64/26 --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -373,81 +456,47 @@ is its node's last affine block (unless --allow-last-block) is kept.`,
 			if len(args) == 0 && !allEmpty {
 				return errors.New("name the blocks (CIDRs) or use --all-empty")
 			}
-			var cidrs []netip.Prefix
+			opts := actions.PlanOptions{AllowLastBlock: allowLast, Limit: -1}
 			for _, a := range args {
 				p, err := netip.ParsePrefix(a)
 				if err != nil {
 					return fmt.Errorf("bad block CIDR %q: %w", a, err)
 				}
-				cidrs = append(cidrs, p)
+				if !allEmpty {
+					opts.Blocks = append(opts.Blocks, p)
+				}
+			}
+			if err := lf.check(); err != nil {
+				return err
 			}
 			cl, err := f.calico(ctx)
 			if err != nil {
 				return err
 			}
-			release := func(ctx context.Context) error {
-				u, err := cl.Utilization(ctx)
-				if err != nil {
-					return err
-				}
-				blocks := map[netip.Prefix]calico.BlockUsage{}
-				for _, p := range u.Pools {
-					for _, b := range p.Blocks {
-						blocks[b.CIDR] = b
-					}
-				}
-				// The plan holds only what the release would really take: the same checks as
-				// ReleaseEmptyBlocks (which checks again, live, before it writes).
-				var targets []netip.Prefix
-				consider := func(c netip.Prefix) {
-					b, ok := blocks[c]
-					switch {
-					case slices.Contains(targets, c):
-					case !ok:
-						fmt.Fprintf(out, "  skipping %s: no such block\n", c)
-					case b.Node == "":
-						fmt.Fprintf(out, "  skipping %s: not affine to a node (%s)\n", c, cmp.Or(b.Affinity, "no affinity"))
-					case !b.Empty:
-						fmt.Fprintf(out, "  skipping %s: %d of its %d addresses are allocated\n", c, b.InUse, b.Total)
-					case b.LastAffineBlock && !allowLast:
-						fmt.Fprintf(out, "  skipping %s: the last affine block of %s (--allow-last-block releases it)\n", c, b.Node)
-					default:
-						targets = append(targets, c)
-					}
-				}
-				for _, c := range cidrs {
-					consider(c)
-				}
-				if allEmpty {
-					for _, b := range u.EmptyBlocks {
-						consider(b.CIDR)
-					}
-				}
-				fmt.Fprintf(out, "Plan: release %d blocks.\n", len(targets))
-				for _, p := range targets {
-					fmt.Fprintf(out, "  %s\n", p)
-				}
-				if !lf.yes {
-					fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
-					return nil
-				}
-				if len(targets) == 0 {
-					return nil
-				}
-				res, err := cl.ReleaseEmptyBlocks(ctx, targets, calico.BlockReleaseOptions{AllowLastBlock: allowLast})
-				if err != nil {
-					return err
-				}
-				for _, s := range res.Skipped {
-					fmt.Fprintf(out, "  kept %s: %s\n", s.CIDR, s.Reason)
-				}
-				fmt.Fprintf(out, "Released %d blocks (kept %d) with %d writes.\n", len(res.Released), len(res.Skipped), res.Writes)
+			r := f.runner(cl, lf, out)
+			plans, err := planRepairs(ctx, r, opts, actions.KindReleaseEmptyBlocks)
+			if err != nil {
+				return err
+			}
+			if err := printPlans(out, plans); err != nil {
+				return err
+			}
+			if !lf.yes {
+				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
 				return nil
 			}
-			if !lf.lock || !lf.yes {
-				return release(ctx)
+			results, err := executeRepairs(ctx, r, plans)
+			if results == nil || err != nil && !touched(results) {
+				return err
 			}
-			return withLock(ctx, cl, f.owner, "release-blocks", lf.ttl, out, release)
+			res := results[0]
+			printSkips(out, res, "", "releasable empty blocks")
+			fmt.Fprintf(out, "Released %d blocks (kept %d) with %d writes.\n", res.Done, len(res.Skipped), res.Writes.Blocks)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Check afterwards: %s releasable empty blocks remain in the plan's scope.\n", remaining(res.Remaining))
+			return nil
 		},
 	}
 	lf.add(cmd)

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/internal/testenv"
 )
@@ -93,6 +97,55 @@ func TestIPAMCheckReleaseLocked(t *testing.T) {
 	}
 }
 
+// TestIPAMReleaseIPsWithHandles runs release-ips, whose leaked IPs and leaked handles are two
+// kinds of repair, as one release: one plan summary, one datastore lock, one check afterwards.
+func TestIPAMReleaseIPsWithHandles(t *testing.T) {
+	c := testenv.StartT(t, testenv.Options{})
+	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	kc := c.KubeconfigPath
+	// A handle no block references, seconds old: maybe an allocation in flight, so kept.
+	const young = "k8s-pod-network.0000cafe"
+	handles := schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "ipamhandles"}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "crd.projectcalico.org/v1", "kind": "IPAMHandle",
+		"metadata": map[string]any{"name": young},
+		"spec":     map[string]any{"handleID": young, "block": map[string]any{"172.16.0.128/26": int64(1)}},
+	}}
+	if _, err := c.Dynamic.Resource(handles).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	out := mustRunIPAM(t, kc, "release-ips")
+	for _, want := range []string{
+		"Check: 256 allocations, 181 leaked IPs, 1 leaked handles, 182 problems.",
+		"Plan: release 181 IPs in 4 blocks and delete 0 leaked handles.",
+		"Plan: release 181 leaked IPs on ",
+		"Plan: delete 0 leaked IPAM handles on ",
+		"- " + young + ": younger than 1m0s: maybe an allocation in flight",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+
+	out = mustRunIPAM(t, kc, "release-ips", "--lock", "--yes")
+	if n := strings.Count(out, "Locked the Calico datastore"); n != 1 || strings.Count(out, "Unlocked the Calico datastore.") != 1 {
+		t.Errorf("locked %d times for one release, want once:\n%s", n, out)
+	}
+	for _, want := range []string{
+		"Released 181 IPs (kept 0) with 4 block writes; 181 handles deleted, 0 decremented (181 handle writes)",
+		"Check afterwards: 0 leaked IPs and 0 leaked handles remain.", // the young one is not counted yet
+		"Check complete; found 1 problems.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("release lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := c.Dynamic.Resource(handles).Get(t.Context(), young, metav1.GetOptions{}); err != nil {
+		t.Errorf("young leaked handle: %v, want it kept", err)
+	}
+}
+
 func TestIPAMReleaseFromReport(t *testing.T) {
 	c := testenv.StartT(t, testenv.Options{})
 	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
@@ -111,7 +164,7 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 	c := testenv.StartT(t, testenv.Options{})
 	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-block-limit"))
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty")
-	if !strings.Contains(out, "Plan: release 1 blocks.\n  172.24.10.64/26\n") || !strings.Contains(out, "Dry run") {
+	if !strings.Contains(out, "Plan: release 1 empty IPAM block on ") || !strings.Contains(out, "\n  172.24.10.64/26  worker-1\n") || !strings.Contains(out, "Dry run") {
 		t.Errorf("plan:\n%s", out)
 	}
 	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty", "--yes", "--lock")
@@ -126,10 +179,13 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 	}
 	// Named blocks: the plan keeps what the release would keep, says why, and names a block once.
 	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "172.24.10.0/26", "10.99.0.0/26", "172.24.10.0/26")
-	for _, want := range []string{"skipping 172.24.10.0/26:", "addresses are allocated", "skipping 10.99.0.0/26: no such block", "Plan: release 0 blocks."} {
+	for _, want := range []string{"Plan: release 0 empty IPAM blocks on ", "LEFT ALONE", "- 172.24.10.0/26: 64 of its 64 addresses are allocated", "- 10.99.0.0/26: no such block"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan for named blocks lacks %q:\n%s", want, out)
 		}
+	}
+	if n := strings.Count(out, "172.24.10.0/26:"); n != 1 {
+		t.Errorf("a block named twice is listed %d times, want once:\n%s", n, out)
 	}
 }
 

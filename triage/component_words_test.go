@@ -53,6 +53,10 @@ func TestSandboxWordsNameTheComponent(t *testing.T) {
 			CodeCNIIPRangeExhausted, "The Cilium agent on node-1 has no free pod address", "CiliumPodIPPool", false},
 		{"azure CNI", `plugin type="azure-vnet" failed (add): IPAM Invoker Add failed with error: Failed to allocate pool: Failed to delegate: Failed to allocate address: No available addresses`,
 			CodeCNIIPRangeExhausted, `The IPAM of CNI plugin "azure-vnet" has no free pod address for node-1`, "kubectl get pods -A -o wide --field-selector spec.nodeName=node-1", false},
+		{"antrea's agent down", `plugin type="antrea" failed (add): rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix /var/run/antrea/cni.sock: connect: connection refused"`,
+			CodeSandboxCreationFailed, "The antrea CNI plugin on node-1 cannot reach its node agent", "grep -i antrea", false},
+		{"a cgroup driver mismatch", `failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error setting cgroup config for procHooks process: unable to freeze`,
+			CodeSandboxCreationFailed, "runc on node-1 cannot apply the pod sandbox's cgroups", "SystemdCgroup", false},
 		{"calico on a windows node", `plugin type="calico" failed (add): global strict affinity should not be false for Windows node`,
 			CodeCalicoWindowsStrictAffinity, "IPAM strictAffinity is false", `"strictAffinity":true`, false},
 	}
@@ -204,6 +208,10 @@ func TestRuntimeWordsPointAtTheField(t *testing.T) {
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "pods", MountPath: "/var/lib/kubelet/pods", MountPropagation: &bidirectional}}
 		}), "Bidirectional (volume \"pods\" at /var/lib/kubelet/pods)", "mount --make-rshared /var/lib/kubelet"},
 		{"an AppArmor profile not loaded", mk(`failed to create containerd container: apparmor profile "k8s-restricted" not found`, nil), `AppArmor profile "k8s-restricted"`, "apparmor_parser -r /etc/apparmor.d/k8s-restricted"},
+		{"containerd without apparmor_parser is the node's, not the image's", mk(`failed to create containerd container: get apparmor_parser version: exec: "apparmor_parser": executable file not found in $PATH`, nil), "the node lacks apparmor_parser", "apt-get install apparmor"},
+		{"a hostPath on a read-only node filesystem", mk(`failed to generate container "x" spec: failed to apply OCI options: failed to mkdir "/opt/agent": mkdir /opt/agent: read-only file system`, func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "agent", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/opt/agent"}}}}
+		}), "the node's filesystem there is read-only", "under /var"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,6 +295,8 @@ func TestMountWordsNameTheComponent(t *testing.T) {
 			"node-1 lacks the mount helper", "nfs-common"},
 		{"a registered CSI plugin that does not answer", `MountVolume.MountDevice failed for volume "pvc-1" : rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix /var/lib/kubelet/plugins/driver.longhorn.io/csi.sock: connect: connection refused"`,
 			"CSI driver driver.longhorn.io is registered on node-1, but its node plugin does not answer", "grep -i csi"},
+		{"a hostPath that is not there", `MountVolume.SetUp failed for volume "sock" : hostPath type check failed: /run/agent/agent.sock is not a socket file`,
+			"The hostPath /run/agent/agent.sock of volume \"sock\" is not a socket file on node-1", "ls -ld /run/agent/agent.sock"},
 		{"an unknown message is quoted", `MountVolume.SetUp failed for volume "data" : something the rules do not know`,
 			`It says: "something the rules do not know"`, "kubectl describe pod"},
 	}
@@ -298,5 +308,15 @@ func TestMountWordsNameTheComponent(t *testing.T) {
 				t.Errorf("summary %q / fix %q: want %q and %q", got[0].Summary, got[0].Fix, tt.says, tt.fix)
 			}
 		})
+	}
+}
+
+func TestRunAsNonRootNamesTheUser(t *testing.T) {
+	p := testPod(waiting("app", "CreateContainerConfigError", "container has runAsNonRoot and image will run as root (pod: \"app_shop(uid)\", container: app)"))
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "app-7d9f8b6c4", Controller: isTrue()}}
+	p.Labels = map[string]string{"pod-template-hash": "7d9f8b6c4"}
+	got := checkCodes(t, containerConfigRules, testSnapshot(p), CodeCreateContainerError)
+	if !strings.Contains(got[0].Summary, "runAsNonRoot: true, but the image runs as root") || !strings.Contains(strings.Join(got[0].Fix, "\n"), `kubectl patch deployment/app -n shop -p '{"spec":{"template":{"spec":{"containers":[{"name":"app","securityContext":{"runAsUser":1000}}]}}}}'`) {
+		t.Errorf("summary %q fix %q", got[0].Summary, got[0].Fix)
 	}
 }

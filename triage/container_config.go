@@ -32,6 +32,9 @@ func containerConfigRules(s *Snapshot) []Finding {
 }
 
 var (
+	// kubelet: "container has runAsNonRoot and image will run as root", "container has
+	// runAsNonRoot and image has non-numeric user (app), cannot verify user is non-root".
+	reRunAsNonRoot = regexp.MustCompile(`container has runAsNonRoot and image (?:will run as root|has non-numeric user \(([^)]*)\))`)
 	// kubelet: `couldn't find key password in Secret shop/db`.
 	reMissingKey = regexp.MustCompile(`couldn't find key (\S+) in (Secret|ConfigMap) ([^/\s]+)/([^\s"]+)`)
 )
@@ -86,6 +89,23 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 			missingObjectNote(s, resource, name)
 		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, "")...)
 		f.Fix = missingObjectFix(s, resource, name, create+"  # or install the chart step that creates it")
+		return f
+	}
+	if m := reRunAsNonRoot.FindStringSubmatch(msg); m != nil {
+		f.Code = CodeCreateContainerError
+		user := "root (UID 0)"
+		if m[1] != "" {
+			user = fmt.Sprintf("the non-numeric user %q, which the kubelet cannot check is not root", m[1])
+		}
+		f.Summary = fmt.Sprintf("The kubelet refuses to start %s: its securityContext says runAsNonRoot: true, but the image runs as %s and the pod sets no runAsUser.", who, user)
+		f.Fix = []string{
+			fmt.Sprintf("Set securityContext.runAsUser to a non-zero UID the image can run as (for example 1000) on %s or the pod, or use an image whose USER is a numeric non-root UID.", who),
+		}
+		if target, mutable := templateTarget(pod); mutable {
+			f.Fix = append(f.Fix, patchContainerFix(pod, c, `{"securityContext":{"runAsUser":1000}}`, "runs it as UID 1000; check the image works as that user"))
+		} else {
+			f.Fix = append(f.Fix, immutableNote(target)+".")
+		}
 		return f
 	}
 	f.Code = CodeCreateContainerError

@@ -20,6 +20,15 @@ type mountWords struct {
 
 // mountTable lists the mount messages with a known meaning, most specific first.
 var mountTable = []mountWords{
+	// A hostPath whose type check failed: the node lacks the path, or has another kind there.
+	{regexp.MustCompile(`hostPath type check failed: (\S+) is not an? (directory|file|socket file|character device|block device)`), func(s *Snapshot, e Event, m []string, volume string, f *Finding) {
+		node := s.Pod.Spec.NodeName
+		f.Summary = fmt.Sprintf("The hostPath %s of volume %s is not a %s on %s, as the volume's hostPath.type requires (%s %s): the node lacks it, or something else is at that path.", m[1], orUnknownVolume(volume), m[2], node, e.Reason, eventSeen(s, e))
+		f.Fix = []string{
+			fmt.Sprintf("On %s: ls -ld %s", shellQuote(node), shellQuote(m[1])),
+			fmt.Sprintf("Create %s on every node the pod may run on (or the agent that should), or set hostPath.type to DirectoryOrCreate/FileOrCreate if an empty one will do.", m[1]),
+		}
+	}},
 	{regexp.MustCompile(`mount\.nfs4?: access denied by server while mounting ([^\s]+)`), func(s *Snapshot, e Event, m []string, volume string, f *Finding) {
 		node := s.Pod.Spec.NodeName
 		f.Summary = fmt.Sprintf("The NFS server refuses to export %s to %s (access denied by server), so the kubelet cannot mount volume %s (%s %s).", m[1], node, orUnknownVolume(volume), e.Reason, eventSeen(s, e))

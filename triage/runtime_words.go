@@ -33,11 +33,17 @@ var runtimeTable = []runtimeWordsRow{
 	// containerd: `cannot load seccomp profile "/var/lib/kubelet/seccomp/x": open …: no such file
 	// or directory`; CRI-O: `failed to load seccomp profile … no such file`.
 	{regexp.MustCompile(`(?:cannot|failed to) load seccomp profile "?([^":\s]+)"?`), seccompWords},
+	// containerd 1.7 on a node without the AppArmor tools: it needs apparmor_parser to load its
+	// default profile, and the node has none.
+	{regexp.MustCompile(`apparmor_parser(?: version)?: exec: \\?"?apparmor_parser\\?"?: executable file not found|get apparmor_parser version`), appArmorParserWords},
 	// containerd/CRI-O: an AppArmor profile that is not loaded on the node.
 	{regexp.MustCompile(`(?i)apparmor profile "?([^"\s]+)"? (?:not found|is not loaded)|failed to apply apparmor profile|apparmor_parser`), appArmorWords},
 	// Docker/containerd: a Bidirectional or HostToContainer mount over a host path that is not a
 	// shared (or slave) mount.
-	{regexp.MustCompile(`path (\S+) is mounted on (\S+) but it is not a (shared(?: or slave)?) mount`), propagationWords},
+	{regexp.MustCompile(`path "?([^"\s]+)"? is mounted on "?([^"\s]+)"? but it is not a (shared(?: or slave)?) mount`), propagationWords},
+	// A hostPath the runtime must create on a node whose root filesystem is read-only (Talos,
+	// Flatcar, Bottlerocket).
+	{regexp.MustCompile(`mkdir "?([^":\s]+)"?: read-only file system`), readOnlyHostWords},
 	{regexp.MustCompile(`no space left on device`), runtimeNoSpaceWords},
 }
 
@@ -202,5 +208,29 @@ func runtimeNoSpaceWords(s *Snapshot, c containerStatus, msg string, m []string,
 	f.Fix = []string{
 		fmt.Sprintf("On %s: df -h /var/lib/%s /var/lib/kubelet; df -i /var/lib/%s", shellQuote(node), runtimeUnit(s), runtimeUnit(s)),
 		fmt.Sprintf("On %s: crictl rmi --prune   # remove unused images, then find what else fills the disk", shellQuote(node)),
+	}
+}
+
+func appArmorParserWords(s *Snapshot, c containerStatus, msg string, m []string, f *Finding) {
+	node := s.Pod.Spec.NodeName
+	f.Summary = fmt.Sprintf("The container runtime on %s cannot create %s because the node lacks apparmor_parser: containerd needs it to load its default AppArmor profile on a host where AppArmor is enabled. Nothing in the pod is wrong.", node, c.who())
+	f.Fix = []string{
+		fmt.Sprintf("On %s: install the AppArmor tools (apt-get install apparmor, or the node image's package), then the kubelet's next retry creates the container.", shellQuote(node)),
+		"Or run containerd 1.7.x at a release that no longer needs apparmor_parser for the default profile, or set appArmorProfile type Unconfined on the container (it then runs without AppArmor).",
+	}
+}
+
+func readOnlyHostWords(s *Snapshot, c containerStatus, msg string, m []string, f *Finding) {
+	pod := s.Pod
+	node := pod.Spec.NodeName
+	dir := m[1]
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil && (v.HostPath.Path == dir || strings.HasPrefix(dir, strings.TrimSuffix(v.HostPath.Path, "/")+"/")) {
+			f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: "spec.volumes[" + v.Name + "].hostPath", Message: v.HostPath.Path})
+		}
+	}
+	f.Summary = fmt.Sprintf("The container runtime on %s cannot create %s on the host for %s: the node's filesystem there is read-only (an immutable node OS such as Talos, Flatcar or Bottlerocket keeps / read-only).", node, dir, c.who())
+	f.Fix = []string{
+		fmt.Sprintf("Point the hostPath at a writable place on the node (under /var, e.g. /var/lib/%s), or create %s in the node's image or machine config.", strings.TrimPrefix(path.Base(dir), "."), dir),
 	}
 }

@@ -36,6 +36,33 @@ var sandboxTable = []sandboxWords{
 	{regexp.MustCompile(`open (/run/flannel/subnet\.env): no such file or directory`), flannelLeaseWords},
 	// Cilium's and Weave's CNI plugins: the node agent they call does not answer.
 	{regexp.MustCompile(`(?i)unable to connect to Cilium daemon|cilium/cilium\.sock: connect: (?:no such file or directory|connection refused)|127\.0\.0\.1:6784: connect: connection refused`), cniAgentDownWords},
+	// Antrea's CNI plugin: its agent does not answer on the node.
+	{regexp.MustCompile(`/var/run/antrea/cni\.sock: connect: (?:connection refused|no such file or directory)`), func(s *Snapshot, e Event, m []string, f *Finding) {
+		cniAgentNamed(s, e, "antrea", f)
+	}},
+	// OVN-Kubernetes (OpenShift's default): the node's ovnkube-node has not wired the port.
+	{regexp.MustCompile(`timed out waiting for OVS port binding|failed to configure pod interface: .*ovn`), func(s *Snapshot, e Event, m []string, f *Finding) {
+		cniAgentNamed(s, e, "ovnkube-node", f)
+	}},
+	// runc cannot apply the sandbox's cgroup settings: the runtime's cgroup driver does not
+	// match the kubelet's (SystemdCgroup in containerd's runc options against cgroupDriver).
+	{regexp.MustCompile(`error setting cgroup config for procHooks process|cgroup driver|expected cgroupsPath to be of format`), func(s *Snapshot, e Event, m []string, f *Finding) {
+		node := s.Pod.Spec.NodeName
+		f.Summary = fmt.Sprintf("runc on %s cannot apply the pod sandbox's cgroups (FailedCreatePodSandBox %s): the container runtime's cgroup driver most likely does not match the kubelet's (systemd against cgroupfs).", node, eventSeen(s, e))
+		f.Fix = []string{
+			fmt.Sprintf("On %s: grep -n SystemdCgroup /etc/containerd/config.toml; grep -n cgroupDriver /var/lib/kubelet/config.yaml   # both systemd on a systemd host with cgroup v2", shellQuote(node)),
+			fmt.Sprintf("Set the same driver in both, then on %s: %s.", node, nodeRuntimeRestart(s)),
+		}
+	}},
+	// The runtime did not finish the sandbox within the kubelet's deadline.
+	{regexp.MustCompile(`code = DeadlineExceeded desc = context deadline exceeded`), func(s *Snapshot, e Event, m []string, f *Finding) {
+		node := s.Pod.Spec.NodeName
+		f.Summary = fmt.Sprintf("The container runtime on %s does not finish creating the pod's sandbox within the kubelet's deadline (FailedCreatePodSandBox %s: context deadline exceeded): an overloaded runtime or disk, or a CNI plugin that hangs.", node, eventSeen(s, e))
+		f.Fix = []string{
+			fmt.Sprintf("On %s: journalctl -u %s --since -15min | grep -iE 'sandbox|cni' | tail -20   # the step that hangs", shellQuote(node), runtimeUnit(s)),
+			fmt.Sprintf("On %s: iostat -x 5 3; crictl pods | wc -l", shellQuote(node)),
+		}
+	}},
 	// containerd: a sandbox of that name is still being created (a slow runtime or disk).
 	{regexp.MustCompile(`failed to reserve sandbox name "([^"]+)"`), sandboxNameReservedWords},
 	// The node's disk under the runtime or the kubelet is full.
@@ -145,11 +172,17 @@ func flannelLeaseWords(s *Snapshot, e Event, m []string, f *Finding) {
 }
 
 func cniAgentDownWords(s *Snapshot, e Event, m []string, f *Finding) {
-	node := s.Pod.Spec.NodeName
 	agent := "cilium"
 	if containsAny(e.Message, "6784") {
 		agent = "weave"
 	}
+	cniAgentNamed(s, e, agent, f)
+}
+
+// cniAgentNamed explains a CNI plugin whose node agent (agent: the name its pods carry) does
+// not answer on the pod's node.
+func cniAgentNamed(s *Snapshot, e Event, agent string, f *Finding) {
+	node := s.Pod.Spec.NodeName
 	f.Summary = fmt.Sprintf("The %s CNI plugin on %s cannot reach its node agent, so no pod network can be set up there (FailedCreatePodSandBox %s): the %s agent pod on that node is not running or not ready.", agent, node, eventSeen(s, e), agent)
 	agentEvidence(s, agent, f)
 	f.Fix = []string{fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -i %s", shellQuote(node), agent)}

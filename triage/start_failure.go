@@ -354,8 +354,13 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 	}
 	target := sf.target
 	editField := editSpecFix(pod, c)
+	cause := sf.cause
+	if !sf.fromProcess && cause == startCommandNotFound && containsAny(sf.message, "apparmor_parser") {
+		// The runtime's own helper is missing on the node, not the container's command.
+		cause = startCauseUnknown
+	}
 
-	switch sf.cause {
+	switch cause {
 	case startCommandNotFound:
 		if sf.fromProcess {
 			f.Summary = fmt.Sprintf("%s exits with code 127%s: its shell could not find %s (127 is a shell's \"command not found\").%s", capitalize(who), restarts, orQuoted(target, "a command it was told to run"), said)

@@ -16,17 +16,18 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // leakedCluster starts a control plane with the seed-ipam-leaked scenario (181 leaked IPs)
 // and returns a Runner for it.
 func leakedCluster(t *testing.T, policy actions.LockPolicy) (*testenv.Cluster, *calico.Client, *actions.Runner) {
 	t.Helper()
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 	client, err := calico.NewClient(t.Context(), c.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -16,18 +16,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
 )
 
 var (
-	alice   = Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
-	bob     = Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
-	carol   = Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
-	mallory = Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
+	alice   = chat.Principal{Platform: "slack", Team: "T1", ID: "UALICE", Name: "alice"} // requester, approver
+	bob     = chat.Principal{Platform: "slack", Team: "T1", ID: "UBOB", Name: "bob"}     // approver
+	carol   = chat.Principal{Platform: "slack", Team: "T1", ID: "UCAROL", Name: "carol"} // member of group SOPS
+	mallory = chat.Principal{Platform: "slack", Team: "T1", ID: "UMALLORY", Name: "mal"} // nobody
 	// Discord principals carry their roles (member.roles) in Groups.
 	discordOpsRole = "1180000000000000001"
-	discordAlice   = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000001", Name: "alice"} // requester, approver
-	discordBob     = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000002", Name: "bob", Groups: []string{discordOpsRole}}
-	discordMallory = Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000003", Name: "mal", Groups: []string{"1180000000000000009"}}
+	discordAlice   = chat.Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000001", Name: "alice"} // requester, approver
+	discordBob     = chat.Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000002", Name: "bob", Groups: []string{discordOpsRole}}
+	discordMallory = chat.Principal{Platform: "discord", Team: "1170000000000000001", ID: "1160000000000000003", Name: "mal", Groups: []string{"1180000000000000009"}}
 	testT0         = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	quietLog       = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
@@ -70,8 +72,8 @@ func (c *clock) add(d time.Duration) {
 }
 
 // slackUsers is a policy's approvers: these Slack user IDs only.
-func slackUsers(ids []string) map[string]Approvers {
-	return map[string]Approvers{"slack": {Users: ids}}
+func slackUsers(ids []string) map[string]approval.Approvers {
+	return map[string]approval.Approvers{"slack": {Users: ids}}
 }
 
 func testPlan(kind actions.Kind, n int) actions.Plan {
@@ -85,24 +87,24 @@ func testPlan(kind actions.Kind, n int) actions.Plan {
 }
 
 type approvalsFixture struct {
-	ap    *Approvals
-	store *MemoryStore
+	ap    *plans
+	store *approval.MemoryStore
 	exec  *fakeExecutor
 	clk   *clock
 }
 
-func newApprovalsFixture(t *testing.T, policy Policy, dir Directory) *approvalsFixture {
+func newApprovalsFixture(t *testing.T, policy approval.Policy, dir approval.Directory) *approvalsFixture {
 	t.Helper()
-	f := &approvalsFixture{store: NewMemoryStore(), exec: &fakeExecutor{}, clk: &clock{t: testT0}}
-	f.ap = NewApprovals(ApprovalsOptions{
-		Store: f.store, Policy: policy, Directories: map[string]Directory{"slack": dir},
-		Executors: map[string]Executor{"prod": f.exec}, Now: f.clk.now, Log: quietLog,
+	f := &approvalsFixture{store: approval.NewMemoryStore(), exec: &fakeExecutor{}, clk: &clock{t: testT0}}
+	f.ap = newPlans(approval.Options{
+		Store: f.store, Policy: policy, Directories: map[string]approval.Directory{"slack": dir},
+		Executors: map[string]approval.Executor{"prod": f.exec}, Now: f.clk.now, Log: quietLog,
 	})
 	return f
 }
 
-func events(a *Approval) []AuditEvent {
-	var out []AuditEvent
+func events(a *approval.Record) []approval.AuditEvent {
+	var out []approval.AuditEvent
 	for _, r := range a.History {
 		out = append(out, r.Event)
 	}
@@ -110,120 +112,120 @@ func events(a *Approval) []AuditEvent {
 }
 
 func TestDecide(t *testing.T) {
-	policy := Policy{Approvers: map[string]Approvers{
+	policy := approval.Policy{Approvers: map[string]approval.Approvers{
 		"slack":   {Users: []string{"UALICE", "UBOB"}, Groups: []string{"SOPS"}},
 		"discord": {Users: []string{discordAlice.ID}, Groups: []string{discordOpsRole}},
 	}, TwoPersonRule: true, Expiry: 15 * time.Minute}
 	dir := fakeDirectory{groups: map[string][]string{"SOPS": {"UCAROL"}}}
 	tests := []struct {
 		name       string
-		policy     Policy
-		dir        Directory
+		policy     approval.Policy
+		dir        approval.Directory
 		kind       actions.Kind
-		requester  Principal
-		clicker    Principal
-		verdict    Verdict
+		requester  chat.Principal
+		clicker    chat.Principal
+		verdict    approval.Verdict
 		after      time.Duration // clock advance before the click
-		wantState  State
+		wantState  approval.State
 		wantRuns   int32
-		wantEvents []AuditEvent
+		wantEvents []approval.AuditEvent
 		wantNotice string // substring of the notice; "" means no notice
 		wantDetail string // detail of the approved audit record, when set
 	}{
 		{
 			name: "an approver other than the requester approves: the plan runs once and succeeds",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictApprove,
-			wantState: StateSucceeded, wantRuns: 1,
-			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: approval.VerdictApprove,
+			wantState: approval.StateSucceeded, wantRuns: 1,
+			wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditApproved, approval.AuditStarted, approval.AuditFinished},
 		},
 		{
 			name: "a member of an approver user group approves",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: VerdictApprove,
-			wantState: StateSucceeded, wantRuns: 1,
-			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: approval.VerdictApprove,
+			wantState: approval.StateSucceeded, wantRuns: 1,
+			wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditApproved, approval.AuditStarted, approval.AuditFinished},
 		},
 		{
 			name: "a user who is not an approver is refused, the refusal is recorded and nothing runs",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: approval.VerdictApprove,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "the requester cannot approve their own destructive plan under the two-person rule, and the attempt is recorded",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: alice, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "two-person rule",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: alice, verdict: approval.VerdictApprove,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "two-person rule",
 		},
 		{
 			name:   "the requester may approve their own plan when the two-person rule is off",
-			policy: Policy{Approvers: slackUsers([]string{"UALICE"})}, kind: actions.KindReleaseEmptyBlocks,
-			requester: alice, clicker: alice, verdict: VerdictApprove,
-			wantState: StateSucceeded, wantRuns: 1,
-			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+			policy: approval.Policy{Approvers: slackUsers([]string{"UALICE"})}, kind: actions.KindReleaseEmptyBlocks,
+			requester: alice, clicker: alice, verdict: approval.VerdictApprove,
+			wantState: approval.StateSucceeded, wantRuns: 1,
+			wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditApproved, approval.AuditStarted, approval.AuditFinished},
 		},
 		{
 			name: "the requester may approve their own unlock (not destructive) under the two-person rule",
-			kind: actions.KindUnlockDatastore, requester: alice, clicker: alice, verdict: VerdictApprove,
-			wantState: StateSucceeded, wantRuns: 1,
-			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+			kind: actions.KindUnlockDatastore, requester: alice, clicker: alice, verdict: approval.VerdictApprove,
+			wantState: approval.StateSucceeded, wantRuns: 1,
+			wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditApproved, approval.AuditStarted, approval.AuditFinished},
 		},
 		{
 			name: "an approval after the expiry expires the plan, is recorded as refused and nothing runs",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictApprove,
-			after: 15 * time.Minute, wantState: StateExpired,
-			wantEvents: []AuditEvent{AuditRequested, AuditExpired, AuditRefused}, wantNotice: "expired",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: approval.VerdictApprove,
+			after: 15 * time.Minute, wantState: approval.StateExpired,
+			wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditExpired, approval.AuditRefused}, wantNotice: "expired",
 		},
 		{
 			name: "an approver denies",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: VerdictDeny,
-			wantState: StateDenied, wantEvents: []AuditEvent{AuditRequested, AuditDenied},
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: bob, verdict: approval.VerdictDeny,
+			wantState: approval.StateDenied, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditDenied},
 		},
 		{
 			name: "the requester withdraws their own plan",
-			kind: actions.KindReleaseLeakedIPs, requester: mallory, clicker: mallory, verdict: VerdictDeny,
-			wantState: StateDenied, wantEvents: []AuditEvent{AuditRequested, AuditDenied},
+			kind: actions.KindReleaseLeakedIPs, requester: mallory, clicker: mallory, verdict: approval.VerdictDeny,
+			wantState: approval.StateDenied, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditDenied},
 		},
 		{
 			name: "a stranger cannot deny, and the attempt is recorded",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: VerdictDeny,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: mallory, verdict: approval.VerdictDeny,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a Discord member with an approver role approves, and the audit says how",
-			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordBob, verdict: VerdictApprove,
-			wantState: StateSucceeded, wantRuns: 1,
-			wantEvents: []AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished},
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordBob, verdict: approval.VerdictApprove,
+			wantState: approval.StateSucceeded, wantRuns: 1,
+			wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditApproved, approval.AuditStarted, approval.AuditFinished},
 			wantDetail: "approver by group " + discordOpsRole,
 		},
 		{
 			name: "a Discord member without an approver role is refused",
-			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordMallory, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers (users " + discordAlice.ID,
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: discordMallory, verdict: approval.VerdictApprove,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "Only approvers (users " + discordAlice.ID,
 		},
 		{
 			name: "a Slack approver's ID cannot approve on Discord",
-			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: Principal{Platform: "discord", ID: "UBOB"}, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
+			kind: actions.KindReleaseLeakedIPs, requester: discordAlice, clicker: chat.Principal{Platform: "discord", ID: "UBOB"}, verdict: approval.VerdictApprove,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a Discord approver's ID or role cannot approve on Slack",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, verdict: VerdictApprove,
-			clicker:   Principal{Platform: "slack", ID: discordAlice.ID, Groups: []string{discordOpsRole}},
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "Only approvers",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, verdict: approval.VerdictApprove,
+			clicker:   chat.Principal{Platform: "slack", ID: discordAlice.ID, Groups: []string{discordOpsRole}},
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "Only approvers",
 		},
 		{
 			name: "a platform without approvers refuses everyone",
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: Principal{Platform: "console", ID: "UBOB"}, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested, AuditRefused}, wantNotice: "nobody on console",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: chat.Principal{Platform: "console", ID: "UBOB"}, verdict: approval.VerdictApprove,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested, approval.AuditRefused}, wantNotice: "nobody on console",
 		},
 		{
 			name: "a failing group lookup refuses without deciding",
 			dir:  fakeDirectory{err: errors.New("usergroups.users.list: ratelimited")},
-			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: VerdictApprove,
-			wantState: StatePending, wantEvents: []AuditEvent{AuditRequested}, wantNotice: "nothing was decided",
+			kind: actions.KindReleaseLeakedIPs, requester: alice, clicker: carol, verdict: approval.VerdictApprove,
+			wantState: approval.StatePending, wantEvents: []approval.AuditEvent{approval.AuditRequested}, wantNotice: "nothing was decided",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, d := policy, Directory(dir)
+			p, d := policy, approval.Directory(dir)
 			if tt.policy.Approvers != nil {
 				p = tt.policy
 			}
@@ -238,8 +240,7 @@ func TestDecide(t *testing.T) {
 			}
 			f.clk.add(tt.after)
 			var progressed []string
-			out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker},
-				func(_ context.Context, m Message) { progressed = append(progressed, m.Title) })
+			out := f.ap.Decide(ctx, approval.Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker}, func(_ context.Context, m chat.Message) { progressed = append(progressed, m.Title) })
 			got, err := f.store.Get(ctx, a.Plan.ID)
 			if err != nil {
 				t.Fatalf("Get: %v", err)
@@ -259,7 +260,7 @@ func TestDecide(t *testing.T) {
 			if !strings.Contains(out.Notice, tt.wantNotice) {
 				t.Errorf("notice = %q, want it to contain %q", out.Notice, tt.wantNotice)
 			}
-			refused := tt.wantState == StatePending
+			refused := tt.wantState == approval.StatePending
 			if refused && out.Update != nil {
 				t.Errorf("refusal updated the plan message to %q, want it left alone", out.Update.Title)
 			}
@@ -277,20 +278,20 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideFailureIsRecorded(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}, nil)
+	f := newApprovalsFixture(t, approval.Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}, nil)
 	f.exec.err = fmt.Errorf("lock: %w", actions.ErrDatastoreLocked)
 	ctx := t.Context()
 	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 2), alice, "C1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: bob}, nil)
+	out := f.ap.Decide(ctx, approval.Decision{PlanID: a.Plan.ID, Verdict: approval.VerdictApprove, Principal: bob}, nil)
 	got, _ := f.store.Get(ctx, a.Plan.ID)
-	if got.State != StateFailed || got.FailureCode != "datastore-locked" {
+	if got.State != approval.StateFailed || got.FailureCode != "datastore-locked" {
 		t.Errorf("state, failure code = %s, %q, want Failed, datastore-locked", got.State, got.FailureCode)
 	}
 	last := got.History[len(got.History)-1]
-	if last.Event != AuditFailed || !strings.Contains(last.Detail, "locked") {
+	if last.Event != approval.AuditFailed || !strings.Contains(last.Detail, "locked") {
 		t.Errorf("last audit record = %+v, want failed with the error", last)
 	}
 	if out.Update == nil || !strings.HasPrefix(out.Update.Title, "Failed:") {
@@ -299,7 +300,7 @@ func TestDecideFailureIsRecorded(t *testing.T) {
 }
 
 func TestDecideConcurrentClicksRunOnce(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB", "UCAROL"}), TwoPersonRule: true}, nil)
+	f := newApprovalsFixture(t, approval.Policy{Approvers: slackUsers([]string{"UBOB", "UCAROL"}), TwoPersonRule: true}, nil)
 	f.exec.delay = 20 * time.Millisecond
 	ctx := t.Context()
 	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 5), alice, "C1")
@@ -307,7 +308,7 @@ func TestDecideConcurrentClicksRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clicks = 16
-	outs := make([]Outcome, clicks)
+	outs := make([]chat.Outcome, clicks)
 	var wg sync.WaitGroup
 	for i := range clicks {
 		who := bob
@@ -315,7 +316,7 @@ func TestDecideConcurrentClicksRunOnce(t *testing.T) {
 			who = carol
 		}
 		wg.Go(func() {
-			outs[i] = f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: who}, nil)
+			outs[i] = f.ap.Decide(ctx, approval.Decision{PlanID: a.Plan.ID, Verdict: approval.VerdictApprove, Principal: who}, nil)
 		})
 	}
 	wg.Wait()
@@ -337,14 +338,14 @@ func TestDecideConcurrentClicksRunOnce(t *testing.T) {
 }
 
 func TestDecideTwoReplicasRunOnce(t *testing.T) {
-	store := NewMemoryStore()
+	store := approval.NewMemoryStore()
 	clk := &clock{t: testT0}
-	policy := Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
+	policy := approval.Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
 	execs := []*fakeExecutor{{delay: 20 * time.Millisecond}, {delay: 20 * time.Millisecond}}
-	replicas := make([]*Approvals, 2)
+	replicas := make([]*plans, 2)
 	for i := range replicas {
-		replicas[i] = NewApprovals(ApprovalsOptions{Store: store, Policy: policy,
-			Executors: map[string]Executor{"prod": execs[i]}, Now: clk.now, Log: quietLog})
+		replicas[i] = newPlans(approval.Options{Store: store, Policy: policy,
+			Executors: map[string]approval.Executor{"prod": execs[i]}, Now: clk.now, Log: quietLog})
 	}
 	ctx := t.Context()
 	a, err := replicas[0].Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 5), alice, "C1")
@@ -354,20 +355,22 @@ func TestDecideTwoReplicasRunOnce(t *testing.T) {
 	// The same click (same user, same plan) reaches both replicas at once.
 	var wg sync.WaitGroup
 	for _, r := range replicas {
-		wg.Go(func() { r.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: bob}, nil) })
+		wg.Go(func() {
+			r.Decide(ctx, approval.Decision{PlanID: a.Plan.ID, Verdict: approval.VerdictApprove, Principal: bob}, nil)
+		})
 	}
 	wg.Wait()
 	if total := execs[0].runs.Load() + execs[1].runs.Load(); total != 1 {
 		t.Errorf("executions across replicas = %d, want 1", total)
 	}
 	got, _ := store.Get(ctx, a.Plan.ID)
-	if diff := cmp.Diff([]AuditEvent{AuditRequested, AuditApproved, AuditStarted, AuditFinished}, events(got)); diff != "" {
+	if diff := cmp.Diff([]approval.AuditEvent{approval.AuditRequested, approval.AuditApproved, approval.AuditStarted, approval.AuditFinished}, events(got)); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 }
 
 func TestExpireDue(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB"}), Expiry: 10 * time.Minute}, nil)
+	f := newApprovalsFixture(t, approval.Policy{Approvers: slackUsers([]string{"UBOB"}), Expiry: 10 * time.Minute}, nil)
 	ctx := t.Context()
 	old, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
 	f.clk.add(6 * time.Minute)
@@ -385,45 +388,45 @@ func TestExpireDue(t *testing.T) {
 		t.Errorf("expired plans (-want +got):\n%s", diff)
 	}
 	got, _ := f.store.Get(ctx, fresh.Plan.ID)
-	if got.State != StatePending {
+	if got.State != approval.StatePending {
 		t.Errorf("fresh plan state = %s, want Pending", got.State)
 	}
 }
 
 func TestMemoryStoreCompareAndSet(t *testing.T) {
-	s := NewMemoryStore()
+	s := approval.NewMemoryStore()
 	ctx := t.Context()
-	a := &Approval{Plan: testPlan(actions.KindReleaseLeakedIPs, 1), State: StatePending}
+	a := &approval.Record{Plan: testPlan(actions.KindReleaseLeakedIPs, 1), State: approval.StatePending}
 	if err := s.Create(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := s.Get(ctx, a.Plan.ID)
 	second, _ := s.Get(ctx, a.Plan.ID)
-	first.State = StateRunning
+	first.State = approval.StateRunning
 	if err := s.Update(ctx, first); err != nil {
 		t.Fatalf("first Update: %v", err)
 	}
-	second.State = StateDenied
-	if err := s.Update(ctx, second); !errors.Is(err, ErrConflict) {
+	second.State = approval.StateDenied
+	if err := s.Update(ctx, second); !errors.Is(err, approval.ErrConflict) {
 		t.Errorf("stale Update error = %v, want ErrConflict", err)
 	}
 	got, _ := s.Get(ctx, a.Plan.ID)
-	if got.State != StateRunning {
+	if got.State != approval.StateRunning {
 		t.Errorf("state = %s, want Running", got.State)
 	}
-	if _, err := s.Get(ctx, "rr-missing"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, "rr-missing"); !errors.Is(err, approval.ErrNotFound) {
 		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
 	}
 }
 
 func TestRunSweeperNotifiesOnce(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Approvers: slackUsers([]string{"UBOB"}), Expiry: time.Minute}, nil)
+	f := newApprovalsFixture(t, approval.Policy{Approvers: slackUsers([]string{"UBOB"}), Expiry: time.Minute}, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	a, _ := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 1), alice, "C1")
 	f.clk.add(2 * time.Minute)
 	notified := make(chan string, 10)
-	go f.ap.RunSweeper(ctx, 5*time.Millisecond, func(_ context.Context, a *Approval, m Message) {
+	go f.ap.RunSweeper(ctx, 5*time.Millisecond, func(_ context.Context, a *approval.Record, m chat.Message) {
 		notified <- a.Plan.ID + " " + m.Title
 	})
 	select {
@@ -441,28 +444,28 @@ func TestRunSweeperNotifiesOnce(t *testing.T) {
 }
 
 func TestRefusalsAreAudited(t *testing.T) {
-	policy := Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true, Expiry: 15 * time.Minute}
+	policy := approval.Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true, Expiry: 15 * time.Minute}
 	tests := []struct {
 		name       string
-		clicker    Principal
-		verdict    Verdict
+		clicker    chat.Principal
+		verdict    approval.Verdict
 		expireBy   time.Duration // clock advance after an earlier expiry sweep
 		wantDetail string
 	}{
-		{name: "self-approval under the two-person rule", clicker: alice, verdict: VerdictApprove,
+		{name: "self-approval under the two-person rule", clicker: alice, verdict: approval.VerdictApprove,
 			wantDetail: "approve refused: self-approval of a destructive plan (two-person rule)"},
-		{name: "approval by someone who is not an approver", clicker: mallory, verdict: VerdictApprove,
+		{name: "approval by someone who is not an approver", clicker: mallory, verdict: approval.VerdictApprove,
 			wantDetail: "approve refused: not an approver"},
-		{name: "denial by someone who is neither approver nor requester", clicker: mallory, verdict: VerdictDeny,
+		{name: "denial by someone who is neither approver nor requester", clicker: mallory, verdict: approval.VerdictDeny,
 			wantDetail: "deny refused: not an approver or the requester"},
-		{name: "approval of a plan that already expired", clicker: bob, verdict: VerdictApprove, expireBy: 16 * time.Minute,
+		{name: "approval of a plan that already expired", clicker: bob, verdict: approval.VerdictApprove, expireBy: 16 * time.Minute,
 			wantDetail: "approve refused: the plan expired at 2026-11-30T12:15:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs syncLog
 			f := newApprovalsFixture(t, policy, nil)
-			f.ap = NewApprovals(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
+			f.ap = newPlans(approval.Options{Store: f.store, Policy: policy, Executors: map[string]approval.Executor{"prod": f.exec},
 				Now: f.clk.now, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 			ctx := t.Context()
 			a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 3), alice, "C1")
@@ -476,13 +479,13 @@ func TestRefusalsAreAudited(t *testing.T) {
 				}
 			}
 			f.clk.add(time.Second)
-			out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker}, nil)
+			out := f.ap.Decide(ctx, approval.Decision{PlanID: a.Plan.ID, Verdict: tt.verdict, Principal: tt.clicker}, nil)
 			if out.Notice == "" || out.Update != nil || f.exec.runs.Load() != 0 {
 				t.Fatalf("outcome = %+v after %d runs, want a refusal notice and nothing run", out, f.exec.runs.Load())
 			}
 			got, _ := f.store.Get(ctx, a.Plan.ID)
 			last := got.History[len(got.History)-1]
-			want := AuditRecord{Time: f.clk.now(), Event: AuditRefused, Actor: tt.clicker.String(), Detail: tt.wantDetail}
+			want := approval.AuditRecord{Time: f.clk.now(), Event: approval.AuditRefused, Actor: tt.clicker.String(), Detail: tt.wantDetail}
 			if diff := cmp.Diff(want, last); diff != "" {
 				t.Errorf("last history record (-want +got):\n%s", diff)
 			}
@@ -499,24 +502,24 @@ func TestRefusalsAreAudited(t *testing.T) {
 	t.Run("a plan keeps at most 20 refusals; later ones are only logged", func(t *testing.T) {
 		var logs syncLog
 		f := newApprovalsFixture(t, policy, nil)
-		f.ap = NewApprovals(ApprovalsOptions{Store: f.store, Policy: policy, Executors: map[string]Executor{"prod": f.exec},
+		f.ap = newPlans(approval.Options{Store: f.store, Policy: policy, Executors: map[string]approval.Executor{"prod": f.exec},
 			Now: f.clk.now, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 		a, err := f.ap.Request(t.Context(), testPlan(actions.KindReleaseLeakedIPs, 3), alice, "C1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 25 {
-			f.ap.Decide(t.Context(), Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: mallory}, nil)
+			f.ap.Decide(t.Context(), approval.Decision{PlanID: a.Plan.ID, Verdict: approval.VerdictApprove, Principal: mallory}, nil)
 		}
 		got, _ := f.store.Get(t.Context(), a.Plan.ID)
 		refused := 0
 		for _, r := range got.History {
-			if r.Event == AuditRefused {
+			if r.Event == approval.AuditRefused {
 				refused++
 			}
 		}
-		if refused != maxRefusals || got.State != StatePending {
-			t.Errorf("refusal records = %d, state %s; want %d, Pending", refused, got.State, maxRefusals)
+		if refused != approval.MaxRefusals || got.State != approval.StatePending {
+			t.Errorf("refusal records = %d, state %s; want %d, Pending", refused, got.State, approval.MaxRefusals)
 		}
 		if n := strings.Count(logs.String(), `"msg":"approval refused"`); n != 25 {
 			t.Errorf("refusals logged = %d, want 25", n)
@@ -561,20 +564,20 @@ func (l *syncLog) find(t *testing.T, msg string) map[string]any {
 // TestDecideRefusedByTheAdapter: a click the adapter refuses (a Discord DM) decides nothing,
 // whoever clicks, and the refusal is recorded with its reason.
 func TestDecideRefusedByTheAdapter(t *testing.T) {
-	f := newApprovalsFixture(t, Policy{Approvers: map[string]Approvers{"discord": {Users: []string{discordBob.ID}}}, TwoPersonRule: true}, nil)
+	f := newApprovalsFixture(t, approval.Policy{Approvers: map[string]approval.Approvers{"discord": {Users: []string{discordBob.ID}}}, TwoPersonRule: true}, nil)
 	ctx := t.Context()
 	a, err := f.ap.Request(ctx, testPlan(actions.KindReleaseLeakedIPs, 3), discordAlice, "C1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm := Principal{Platform: "discord", ID: discordBob.ID, Name: "bob"} // an approver, but in a DM
-	out := f.ap.Decide(ctx, Decision{PlanID: a.Plan.ID, Verdict: VerdictApprove, Principal: dm, Refusal: "Not in a direct message."}, nil)
+	dm := chat.Principal{Platform: "discord", ID: discordBob.ID, Name: "bob"} // an approver, but in a DM
+	out := f.ap.Decide(ctx, approval.Decision{PlanID: a.Plan.ID, Verdict: approval.VerdictApprove, Principal: dm, Refusal: "Not in a direct message."}, nil)
 	if out.Notice != "Not in a direct message. Nothing was changed." || out.Update != nil {
 		t.Errorf("outcome = %+v, want the refusal as a notice and no update", out)
 	}
 	got, _ := f.store.Get(ctx, a.Plan.ID)
 	last := got.History[len(got.History)-1]
-	if got.State != StatePending || f.exec.runs.Load() != 0 || last.Event != AuditRefused || last.Detail != "approve refused: Not in a direct message." {
+	if got.State != approval.StatePending || f.exec.runs.Load() != 0 || last.Event != approval.AuditRefused || last.Detail != "approve refused: Not in a direct message." {
 		t.Errorf("record = %s, runs %d, last audit %+v; want Pending, 0, the refusal", got.State, f.exec.runs.Load(), last)
 	}
 }

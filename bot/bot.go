@@ -12,26 +12,14 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
-// Diagnoser explains why a pod is stuck. triage.Diagnose with a Collector does it; see
-// DiagnoserFunc.
-type Diagnoser interface {
-	Diagnose(ctx context.Context, namespace, name string) (*triage.Diagnosis, error)
-}
-
-// DiagnoserFunc adapts a function to Diagnoser.
-type DiagnoserFunc func(ctx context.Context, namespace, name string) (*triage.Diagnosis, error)
-
-// Diagnose calls f.
-func (f DiagnoserFunc) Diagnose(ctx context.Context, namespace, name string) (*triage.Diagnosis, error) {
-	return f(ctx, namespace, name)
-}
-
 // Answerer answers why-pending questions about a pod, a workload or a whole namespace
-// (collect.Answer with a Collector does it). See AnswererFunc.
+// (fleet.Cluster does, with collect.Answer over its collector). See AnswererFunc.
 type Answerer interface {
 	Answer(ctx context.Context, t triage.Target) (*triage.Answer, error)
 }
@@ -45,13 +33,13 @@ func (f AnswererFunc) Answer(ctx context.Context, t triage.Target) (*triage.Answ
 }
 
 // IPAM is the read side of Calico IPAM that /ipam check and /ipam blocks show.
-// *calico.Client implements it.
+// fleet.Cluster, *calico.Client and *calico.Cache implement it.
 type IPAM interface {
 	Check(ctx context.Context, opts calico.CheckOptions) (*calico.CheckResult, error)
 	Utilization(ctx context.Context) (*calico.Utilization, error)
 }
 
-// Planner makes plans (dry runs) on one cluster. actions.Runner implements it.
+// Planner makes plans (dry runs) on one cluster. fleet.Cluster and actions.Runner implement it.
 type Planner interface {
 	Plan(ctx context.Context, kind actions.Kind, opts actions.PlanOptions) (actions.Plan, error)
 }
@@ -64,17 +52,15 @@ type Cluster struct {
 	// Namespace is the default namespace for "/why-pending pod" ("" means "default").
 	Namespace string
 	// Answerer answers /why-pending about pods, workloads (TYPE/NAME, a bare workload name) and
-	// namespaces (--all). When it is nil, Diagnoser answers questions about pods only.
+	// namespaces (--all).
 	Answerer Answerer
-	// Diagnoser answers /why-pending about a pod when Answerer is nil.
-	Diagnoser Diagnoser
 	// IPAM answers /ipam check and /ipam blocks.
 	IPAM IPAM
 	// Planner makes plans for /ipam release-ips|release-blocks|release-handles|unlock and plan buttons.
 	Planner Planner
 	// Executor runs approved plans. An Executor that also implements Recoverer lets the bot
-	// clean up after a plan whose executing process died (see Approvals.RecoverInterrupted).
-	Executor Executor
+	// clean up after a plan whose executing process died (see approval.Workflow.RecoverInterrupted).
+	Executor approval.Executor
 	// Health, when set, returns nil while the cluster can be used, else why not: a
 	// *UnavailableError naming the cluster and its API server's error (see
 	// ClusterUnavailable). Commands for an unavailable cluster are answered with that one
@@ -97,12 +83,14 @@ type Options struct {
 	// --cluster. Names must be unique.
 	Clusters []*Cluster
 	// Store keeps approval records (nil: a new MemoryStore).
-	Store Store
-	// Policy is the approval policy.
-	Policy Policy
+	Store approval.
+		// Policy is the approval policy.
+		Store
+
+	Policy approval.Policy
 	// Directories resolve approver groups, per platform (Slack user groups); a platform
 	// without one matches groups only through Principal.Groups (Discord roles).
-	Directories map[string]Directory
+	Directories map[string]approval.Directory
 	// LockNote is shown on destructive plans to say how the datastore lock is used.
 	LockNote string
 	// AllowedChannels limits commands to these channel IDs, per platform (a platform without
@@ -123,7 +111,7 @@ type Options struct {
 // decisions.
 type Bot struct {
 	router    *Router
-	approvals *Approvals
+	approvals *plans
 	clusters  []*Cluster
 	log       *slog.Logger
 	inflight  singleflight.Group // diagnoses in progress, by cluster and target
@@ -134,12 +122,12 @@ type Bot struct {
 // New builds a Bot with the /why-pending, /ipam and /whypending commands registered.
 func New(o Options) *Bot {
 	if o.Store == nil {
-		o.Store = NewMemoryStore()
+		o.Store = approval.NewMemoryStore()
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	executors := map[string]Executor{}
+	executors := map[string]approval.Executor{}
 	byName := map[string]*Cluster{}
 	for _, c := range o.Clusters {
 		if c.Executor != nil {
@@ -155,15 +143,16 @@ func New(o Options) *Bot {
 	}
 	b := &Bot{
 		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
-		approvals: NewApprovals(ApprovalsOptions{
+		approvals: newPlans(approval.Options{
 			Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
-			Audit: NewAuditor(o.Log, o.Metrics), Now: o.Now, Log: o.Log, LockNote: o.LockNote,
+			Audit: approval.NewAuditor(o.Log, o.Metrics.approvalTransitions()), Now: o.Now, Log: o.Log,
 			ClusterHealth: health,
 		}),
 		clusters:  o.Clusters,
 		log:       o.Log,
 		channelNS: o.ChannelNamespaces,
 	}
+	b.approvals.lockNote = o.LockNote
 	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod | TYPE/NAME | NAME | --all [-n NS] [--cluster C]",
 		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …), why a workload's pods are (deploy/NAME, sts/, ds/, job/, cj/, rs/; a bare name no pod has is a workload), or list everything stuck in the namespace (--all)"}, b.whyPending)
 	b.router.Handle(Command{Name: "ipam", Usage: "check|blocks|release-ips|release-blocks|release-handles|unlock [--cluster C] [--node N]",
@@ -173,104 +162,68 @@ func New(o Options) *Bot {
 	return b
 }
 
-// Core is what a chat adapter needs from the bot; *Bot implements it.
-type Core interface {
-	// Command answers a slash command.
-	Command(ctx context.Context, req Request) Reply
-	// Click handles a button click; progress shows intermediate versions of the clicked
-	// message (the "running" plan).
-	Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome
-	// Attach records where a plan message was posted.
-	Attach(ctx context.Context, planID, ref string) error
-}
-
-var _ Core = (*Bot)(nil)
+var _ chat.Core = (*Bot)(nil)
 
 // Command answers a slash command.
-func (b *Bot) Command(ctx context.Context, req Request) Reply {
+func (b *Bot) Command(ctx context.Context, req chat.Request) chat.Reply {
 	return b.router.Serve(ctx, req)
 }
 
 // Commands lists the registered commands.
 func (b *Bot) Commands() []Command { return b.router.Commands() }
 
-// Approvals returns the approval workflow (for its sweeper, RunSweeper, and tests).
-func (b *Bot) Approvals() *Approvals { return b.approvals }
+// RunSweeper keeps plan records truthful until ctx is done (approval.Workflow.RunSweeper): every
+// interval it expires pending plans past their expiry and recovers Running plans whose
+// executing process died, calling notify with each changed record and its plan message so the
+// adapter can update the posted plan.
+func (b *Bot) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *approval.Record, chat.Message)) {
+	b.approvals.RunSweeper(ctx, every, notify)
+}
 
 // Attach records where the adapter posted a plan message.
 func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
 	return b.approvals.Attach(ctx, planID, ref)
 }
 
-// Click is one button click on a message the bot posted.
-type Click struct {
-	// Principal is who clicked.
-	Principal Principal
-	// Channel is the channel ID of the message.
-	Channel string
-	// ActionID and Value are the button's (see Button).
-	ActionID string
-	Value    string
-	// Refusal, when set, refuses the click whatever it asks, and is why (see
-	// Decision.Refusal); a refused Approve or Deny is recorded in the plan's history.
-	Refusal string
-}
-
 // Click handles a button click: Approve / Deny go to the approval workflow (progress gets
 // the "running" message), "plan:<kind>" makes a plan and asks for its approval.
-func (b *Bot) Click(ctx context.Context, c Click, progress func(context.Context, Message)) Outcome {
+func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Context, chat.Message)) chat.Outcome {
 	switch {
-	case c.ActionID == ActionApprove:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
-	case c.ActionID == ActionDeny:
-		return b.approvals.Decide(ctx, Decision{PlanID: c.Value, Verdict: VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
+	case c.ActionID == chat.ActionApprove:
+		return b.approvals.Decide(ctx, approval.Decision{PlanID: c.Value, Verdict: approval.VerdictApprove, Principal: c.Principal, Refusal: c.Refusal}, progress)
+	case c.ActionID == chat.ActionDeny:
+		return b.approvals.Decide(ctx, approval.Decision{PlanID: c.Value, Verdict: approval.VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.Refusal != "":
-		return Outcome{Notice: c.Refusal + " Nothing was done."}
-	case strings.HasPrefix(c.ActionID, ActionPlanPrefix):
-		kind, args := parseActionValue(c.Value)
-		if kind == "" {
-			kind = strings.TrimPrefix(c.ActionID, ActionPlanPrefix)
-		}
-		req := Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}
-		reply, err := b.plan(ctx, req, actions.Kind(kind), args["cluster"], actions.PlanOptions{Node: args["node"]})
+		return chat.Outcome{Notice: c.Refusal + " Nothing was done."}
+	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):
+		p, _ := chat.ParsePlanButton(c.ActionID, c.Value)
+		req := chat.Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}
+		reply, err := b.plan(ctx, req, actions.Kind(p.Kind), p.Cluster, actions.PlanOptions{Node: p.Node})
 		if err != nil {
-			return Outcome{Notice: b.errorNotice(ctx, "make a plan", err)}
+			return chat.Outcome{Notice: b.errorNotice(ctx, "make a plan", err)}
 		}
 		if reply.PlanID == "" {
-			return Outcome{Notice: reply.Message.Title}
+			return chat.Outcome{Notice: reply.Message.Title}
 		}
-		return Outcome{Post: &reply}
+		return chat.Outcome{Post: &reply}
 	}
-	return Outcome{Notice: fmt.Sprintf("Unknown button %q; nothing was done.", c.ActionID)}
+	return chat.Outcome{Notice: fmt.Sprintf("Unknown button %q; nothing was done.", c.ActionID)}
 }
 
 // errorNotice turns an error into text for the clicker: a UserError or UnavailableError as
 // it is, anything else as a log reference.
 func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
-	var ue *UserError
+	var ue *chat.UserError
 	if errors.As(err, &ue) {
 		return ue.Text
 	}
-	var unavailable *UnavailableError
+	var unavailable *chat.UnavailableError
 	if errors.As(err, &unavailable) {
 		return unavailable.Text + " Nothing was changed."
 	}
-	ref := errorRef()
+	ref := chat.ErrorRef()
 	b.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
 	return "Could not " + what + "; nothing was changed. The bot's log has the details under ref " + ref + "."
-}
-
-// parseActionValue splits a remediation button value "kind;key=value;…" (see ActionValue).
-func parseActionValue(v string) (kind string, args map[string]string) {
-	args = map[string]string{}
-	parts := strings.Split(v, ";")
-	kind = parts[0]
-	for _, p := range parts[1:] {
-		if k, val, ok := strings.Cut(p, "="); ok {
-			args[k] = val
-		}
-	}
-	return kind, args
 }
 
 // cluster finds a configured cluster by name; "" means the default (first) one. An

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -18,23 +19,23 @@ func (emptyPlanner) Plan(_ context.Context, kind actions.Kind, o actions.PlanOpt
 }
 
 func TestCommands(t *testing.T) {
-	diagnose := DiagnoserFunc(func(_ context.Context, ns, name string) (*triage.Diagnosis, error) {
-		return &triage.Diagnosis{
-			Pod:     triage.PodRef{Namespace: ns, Name: name},
+	diagnose := AnswererFunc(func(_ context.Context, t triage.Target) (*triage.Answer, error) {
+		return &triage.Answer{Pod: &triage.Diagnosis{
+			Pod:     triage.PodRef{Namespace: t.Namespace, Name: t.Name},
 			Summary: "IPAM is exhausted",
 			Findings: []triage.Finding{{Code: "calico-ipam-exhausted", Summary: "IPAM is exhausted",
 				Actions: []triage.ActionRef{{Kind: "release-leaked-ips", Label: "Release 181 leaked IPs"}}}},
-		}, nil
+		}}, nil
 	})
 	b := New(Options{
 		Clusters: []*Cluster{
-			{Name: "prod", Namespace: "shop", Diagnoser: diagnose, Planner: emptyPlanner{}, Executor: &fakeExecutor{}},
+			{Name: "prod", Namespace: "shop", Answerer: diagnose, Planner: emptyPlanner{}, Executor: &fakeExecutor{}},
 			{Name: "staging"},
-			{Name: "down", Diagnoser: diagnose, IPAM: noCalicoIPAM{}, Health: func() error {
-				return ClusterUnavailable("down", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
+			{Name: "down", Answerer: diagnose, IPAM: noCalicoIPAM{}, Health: func() error {
+				return chat.ClusterUnavailable("down", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
 			}},
-			{Name: "plain", Diagnoser: diagnose, IPAM: noCalicoIPAM{}},
-			{Name: "fresh", Diagnoser: diagnose, IPAM: uninitializedIPAM{}},
+			{Name: "plain", Answerer: diagnose, IPAM: noCalicoIPAM{}},
+			{Name: "fresh", Answerer: diagnose, IPAM: uninitializedIPAM{}},
 		},
 		Log: quietLog,
 	})
@@ -65,8 +66,8 @@ func TestCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name, args := ParseCommand("/"+tt.command, tt.args)
-			got := b.Command(t.Context(), Request{Principal: alice, Channel: "C1", Command: name, Args: args})
+			name, args := chat.ParseCommand("/"+tt.command, tt.args)
+			got := b.Command(t.Context(), chat.Request{Principal: alice, Channel: "C1", Command: name, Args: args})
 			if !strings.HasPrefix(got.Message.Title, tt.wantTitle) || got.Public != tt.wantPublic {
 				t.Errorf("/%s %s = %q public=%v, want %q… public=%v", tt.command, tt.args, got.Message.Title, got.Public, tt.wantTitle, tt.wantPublic)
 			}

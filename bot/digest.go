@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,8 +9,9 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
-	"github.com/whypending/whypending/triage"
+	"github.com/whypending/whypending/chat"
 )
 
 const (
@@ -21,22 +21,20 @@ const (
 	// poolNearlyFull is the share of a pool's addresses allocated, in percent, from which
 	// the digest reports the pool as a problem.
 	poolNearlyFull = 90
-	// defaultDigestTimeout bounds reading one cluster's IPAM when Digest.Timeout is zero.
-	defaultDigestTimeout = 5 * time.Minute
 )
 
 // DigestMessage renders one cluster's IPAM digest: a title that counts the problems
 // ("IPAM digest for prod-eu: 181 leaked IPs, 3 empty blocks"), a summary, the pool usage
 // table, leaked IPs by node, empty blocks by node against maxBlocksPerHost, the datastore
 // lock state and other findings, with one button per repair it offers. The buttons are the
-// ones /ipam check and /why-pending offer: ActionID "plan:<kind>", Value
-// "<kind>;cluster=<cluster>" (ActionValue), so a click takes the same path (Bot.Click).
+// ones /ipam check and /why-pending offer (chat.PlanButton), so a click takes the same path
+// (Bot.Click).
 //
 // "Empty blocks" in the title and on the button counts releasable ones: empty blocks that
 // are not their node's last affine block (a node's only block is kept, like
 // ReleaseEmptyBlocks does). check and util come from calico.Client.Check and Utilization of
 // the same cluster (nil reads as empty); now is when they were read. It is pure: no I/O.
-func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utilization, now time.Time) Message {
+func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utilization, now time.Time) chat.Message {
 	if check == nil {
 		check = &calico.CheckResult{}
 	}
@@ -55,8 +53,8 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	atLimit := nodesAtLimit(util)
 	other := max(check.Problems-leaked, 0) + len(util.Affinities)
 
-	m := Message{
-		Severity: "ok",
+	m := chat.Message{
+		Severity: chat.SeverityOK,
 		Footer:   fmt.Sprintf("cluster %s · collected %s", cluster, now.UTC().Format(time.RFC3339)),
 	}
 	if rv := check.Report.ClusterInfoRevision; rv != "" {
@@ -66,7 +64,7 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	if !problems {
 		m.Title = fmt.Sprintf("IPAM digest for %s: no problems found", cluster)
 	} else {
-		parts := []string{countNoun(leaked, "leaked IP", "leaked IPs"), countNoun(releasable, "empty block", "empty blocks")}
+		parts := []string{fmt.Sprintf("%d %s", leaked, plural(leaked, "leaked IP", "leaked IPs")), fmt.Sprintf("%d %s", releasable, plural(releasable, "empty block", "empty blocks"))}
 		if locked {
 			parts = append(parts, "datastore locked")
 		}
@@ -74,10 +72,10 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 			parts = append(parts, fmt.Sprintf("pool %s %s allocated", p.Name, usedPercent(p.InUse, p.Total)))
 		}
 		if len(atLimit) > 0 {
-			parts = append(parts, countNoun(len(atLimit), "node at maxBlocksPerHost", "nodes at maxBlocksPerHost"))
+			parts = append(parts, fmt.Sprintf("%d %s", len(atLimit), plural(len(atLimit), "node at maxBlocksPerHost", "nodes at maxBlocksPerHost")))
 		}
 		if other > 0 {
-			parts = append(parts, countNoun(other, "other problem", "other problems"))
+			parts = append(parts, fmt.Sprintf("%d %s", other, plural(other, "other problem", "other problems")))
 		}
 		m.Title = fmt.Sprintf("IPAM digest for %s: %s", cluster, strings.Join(parts, ", "))
 		m.Severity = "warning"
@@ -94,7 +92,7 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	if len(util.EmptyBlocks) > 0 {
 		empty = fmt.Sprintf("%d (%d releasable)", len(util.EmptyBlocks), releasable)
 	}
-	summary := Section{Fields: []Field{
+	summary := chat.Section{Fields: []chat.Field{
 		{Name: "Leaked IPs", Value: fmt.Sprint(leaked)},
 		{Name: "Empty blocks", Value: empty},
 		{Name: "IPAM blocks", Value: fmt.Sprint(check.Blocks)},
@@ -107,36 +105,36 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	}
 	m.Sections = append(m.Sections, summary)
 	if t := digestPoolTable(util.Pools); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Pool usage", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Pool usage", Table: t})
 	}
 	if locked {
-		m.Sections = append(m.Sections, Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
 	}
 	if leaked > 0 {
 		byNode := map[string]int{}
 		for _, a := range check.LeakedIPs {
 			byNode[a.Node]++
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Leaked IPs by node", Lines: topCountLines(byNode, "leaked IPs")})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Leaked IPs by node", Lines: topCountLines(byNode, "leaked IPs")})
 	}
 	if t := digestBlockTable(util, atLimit); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Empty blocks by node", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Empty blocks by node", Table: t})
 	}
 	if lines := digestOtherLines(check, util); len(lines) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: "Other findings (run /ipam check or /ipam blocks for details)", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Other findings (run /ipam check or /ipam blocks for details)", Lines: lines})
 	}
 
 	if leaked > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedIPs, cluster,
-			fmt.Sprintf("Release %s", countNoun(leaked, "leaked IP", "leaked IPs")), "primary"))
+			fmt.Sprintf("Release %s", fmt.Sprintf("%d %s", leaked, plural(leaked, "leaked IP", "leaked IPs"))), "primary"))
 	}
 	if releasable > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseEmptyBlocks, cluster,
-			fmt.Sprintf("Release %s", countNoun(releasable, "empty block", "empty blocks")), "primary"))
+			fmt.Sprintf("Release %s", fmt.Sprintf("%d %s", releasable, plural(releasable, "empty block", "empty blocks"))), "primary"))
 	}
 	if n := len(check.LeakedHandles); n > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedHandles, cluster,
-			"Delete "+countNoun(n, "leaked handle", "leaked handles"), ""))
+			"Delete "+fmt.Sprintf("%d %s", n, plural(n, "leaked handle", "leaked handles")), ""))
 	}
 	if locked {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindUnlockDatastore, cluster, "Unlock the datastore", ""))
@@ -144,11 +142,9 @@ func DigestMessage(cluster string, check *calico.CheckResult, util *calico.Utili
 	return m
 }
 
-// repairButton is a "make a plan" button in the format every answer uses: ActionID
-// "plan:<kind>", Value ActionValue with the cluster.
-func repairButton(kind actions.Kind, cluster, label, style string) Button {
-	ref := triage.ActionRef{Kind: string(kind), Label: label, Args: map[string]string{"cluster": cluster}}
-	return Button{ActionID: ActionPlanPrefix + ref.Kind, Label: label, Value: ActionValue(ref), Style: style}
+// repairButton is a "make a plan" button for a cluster-wide repair of kind on cluster.
+func repairButton(kind actions.Kind, cluster, label string, style chat.ButtonStyle) chat.Button {
+	return chat.PlanButton{Kind: string(kind), Cluster: cluster}.Button(label, style)
 }
 
 // fullPools are the enabled pools with at least poolNearlyFull percent of their addresses
@@ -179,8 +175,8 @@ func nodesAtLimit(u *calico.Utilization) []string {
 // total" addresses and the share allocated. Allocated counts leaked addresses too (calicoctl's
 // "IPs in use"), which is why a pool can be full while few addresses are really used.
 // The "orphaned" pseudo-pool shows only when it holds blocks.
-func digestPoolTable(pools []calico.PoolUsage) *Table {
-	t := &Table{Columns: []string{"Pool", "CIDR", "Allocated / total", "%"}}
+func digestPoolTable(pools []calico.PoolUsage) *chat.Table {
+	t := &chat.Table{Columns: []string{"Pool", "CIDR", "Allocated / total", "%"}}
 	for _, p := range pools {
 		if p.Name == "orphaned" && len(p.Blocks) == 0 {
 			continue
@@ -211,7 +207,7 @@ func usedPercent(inUse, total float64) string {
 
 // digestBlockTable lists the nodes with empty blocks or at maxBlocksPerHost: most empty blocks
 // first, then by name; at most digestTopNodes rows, then "and N more nodes".
-func digestBlockTable(u *calico.Utilization, atLimit []string) *Table {
+func digestBlockTable(u *calico.Utilization, atLimit []string) *chat.Table {
 	type row struct {
 		node              string
 		empty, releasable int
@@ -246,7 +242,7 @@ func digestBlockTable(u *calico.Utilization, atLimit []string) *Table {
 		}
 		return sorted[i].node < sorted[j].node
 	})
-	t := &Table{Columns: []string{"Node", "Empty blocks", "Blocks / max", "Note"}}
+	t := &chat.Table{Columns: []string{"Node", "Empty blocks", "Blocks / max", "Note"}}
 	for i, r := range sorted {
 		if i == digestTopNodes {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-digestTopNodes), "", "", ""})
@@ -300,7 +296,7 @@ func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
 	var out []string
 	add := func(n int, one, many string) {
 		if n > 0 {
-			out = append(out, countNoun(n, one, many))
+			out = append(out, fmt.Sprintf("%d %s", n, plural(n, one, many)))
 		}
 	}
 	add(len(r.InUseNotAllocated), "address in use but not allocated", "addresses in use but not allocated")
@@ -311,124 +307,39 @@ func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
 	return out
 }
 
-// countNoun formats "1 leaked IP" or "3 leaked IPs".
-func countNoun(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+// RenderDigest renders one cluster's digest report: DigestMessage when it was read, else a
+// short message saying it was skipped (the cluster is unavailable) or could not be collected.
+func RenderDigest(r digest.Report) chat.Message {
+	switch {
+	case r.Unavailable != nil:
+		return digestSkippedMessage(r.Cluster, r.Unavailable, r.At)
+	case r.Failed:
+		return digestFailedMessage(r.Cluster, r.At)
 	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// CollectDigest reads one cluster's IPAM check and utilization through ipam and renders
-// DigestMessage; now is the collection time shown in the footer.
-func CollectDigest(ctx context.Context, cluster string, ipam IPAM, now time.Time) (Message, error) {
-	check, err := ipam.Check(ctx, calico.CheckOptions{})
-	if err != nil {
-		return Message{}, fmt.Errorf("check calico ipam: %w", err)
-	}
-	util, err := ipam.Utilization(ctx)
-	if err != nil {
-		return Message{}, fmt.Errorf("read calico ipam utilization: %w", err)
-	}
-	return DigestMessage(cluster, check, util, now), nil
-}
-
-// ChannelPoster posts a message to a chat channel. The Slack adapter implements it with
-// chat.postMessage, the Discord adapter with Create Message; Platforms picks the adapter by
-// the channel ID's shape.
-type ChannelPoster interface {
-	PostMessage(ctx context.Context, channel string, m Message) error
-}
-
-// Digest posts every cluster's IPAM digest to the digest channels (config channels.digest).
-// DigestScheduler runs it on a schedule; RunDigest runs one round.
-type Digest struct {
-	// Clusters are the configured clusters; those without IPAM (Calico not installed) are
-	// skipped silently, unavailable ones (Cluster.Health) with a post that says so.
-	Clusters []*Cluster
-	// Channels are the channel IDs every digest is posted to.
-	Channels []string
-	// Poster posts to a channel (required).
-	Poster ChannelPoster
-	// Timeout bounds reading one cluster's IPAM (default 5 min), so a cluster that hangs
-	// does not hold up the others.
-	Timeout time.Duration
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
-}
-
-// RunDigest runs one digest round: for each cluster in order it reads the IPAM check and
-// utilization and posts DigestMessage to every channel. An unavailable cluster (see
-// Cluster.Health) is not read: its post says it was skipped, naming the API server's error. A
-// cluster that cannot be read gets a short "could not be collected" message instead (no error
-// text), and the round goes on with the next cluster; a failed post does not stop the other
-// posts either. The error joins one error per skipped or failed cluster and failed post, each
-// naming the cluster (and channel); it is nil when everything was posted.
-func (d *Digest) RunDigest(ctx context.Context) error {
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = defaultDigestTimeout
-	}
-	var errs []error
-	for _, c := range d.Clusters {
-		if c.IPAM == nil {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		at := now()
-		var m Message
-		if herr := c.health(); herr != nil {
-			errs = append(errs, fmt.Errorf("digest of cluster %s skipped: %w", c.Name, herr))
-			m = digestSkippedMessage(c.Name, herr, at)
-		} else {
-			cctx, cancel := context.WithTimeout(ctx, timeout)
-			var err error
-			m, err = CollectDigest(cctx, c.Name, c.IPAM, at)
-			cancel()
-			if errors.Is(err, calico.ErrCalicoNotInstalled) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("digest of cluster %s: %w", c.Name, err))
-				m = digestFailedMessage(c.Name, at)
-			}
-		}
-		for _, ch := range d.Channels {
-			if err := d.Poster.PostMessage(ctx, ch, m); err != nil {
-				errs = append(errs, fmt.Errorf("post digest of cluster %s to channel %s: %w", c.Name, ch, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return DigestMessage(r.Cluster, r.Check, r.Utilization, r.At)
 }
 
 // digestSkippedMessage says a cluster's digest was skipped because the cluster is
 // unavailable, with the one-line reason (the API server and its error).
-func digestSkippedMessage(cluster string, why error, at time.Time) Message {
-	var ue *UnavailableError
+func digestSkippedMessage(cluster string, why error, at time.Time) chat.Message {
+	var ue *chat.UnavailableError
 	if !errors.As(why, &ue) {
-		ue = ClusterUnavailable(cluster, time.Time{}, why)
+		ue = chat.ClusterUnavailable(cluster, time.Time{}, why)
 	}
-	return Message{
+	return chat.Message{
 		Title:    fmt.Sprintf("IPAM digest for %s skipped: the cluster is unavailable", cluster),
-		Severity: "warning",
-		Sections: []Section{{Text: ue.Text + " The digest covers it again once it is back; /readyz shows its state."}},
+		Severity: chat.SeverityWarning,
+		Sections: []chat.Section{{Text: ue.Text + " The digest covers it again once it is back; /readyz shows its state."}},
 		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
 	}
 }
 
 // digestFailedMessage says a cluster's digest could not be collected, without error text.
-func digestFailedMessage(cluster string, at time.Time) Message {
-	return Message{
+func digestFailedMessage(cluster string, at time.Time) chat.Message {
+	return chat.Message{
 		Title:    fmt.Sprintf("IPAM digest for %s could not be collected", cluster),
-		Severity: "warning",
-		Sections: []Section{{Text: "Reading Calico IPAM failed; the bot's log has the details. Try /ipam check --cluster " + cluster + "."}},
+		Severity: chat.SeverityWarning,
+		Sections: []chat.Section{{Text: "Reading Calico IPAM failed; the bot's log has the details. Try /ipam check --cluster " + cluster + "."}},
 		Footer:   fmt.Sprintf("cluster %s · attempted %s", cluster, at.UTC().Format(time.RFC3339)),
 	}
 }

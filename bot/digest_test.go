@@ -15,7 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -38,7 +41,7 @@ func emptyBlock(node, cidr string, lastAffine bool) calico.BlockUsage {
 }
 
 // section returns the message's section with heading, or nil.
-func section(m Message, heading string) *Section {
+func section(m chat.Message, heading string) *chat.Section {
 	for i := range m.Sections {
 		if m.Sections[i].Heading == heading {
 			return &m.Sections[i]
@@ -47,21 +50,21 @@ func section(m Message, heading string) *Section {
 	return nil
 }
 
-func sectionLines(m Message, heading string) []string {
+func sectionLines(m chat.Message, heading string) []string {
 	if s := section(m, heading); s != nil {
 		return s.Lines
 	}
 	return nil
 }
 
-func sectionRows(m Message, heading string) [][]string {
+func sectionRows(m chat.Message, heading string) [][]string {
 	if s := section(m, heading); s != nil && s.Table != nil {
 		return s.Table.Rows
 	}
 	return nil
 }
 
-func fieldValue(m Message, name string) string {
+func fieldValue(m chat.Message, name string) string {
 	for _, s := range m.Sections {
 		for _, f := range s.Fields {
 			if f.Name == name {
@@ -93,8 +96,8 @@ func TestDigestMessage(t *testing.T) {
 		check        calico.CheckResult
 		util         calico.Utilization
 		wantTitle    string
-		wantSeverity string
-		wantButtons  []Button
+		wantSeverity chat.Severity
+		wantButtons  []chat.Button
 		wantPools    [][]string
 		wantLeaks    []string   // lines of "Leaked IPs by node"
 		wantBlocks   [][]string // rows of "Empty blocks by node"
@@ -114,7 +117,7 @@ func TestDigestMessage(t *testing.T) {
 			util:         calico.Utilization{Pools: defaultPool, MaxBlocksPerHost: 20},
 			wantTitle:    "IPAM digest for prod-eu: 181 leaked IPs, 0 empty blocks",
 			wantSeverity: "warning",
-			wantButtons: []Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs",
+			wantButtons: []chat.Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs",
 				Value: "release-leaked-ips;cluster=prod-eu", Style: "primary"}},
 			wantPools: defaultPoolRows,
 			wantLeaks: []string{"worker-2: 128", "worker-1: 53"},
@@ -128,7 +131,7 @@ func TestDigestMessage(t *testing.T) {
 					emptyBlock("worker-1", "172.16.0.128/26", false), emptyBlock("worker-3", "172.16.0.192/26", true)}},
 			wantTitle:    "IPAM digest for prod-eu: 0 leaked IPs, 2 empty blocks, 1 node at maxBlocksPerHost",
 			wantSeverity: "warning",
-			wantButtons: []Button{{ActionID: "plan:release-empty-blocks", Label: "Release 2 empty blocks",
+			wantButtons: []chat.Button{{ActionID: "plan:release-empty-blocks", Label: "Release 2 empty blocks",
 				Value: "release-empty-blocks;cluster=prod-eu", Style: "primary"}},
 			wantPools:  defaultPoolRows,
 			wantBlocks: [][]string{{"worker-1", "2", "4 / 4", "at the limit"}, {"worker-3", "1", "1 / 4", "its only block is kept"}},
@@ -149,7 +152,7 @@ func TestDigestMessage(t *testing.T) {
 			util:         calico.Utilization{Pools: defaultPool, MaxBlocksPerHost: 20, NodeBlocks: manyNodeBlocks, EmptyBlocks: manyEmpty},
 			wantTitle:    "IPAM digest for prod-eu: 91 leaked IPs, 12 empty blocks",
 			wantSeverity: "warning",
-			wantButtons: []Button{
+			wantButtons: []chat.Button{
 				{ActionID: "plan:release-leaked-ips", Label: "Release 91 leaked IPs", Value: "release-leaked-ips;cluster=prod-eu", Style: "primary"},
 				{ActionID: "plan:release-empty-blocks", Label: "Release 12 empty blocks", Value: "release-empty-blocks;cluster=prod-eu", Style: "primary"},
 			},
@@ -169,7 +172,7 @@ func TestDigestMessage(t *testing.T) {
 			util:         calico.Utilization{Pools: defaultPool, MaxBlocksPerHost: 20},
 			wantTitle:    "IPAM digest for prod-eu: 0 leaked IPs, 0 empty blocks, datastore locked",
 			wantSeverity: "blocker",
-			wantButtons: []Button{{ActionID: "plan:unlock-datastore", Label: "Unlock the datastore",
+			wantButtons: []chat.Button{{ActionID: "plan:unlock-datastore", Label: "Unlock the datastore",
 				Value: "unlock-datastore;cluster=prod-eu"}},
 			wantPools: defaultPoolRows,
 		},
@@ -193,7 +196,7 @@ func TestDigestMessage(t *testing.T) {
 				{"default-ipv6-ippool", "fd00::/48", "5 / 1208925819614629174706176", "<1%"},
 			},
 			wantOther: []string{"2 addresses in use but not allocated", "1 leaked handle"},
-			wantButtons: []Button{{ActionID: "plan:release-leaked-handles", Label: "Delete 1 leaked handle",
+			wantButtons: []chat.Button{{ActionID: "plan:release-leaked-handles", Label: "Delete 1 leaked handle",
 				Value: "release-leaked-handles;cluster=prod-eu"}},
 		},
 	}
@@ -263,7 +266,7 @@ func TestDigestButtonsStartPlans(t *testing.T) {
 			EmptyBlocks: []calico.BlockUsage{emptyBlock("worker-1", "172.16.0.64/26", false)}},
 		testT0)
 	for _, btn := range m.Buttons {
-		out := b.Click(t.Context(), Click{Principal: alice, Channel: "C0OPS", ActionID: btn.ActionID, Value: btn.Value}, nil)
+		out := b.Click(t.Context(), chat.Click{Principal: alice, Channel: "C0OPS", ActionID: btn.ActionID, Value: btn.Value}, nil)
 		if !strings.HasPrefix(out.Notice, "Nothing to do on prod-eu") {
 			t.Errorf("click %s = notice %q, want \"Nothing to do on prod-eu…\"", btn.ActionID, out.Notice)
 		}
@@ -296,7 +299,7 @@ func TestDigestUsedPercent(t *testing.T) {
 // post is one message a recordingPoster was asked to post.
 type post struct {
 	channel string
-	m       Message
+	m       chat.Message
 }
 
 // recordingPoster records posts; posts to the channels in fail fail.
@@ -306,7 +309,7 @@ type recordingPoster struct {
 	fail  map[string]bool
 }
 
-func (p *recordingPoster) PostMessage(_ context.Context, channel string, m Message) error {
+func (p *recordingPoster) PostMessage(_ context.Context, channel string, m chat.Message) error {
 	if p.fail[channel] {
 		return errors.New("channel_not_found")
 	}
@@ -359,24 +362,25 @@ func (uninitializedIPAM) Utilization(context.Context) (*calico.Utilization, erro
 // seed-ipam-leaked scenario on a real control plane, one whose API fails, two without
 // Calico and one that is unavailable (down), to two channels of which one refuses posts.
 func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 	ipam, err := calico.NewClient(t.Context(), c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	poster := &recordingPoster{fail: map[string]bool{"C0GONE": true}}
-	d := &Digest{
-		Clusters: []*Cluster{{Name: "prod-eu", IPAM: ipam}, {Name: "prod-us", IPAM: downIPAM{}}, {Name: "no-calico"},
+	d := &digest.Job{
+		Clusters: []digest.Cluster{{Name: "prod-eu", IPAM: ipam}, {Name: "prod-us", IPAM: downIPAM{}}, {Name: "no-calico"},
 			{Name: "plain", IPAM: noCalicoIPAM{}},
 			{Name: "prod-ap", IPAM: downIPAM{}, Health: func() error {
-				return ClusterUnavailable("prod-ap", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
+				return chat.ClusterUnavailable("prod-ap", testT0, errors.New("cannot reach the Kubernetes API server at https://10.0.9.1:6443: connection refused"))
 			}}},
 		Channels: []string{"C0OPS", "C0GONE"},
 		Poster:   poster,
+		Render:   RenderDigest,
 		Now:      func() time.Time { return testT0 },
 	}
-	err = d.RunDigest(t.Context())
+	err = d.Run(t.Context())
 
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -394,10 +398,10 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 		"post digest of cluster prod-ap to channel C0GONE: channel_not_found",
 	}
 	if diff := cmp.Diff(wantErrs, gotErrs); diff != "" {
-		t.Errorf("RunDigest errors (-want +got):\n%s", diff)
+		t.Errorf("Job.Run errors (-want +got):\n%s", diff)
 	}
 	if !errors.Is(err, errIPAMDown) {
-		t.Errorf("errors.Is(RunDigest error, errIPAMDown) = false, want true")
+		t.Errorf("errors.Is(Job.Run error, errIPAMDown) = false, want true")
 	}
 
 	posts := poster.Posts()
@@ -423,7 +427,7 @@ func TestDigestRoundOnSeedIPAMLeaked(t *testing.T) {
 	if diff := cmp.Diff([][]string{{"default-ipv4-ippool", "172.16.0.0/24", "256 / 256", "100%"}}, sectionRows(m, "Pool usage")); diff != "" {
 		t.Errorf("pool usage (-want +got):\n%s", diff)
 	}
-	wantButtons := []Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs",
+	wantButtons := []chat.Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs",
 		Value: "release-leaked-ips;cluster=prod-eu", Style: "primary"}}
 	if diff := cmp.Diff(wantButtons, m.Buttons); diff != "" {
 		t.Errorf("buttons (-want +got):\n%s", diff)

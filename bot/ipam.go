@@ -11,6 +11,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
 )
 
 // ipamSubcommands maps /ipam subcommands that make plans to their action kinds.
@@ -37,81 +38,81 @@ const ipamChoices = "check, blocks, release-ips, release-blocks, release-handles
 
 // ipam answers "/ipam check|blocks|release-ips|release-blocks|release-handles|unlock
 // [--cluster C]".
-func (b *Bot) ipam(ctx context.Context, req Request) (Reply, error) {
+func (b *Bot) ipam(ctx context.Context, req chat.Request) (chat.Reply, error) {
 	f, err := parseFlags(req.Args, "cluster", "node")
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	if len(f.positional) != 1 {
-		return Reply{}, userErrorf("choose one of %s", ipamChoices)
+		return chat.Reply{}, userErrorf("choose one of %s", ipamChoices)
 	}
 	sub := f.positional[0]
 	if kind, ok := ipamSubcommands[sub]; ok {
 		node := f.values["node"]
 		if node != "" && (kind == actions.KindUnlockDatastore || kind == actions.KindReleaseLeakedHandles) {
-			return Reply{}, userErrorf("%s is cluster-wide; --node does not apply", sub)
+			return chat.Reply{}, userErrorf("%s is cluster-wide; --node does not apply", sub)
 		}
 		return b.plan(ctx, req, kind, f.values["cluster"], actions.PlanOptions{Node: node})
 	}
 	if sub != "check" && sub != "blocks" {
-		return Reply{}, userErrorf("unknown subcommand %q: choose one of %s", sub, ipamChoices)
+		return chat.Reply{}, userErrorf("unknown subcommand %q: choose one of %s", sub, ipamChoices)
 	}
 	if f.values["node"] != "" {
-		return Reply{}, userErrorf("--node applies to release-ips and release-blocks only")
+		return chat.Reply{}, userErrorf("--node applies to release-ips and release-blocks only")
 	}
 	c, err := b.cluster(f.values["cluster"])
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	if c.IPAM == nil {
-		return Reply{}, userErrorf("cluster %s has no Calico IPAM access configured", c.Name)
+		return chat.Reply{}, userErrorf("cluster %s has no Calico IPAM access configured", c.Name)
 	}
 	if sub == "check" {
 		res, err := c.IPAM.Check(ctx, calico.CheckOptions{})
 		if err != nil {
-			return Reply{}, ipamError(c, "check calico ipam", err)
+			return chat.Reply{}, ipamError(c, "check calico ipam", err)
 		}
-		return Reply{Message: CheckMessage(c.Name, res), Public: true}, nil
+		return chat.Reply{Message: CheckMessage(c.Name, res), Public: true}, nil
 	}
 	u, err := c.IPAM.Utilization(ctx)
 	if err != nil {
-		return Reply{}, ipamError(c, "read calico ipam utilization", err)
+		return chat.Reply{}, ipamError(c, "read calico ipam utilization", err)
 	}
-	return Reply{Message: BlocksMessage(c.Name, u), Public: true}, nil
+	return chat.Reply{Message: BlocksMessage(c.Name, u), Public: true}, nil
 }
 
 // plan makes a plan of kind on the named cluster and stores it for approval. A plan with
 // nothing to change is answered without storing anything.
-func (b *Bot) plan(ctx context.Context, req Request, kind actions.Kind, clusterName string, opts actions.PlanOptions) (Reply, error) {
+func (b *Bot) plan(ctx context.Context, req chat.Request, kind actions.Kind, clusterName string, opts actions.PlanOptions) (chat.Reply, error) {
 	if !kind.Valid() {
-		return Reply{}, userErrorf("unknown repair %q", kind)
+		return chat.Reply{}, userErrorf("unknown repair %q", kind)
 	}
 	c, err := b.cluster(clusterName)
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	if c.Planner == nil || c.Executor == nil {
-		return Reply{}, userErrorf("cluster %s cannot run repairs (not configured)", c.Name)
+		return chat.Reply{}, userErrorf("cluster %s cannot run repairs (not configured)", c.Name)
 	}
 	if opts.Node != "" && len(validation.IsDNS1123Subdomain(opts.Node)) > 0 {
-		return Reply{}, userErrorf("%q is not a node name", opts.Node)
+		return chat.Reply{}, userErrorf("%q is not a node name", opts.Node)
 	}
 	p, err := c.Planner.Plan(ctx, kind, opts)
 	if err != nil {
-		return Reply{}, ipamError(c, "plan "+string(kind), err)
+		return chat.Reply{}, ipamError(c, "plan "+string(kind), err)
 	}
 	if len(p.Items) == 0 {
-		return Reply{Message: Message{
+		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("Nothing to do on %s: %s", c.Name, nothingToDo(kind)),
-			Severity: "ok",
+			Severity: chat.SeverityOK,
 			Footer:   p.Basis,
 		}}, nil
 	}
 	a, err := b.approvals.Request(ctx, p, req.Principal, req.Channel)
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
-	return Reply{Message: b.approvals.Message(a), Public: true, PlanID: p.ID}, nil
+	return chat.Reply{Message: b.approvals.Message(a), Public: true, PlanID: p.ID}, nil
 }
 
 // ipamError is what the user sees when an IPAM read or plan on c fails: a cluster without
@@ -144,13 +145,13 @@ func nothingToDo(kind actions.Kind) string {
 
 // CheckMessage renders an IPAM check like `calicoctl ipam check`, with a button to plan the
 // release of leaked IPs when there are any.
-func CheckMessage(cluster string, r *calico.CheckResult) Message {
+func CheckMessage(cluster string, r *calico.CheckResult) chat.Message {
 	leaked := len(r.LeakedIPs)
 	how := "took " + roundDuration(r.Took)
 	if r.Cached {
 		how = "from the bot's watch caches"
 	}
-	m := Message{Footer: fmt.Sprintf("cluster %s · ClusterInformation rv %s · %s", cluster, r.Report.ClusterInfoRevision, how)}
+	m := chat.Message{Footer: fmt.Sprintf("cluster %s · ClusterInformation rv %s · %s", cluster, r.Report.ClusterInfoRevision, how)}
 	switch {
 	case r.Problems == 0:
 		m.Title, m.Severity = fmt.Sprintf("Calico IPAM on %s: no problems found", cluster), "ok"
@@ -159,7 +160,7 @@ func CheckMessage(cluster string, r *calico.CheckResult) Message {
 	default:
 		m.Title, m.Severity = fmt.Sprintf("Calico IPAM on %s: %d problems", cluster, r.Problems), "warning"
 	}
-	m.Sections = append(m.Sections, Section{Fields: []Field{
+	m.Sections = append(m.Sections, chat.Section{Fields: []chat.Field{
 		{Name: "IPAM blocks", Value: fmt.Sprint(r.Blocks)},
 		{Name: "Addresses in use", Value: fmt.Sprint(r.InUseIPs)},
 		{Name: "Leaked IPs", Value: fmt.Sprint(leaked)},
@@ -169,45 +170,44 @@ func CheckMessage(cluster string, r *calico.CheckResult) Message {
 	}})
 	if r.Report.DatastoreLocked {
 		m.Severity = "blocker"
-		m.Sections = append(m.Sections, Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Datastore locked", Text: "ClusterInformation default has datastoreReady=false: no pod can get or release an address until it is unlocked (/ipam unlock)."})
 	}
 	if leaked > 0 {
 		byNode := map[string]int{}
-		t := &Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+		t := &chat.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
 		for _, a := range r.LeakedIPs {
 			byNode[a.Node]++
 			t.Rows = append(t.Rows, []string{a.IP, dash(a.Node), dash(allocationOwner(a)), dash(a.Handle)})
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Leaked IPs by node", Lines: countLines(byNode)},
-			Section{Heading: "Leaked IPs", Table: t})
-		m.Buttons = append(m.Buttons, Button{
-			ActionID: ActionPlanPrefix + string(actions.KindReleaseLeakedIPs),
+		m.Sections = append(m.Sections, chat.Section{Heading: "Leaked IPs by node", Lines: countLines(byNode)}, chat.Section{Heading: "Leaked IPs", Table: t})
+		m.Buttons = append(m.Buttons, chat.Button{
+			ActionID: chat.ActionPlanPrefix + string(actions.KindReleaseLeakedIPs),
 			Label:    fmt.Sprintf("Release %d leaked IPs", leaked),
 			Value:    string(actions.KindReleaseLeakedIPs) + ";cluster=" + cluster,
-			Style:    "primary",
+			Style:    chat.StylePrimary,
 		})
 	}
 	if n := len(r.LeakedHandles); n > 0 {
 		m.Buttons = append(m.Buttons, repairButton(actions.KindReleaseLeakedHandles, cluster,
-			"Delete "+countNoun(n, "leaked handle", "leaked handles"), ""))
+			"Delete "+fmt.Sprintf("%d %s", n, plural(n, "leaked handle", "leaked handles")), ""))
 	}
 	if n := len(r.InUseNotAllocated); n > 0 {
 		var lines []string
 		for _, u := range r.InUseNotAllocated {
 			lines = append(lines, u.IP+" used by "+strings.Join(u.Owners, ", "))
 		}
-		m.Sections = append(m.Sections, Section{Heading: "In use but not allocated (never released automatically)", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "In use but not allocated (never released automatically)", Lines: lines})
 	}
 	if len(r.InvalidBlocks) > 0 {
 		var lines []string
 		for _, b := range r.InvalidBlocks {
 			lines = append(lines, b.CIDR+": "+strings.Join(b.Problems, "; "))
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Invalid blocks", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Invalid blocks", Lines: lines})
 	}
 	if r.Report.DatastoreLocked {
-		m.Buttons = append(m.Buttons, Button{
-			ActionID: ActionPlanPrefix + string(actions.KindUnlockDatastore),
+		m.Buttons = append(m.Buttons, chat.Button{
+			ActionID: chat.ActionPlanPrefix + string(actions.KindUnlockDatastore),
 			Label:    "Unlock the datastore",
 			Value:    string(actions.KindUnlockDatastore) + ";cluster=" + cluster,
 		})
@@ -217,9 +217,9 @@ func CheckMessage(cluster string, r *calico.CheckResult) Message {
 
 // BlocksMessage renders IPAM utilization like `calicoctl ipam show --show-blocks`, plus each
 // block's node and whether it is empty, with a button to plan the release of empty blocks.
-func BlocksMessage(cluster string, u *calico.Utilization) Message {
-	pools := &Table{Columns: []string{"Pool", "CIDR", "Total", "In use", "Free"}}
-	blocks := &Table{Columns: []string{"Block", "Node", "In use", "Free", "Note"}}
+func BlocksMessage(cluster string, u *calico.Utilization) chat.Message {
+	pools := &chat.Table{Columns: []string{"Pool", "CIDR", "Total", "In use", "Free"}}
+	blocks := &chat.Table{Columns: []string{"Block", "Node", "In use", "Free", "Note"}}
 	var inUse, total float64
 	nBlocks := 0
 	for _, p := range u.Pools {
@@ -250,10 +250,10 @@ func BlocksMessage(cluster string, u *calico.Utilization) Message {
 	for _, l := range countLines(nodes) {
 		nodeLines = append(nodeLines, fmt.Sprintf("%s of %d blocks (maxBlocksPerHost)", l, u.MaxBlocksPerHost))
 	}
-	m := Message{
+	m := chat.Message{
 		Title:    fmt.Sprintf("Calico IPAM blocks on %s: %d blocks, %.0f of %.0f addresses in use", cluster, nBlocks, inUse, total),
-		Severity: "info",
-		Sections: []Section{
+		Severity: chat.SeverityInfo,
+		Sections: []chat.Section{
 			{Heading: "Pools", Table: pools},
 			{Heading: "Blocks", Table: blocks},
 			{Heading: "Blocks per node", Lines: nodeLines},
@@ -265,7 +265,7 @@ func BlocksMessage(cluster string, u *calico.Utilization) Message {
 		for _, a := range u.Affinities {
 			lines = append(lines, fmt.Sprintf("%s: node %s, %s, state %q, block exists %v", a.Name, a.Node, a.CIDR, a.State, a.BlockExists))
 		}
-		m.Sections = append(m.Sections, Section{Heading: "BlockAffinity problems", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "BlockAffinity problems", Lines: lines})
 	}
 	releasable := 0
 	for _, b := range u.EmptyBlocks {
@@ -274,11 +274,11 @@ func BlocksMessage(cluster string, u *calico.Utilization) Message {
 		}
 	}
 	if releasable > 0 {
-		m.Buttons = append(m.Buttons, Button{
-			ActionID: ActionPlanPrefix + string(actions.KindReleaseEmptyBlocks),
+		m.Buttons = append(m.Buttons, chat.Button{
+			ActionID: chat.ActionPlanPrefix + string(actions.KindReleaseEmptyBlocks),
 			Label:    fmt.Sprintf("Release %d empty blocks", releasable),
 			Value:    string(actions.KindReleaseEmptyBlocks) + ";cluster=" + cluster,
-			Style:    "primary",
+			Style:    chat.StylePrimary,
 		})
 	}
 	return m

@@ -3,7 +3,7 @@ package bot
 import (
 	"testing"
 
-	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/internal/testcluster"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testcluster.Main(m) }

@@ -4,6 +4,9 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 )
 
 // Metrics are the bot's Prometheus metrics, served on /metrics.
@@ -15,30 +18,16 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	// commandSeconds is how long handlers take, by command, in seconds.
 	commandSeconds *prometheus.HistogramVec
-	// AckSeconds is how long adapters take to acknowledge a platform request, by platform
-	// and kind ("command", "interaction"), in seconds. Adapters observe it.
-	AckSeconds *prometheus.HistogramVec
-	// Deliveries counts follow-up deliveries (response_url posts, message updates) by
-	// platform and outcome ("ok", "rate-limited", "error"). Adapters count them.
-	Deliveries *prometheus.CounterVec
+	// Adapters are the metrics the chat adapters observe (acknowledgements, deliveries).
+	Adapters *chat.Metrics
 	// caches reports the informer caches at each scrape (ReportCaches).
 	caches *cacheCollector
-}
-
-// CacheStats is the state of one informer cache of one cluster, for /metrics.
-type CacheStats struct {
-	// Cluster is the configured cluster name; Cache the cached resource ("pods", "nodes",
-	// "calico/ipamblocks", …, or "all" while a new connection's caches fill).
-	Cluster, Cache string
-	// Objects is how many objects the cache holds; Synced whether its initial list is in.
-	Objects int
-	Synced  bool
 }
 
 // ReportCaches makes /metrics export what fn returns at each scrape, as
 // whypending_cache_objects{cluster,cache} and whypending_cache_synced{cluster,cache} (1 or
 // 0). fn must be quick and safe to call concurrently.
-func (m *Metrics) ReportCaches(fn func() []CacheStats) {
+func (m *Metrics) ReportCaches(fn func() []fleet.CacheStats) {
 	m.caches.mu.Lock()
 	defer m.caches.mu.Unlock()
 	m.caches.fn = fn
@@ -47,7 +36,7 @@ func (m *Metrics) ReportCaches(fn func() []CacheStats) {
 // cacheCollector is the prometheus.Collector behind ReportCaches.
 type cacheCollector struct {
 	mu              sync.Mutex
-	fn              func() []CacheStats
+	fn              func() []fleet.CacheStats
 	objects, synced *prometheus.Desc
 }
 
@@ -82,7 +71,8 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+// NewMetrics creates the metrics, the adapters' included, and registers them with reg (nil:
+// not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -98,19 +88,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer a chat command, by command.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"command"}),
-		AckSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "whypending_ack_duration_seconds",
-			Help:    "Time to acknowledge a chat platform request, by platform and kind.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}, []string{"platform", "kind"}),
-		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "whypending_deliveries_total",
-			Help: "Follow-up deliveries to chat platforms, by platform and outcome.",
-		}, []string{"platform", "outcome"}),
-		caches: newCacheCollector(),
+		Adapters: chat.NewMetrics(reg),
+		caches:   newCacheCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.AckSeconds, m.Deliveries, m.caches)
+		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.caches)
 	}
 	return m
+}
+
+// approvalTransitions is the counter of approval audit events, nil when m is.
+func (m *Metrics) approvalTransitions() *prometheus.CounterVec {
+	if m == nil {
+		return nil
+	}
+	return m.transitions
 }

@@ -5,27 +5,17 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
-	"github.com/whypending/whypending/triage"
-)
-
-// Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
-const (
-	// ActionApprove approves the plan named by the button value.
-	ActionApprove = "approve"
-	// ActionDeny denies the plan named by the button value.
-	ActionDeny = "deny"
-	// ActionPlanPrefix starts the action ID of a "make a plan" button: "plan:<kind>", with the
-	// cluster name as the button value.
-	ActionPlanPrefix = "plan:"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
 )
 
 // PlanMessage renders an approval record as the message posted for approval and updated on
 // every transition: what would change (or did), who asked, who decided, the expiry, and the
 // Approve / Deny buttons while it is pending. lockNote says how the datastore lock is used.
-func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Message {
+func PlanMessage(a *approval.Record, now time.Time, policy approval.Policy, lockNote string) chat.Message {
 	p := a.Plan
-	m := Message{Footer: planFooter(p)}
-	facts := Section{Fields: []Field{
+	m := chat.Message{Footer: planFooter(p)}
+	facts := chat.Section{Fields: []chat.Field{
 		{Name: "Cluster", Value: p.Cluster},
 		{Name: "Action", Value: string(p.Kind)},
 		{Name: "Requested by", Value: a.RequestedBy.Display()},
@@ -35,10 +25,10 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Mes
 		decider = a.DecidedBy.Display()
 	}
 	switch a.State {
-	case StatePending:
+	case approval.StatePending:
 		m.Title = "Approval needed: " + p.Title()
 		m.Severity = "warning"
-		facts.Fields = append(facts.Fields, Field{Name: "Expires", Value: fmt.Sprintf("%s (in %s)",
+		facts.Fields = append(facts.Fields, chat.Field{Name: "Expires", Value: fmt.Sprintf("%s (in %s)",
 			p.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(p.ExpiresAt.Sub(now)))})
 		m.Sections = append(m.Sections, facts, itemsSection(p, "What would change"))
 		how := "Approving re-checks every item and changes only those still eligible, then checks again."
@@ -48,48 +38,48 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Mes
 		if policy.TwoPersonRule && p.Kind.Destructive() {
 			how += " The requester cannot approve their own plan."
 		}
-		m.Sections = append(m.Sections, Section{Text: how})
-		m.Buttons = []Button{
-			{ActionID: ActionApprove, Label: "Approve", Value: p.ID, Style: "primary", Confirm: &Confirm{
+		m.Sections = append(m.Sections, chat.Section{Text: how})
+		m.Buttons = []chat.Button{
+			{ActionID: chat.ActionApprove, Label: "Approve", Value: p.ID, Style: chat.StylePrimary, Confirm: &chat.Confirm{
 				Title:   "Approve this plan?",
 				Text:    fmt.Sprintf("This will %s. Only items still eligible when it runs are touched.", p.Title()),
 				Confirm: "Approve",
 				Deny:    "Cancel",
 			}},
-			{ActionID: ActionDeny, Label: "Deny", Value: p.ID, Style: "danger"},
+			{ActionID: chat.ActionDeny, Label: "Deny", Value: p.ID, Style: chat.StyleDanger},
 		}
-	case StateRunning:
+	case approval.StateRunning:
 		m.Title = "Running: " + p.Title()
 		m.Severity = "info"
-		facts.Fields = append(facts.Fields, Field{Name: "Approved by", Value: decider})
+		facts.Fields = append(facts.Fields, chat.Field{Name: "Approved by", Value: decider})
 		m.Sections = append(m.Sections, facts, itemsSection(p, "Changing"))
-	case StateSucceeded, StateFailed:
-		facts.Fields = append(facts.Fields, Field{Name: "Approved by", Value: decider})
-		if a.State == StateSucceeded {
+	case approval.StateSucceeded, approval.StateFailed:
+		facts.Fields = append(facts.Fields, chat.Field{Name: "Approved by", Value: decider})
+		if a.State == approval.StateSucceeded {
 			m.Title, m.Severity = "Done: "+doneTitle(p, a.Result), "ok"
 		} else {
 			m.Title, m.Severity = "Failed: "+p.Title(), "blocker"
 		}
 		m.Sections = append(m.Sections, facts)
-		if a.State == StateFailed {
-			m.Sections = append(m.Sections, Section{Text: failureText(a)})
+		if a.State == approval.StateFailed {
+			m.Sections = append(m.Sections, chat.Section{Text: failureText(a)})
 		}
 		if a.Result != nil {
 			m.Sections = append(m.Sections, resultSections(p, *a.Result)...)
 		}
-	case StateDenied:
+	case approval.StateDenied:
 		m.Title, m.Severity = "Denied: "+p.Title(), "info"
-		facts.Fields = append(facts.Fields, Field{Name: "Denied by", Value: decider})
-		m.Sections = append(m.Sections, facts, Section{Text: "Nothing was changed."})
-	case StateExpired:
+		facts.Fields = append(facts.Fields, chat.Field{Name: "Denied by", Value: decider})
+		m.Sections = append(m.Sections, facts, chat.Section{Text: "Nothing was changed."})
+	case approval.StateExpired:
 		m.Title, m.Severity = "Expired: "+p.Title(), "info"
-		m.Sections = append(m.Sections, facts, Section{Text: fmt.Sprintf(
+		m.Sections = append(m.Sections, facts, chat.Section{Text: fmt.Sprintf(
 			"Nobody decided before %s; nothing was changed. Ask for a fresh plan.", p.ExpiresAt.UTC().Format("15:04:05Z"))})
-	case StateInterrupted:
+	case approval.StateInterrupted:
 		m.Title, m.Severity = "Interrupted: "+p.Title(), "blocker"
-		facts.Fields = append(facts.Fields, Field{Name: "Approved by", Value: decider})
+		facts.Fields = append(facts.Fields, chat.Field{Name: "Approved by", Value: decider})
 		m.Sections = append(m.Sections, facts, interruptedSection(a))
-		m.Buttons = []Button{replanButton(p)}
+		m.Buttons = []chat.Button{replanButton(p)}
 	}
 	return m
 }
@@ -97,18 +87,18 @@ func PlanMessage(a *Approval, now time.Time, policy Policy, lockNote string) Mes
 // PlanPreview renders a plan that no approval record holds, for a shell: what it would change
 // and what it leaves alone (Plan.Excluded). `whypending ipam release-*` prints it, through the
 // console renderer, before it runs the plan with --yes.
-func PlanPreview(p actions.Plan) Message {
-	m := Message{Title: "Plan: " + p.Title(), Severity: "info", Footer: planFooter(p)}
+func PlanPreview(p actions.Plan) chat.Message {
+	m := chat.Message{Title: "Plan: " + p.Title(), Severity: chat.SeverityInfo, Footer: planFooter(p)}
 	if p.Kind.Destructive() && len(p.Items) > 0 {
-		m.Severity = "warning"
+		m.Severity = chat.SeverityWarning
 	}
-	facts := Section{Fields: []Field{{Name: "Cluster", Value: p.Cluster}, {Name: "Action", Value: string(p.Kind)}}}
+	facts := chat.Section{Fields: []chat.Field{{Name: "Cluster", Value: p.Cluster}, {Name: "Action", Value: string(p.Kind)}}}
 	if p.RequestedBy != "" {
-		facts.Fields = append(facts.Fields, Field{Name: "Requested by", Value: p.RequestedBy})
+		facts.Fields = append(facts.Fields, chat.Field{Name: "Requested by", Value: p.RequestedBy})
 	}
 	m.Sections = append(m.Sections, facts, itemsSection(p, "What would change"))
 	if len(p.Excluded) > 0 {
-		left := Section{Heading: "Left alone"}
+		left := chat.Section{Heading: "Left alone"}
 		for _, x := range p.Excluded {
 			left.Lines = append(left.Lines, x.Target+": "+x.Reason)
 		}
@@ -128,10 +118,10 @@ func planFooter(p actions.Plan) string {
 
 // interruptedSection says that the bot stopped while running the plan, what had been done,
 // what became of the datastore lock, and that a fresh plan finishes the job.
-func interruptedSection(a *Approval) Section {
-	s := Section{Text: "The bot process running this plan stopped before it finished; nothing is re-run automatically."}
+func interruptedSection(a *approval.Record) chat.Section {
+	s := chat.Section{Text: "The bot process running this plan stopped before it finished; nothing is re-run automatically."}
 	for _, r := range a.History {
-		if r.Event == AuditInterrupted {
+		if r.Event == approval.AuditInterrupted {
 			s.Lines = []string{"Found: " + r.Detail}
 		}
 	}
@@ -166,31 +156,26 @@ func replanCommand(p actions.Plan) string {
 }
 
 // replanButton makes a fresh plan of p's kind, cluster and node (the Bot.Click plan path).
-func replanButton(p actions.Plan) Button {
-	args := map[string]string{"cluster": p.Cluster}
-	if p.Node != "" {
-		args["node"] = p.Node
-	}
-	ref := triage.ActionRef{Kind: string(p.Kind), Label: "Make a fresh plan", Args: args}
-	return Button{ActionID: ActionPlanPrefix + ref.Kind, Label: ref.Label, Value: ActionValue(ref), Style: "primary"}
+func replanButton(p actions.Plan) chat.Button {
+	return chat.PlanButton{Kind: string(p.Kind), Cluster: p.Cluster, Node: p.Node}.Button("Make a fresh plan", chat.StylePrimary)
 }
 
 // itemsSection is the table of what the plan changes.
-func itemsSection(p actions.Plan, heading string) Section {
-	s := Section{Heading: heading}
+func itemsSection(p actions.Plan, heading string) chat.Section {
+	s := chat.Section{Heading: heading}
 	switch p.Kind {
 	case actions.KindReleaseLeakedIPs:
-		s.Table = &Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+		s.Table = &chat.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
 		for _, it := range p.Items {
 			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Node), dash(it.Owner), dash(it.Handle)})
 		}
 	case actions.KindReleaseEmptyBlocks:
-		s.Table = &Table{Columns: []string{"Block", "Node"}}
+		s.Table = &chat.Table{Columns: []string{"Block", "Node"}}
 		for _, it := range p.Items {
 			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Node)})
 		}
 	case actions.KindReleaseLeakedHandles:
-		s.Table = &Table{Columns: []string{"IPAMHandle", "resourceVersion"}}
+		s.Table = &chat.Table{Columns: []string{"IPAMHandle", "resourceVersion"}}
 		for _, it := range p.Items {
 			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Revision)})
 		}
@@ -235,10 +220,10 @@ func doneTitle(p actions.Plan, r *actions.Result) string {
 }
 
 // resultSections say what changed since approval and what the check afterwards found.
-func resultSections(p actions.Plan, r actions.Result) []Section {
-	var out []Section
+func resultSections(p actions.Plan, r actions.Result) []chat.Section {
+	var out []chat.Section
 	if r.Changed() {
-		s := Section{Heading: "Changed since approval"}
+		s := chat.Section{Heading: "Changed since approval"}
 		for _, sk := range r.Skipped {
 			s.Lines = append(s.Lines, sk.Target+": "+sk.Reason+" (left alone)")
 		}
@@ -247,9 +232,9 @@ func resultSections(p actions.Plan, r actions.Result) []Section {
 		}
 		out = append(out, s)
 	} else {
-		out = append(out, Section{Text: "Nothing changed between approval and execution."})
+		out = append(out, chat.Section{Text: "Nothing changed between approval and execution."})
 	}
-	verify := Section{Heading: "Check afterwards"}
+	verify := chat.Section{Heading: "Check afterwards"}
 	switch {
 	case r.Remaining < 0:
 		verify.Text = "The check after the repair could not run; run /ipam check."
@@ -272,7 +257,7 @@ func resultSections(p actions.Plan, r actions.Result) []Section {
 }
 
 // failureText explains a failed execution without raw error text.
-func failureText(a *Approval) string {
+func failureText(a *approval.Record) string {
 	switch a.FailureCode {
 	case "datastore-locked":
 		return "The Calico datastore was locked by someone else, so nothing was changed. Try again later or run /ipam unlock if the lock is stale."

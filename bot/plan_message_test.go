@@ -6,25 +6,26 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
 )
 
 func TestPlanMessage(t *testing.T) {
 	plan := testPlan(actions.KindReleaseLeakedIPs, 3)
 	plan.ExpiresAt = testT0.Add(15 * time.Minute)
-	policy := Policy{TwoPersonRule: true}
+	policy := approval.Policy{TwoPersonRule: true}
 	result := &actions.Result{Planned: 3, Done: 2, NewSince: 2, Remaining: 2, Locked: true,
 		StartedAt: testT0, FinishedAt: testT0.Add(1500 * time.Millisecond),
 		Skipped: []actions.Skip{{Target: "172.16.0.2", Reason: "now in use by Workload(shop/web-1)"}}}
 	tests := []struct {
 		name        string
-		approval    Approval
+		approval    approval.Record
 		wantTitle   string
 		wantText    []string
 		wantButtons []string
 	}{
 		{
 			name:      "a pending plan shows what would change, the expiry and Approve / Deny",
-			approval:  Approval{Plan: plan, State: StatePending, RequestedBy: alice},
+			approval:  approval.Record{Plan: plan, State: approval.StatePending, RequestedBy: alice},
 			wantTitle: "Approval needed: release 3 leaked IPs on prod",
 			wantText: []string{"Requested by", "alice", "12:15:00Z (in 15m0s)", "What would change",
 				"The requester cannot approve their own plan.", "The Calico datastore is locked"},
@@ -32,7 +33,7 @@ func TestPlanMessage(t *testing.T) {
 		},
 		{
 			name:      "a finished plan says what changed since approval and what remains",
-			approval:  Approval{Plan: plan, State: StateSucceeded, RequestedBy: alice, DecidedBy: &bob, Result: result},
+			approval:  approval.Record{Plan: plan, State: approval.StateSucceeded, RequestedBy: alice, DecidedBy: &bob, Result: result},
 			wantTitle: "Done: released 2 of 3 leaked IPs on prod",
 			wantText: []string{"Approved by", "bob", "Changed since approval",
 				"172.16.0.2: now in use by Workload(shop/web-1) (left alone)",
@@ -41,19 +42,19 @@ func TestPlanMessage(t *testing.T) {
 		},
 		{
 			name:      "a failed plan explains a foreign lock without the raw error",
-			approval:  Approval{Plan: plan, State: StateFailed, RequestedBy: alice, DecidedBy: &bob, Error: "lock datastore: held by calicoctl", FailureCode: "datastore-locked"},
+			approval:  approval.Record{Plan: plan, State: approval.StateFailed, RequestedBy: alice, DecidedBy: &bob, Error: "lock datastore: held by calicoctl", FailureCode: "datastore-locked"},
 			wantTitle: "Failed: release 3 leaked IPs on prod",
 			wantText:  []string{"locked by someone else, so nothing was changed"},
 		},
 		{
 			name:      "a denied plan names who denied it",
-			approval:  Approval{Plan: plan, State: StateDenied, RequestedBy: alice, DecidedBy: &bob},
+			approval:  approval.Record{Plan: plan, State: approval.StateDenied, RequestedBy: alice, DecidedBy: &bob},
 			wantTitle: "Denied: release 3 leaked IPs on prod",
 			wantText:  []string{"Denied by", "bob", "Nothing was changed."},
 		},
 		{
 			name:      "an expired plan says nothing ran",
-			approval:  Approval{Plan: plan, State: StateExpired, RequestedBy: alice},
+			approval:  approval.Record{Plan: plan, State: approval.StateExpired, RequestedBy: alice},
 			wantTitle: "Expired: release 3 leaked IPs on prod",
 			wantText:  []string{"Nobody decided before 12:15:00Z; nothing was changed."},
 		},

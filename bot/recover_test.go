@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
 
@@ -42,15 +44,15 @@ func goneProcess(t *testing.T) proc.Identity {
 
 // runningPlan stores a plan approved by bob and claimed by process, whose last heartbeat was
 // at beat.
-func runningPlan(t *testing.T, s Store, process proc.Identity, beat time.Time) *Approval {
+func runningPlan(t *testing.T, s approval.Store, process proc.Identity, beat time.Time) *approval.Record {
 	t.Helper()
 	p := testPlan(actions.KindReleaseLeakedIPs, 4)
 	p.CreatedAt, p.ExpiresAt = testT0, testT0.Add(15*time.Minute)
-	a := &Approval{Plan: p, State: StateRunning, RequestedBy: alice, DecidedBy: &bob, DecidedAt: testT0,
+	a := &approval.Record{Plan: p, State: approval.StateRunning, RequestedBy: alice, DecidedBy: &bob, DecidedAt: testT0,
 		MessageRef: "slack:C0OPS/1700000000.000100",
-		Heartbeat:  &Heartbeat{Process: process, Time: beat},
-		History: []AuditRecord{{Time: testT0, Event: AuditRequested, Actor: alice.String()},
-			{Time: testT0, Event: AuditApproved, Actor: bob.String()}, {Time: testT0, Event: AuditStarted}}}
+		Heartbeat:  &approval.Heartbeat{Process: process, Time: beat},
+		History: []approval.AuditRecord{{Time: testT0, Event: approval.AuditRequested, Actor: alice.String()},
+			{Time: testT0, Event: approval.AuditApproved, Actor: bob.String()}, {Time: testT0, Event: approval.AuditStarted}}}
 	if err := s.Create(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
@@ -66,40 +68,40 @@ func TestRecoverInterrupted(t *testing.T) {
 		beatAge    time.Duration // how long before "now" the last heartbeat was
 		unhealthy  bool          // the plan's cluster is unavailable
 		noRecover  bool          // the executor cannot recover
-		wantState  State
+		wantState  approval.State
 		wantDetail string // substring of the interrupted audit record
 	}{
 		{name: "a run whose process on this host is gone is interrupted at once",
-			process: goneProcess(t), beatAge: time.Second, wantState: StateInterrupted,
+			process: goneProcess(t), beatAge: time.Second, wantState: approval.StateInterrupted,
 			wantDetail: "is gone"},
 		{name: "a run on another host with a fresh heartbeat is left alone",
-			process: otherHost, beatAge: 20 * time.Second, wantState: StateRunning},
+			process: otherHost, beatAge: 20 * time.Second, wantState: approval.StateRunning},
 		{name: "a run on another host whose heartbeat is stale is interrupted",
-			process: otherHost, beatAge: 2 * time.Minute, wantState: StateInterrupted,
+			process: otherHost, beatAge: 2 * time.Minute, wantState: approval.StateInterrupted,
 			wantDetail: "no heartbeat from bot process 1 on whypending-7d9f-other since"},
 		{name: "this process's own run is left alone, however old its heartbeat",
-			process: self, beatAge: time.Hour, wantState: StateRunning},
+			process: self, beatAge: time.Hour, wantState: approval.StateRunning},
 		{name: "a dead run on an unavailable cluster waits for the cluster",
-			process: otherHost, beatAge: 2 * time.Minute, unhealthy: true, wantState: StateRunning},
+			process: otherHost, beatAge: 2 * time.Minute, unhealthy: true, wantState: approval.StateRunning},
 		{name: "a dead run whose executor cannot recover is interrupted with a note",
-			process: otherHost, beatAge: 2 * time.Minute, noRecover: true, wantState: StateInterrupted,
+			process: otherHost, beatAge: 2 * time.Minute, noRecover: true, wantState: approval.StateInterrupted,
 			wantDetail: "cannot check the datastore lock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := NewMemoryStore()
+			store := approval.NewMemoryStore()
 			clk := &clock{t: testT0.Add(5 * time.Minute)}
 			rec := &recoveringExecutor{remaining: 3}
-			var exec Executor = rec
+			var exec approval.Executor = rec
 			if tt.noRecover {
 				exec = &fakeExecutor{}
 			}
 			health := func(string) error { return nil }
 			if tt.unhealthy {
-				health = func(string) error { return ClusterUnavailable("prod", testT0, errors.New("connection refused")) }
+				health = func(string) error { return chat.ClusterUnavailable("prod", testT0, errors.New("connection refused")) }
 			}
-			ap := NewApprovals(ApprovalsOptions{Store: store, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
-				Executors: map[string]Executor{"prod": exec}, Now: clk.now, Log: quietLog,
+			ap := newPlans(approval.Options{Store: store, Policy: approval.Policy{Approvers: slackUsers([]string{"UBOB"})},
+				Executors: map[string]approval.Executor{"prod": exec}, Now: clk.now, Log: quietLog,
 				ClusterHealth: health, Process: self})
 			a := runningPlan(t, store, tt.process, clk.now().Add(-tt.beatAge))
 
@@ -111,7 +113,7 @@ func TestRecoverInterrupted(t *testing.T) {
 			if got.State != tt.wantState {
 				t.Fatalf("state = %s, want %s", got.State, tt.wantState)
 			}
-			if tt.wantState == StateRunning {
+			if tt.wantState == approval.StateRunning {
 				if len(marked) != 0 || rec.recovered.Load() != 0 {
 					t.Errorf("marked %d records, recovered %d times; want none", len(marked), rec.recovered.Load())
 				}
@@ -121,7 +123,7 @@ func TestRecoverInterrupted(t *testing.T) {
 				t.Fatalf("marked = %d records, want the plan", len(marked))
 			}
 			last := got.History[len(got.History)-1]
-			if last.Event != AuditInterrupted || !strings.Contains(last.Detail, tt.wantDetail) || !strings.HasSuffix(last.Detail, "not re-run") {
+			if last.Event != approval.AuditInterrupted || !strings.Contains(last.Detail, tt.wantDetail) || !strings.HasSuffix(last.Detail, "not re-run") {
 				t.Errorf("last audit record = %+v, want interrupted naming %q", last, tt.wantDetail)
 			}
 			if rec.executions() != 0 {
@@ -174,33 +176,33 @@ func (s *slowExecutor) Execute(ctx context.Context, ap actions.Approved) (action
 
 // approveInBackground requests a plan on a, has bob approve it in a goroutine and waits until
 // exec started; the click's outcome arrives on done.
-func approveInBackground(t *testing.T, a *Approvals, exec *slowExecutor) (*Approval, <-chan Outcome) {
+func approveInBackground(t *testing.T, a *plans, exec *slowExecutor) (*approval.Record, <-chan chat.Outcome) {
 	t.Helper()
 	req, err := a.Request(t.Context(), testPlan(actions.KindReleaseLeakedIPs, 2), alice, "C1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan Outcome)
+	done := make(chan chat.Outcome)
 	go func() {
-		done <- a.Decide(t.Context(), Decision{PlanID: req.Plan.ID, Verdict: VerdictApprove, Principal: bob}, nil)
+		done <- a.Decide(t.Context(), approval.Decision{PlanID: req.Plan.ID, Verdict: approval.VerdictApprove, Principal: bob}, nil)
 	}()
 	<-exec.started
 	return req, done
 }
 
 func TestHeartbeat(t *testing.T) {
-	policy := Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
-	replica := func(store Store, exec Executor, host string, stale time.Duration) *Approvals {
-		return NewApprovals(ApprovalsOptions{Store: store, Policy: policy, Executors: map[string]Executor{"prod": exec},
+	policy := approval.Policy{Approvers: slackUsers([]string{"UBOB"}), TwoPersonRule: true}
+	replica := func(store approval.Store, exec approval.Executor, host string, stale time.Duration, now func() time.Time) *plans {
+		return newPlans(approval.Options{Store: store, Policy: policy, Executors: map[string]approval.Executor{"prod": exec},
 			Log: quietLog, HeartbeatInterval: 20 * time.Millisecond, StaleAfter: stale,
-			Process: proc.Identity{Host: host, PID: 1, Start: 1}})
+			Process: proc.Identity{Host: host, PID: 1, Start: 1}, Now: now})
 	}
 
 	t.Run("a running plan's heartbeat is renewed, so another replica leaves it alone", func(t *testing.T) {
-		store := NewMemoryStore()
+		store := approval.NewMemoryStore()
 		exec := &slowExecutor{started: make(chan struct{}), release: make(chan struct{})}
-		a := replica(store, exec, "replica-a", time.Minute)
-		b := replica(store, &recoveringExecutor{}, "replica-b", 200*time.Millisecond)
+		a := replica(store, exec, "replica-a", time.Minute, nil)
+		b := replica(store, &recoveringExecutor{}, "replica-b", 200*time.Millisecond, nil)
 		req, done := approveInBackground(t, a, exec)
 		first, _ := store.Get(t.Context(), req.Plan.ID)
 		time.Sleep(500 * time.Millisecond) // longer than b's StaleAfter
@@ -214,21 +216,20 @@ func TestHeartbeat(t *testing.T) {
 		close(exec.release)
 		out := <-done
 		got, _ := store.Get(t.Context(), req.Plan.ID)
-		if got.State != StateSucceeded || out.Update == nil {
+		if got.State != approval.StateSucceeded || out.Update == nil {
 			t.Errorf("state = %s, want Succeeded with an updated message", got.State)
 		}
 	})
 
 	t.Run("a run another replica marked Interrupted stops, and the record keeps the state and what the run did", func(t *testing.T) {
-		store := NewMemoryStore()
+		store := approval.NewMemoryStore()
 		exec := &slowExecutor{started: make(chan struct{}), release: make(chan struct{})}
-		a := replica(store, exec, "replica-a", time.Minute)
-		b := replica(store, &recoveringExecutor{remaining: 1}, "replica-b", time.Minute)
-		req, done := approveInBackground(t, a, exec)
+		a := replica(store, exec, "replica-a", time.Minute, nil)
 		// Replica b's clock is far ahead: it sees replica a's heartbeat as stale.
 		// A heartbeat renewed between b's read and its write makes b back off (the process
 		// is alive after all), so b tries until it wins.
-		b.now = func() time.Time { return time.Now().Add(time.Hour) }
+		b := replica(store, &recoveringExecutor{remaining: 1}, "replica-b", time.Minute, func() time.Time { return time.Now().Add(time.Hour) })
+		req, done := approveInBackground(t, a, exec)
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			marked, err := b.RecoverInterrupted(t.Context())
@@ -249,7 +250,7 @@ func TestHeartbeat(t *testing.T) {
 		}
 		got, _ := store.Get(t.Context(), req.Plan.ID)
 		last := got.History[len(got.History)-1]
-		if got.State != StateInterrupted || last.Event != AuditFailed || !strings.Contains(last.Detail, "after the plan was marked Interrupted") {
+		if got.State != approval.StateInterrupted || last.Event != approval.AuditFailed || !strings.Contains(last.Detail, "after the plan was marked Interrupted") {
 			t.Errorf("state %s, last record %+v; want Interrupted and the run's own report", got.State, last)
 		}
 		if got.Result == nil || got.Result.Done != 1 {

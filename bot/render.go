@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -14,43 +15,43 @@ const maxTableRows = 15
 
 // DiagnosisMessage renders a diagnosis for a person reading at 3 a.m.: the cause first, then
 // the per-node table, the evidence, the fix as commands to paste, and other findings last.
-// Remediations the diagnosis offers (Finding.Actions) become buttons, one per kind, whose ActionID is
-// "plan:<kind>" and whose Value is the cluster-neutral argument string "kind[;k=v...]".
-func DiagnosisMessage(d *triage.Diagnosis) Message {
+// Remediations the diagnosis offers (Finding.Actions) become plan buttons (chat.PlanButton), one
+// per kind, making plans on cluster.
+func DiagnosisMessage(d *triage.Diagnosis, cluster string) chat.Message {
 	p := d.Primary()
-	m := Message{
+	m := chat.Message{
 		Title:    titleFor(d),
 		Severity: severityFor(d),
 		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
 	cause := causeSection(p.Summary, d.Uncertain, p.Code)
 	if d.State != "" {
-		cause.Fields = append(cause.Fields, Field{Name: "state", Value: d.State})
+		cause.Fields = append(cause.Fields, chat.Field{Name: "state", Value: d.State})
 	}
 	if d.Node != "" {
-		cause.Fields = append(cause.Fields, Field{Name: "node", Value: d.Node})
+		cause.Fields = append(cause.Fields, chat.Field{Name: "node", Value: d.Node})
 	}
 	m.Sections = append(m.Sections, cause)
 
 	if t := nodeTable(p.Nodes); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Why not here (per node)", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Why not here (per node)", Table: t})
 	}
 	if lines := evidenceLines(p, "Pod "+d.Pod.String(), d.CollectedAt); len(lines) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: "Evidence", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Evidence", Lines: lines})
 	}
 	if len(p.Fix) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
 	}
 	if len(d.Findings) > 1 {
 		var also []string
 		for _, f := range d.Findings[1:] {
 			also = append(also, fmt.Sprintf("[%s] %s: %s", f.Severity, f.Code, f.Summary))
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Also found", Lines: also})
 	}
 	// The primary cause and a context finding often offer the same repair: the first offer,
 	// the most specific, wins.
-	buttons := &buttonSet{}
+	buttons := &buttonSet{cluster: cluster}
 	for _, f := range d.Findings {
 		buttons.add(f.Actions)
 	}
@@ -59,27 +60,12 @@ func DiagnosisMessage(d *triage.Diagnosis) Message {
 }
 
 // causeSection is the "Cause" section: the summary (marked when uncertain) and the code.
-func causeSection(summary string, uncertain bool, code triage.Code) Section {
-	s := Section{Heading: "Cause", Text: summary, Fields: []Field{{Name: "code", Value: string(code)}}}
+func causeSection(summary string, uncertain bool, code triage.Code) chat.Section {
+	s := chat.Section{Heading: "Cause", Text: summary, Fields: []chat.Field{{Name: "code", Value: string(code)}}}
 	if uncertain {
 		s.Text = "Uncertain: " + s.Text
 	}
 	return s
-}
-
-// ActionValue encodes an ActionRef as "kind" or "kind;key=value;…" (keys sorted), the value a
-// remediation button carries back on click.
-func ActionValue(a triage.ActionRef) string {
-	parts := []string{a.Kind}
-	keys := make([]string, 0, len(a.Args))
-	for k := range a.Args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+a.Args[k])
-	}
-	return strings.Join(parts, ";")
 }
 
 func titleFor(d *triage.Diagnosis) string {
@@ -98,17 +84,21 @@ func titleFor(d *triage.Diagnosis) string {
 	}
 }
 
-func severityFor(d *triage.Diagnosis) string {
+func severityFor(d *triage.Diagnosis) chat.Severity {
 	p := d.Primary()
 	if p.Code == triage.CodePodHealthy || p.Code == triage.CodePodCompleted {
-		return "ok"
+		return chat.SeverityOK
 	}
-	return p.Severity.String()
+	return messageSeverity(p.Severity)
 }
+
+// messageSeverity is a finding's severity as a message's: triage's names ("blocker",
+// "warning", "info") are chat's.
+func messageSeverity(s triage.Severity) chat.Severity { return chat.Severity(s.String()) }
 
 // nodeTable builds the "why not here" table: nodes that fit first, then by name; every reason
 // of a node in one cell.
-func nodeTable(nodes []triage.NodeVerdict) *Table {
+func nodeTable(nodes []triage.NodeVerdict) *chat.Table {
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -119,7 +109,7 @@ func nodeTable(nodes []triage.NodeVerdict) *Table {
 		}
 		return sorted[i].Node < sorted[j].Node
 	})
-	t := &Table{Columns: []string{"NODE", "FITS", "WHY NOT"}}
+	t := &chat.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}}
 	for i, v := range sorted {
 		if i == maxTableRows {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-maxTableRows), "", ""})

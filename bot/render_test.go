@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -37,7 +38,7 @@ func TestDiagnosisMessage(t *testing.T) {
 			Actions: []triage.ActionRef{leak},
 		}},
 	}
-	m := DiagnosisMessage(d)
+	m := DiagnosisMessage(d, "")
 
 	t.Run("title names pod, state and primary code", func(t *testing.T) {
 		if got, want := m.Title, "shop/web is Pending: insufficient-cpu"; got != want {
@@ -45,13 +46,13 @@ func TestDiagnosisMessage(t *testing.T) {
 		}
 	})
 	t.Run("node table lists every reason, sorted by node", func(t *testing.T) {
-		var table *Table
+		var table *chat.Table
 		for _, s := range m.Sections {
 			if s.Table != nil {
 				table = s.Table
 			}
 		}
-		want := &Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{
+		want := &chat.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{
 			{"a", "no", "Insufficient cpu; taint x:NoSchedule"},
 			{"b", "no", "Insufficient cpu"},
 		}}
@@ -75,7 +76,7 @@ func TestDiagnosisMessage(t *testing.T) {
 		}
 	})
 	t.Run("a repair offered twice becomes one button", func(t *testing.T) {
-		want := []Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs", Value: "release-leaked-ips", Style: "primary"}}
+		want := []chat.Button{{ActionID: "plan:release-leaked-ips", Label: "Release 181 leaked IPs", Value: "release-leaked-ips", Style: "primary"}}
 		if diff := cmp.Diff(want, m.Buttons); diff != "" {
 			t.Errorf("buttons (-want +got):\n%s", diff)
 		}
@@ -96,13 +97,6 @@ func TestNodeTableIsCapped(t *testing.T) {
 	}
 }
 
-func TestActionValue(t *testing.T) {
-	got := ActionValue(triage.ActionRef{Kind: "release-empty-blocks", Args: map[string]string{"node": "w-1", "cluster": "prod"}})
-	if want := "release-empty-blocks;cluster=prod;node=w-1"; got != want {
-		t.Errorf("ActionValue = %q, want %q", got, want)
-	}
-}
-
 // TestUncertainIsSaid: an uncertain diagnosis says so in its title and before its cause.
 func TestUncertainIsSaid(t *testing.T) {
 	d := &triage.Diagnosis{
@@ -110,7 +104,7 @@ func TestUncertainIsSaid(t *testing.T) {
 		Findings: []triage.Finding{{Code: triage.CodeUnknown, Severity: triage.SeverityBlocker, Uncertain: true,
 			Summary: "The scheduler rejects all 2 nodes for a reason whypending does not model."}},
 	}
-	m := DiagnosisMessage(d)
+	m := DiagnosisMessage(d, "")
 	if !strings.HasSuffix(m.Title, "unknown (uncertain)") {
 		t.Errorf("title = %q, want it to end in \"unknown (uncertain)\"", m.Title)
 	}

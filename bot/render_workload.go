@@ -6,24 +6,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
 // AnswerMessage renders the answer to one why-pending question: a pod's diagnosis
 // (DiagnosisMessage), a workload's (WorkloadMessage) or a namespace sweep (SweepMessage), with
-// the answer's notes on how the question was read first.
-func AnswerMessage(a *triage.Answer) Message {
-	var m Message
+// the answer's notes on how the question was read first. cluster, when set, is the cluster the
+// answer is about: its plan buttons make plans there and the footer names it; "" leaves both
+// cluster-neutral (the CLI, which shows no buttons).
+func AnswerMessage(a *triage.Answer, cluster string) chat.Message {
+	var m chat.Message
 	switch {
 	case a.Pod != nil:
-		m = DiagnosisMessage(a.Pod)
+		m = DiagnosisMessage(a.Pod, cluster)
 	case a.Workload != nil:
-		m = WorkloadMessage(a.Workload)
+		m = WorkloadMessage(a.Workload, cluster)
 	default:
 		m = SweepMessage(a.Namespace)
 	}
 	if len(a.Notes) > 0 {
-		m.Sections = append([]Section{{Heading: "Note", Text: strings.Join(a.Notes, " ")}}, m.Sections...)
+		m.Sections = append([]chat.Section{{Heading: "Note", Text: strings.Join(a.Notes, " ")}}, m.Sections...)
+	}
+	if cluster != "" {
+		m.Footer = joinFooter(m.Footer, "cluster "+cluster)
 	}
 	return m
 }
@@ -35,10 +41,11 @@ const maxPodLines = 10
 // a line per pod group, then each group: its representative pod's diagnosis in full and the
 // group's other pods one line each; pods not diagnosed and other findings last. The sections
 // come in that order so that a chat platform that must cut a long answer cuts the least
-// important part. Remediations any diagnosis offers become buttons, one per kind.
-func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
+// important part. Remediations any diagnosis offers become buttons, one per kind, making plans
+// on cluster.
+func WorkloadMessage(d *triage.WorkloadDiagnosis, cluster string) chat.Message {
 	p := d.Primary()
-	m := Message{
+	m := chat.Message{
 		Title:    fmt.Sprintf("%s: %s", d.Workload, p.Code),
 		Severity: workloadSeverity(d),
 		Footer:   fmt.Sprintf("code %s · collected %s", p.Code, d.CollectedAt.UTC().Format(time.RFC3339)),
@@ -49,7 +56,7 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 		if d.Desired != nil {
 			ready += fmt.Sprintf(" (wants %d)", *d.Desired)
 		}
-		cause.Fields = append(cause.Fields, Field{Name: "ready", Value: ready})
+		cause.Fields = append(cause.Fields, chat.Field{Name: "ready", Value: ready})
 	}
 	m.Sections = append(m.Sections, cause)
 	// When the primary cause is the largest group's, that group's representative below shows
@@ -57,28 +64,28 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 	restated := len(d.Groups) > 0 && d.Groups[0].Stuck() && d.Groups[0].Diagnosis != nil &&
 		p.Code == d.Groups[0].Code && slices.Equal(p.Fix, d.Groups[0].Diagnosis.Primary().Fix)
 	if t := nodeTable(p.Nodes); t != nil {
-		m.Sections = append(m.Sections, Section{Heading: "Nodes without a pod", Table: t})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Nodes without a pod", Table: t})
 	}
 	if lines := evidenceLines(p, d.Workload.String(), d.CollectedAt); len(lines) > 0 && !restated {
-		m.Sections = append(m.Sections, Section{Heading: "Evidence", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Evidence", Lines: lines})
 	}
 	if len(p.Fix) > 0 && !restated {
-		m.Sections = append(m.Sections, Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
 	}
 	if len(d.Groups) > 0 {
 		var lines []string
 		for _, g := range d.Groups {
 			lines = append(lines, g.Label)
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Pods by cause", Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Pods by cause", Lines: lines})
 	}
-	buttons := &buttonSet{}
+	buttons := &buttonSet{cluster: cluster}
 	buttons.add(p.Actions)
 	for _, g := range d.Groups {
 		if g.Diagnosis == nil {
 			continue
 		}
-		rep := DiagnosisMessage(g.Diagnosis)
+		rep := DiagnosisMessage(g.Diagnosis, cluster)
 		for _, b := range rep.Buttons {
 			buttons.addButton(b)
 		}
@@ -88,11 +95,11 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 		}
 		m.Sections = append(m.Sections, rep.Sections...)
 		if len(g.Pods) > 1 {
-			m.Sections = append(m.Sections, Section{Heading: "The group's other pods", Lines: podLines(g.Pods[1:], g.Diagnosis.Summary)})
+			m.Sections = append(m.Sections, chat.Section{Heading: "The group's other pods", Lines: podLines(g.Pods[1:], g.Diagnosis.Summary)})
 		}
 	}
 	if len(d.NotDiagnosed) > 0 {
-		m.Sections = append(m.Sections, Section{Heading: fmt.Sprintf("Not diagnosed (%d pods beyond the first %d)", len(d.NotDiagnosed), triage.MaxDiagnosedPods), Lines: podLines(d.NotDiagnosed, "")})
+		m.Sections = append(m.Sections, chat.Section{Heading: fmt.Sprintf("Not diagnosed (%d pods beyond the first %d)", len(d.NotDiagnosed), triage.MaxDiagnosedPods), Lines: podLines(d.NotDiagnosed, "")})
 	}
 	if len(d.Findings) > 1 {
 		var also []string
@@ -100,7 +107,7 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis) Message {
 			also = append(also, fmt.Sprintf("[%s] %s: %s", f.Severity, f.Code, f.Summary))
 			buttons.add(f.Actions)
 		}
-		m.Sections = append(m.Sections, Section{Heading: "Also found", Lines: also})
+		m.Sections = append(m.Sections, chat.Section{Heading: "Also found", Lines: also})
 	}
 	m.Buttons = buttons.list
 	return m
@@ -135,26 +142,29 @@ func podLines(pods []triage.PodLine, same string) []string {
 }
 
 // workloadSeverity colours a workload answer: ok when healthy, else the primary's severity.
-func workloadSeverity(d *triage.WorkloadDiagnosis) string {
+func workloadSeverity(d *triage.WorkloadDiagnosis) chat.Severity {
 	if p := d.Primary(); p.Code == triage.CodeWorkloadHealthy {
-		return "ok"
+		return chat.SeverityOK
 	}
-	return d.Primary().Severity.String()
+	return messageSeverity(d.Primary().Severity)
 }
 
-// buttonSet collects remediation buttons, one per action kind, first offer wins.
+// buttonSet collects remediation buttons making plans on cluster, one per action kind, first
+// offer wins.
 type buttonSet struct {
-	list []Button
-	seen map[string]bool
+	cluster string
+	list    []chat.Button
+	seen    map[string]bool
 }
 
 func (s *buttonSet) add(actions []triage.ActionRef) {
 	for _, a := range actions {
-		s.addButton(Button{ActionID: "plan:" + a.Kind, Label: a.Label, Value: ActionValue(a), Style: "primary"})
+		p := chat.PlanButton{Kind: a.Kind, Cluster: s.cluster, Node: a.Args["node"]}
+		s.addButton(p.Button(a.Label, chat.StylePrimary))
 	}
 }
 
-func (s *buttonSet) addButton(b Button) {
+func (s *buttonSet) addButton(b chat.Button) {
 	if s.seen == nil {
 		s.seen = map[string]bool{}
 	}
@@ -170,10 +180,10 @@ const maxSweepItems = 12
 
 // SweepMessage renders a namespace sweep: the summary, then one section per cause (most pods
 // first) listing each workload or bare pod with that cause in one line.
-func SweepMessage(d *triage.NamespaceDiagnosis) Message {
-	m := Message{
+func SweepMessage(d *triage.NamespaceDiagnosis) chat.Message {
+	m := chat.Message{
 		Title:    fmt.Sprintf("Namespace %s: nothing is stuck", d.Namespace),
-		Severity: "ok",
+		Severity: chat.SeverityOK,
 		Footer: fmt.Sprintf("%d %s, %d %s · collected %s", d.Pods, plural(d.Pods, "pod", "pods"), d.Workloads, plural(d.Workloads, "workload", "workloads"),
 			d.CollectedAt.UTC().Format(time.RFC3339)),
 	}
@@ -185,7 +195,7 @@ func SweepMessage(d *triage.NamespaceDiagnosis) Message {
 		m.Title += fmt.Sprintf(", %d %s", len(d.Causes), plural(len(d.Causes), "cause", "causes"))
 		m.Severity = "blocker"
 	}
-	m.Sections = append(m.Sections, Section{Heading: "Summary", Text: d.Summary})
+	m.Sections = append(m.Sections, chat.Section{Heading: "Summary", Text: d.Summary})
 	for _, c := range d.Causes {
 		var lines []string
 		for i, it := range c.Items {
@@ -199,10 +209,10 @@ func SweepMessage(d *triage.NamespaceDiagnosis) Message {
 		if c.Pods == 0 {
 			heading = fmt.Sprintf("%s: %d %s, no pods", c.Code, len(c.Items), plural(len(c.Items), "workload", "workloads"))
 		}
-		m.Sections = append(m.Sections, Section{Heading: heading, Lines: lines})
+		m.Sections = append(m.Sections, chat.Section{Heading: heading, Lines: lines})
 	}
 	if len(d.Causes) > 0 {
-		m.Sections = append(m.Sections, Section{Text: fmt.Sprintf("These causes come from a quick read (no container logs, no Calico IPAM). For the full answer ask about one workload: why-pending -n %s deploy/NAME (or sts/, ds/, job/, cj/, rs/, or a pod).", d.Namespace)})
+		m.Sections = append(m.Sections, chat.Section{Text: fmt.Sprintf("These causes come from a quick read (no container logs, no Calico IPAM). For the full answer ask about one workload: why-pending -n %s deploy/NAME (or sts/, ds/, job/, cj/, rs/, or a pod).", d.Namespace)})
 	}
 	return m
 }

@@ -33,7 +33,7 @@ func TestWorkloadMessage(t *testing.T) {
 			{Code: triage.CodePodHealthy, Label: "1 Running and Ready", Diagnosis: healthy, Pods: []triage.PodLine{{Name: "checkout-e", State: "Running", Node: "node-1"}}},
 		},
 	}
-	m := AnswerMessage(&triage.Answer{Workload: wd, Notes: []string{"No pod is named checkout, so this is Deployment checkout."}})
+	m := AnswerMessage(&triage.Answer{Workload: wd, Notes: []string{"No pod is named checkout, so this is Deployment checkout."}}, "")
 	if m.Title != "Deployment shop/checkout: insufficient-cpu" || m.Severity != "blocker" {
 		t.Errorf("title %q severity %q", m.Title, m.Severity)
 	}

@@ -2,33 +2,20 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/whypending/whypending/chat"
 )
 
 // Handler answers one command. A *UserError is shown to the user as it is, with the usage; an
 // *UnavailableError as one line; any other error is logged and shown as a generic failure with
 // a log reference.
-type Handler func(ctx context.Context, req Request) (Reply, error)
-
-// Reply is a handler's answer to the person who typed the command.
-type Reply struct {
-	// Message is the answer.
-	Message Message
-	// Public makes the answer visible to the whole channel; otherwise only the person who
-	// asked sees it where the platform allows (Slack ephemeral). Discord fixes visibility
-	// when it acknowledges, before the answer exists: see adapters/discord.
-	Public bool
-	// PlanID is set when Message shows a plan awaiting approval: the adapter posts it where
-	// it can update it later and records where with Bot.Attach.
-	PlanID string
-}
+type Handler func(ctx context.Context, req chat.Request) (chat.Reply, error)
 
 // Command describes a registered command for help texts.
 type Command struct {
@@ -90,51 +77,51 @@ func (r *Router) Commands() []Command {
 
 // Serve answers req. It never fails: unknown commands, refused channels and handler errors
 // all come back as a Reply that says what happened.
-func (r *Router) Serve(ctx context.Context, req Request) Reply {
+func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 	start := time.Now()
 	rt, ok := r.routes[req.Command]
 	if !ok {
 		r.count("unknown", "user-error", start)
-		return Reply{Message: Message{
+		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("Unknown command /%s", req.Command),
-			Severity: "info",
-			Sections: []Section{{Text: "Nothing was done. These commands exist:", Lines: r.usageLines()}},
+			Severity: chat.SeverityInfo,
+			Sections: []chat.Section{{Text: "Nothing was done. These commands exist:", Lines: r.usageLines()}},
 		}}
 	}
 	if allowed := r.channels[req.Principal.Platform]; len(allowed) > 0 && !slices.Contains(allowed, req.Channel) {
 		r.count(req.Command, "user-error", start)
-		return Reply{Message: Message{
+		return chat.Reply{Message: chat.Message{
 			Title:    "whypending is not enabled in this channel",
-			Severity: "info",
-			Sections: []Section{{Text: "Ask in one of the channels the bot is configured for; nothing was done."}},
+			Severity: chat.SeverityInfo,
+			Sections: []chat.Section{{Text: "Ask in one of the channels the bot is configured for; nothing was done."}},
 		}}
 	}
 	reply, err := rt.h(ctx, req)
-	var ue *UserError
-	var unavailable *UnavailableError
+	var ue *chat.UserError
+	var unavailable *chat.UnavailableError
 	switch {
 	case err == nil:
 		r.count(req.Command, "ok", start)
 		return reply
 	case errors.As(err, &unavailable):
 		r.count(req.Command, "unavailable", start)
-		return Reply{Message: Message{Title: unavailable.Text + " Nothing was done.", Severity: "warning"}}
+		return chat.Reply{Message: chat.Message{Title: unavailable.Text + " Nothing was done.", Severity: chat.SeverityWarning}}
 	case errors.As(err, &ue):
 		r.count(req.Command, "user-error", start)
-		return Reply{Message: Message{
+		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("/%s: %s", req.Command, ue.Text),
-			Severity: "info",
-			Sections: []Section{{Text: "Usage: /" + rt.cmd.Name + " " + rt.cmd.Usage}},
+			Severity: chat.SeverityInfo,
+			Sections: []chat.Section{{Text: "Usage: /" + rt.cmd.Name + " " + rt.cmd.Usage}},
 		}}
 	default:
 		r.count(req.Command, "error", start)
-		ref := errorRef()
+		ref := chat.ErrorRef()
 		r.log.ErrorContext(ctx, "command failed", slog.String("command", req.Command),
 			slog.String("user", req.Principal.String()), slog.String("ref", ref), slog.Any("err", err))
-		return Reply{Message: Message{
+		return chat.Reply{Message: chat.Message{
 			Title:    fmt.Sprintf("/%s failed", req.Command),
-			Severity: "warning",
-			Sections: []Section{{Text: "Something went wrong; nothing was changed. The bot's log has the details under ref " + ref + "."}},
+			Severity: chat.SeverityWarning,
+			Sections: []chat.Section{{Text: "Something went wrong; nothing was changed. The bot's log has the details under ref " + ref + "."}},
 		}}
 	}
 }
@@ -155,11 +142,4 @@ func (r *Router) count(command, outcome string, start time.Time) {
 	if command != "unknown" {
 		r.metrics.commandSeconds.WithLabelValues(command).Observe(time.Since(start).Seconds())
 	}
-}
-
-// errorRef returns a short random reference that ties a user-visible failure to its log line.
-func errorRef() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/whypending/whypending/chat"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -22,7 +24,7 @@ func TestParseCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.command+" "+tt.text, func(t *testing.T) {
-			name, args := ParseCommand(tt.command, tt.text)
+			name, args := chat.ParseCommand(tt.command, tt.text)
 			if name != tt.wantName || !cmp.Equal(args, tt.wantArgs) {
 				t.Errorf("ParseCommand(%q, %q) = %q, %q, want %q, %q", tt.command, tt.text, name, args, tt.wantName, tt.wantArgs)
 			}
@@ -65,31 +67,31 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestRouterServe(t *testing.T) {
-	slackUser := Principal{Platform: "slack", ID: "UALICE"}
-	discordUser := Principal{Platform: "discord", ID: "80351110224678912"}
+	slackUser := chat.Principal{Platform: "slack", ID: "UALICE"}
+	discordUser := chat.Principal{Platform: "discord", ID: "80351110224678912"}
 	r := NewRouter(RouterOptions{AllowedChannels: map[string][]string{"slack": {"COPS"}}, Log: quietLog})
-	r.Handle(Command{Name: "ok", Usage: "x"}, func(context.Context, Request) (Reply, error) {
-		return Reply{Message: Message{Title: "fine"}, Public: true}, nil
+	r.Handle(Command{Name: "ok", Usage: "x"}, func(context.Context, chat.Request) (chat.Reply, error) {
+		return chat.Reply{Message: chat.Message{Title: "fine"}, Public: true}, nil
 	})
-	r.Handle(Command{Name: "usage", Usage: "thing"}, func(context.Context, Request) (Reply, error) {
-		return Reply{}, userErrorf("name one thing")
+	r.Handle(Command{Name: "usage", Usage: "thing"}, func(context.Context, chat.Request) (chat.Reply, error) {
+		return chat.Reply{}, userErrorf("name one thing")
 	})
-	r.Handle(Command{Name: "boom", Usage: ""}, func(context.Context, Request) (Reply, error) {
-		return Reply{}, errors.New("dial tcp 10.0.0.1:6443: connection refused")
+	r.Handle(Command{Name: "boom", Usage: ""}, func(context.Context, chat.Request) (chat.Reply, error) {
+		return chat.Reply{}, errors.New("dial tcp 10.0.0.1:6443: connection refused")
 	})
 	tests := []struct {
 		name       string
-		req        Request
+		req        chat.Request
 		wantTitle  string
 		wantPublic bool
 		notIn      string // text that must not reach the user
 	}{
-		{"a known command answers", Request{Principal: slackUser, Command: "ok", Channel: "COPS"}, "fine", true, ""},
-		{"an unknown command lists the commands", Request{Principal: slackUser, Command: "nope", Channel: "COPS"}, "Unknown command /nope", false, ""},
-		{"a channel not allowed is refused", Request{Principal: slackUser, Command: "ok", Channel: "CRANDOM"}, "whypending is not enabled in this channel", false, ""},
-		{"a platform without allowed channels answers everywhere", Request{Principal: discordUser, Command: "ok", Channel: "1234567890123456789"}, "fine", true, ""},
-		{"a user error is shown with usage", Request{Principal: slackUser, Command: "usage", Channel: "COPS"}, "/usage: name one thing", false, ""},
-		{"an internal error hides its text", Request{Principal: slackUser, Command: "boom", Channel: "COPS"}, "/boom failed", false, "10.0.0.1"},
+		{"a known command answers", chat.Request{Principal: slackUser, Command: "ok", Channel: "COPS"}, "fine", true, ""},
+		{"an unknown command lists the commands", chat.Request{Principal: slackUser, Command: "nope", Channel: "COPS"}, "Unknown command /nope", false, ""},
+		{"a channel not allowed is refused", chat.Request{Principal: slackUser, Command: "ok", Channel: "CRANDOM"}, "whypending is not enabled in this channel", false, ""},
+		{"a platform without allowed channels answers everywhere", chat.Request{Principal: discordUser, Command: "ok", Channel: "1234567890123456789"}, "fine", true, ""},
+		{"a user error is shown with usage", chat.Request{Principal: slackUser, Command: "usage", Channel: "COPS"}, "/usage: name one thing", false, ""},
+		{"an internal error hides its text", chat.Request{Principal: slackUser, Command: "boom", Channel: "COPS"}, "/boom failed", false, "10.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +107,7 @@ func TestRouterServe(t *testing.T) {
 }
 
 // renderedText flattens a message for substring checks of what a user would see.
-func renderedText(m Message) string {
+func renderedText(m chat.Message) string {
 	parts := []string{m.Title, m.Footer}
 	for _, s := range m.Sections {
 		parts = append(parts, s.Heading, s.Text, s.Code)

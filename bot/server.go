@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/whypending/whypending/chat"
 )
 
 // ReadyCheck is one readiness condition for /readyz, e.g. "cluster prod-eu" or "store".
@@ -86,7 +88,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		err := c.Check(ctx)
 		line := "ok"
 		if err != nil {
-			line = oneLine(err.Error())
+			line = chat.JoinLines(err.Error())
 		}
 		fmt.Fprintf(&b, "%s: %s\n", c.Name, line)
 		s.logChange(ctx, c.Name, line, err)

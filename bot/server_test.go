@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/whypending/whypending/chat"
 )
 
 func TestReadyz(t *testing.T) {
@@ -19,7 +21,7 @@ func TestReadyz(t *testing.T) {
 	}
 	notChecked := func(context.Context) error { return fmt.Errorf("%w: cluster a is unavailable", ErrNotChecked) }
 	noNamespace := func(context.Context) error {
-		return &UnavailableError{Text: `The approval store is not ready: namespace "whypending" does not exist (create it, or set store.namespace).`}
+		return &chat.UnavailableError{Text: `The approval store is not ready: namespace "whypending" does not exist (create it, or set store.namespace).`}
 	}
 	tests := []struct {
 		name     string

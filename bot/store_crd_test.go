@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -23,7 +26,7 @@ import (
 // namespace ns.
 func startStoreCluster(t *testing.T, ns string) *testenv.Cluster {
 	t.Helper()
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +43,7 @@ func startStoreCluster(t *testing.T, ns string) *testenv.Cluster {
 
 func TestCRDStore(t *testing.T) {
 	c := startStoreCluster(t, "whypending")
-	s := NewCRDStore(c.Dynamic, "whypending")
+	s := approval.NewCRDStore(c.Dynamic, "whypending")
 	ctx := t.Context()
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
@@ -53,8 +56,8 @@ func TestCRDStore(t *testing.T) {
 	plan.ExpiresAt = testT0.Add(15 * time.Minute)
 	plan.RequestedBy = alice.String()
 	plan.Basis = "ClusterInformation rv 42"
-	a := &Approval{Plan: plan, State: StatePending, RequestedBy: alice, Channel: "C0OPS",
-		History: []AuditRecord{{Time: testT0, Event: AuditRequested, Actor: alice.String()}}}
+	a := &approval.Record{Plan: plan, State: approval.StatePending, RequestedBy: alice, Channel: "C0OPS",
+		History: []approval.AuditRecord{{Time: testT0, Event: approval.AuditRequested, Actor: alice.String()}}}
 	if err := s.Create(ctx, a); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -64,13 +67,13 @@ func TestCRDStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(a, got, cmpopts.IgnoreUnexported(Approval{})); diff != "" {
+		if diff := cmp.Diff(a, got, cmpopts.IgnoreUnexported(approval.Record{})); diff != "" {
 			t.Errorf("Get (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("pending records are listed", func(t *testing.T) {
-		got, err := s.List(ctx, StatePending)
+		got, err := s.List(ctx, approval.StatePending)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,27 +85,27 @@ func TestCRDStore(t *testing.T) {
 	t.Run("a stale update loses the compare-and-set", func(t *testing.T) {
 		first, _ := s.Get(ctx, plan.ID)
 		second, _ := s.Get(ctx, plan.ID)
-		first.State, first.DecidedBy, first.DecidedAt = StateRunning, &bob, testT0.Add(time.Minute)
-		first.History = append(first.History, AuditRecord{Time: testT0.Add(time.Minute), Event: AuditApproved, Actor: bob.String()})
+		first.State, first.DecidedBy, first.DecidedAt = approval.StateRunning, &bob, testT0.Add(time.Minute)
+		first.History = append(first.History, approval.AuditRecord{Time: testT0.Add(time.Minute), Event: approval.AuditApproved, Actor: bob.String()})
 		if err := s.Update(ctx, first); err != nil {
 			t.Fatalf("first Update: %v", err)
 		}
-		second.State = StateDenied
-		if err := s.Update(ctx, second); !errors.Is(err, ErrConflict) {
+		second.State = approval.StateDenied
+		if err := s.Update(ctx, second); !errors.Is(err, approval.ErrConflict) {
 			t.Errorf("stale Update error = %v, want ErrConflict", err)
 		}
 		got, _ := s.Get(ctx, plan.ID)
-		if got.State != StateRunning || got.DecidedBy == nil || got.DecidedBy.ID != bob.ID {
+		if got.State != approval.StateRunning || got.DecidedBy == nil || got.DecidedBy.ID != bob.ID {
 			t.Errorf("state, decided by = %s, %+v, want Running, bob", got.State, got.DecidedBy)
 		}
-		if pending, _ := s.List(ctx, StatePending); len(pending) != 0 {
+		if pending, _ := s.List(ctx, approval.StatePending); len(pending) != 0 {
 			t.Errorf("List(Pending) after approval = %d records, want 0", len(pending))
 		}
 	})
 
 	t.Run("a result with skips survives the schema", func(t *testing.T) {
 		cur, _ := s.Get(ctx, plan.ID)
-		cur.State = StateSucceeded
+		cur.State = approval.StateSucceeded
 		cur.Result = &actions.Result{PlanID: plan.ID, Kind: plan.Kind, Planned: 3, Done: 2, NewSince: 1,
 			Skipped:   []actions.Skip{{Target: "172.16.0.3", Reason: "now in use by Workload(shop/web-9)"}},
 			Remaining: 1, Locked: true, StartedAt: testT0.Add(2 * time.Minute), FinishedAt: testT0.Add(3 * time.Minute)}
@@ -116,13 +119,13 @@ func TestCRDStore(t *testing.T) {
 	})
 
 	t.Run("labels and annotations others add survive the bot's updates", func(t *testing.T) {
-		obj, err := c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Get(ctx, plan.ID, metav1.GetOptions{})
+		obj, err := c.Dynamic.Resource(approval.RemediationRequestGVR).Namespace("whypending").Get(ctx, plan.ID, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		obj.SetLabels(map[string]string{"team": "net", LabelState: string(StateSucceeded)})
+		obj.SetLabels(map[string]string{"team": "net", approval.LabelState: string(approval.StateSucceeded)})
 		obj.SetAnnotations(map[string]string{"ticket": "INC-42"})
-		if _, err := c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.Dynamic.Resource(approval.RemediationRequestGVR).Namespace("whypending").Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		cur, _ := s.Get(ctx, plan.ID)
@@ -130,8 +133,8 @@ func TestCRDStore(t *testing.T) {
 		if err := s.Update(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
-		obj, _ = c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Get(ctx, plan.ID, metav1.GetOptions{})
-		if obj.GetLabels()["team"] != "net" || obj.GetAnnotations()["ticket"] != "INC-42" || obj.GetLabels()[LabelKind] != string(plan.Kind) {
+		obj, _ = c.Dynamic.Resource(approval.RemediationRequestGVR).Namespace("whypending").Get(ctx, plan.ID, metav1.GetOptions{})
+		if obj.GetLabels()["team"] != "net" || obj.GetAnnotations()["ticket"] != "INC-42" || obj.GetLabels()[approval.LabelKind] != string(plan.Kind) {
 			t.Errorf("labels %v annotations %v, want team=net, ticket=INC-42 and the bot's labels", obj.GetLabels(), obj.GetAnnotations())
 		}
 	})
@@ -165,35 +168,35 @@ func TestCRDStore(t *testing.T) {
 		}
 	})
 	t.Run("a refused click is recorded in the RemediationRequest's history", func(t *testing.T) {
-		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true},
-			Executors: map[string]Executor{"prod": &fakeExecutor{}}, Log: quietLog})
+		ap := newPlans(approval.Options{Store: s, Policy: approval.Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true},
+			Executors: map[string]approval.Executor{"prod": &fakeExecutor{}}, Log: quietLog})
 		req, err := ap.Request(ctx, testPlan(actions.KindReleaseLeakedHandles, 2), alice, "C0OPS")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ap.Decide(ctx, Decision{PlanID: req.Plan.ID, Verdict: VerdictApprove, Principal: alice}, nil)
-		ap.Decide(ctx, Decision{PlanID: req.Plan.ID, Verdict: VerdictApprove, Principal: mallory}, nil)
+		ap.Decide(ctx, approval.Decision{PlanID: req.Plan.ID, Verdict: approval.VerdictApprove, Principal: alice}, nil)
+		ap.Decide(ctx, approval.Decision{PlanID: req.Plan.ID, Verdict: approval.VerdictApprove, Principal: mallory}, nil)
 		got, err := s.Get(ctx, req.Plan.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var refusals []string
 		for _, r := range got.History {
-			if r.Event == AuditRefused {
+			if r.Event == approval.AuditRefused {
 				refusals = append(refusals, r.Actor+" "+r.Detail)
 			}
 		}
 		want := []string{alice.String() + " approve refused: self-approval of a destructive plan (two-person rule)",
 			mallory.String() + " approve refused: not an approver"}
-		if diff := cmp.Diff(want, refusals); diff != "" || got.State != StatePending {
+		if diff := cmp.Diff(want, refusals); diff != "" || got.State != approval.StatePending {
 			t.Errorf("state %s, refusals (-want +got):\n%s", got.State, diff)
 		}
 	})
 
 	t.Run("a plan whose bot process died is stored as Interrupted with what it had done", func(t *testing.T) {
 		a := runningPlan(t, s, goneProcess(t), time.Now().UTC().Truncate(time.Second))
-		ap := NewApprovals(ApprovalsOptions{Store: s, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})},
-			Executors: map[string]Executor{"prod": &recoveringExecutor{remaining: 1}}, Log: quietLog})
+		ap := newPlans(approval.Options{Store: s, Policy: approval.Policy{Approvers: slackUsers([]string{"UBOB"})},
+			Executors: map[string]approval.Executor{"prod": &recoveringExecutor{remaining: 1}}, Log: quietLog})
 		marked, err := ap.RecoverInterrupted(ctx)
 		if err != nil || len(marked) != 1 {
 			t.Fatalf("RecoverInterrupted = %d records, %v; want 1", len(marked), err)
@@ -202,28 +205,28 @@ func TestCRDStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != StateInterrupted || got.Recovery == nil || got.Recovery.Remaining != 1 || !got.Recovery.Unlocked {
+		if got.State != approval.StateInterrupted || got.Recovery == nil || got.Recovery.Remaining != 1 || !got.Recovery.Unlocked {
 			t.Errorf("state %s, recovery %+v; want Interrupted, remaining 1, unlocked", got.State, got.Recovery)
 		}
 		if diff := cmp.Diff(a.Heartbeat, got.Heartbeat); diff != "" {
 			t.Errorf("heartbeat (-want +got):\n%s", diff)
 		}
-		obj, _ := c.Dynamic.Resource(RemediationRequestGVR).Namespace("whypending").Get(ctx, a.Plan.ID, metav1.GetOptions{})
-		if obj.GetLabels()[LabelState] != string(StateInterrupted) {
-			t.Errorf("state label = %q, want Interrupted (kubectl get rr -l %s=Interrupted)", obj.GetLabels()[LabelState], LabelState)
+		obj, _ := c.Dynamic.Resource(approval.RemediationRequestGVR).Namespace("whypending").Get(ctx, a.Plan.ID, metav1.GetOptions{})
+		if obj.GetLabels()[approval.LabelState] != string(approval.StateInterrupted) {
+			t.Errorf("state label = %q, want Interrupted (kubectl get rr -l %s=Interrupted)", obj.GetLabels()[approval.LabelState], approval.LabelState)
 		}
 	})
 
 	t.Run("readiness and plans name a missing namespace", func(t *testing.T) {
-		missing := NewCRDStore(c.Dynamic, "nowhere")
+		missing := approval.NewCRDStore(c.Dynamic, "nowhere")
 		const want = `The approval store is not ready: namespace "nowhere" does not exist (create it, or set store.namespace).`
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		if err := missing.Ping(ctx); !errors.As(err, &ue) || ue.Text != want {
 			t.Errorf("Ping = %v, want %q", err, want)
 		}
 		b := New(Options{Clusters: []*Cluster{{Name: "prod", Planner: onePlanPlanner{}, Executor: &fakeExecutor{}}},
-			Store: missing, Policy: Policy{Approvers: slackUsers([]string{"UBOB"})}, Log: quietLog})
-		reply := b.Command(ctx, Request{Principal: alice, Channel: "C1", Command: "ipam", Args: []string{"release-ips"}})
+			Store: missing, Policy: approval.Policy{Approvers: slackUsers([]string{"UBOB"})}, Log: quietLog})
+		reply := b.Command(ctx, chat.Request{Principal: alice, Channel: "C1", Command: "ipam", Args: []string{"release-ips"}})
 		if reply.Message.Title != want+" Nothing was done." || len(reply.Message.Sections) != 0 {
 			t.Errorf("/ipam release-ips = %q %+v, want one line naming the namespace", reply.Message.Title, reply.Message.Sections)
 		}
@@ -231,13 +234,13 @@ func TestCRDStore(t *testing.T) {
 
 	t.Run("readiness names a missing CRD", func(t *testing.T) {
 		crds := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-		if err := crds.Delete(ctx, RemediationRequestGVR.GroupResource().String(), metav1.DeleteOptions{}); err != nil {
+		if err := crds.Delete(ctx, approval.RemediationRequestGVR.GroupResource().String(), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		const want = "The approval store is not ready: the RemediationRequest CRD remediationrequests.whypending.io is not installed (apply charts/whypending/crds)."
 		var err error
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			var ue *UnavailableError
+			var ue *chat.UnavailableError
 			if err = s.Ping(ctx); errors.As(err, &ue) && ue.Text == want {
 				return
 			}

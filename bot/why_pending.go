@@ -2,9 +2,9 @@ package bot
 
 import (
 	"context"
-	"strings"
 	"time"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -15,19 +15,19 @@ const diagnoseTimeout = 2 * time.Minute
 // visible to the channel: a pod's diagnosis, a workload's pods grouped by cause, or every
 // stuck pod and failing workload of the namespace. TARGET is read as kubectl reads it
 // (triage.ParseTarget); the namespace is -n, else the channel's, else the cluster's, else
-// "default". Remediation buttons get the cluster added to their value.
-func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
+// "default". Remediation buttons make plans on the cluster asked about.
+func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, error) {
 	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	all := f.switches["all"]
 	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
-		return Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
+		return chat.Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
 	}
 	c, err := b.cluster(f.values["cluster"])
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
 	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
 	arg := ""
@@ -36,43 +36,25 @@ func (b *Bot) whyPending(ctx context.Context, req Request) (Reply, error) {
 	}
 	t, err := triage.ParseTarget(arg, ns, all)
 	if err != nil {
-		return Reply{}, userErrorf("%v", err)
+		return chat.Reply{}, userErrorf("%v", err)
 	}
 	if f.values["namespace"] != "" || f.values["n"] != "" {
 		t.NamespaceGiven = true
 	}
-	switch {
-	case c.Answerer != nil:
-	case c.Diagnoser == nil:
-		return Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
-	case t.Kind != triage.KindPod && t.Kind != "":
-		return Reply{}, userErrorf("cluster %s can diagnose pods only, not workloads or namespaces (not configured)", c.Name)
+	if c.Answerer == nil {
+		return chat.Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	}
 	// Concurrent questions about the same target (an incident channel) share one answer; it
 	// must not die with the first asker's context, so it gets its own deadline.
 	v, err, _ := b.inflight.Do(c.Name+"\x00"+t.String(), func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
 		defer cancel()
-		if c.Answerer != nil {
-			return c.Answerer.Answer(dctx, t)
-		}
-		d, err := c.Diagnoser.Diagnose(dctx, t.Namespace, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &triage.Answer{Pod: d}, nil
+		return c.Answerer.Answer(dctx, t)
 	})
 	if err != nil {
-		return Reply{}, err
+		return chat.Reply{}, err
 	}
-	m := AnswerMessage(v.(*triage.Answer))
-	for i := range m.Buttons {
-		if strings.HasPrefix(m.Buttons[i].ActionID, ActionPlanPrefix) {
-			m.Buttons[i].Value += ";cluster=" + c.Name
-		}
-	}
-	m.Footer = joinFooter(m.Footer, "cluster "+c.Name)
-	return Reply{Message: m, Public: true}, nil
+	return chat.Reply{Message: AnswerMessage(v.(*triage.Answer), c.Name), Public: true}, nil
 }
 
 func firstNonEmpty(xs ...string) string {

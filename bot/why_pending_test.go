@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -43,8 +44,8 @@ func TestWhyPendingTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		asked = nil
-		name, args := ParseCommand("/why-pending", tt.args)
-		got := b.Command(t.Context(), Request{Principal: alice, Channel: tt.channel, Command: name, Args: args})
+		name, args := chat.ParseCommand("/why-pending", tt.args)
+		got := b.Command(t.Context(), chat.Request{Principal: alice, Channel: tt.channel, Command: name, Args: args})
 		if len(asked) != 1 {
 			t.Errorf("/why-pending %s in %s asked %d times (%s)", tt.args, tt.channel, len(asked), got.Message.Title)
 			continue
@@ -58,13 +59,13 @@ func TestWhyPendingTargets(t *testing.T) {
 	}
 	for _, bad := range []string{"--all checkout", "", "deploy/Bad_Name"} {
 		asked = nil
-		name, args := ParseCommand("/why-pending", bad)
-		got := b.Command(t.Context(), Request{Principal: alice, Channel: "CSHOP", Command: name, Args: args})
+		name, args := chat.ParseCommand("/why-pending", bad)
+		got := b.Command(t.Context(), chat.Request{Principal: alice, Channel: "CSHOP", Command: name, Args: args})
 		if len(asked) != 0 || !strings.HasPrefix(got.Message.Title, "/why-pending: ") {
 			t.Errorf("/why-pending %q = %q (asked %d), want a usage answer and no question asked", bad, got.Message.Title, len(asked))
 		}
 	}
-	help := b.Command(t.Context(), Request{Principal: alice, Channel: "CSHOP", Command: "whypending", Args: []string{"help"}})
+	help := b.Command(t.Context(), chat.Request{Principal: alice, Channel: "CSHOP", Command: "whypending", Args: []string{"help"}})
 	if !strings.Contains(help.Message.Sections[1].Code, "TYPE/NAME") {
 		t.Errorf("/whypending help does not explain TYPE/NAME: %+v", help.Message.Sections)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	testenv.Main(m)
+	testcluster.Main(m)
 }
 
 // runHelper runs one helper mode against the cluster of $KUBECONFIG:
@@ -113,13 +114,13 @@ func runHelper(mode string) int {
 // empty, loads testdata/scenarios/<scenario>. It returns the cluster and a Client for it.
 func startCluster(t testing.TB, scenario string) (*testenv.Cluster, *Client) {
 	t.Helper()
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	if scenario != "" {
 		root, err := testenv.RepoRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		testenv.LoadT(t, c, filepath.Join(root, "testdata", "scenarios", scenario))
+		testcluster.Load(t, c, filepath.Join(root, "testdata", "scenarios", scenario))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

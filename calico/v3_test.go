@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -57,7 +58,7 @@ func v3CRDs(t *testing.T) string {
 // TestV3Mode runs check, release, block release and lock against projectcalico.org/v3 CRDs
 // (selected with CALICO_API_GROUP, since the test cluster also serves the v1 group).
 func TestV3Mode(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	dir := v3CRDs(t)
 	if err := c.InstallCRDs(t.Context(), os.DirFS(dir), "."); err != nil {
 		t.Fatal(err)

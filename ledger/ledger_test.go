@@ -19,11 +19,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/whypending/whypending/internal/proc"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m)
+	testcluster.Main(m)
 }
 
 var (

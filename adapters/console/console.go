@@ -7,16 +7,16 @@ import (
 	"io"
 	"strings"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // Handler answers one command line typed at the console, e.g. "/why-pending shop/web-7f9c".
 // It returns the messages to print, in order.
-type Handler func(ctx context.Context, line string) []bot.Message
+type Handler func(ctx context.Context, line string) []chat.Message
 
 // Renderer writes one message to a terminal: Render (text), or another platform's form of
 // it (whypending demo --render discord prints the JSON Discord would receive).
-type Renderer func(w io.Writer, m bot.Message) error
+type Renderer func(w io.Writer, m chat.Message) error
 
 // Run reads command lines from in until EOF or ctx is done, answering each through h and
 // writing the messages to out with render (nil: Render). prompt is printed before each line

@@ -1,4 +1,4 @@
 // Package console is the local chat adapter: it reads "/why-pending [ns/]pod" lines from a
-// reader and writes each rendered bot.Message as plain text. whypending demo and the
+// reader and writes each rendered chat.Message as plain text. whypending demo and the
 // why-pending CLI use it.
 package console

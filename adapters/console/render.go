@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"unicode"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // maxTableRows is how many table rows a terminal answer shows; the rest are counted.
@@ -15,9 +15,9 @@ const maxTableRows = 25
 
 // Render writes m as plain text for a terminal. Every string from the cluster or the user goes
 // through Escape, so object text cannot inject terminal control sequences.
-func Render(w io.Writer, m bot.Message) error {
+func Render(w io.Writer, m chat.Message) error {
 	var b strings.Builder
-	marker := map[string]string{"blocker": "✖", "warning": "!", "info": "i", "ok": "✔"}[m.Severity]
+	marker := map[chat.Severity]string{"blocker": "✖", "warning": "!", "info": "i", "ok": "✔"}[m.Severity]
 	if marker == "" {
 		marker = "•"
 	}

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 func TestRenderEscapesControlSequences(t *testing.T) {
-	m := bot.Message{
+	m := chat.Message{
 		Title:    "ns/pod\x1b[2J is Pending",
-		Sections: []bot.Section{{Lines: []string{"log line \x1b]0;pwned\x07"}, Table: &bot.Table{Columns: []string{"NODE"}, Rows: [][]string{{"a\rb"}}}}},
+		Sections: []chat.Section{{Lines: []string{"log line \x1b]0;pwned\x07"}, Table: &chat.Table{Columns: []string{"NODE"}, Rows: [][]string{{"a\rb"}}}}},
 	}
 	var b bytes.Buffer
 	if err := Render(&b, m); err != nil {
@@ -33,9 +33,9 @@ func TestRenderEscapesControlSequences(t *testing.T) {
 func TestRunAnswersEachLineAndSkipsComments(t *testing.T) {
 	in := strings.NewReader("# a comment\n\n/why-pending a/b\n/why-pending c/d\n/quit\n/why-pending never/asked\n")
 	var asked []string
-	h := func(_ context.Context, line string) []bot.Message {
+	h := func(_ context.Context, line string) []chat.Message {
 		asked = append(asked, line)
-		return []bot.Message{{Title: "answer to " + line}}
+		return []chat.Message{{Title: "answer to " + line}}
 	}
 	var out bytes.Buffer
 	if err := Run(context.Background(), in, &out, "", h, nil); err != nil {
@@ -50,12 +50,12 @@ func TestRunAnswersEachLineAndSkipsComments(t *testing.T) {
 }
 
 func TestRenderCapsLongTables(t *testing.T) {
-	tb := &bot.Table{Columns: []string{"IP"}}
+	tb := &chat.Table{Columns: []string{"IP"}}
 	for i := 0; i < 181; i++ {
 		tb.Rows = append(tb.Rows, []string{"172.16.0." + strconv.Itoa(i)})
 	}
 	var b bytes.Buffer
-	if err := Render(&b, bot.Message{Title: "plan", Sections: []bot.Section{{Table: tb}}}); err != nil {
+	if err := Render(&b, chat.Message{Title: "plan", Sections: []chat.Section{{Table: tb}}}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // consoleChannel is the channel ID console requests carry.
@@ -19,21 +19,21 @@ const consoleChannel = "console"
 // a plan being requested by one person and approved by another. Its Handle method is a
 // Handler for Run.
 type Session struct {
-	core bot.Core
+	core chat.Core
 
 	mu      sync.Mutex
 	user    string
-	buttons []bot.Button
+	buttons []chat.Button
 	posted  int
 }
 
 // NewSession returns a Session typing as user (a user ID such as "alice").
-func NewSession(core bot.Core, user string) *Session {
+func NewSession(core chat.Core, user string) *Session {
 	return &Session{core: core, user: user}
 }
 
 // Handle answers one console line.
-func (s *Session) Handle(ctx context.Context, line string) []bot.Message {
+func (s *Session) Handle(ctx context.Context, line string) []chat.Message {
 	fields := strings.Fields(line)
 	if len(fields) == 0 {
 		return nil
@@ -41,17 +41,17 @@ func (s *Session) Handle(ctx context.Context, line string) []bot.Message {
 	switch fields[0] {
 	case "/as":
 		if len(fields) != 2 {
-			return []bot.Message{{Title: "usage: /as NAME", Severity: "info"}}
+			return []chat.Message{{Title: "usage: /as NAME", Severity: chat.SeverityInfo}}
 		}
 		s.mu.Lock()
 		s.user = fields[1]
 		s.mu.Unlock()
-		return []bot.Message{{Title: "you are now " + fields[1], Severity: "info"}}
+		return []chat.Message{{Title: "you are now " + fields[1], Severity: chat.SeverityInfo}}
 	case "/click":
 		return s.click(ctx, fields[1:])
 	}
-	name, args := bot.ParseCommand(fields[0], strings.Join(fields[1:], " "))
-	reply := s.core.Command(ctx, bot.Request{Principal: s.principal(), Channel: consoleChannel, Command: name, Args: args})
+	name, args := chat.ParseCommand(fields[0], strings.Join(fields[1:], " "))
+	reply := s.core.Command(ctx, chat.Request{Principal: s.principal(), Channel: consoleChannel, Command: name, Args: args})
 	if reply.PlanID != "" {
 		s.mu.Lock()
 		s.posted++
@@ -59,31 +59,31 @@ func (s *Session) Handle(ctx context.Context, line string) []bot.Message {
 		s.mu.Unlock()
 		_ = s.core.Attach(ctx, reply.PlanID, ref) // the console has nothing to update later
 	}
-	return []bot.Message{s.remember(reply.Message)}
+	return []chat.Message{s.remember(reply.Message)}
 }
 
 // click presses button N of the last message with buttons.
-func (s *Session) click(ctx context.Context, args []string) []bot.Message {
+func (s *Session) click(ctx context.Context, args []string) []chat.Message {
 	s.mu.Lock()
 	buttons := s.buttons
 	s.mu.Unlock()
 	if len(args) == 0 || len(args) > 2 {
-		return []bot.Message{{Title: "usage: /click N [confirm]", Severity: "info"}}
+		return []chat.Message{{Title: "usage: /click N [confirm]", Severity: chat.SeverityInfo}}
 	}
 	n, err := strconv.Atoi(args[0])
 	if err != nil || n < 1 || n > len(buttons) {
-		return []bot.Message{{Title: fmt.Sprintf("no button %s: the last message has %d", args[0], len(buttons)), Severity: "info"}}
+		return []chat.Message{{Title: fmt.Sprintf("no button %s: the last message has %d", args[0], len(buttons)), Severity: chat.SeverityInfo}}
 	}
 	btn := buttons[n-1]
 	if btn.Confirm != nil && (len(args) < 2 || args[1] != "confirm") {
-		return []bot.Message{{Title: btn.Confirm.Title, Severity: "warning",
-			Sections: []bot.Section{{Text: btn.Confirm.Text}, {Text: fmt.Sprintf("Type /click %d confirm to %s, or anything else to cancel.", n, strings.ToLower(btn.Confirm.Confirm))}}}}
+		return []chat.Message{{Title: btn.Confirm.Title, Severity: chat.SeverityWarning,
+			Sections: []chat.Section{{Text: btn.Confirm.Text}, {Text: fmt.Sprintf("Type /click %d confirm to %s, or anything else to cancel.", n, strings.ToLower(btn.Confirm.Confirm))}}}}
 	}
-	var out []bot.Message
-	progress := func(_ context.Context, m bot.Message) { out = append(out, m) }
-	o := s.core.Click(ctx, bot.Click{Principal: s.principal(), Channel: consoleChannel, ActionID: btn.ActionID, Value: btn.Value}, progress)
+	var out []chat.Message
+	progress := func(_ context.Context, m chat.Message) { out = append(out, m) }
+	o := s.core.Click(ctx, chat.Click{Principal: s.principal(), Channel: consoleChannel, ActionID: btn.ActionID, Value: btn.Value}, progress)
 	if o.Notice != "" {
-		out = append(out, bot.Message{Title: o.Notice, Severity: "info"})
+		out = append(out, chat.Message{Title: o.Notice, Severity: chat.SeverityInfo})
 	}
 	if o.Update != nil {
 		out = append(out, s.remember(*o.Update))
@@ -102,7 +102,7 @@ func (s *Session) click(ctx context.Context, args []string) []bot.Message {
 }
 
 // remember keeps a message's buttons for /click and adds the hint to its footer.
-func (s *Session) remember(m bot.Message) bot.Message {
+func (s *Session) remember(m chat.Message) chat.Message {
 	if len(m.Buttons) == 0 {
 		return m
 	}
@@ -118,10 +118,10 @@ func (s *Session) remember(m bot.Message) bot.Message {
 	return m
 }
 
-func (s *Session) principal() bot.Principal {
+func (s *Session) principal() chat.Principal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return bot.Principal{Platform: "console", ID: s.user, Name: s.user}
+	return chat.Principal{Platform: "console", ID: s.user, Name: s.user}
 }
 
 // User returns the user ID the session is typing as.

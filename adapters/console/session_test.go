@@ -13,6 +13,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 )
 
 // fakeRepairs plans three leaked IPs and "releases" them.
@@ -37,7 +38,7 @@ func TestSessionShowsAndApprovesAPlan(t *testing.T) {
 	repairs := &fakeRepairs{}
 	b := bot.New(bot.Options{
 		Clusters: []*bot.Cluster{{Name: "demo", Planner: repairs, Executor: repairs}},
-		Policy:   bot.Policy{Approvers: map[string]bot.Approvers{"console": {Users: []string{"alice", "bob"}}}, TwoPersonRule: true},
+		Policy:   approval.Policy{Approvers: map[string]approval.Approvers{"console": {Users: []string{"alice", "bob"}}}, TwoPersonRule: true},
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	script := strings.Join([]string{

@@ -11,16 +11,16 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
-// Platform is the bot.Principal platform name of Discord users.
+// Platform is the chat.Principal platform name of Discord users.
 const Platform = "discord"
 
 // Options configures New.
 type Options struct {
 	// Core answers commands and clicks (required).
-	Core bot.Core
+	Core chat.Core
 	// Session is the REST client, built with NewSession from the bot token. HTTP mode never
 	// opens it; gateway mode (RunGateway) does.
 	Session *discordgo.Session
@@ -32,30 +32,30 @@ type Options struct {
 	Guilds []string
 	// Clusters are the configured cluster names, offered as the cluster option's choices.
 	Clusters []string
-	// Workers, QueueSize and JobTimeout size the worker pool (bot.QueueOptions).
+	// Workers, QueueSize and JobTimeout size the worker pool (chat.QueueOptions).
 	Workers, QueueSize int
 	JobTimeout         time.Duration
 	// Metrics may be nil.
-	Metrics *bot.Metrics
+	Metrics *chat.Metrics
 	// Log is the operational log (nil: slog.Default()). Tokens are never logged.
 	Log *slog.Logger
 	// Now is the clock for the signature timestamp window (nil: time.Now).
 	Now func() time.Time
 }
 
-// Adapter connects the bot (a bot.Core) to Discord. Interactions are acknowledged at once (a deferred
+// Adapter connects the bot (a chat.Core) to Discord. Interactions are acknowledged at once (a deferred
 // response) and answered by a bounded pool of workers started by Run, which edit the
 // deferred response.
 type Adapter struct {
-	core     bot.Core
+	core     chat.Core
 	session  *discordgo.Session
 	appID    string
 	key      ed25519.PublicKey
 	guilds   []string
 	clusters []string
-	queue    *bot.Queue
-	deliver  bot.Deliverer
-	metrics  *bot.Metrics
+	queue    *chat.Queue
+	deliver  chat.Deliverer
+	metrics  *chat.Metrics
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -65,7 +65,7 @@ func New(o Options) *Adapter {
 	a := &Adapter{
 		core: o.Core, session: o.Session, appID: o.ApplicationID, key: o.PublicKey, guilds: o.Guilds,
 		clusters: o.Clusters, metrics: o.Metrics, log: o.Log, now: o.Now,
-		queue: bot.NewQueue(bot.QueueOptions{Workers: o.Workers, Size: o.QueueSize, JobTimeout: o.JobTimeout}),
+		queue: chat.NewQueue(chat.QueueOptions{Workers: o.Workers, Size: o.QueueSize, JobTimeout: o.JobTimeout}),
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -73,7 +73,7 @@ func New(o Options) *Adapter {
 	if a.now == nil {
 		a.now = time.Now
 	}
-	a.deliver = bot.Deliverer{Platform: Platform, RetryAfter: retryAfter, Metrics: a.metrics, Log: a.log}
+	a.deliver = chat.Deliverer{Platform: Platform, RetryAfter: retryAfter, Metrics: a.metrics, Log: a.log}
 	return a
 }
 
@@ -137,11 +137,11 @@ func (a *Adapter) dispatchClick(i *discordgo.Interaction) (*discordgo.Interactio
 	if !ok {
 		return message(textPage("This button is not one of whypending's; nothing was done."), true), nil, "interaction"
 	}
-	decision := c.action == bot.ActionApprove || c.action == bot.ActionDeny
-	if i.Member == nil && !decision && strings.HasPrefix(c.action, bot.ActionPlanPrefix) {
+	decision := c.action == chat.ActionApprove || c.action == chat.ActionDeny
+	if i.Member == nil && !decision && strings.HasPrefix(c.action, chat.ActionPlanPrefix) {
 		return message(textPage(dmRefusal), true), nil, "interaction"
 	}
-	click := bot.Click{Principal: principalOf(i), Channel: i.ChannelID, ActionID: c.action, Value: c.value}
+	click := chat.Click{Principal: principalOf(i), Channel: i.ChannelID, ActionID: c.action, Value: c.value}
 	if i.Member == nil && decision {
 		// Refused without asking first; the bot records the refusal in the plan's history.
 		click.Refusal, c.ask, c.confirmed = dmDecision, false, false
@@ -197,24 +197,24 @@ func message(p Page, ephemeral bool) *discordgo.InteractionResponse {
 
 // principalOf is who sent the interaction: a guild member with their roles, or in a DM the
 // user alone (no guild, no roles).
-func principalOf(i *discordgo.Interaction) bot.Principal {
+func principalOf(i *discordgo.Interaction) chat.Principal {
 	if i.Member != nil && i.Member.User != nil {
 		name := i.Member.Nick
 		if name == "" {
 			name = i.Member.User.DisplayName()
 		}
-		return bot.Principal{Platform: Platform, Team: i.GuildID, ID: i.Member.User.ID, Name: name, Groups: i.Member.Roles}
+		return chat.Principal{Platform: Platform, Team: i.GuildID, ID: i.Member.User.ID, Name: name, Groups: i.Member.Roles}
 	}
 	if i.User != nil {
-		return bot.Principal{Platform: Platform, ID: i.User.ID, Name: i.User.DisplayName()}
+		return chat.Principal{Platform: Platform, ID: i.User.ID, Name: i.User.DisplayName()}
 	}
-	return bot.Principal{Platform: Platform}
+	return chat.Principal{Platform: Platform}
 }
 
 // answerCommand runs a command and edits the deferred response with the answer (pages past
 // the first go in follow-ups). A plan's message is attached to its record so decisions and
 // the expiry sweeper can update it.
-func (a *Adapter) answerCommand(ctx context.Context, i *discordgo.Interaction, req bot.Request, ephemeral bool) {
+func (a *Adapter) answerCommand(ctx context.Context, i *discordgo.Interaction, req chat.Request, ephemeral bool) {
 	reply := a.core.Command(ctx, req)
 	pages := Render(reply.Message)
 	msg, err := a.editOriginal(ctx, i, pages[0])
@@ -235,8 +235,8 @@ func (a *Adapter) answerCommand(ctx context.Context, i *discordgo.Interaction, r
 // handleClick runs a click and shows its outcome: updates replace the clicked message (for a
 // confirmed click, the message the confirmation was about), notices go to the clicker only,
 // a new plan is posted in the channel.
-func (a *Adapter) handleClick(ctx context.Context, i *discordgo.Interaction, click bot.Click, c customID) {
-	update := func(ctx context.Context, m bot.Message) {
+func (a *Adapter) handleClick(ctx context.Context, i *discordgo.Interaction, click chat.Click, c customID) {
+	update := func(ctx context.Context, m chat.Message) {
 		p := RenderOne(m)
 		if c.confirmed && c.message != "" {
 			err := a.editChannelMessage(ctx, i.ChannelID, c.message, p)
@@ -306,7 +306,7 @@ func (a *Adapter) observeAck(kind string, start time.Time) {
 	}
 }
 
-// ref formats a message reference for bot.Approval.MessageRef.
+// ref formats a message reference for approval.Record.MessageRef.
 func ref(channel, message string) string { return Platform + ":" + channel + "/" + message }
 
 func parseRef(r string) (channel, message string, err error) {

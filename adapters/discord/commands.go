@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // maxChoices is how many choices Discord allows on an option.
@@ -115,13 +116,13 @@ func registerHint(err error, appID, guild string) string {
 	return ""
 }
 
-// requestFor turns a slash command interaction into a bot.Request: "pod" is the positional
+// requestFor turns a slash command interaction into a chat.Request: "pod" is the positional
 // argument, every other option becomes "--name value", and a subcommand is the first word
 // (/ipam check cluster:prod is "ipam check --cluster prod"). ephemeral says whether the
 // answer is for the asker only (help); plans whether the command makes a plan.
-func requestFor(i *discordgo.Interaction) (req bot.Request, ephemeral, plans bool) {
+func requestFor(i *discordgo.Interaction) (req chat.Request, ephemeral, plans bool) {
 	data := i.ApplicationCommandData()
-	req = bot.Request{Principal: principalOf(i), Channel: i.ChannelID, Command: data.Name, Args: argsOf(data.Options)}
+	req = chat.Request{Principal: principalOf(i), Channel: i.ChannelID, Command: data.Name, Args: argsOf(data.Options)}
 	ephemeral = data.Name == "whypending"
 	plans = data.Name == "ipam" && len(req.Args) > 0 && slices.Contains(bot.IPAMRepairs(), req.Args[0])
 	return req, ephemeral, plans

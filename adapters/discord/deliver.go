@@ -8,7 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // retryAfter reports whether err is Discord's 429 and how long it asked to wait: the body's
@@ -61,11 +61,11 @@ func (a *Adapter) editChannelMessage(ctx context.Context, channel, id string, p 
 	})
 }
 
-var _ bot.Platform = (*Adapter)(nil)
+var _ chat.Platform = (*Adapter)(nil)
 
 // UpdateMessage replaces a message the adapter posted, given the reference it attached
 // ("discord:<channel>/<message>"), with the bot token. The expiry sweeper uses it.
-func (a *Adapter) UpdateMessage(ctx context.Context, r string, m bot.Message) error {
+func (a *Adapter) UpdateMessage(ctx context.Context, r string, m chat.Message) error {
 	channel, id, err := parseRef(r)
 	if err != nil {
 		return err
@@ -75,8 +75,8 @@ func (a *Adapter) UpdateMessage(ctx context.Context, r string, m bot.Message) er
 
 // PostMessage posts m to a channel with the bot token (Create Message), in as many messages
 // as Render makes, waiting out rate limits like every other delivery. It makes the Adapter a
-// bot.ChannelPoster (the digest).
-func (a *Adapter) PostMessage(ctx context.Context, channel string, m bot.Message) error {
+// chat.ChannelPoster (the digest).
+func (a *Adapter) PostMessage(ctx context.Context, channel string, m chat.Message) error {
 	for _, p := range Render(m) {
 		w := paramsOf(p, false)
 		err := a.deliver.Do(ctx, "post a channel message", func() error {

@@ -1,7 +1,7 @@
 // Package discord connects the bot to Discord with github.com/bwmarrin/discordgo: it
 // registers the slash commands, verifies signed interactions (HTTP mode) or reads them from
 // the gateway, turns slash commands and button clicks into bot requests, acknowledges within
-// three seconds and renders bot.Message as embeds and buttons.
+// three seconds and renders chat.Message as embeds and buttons.
 //
 // HTTP mode mounts POST /discord/interactions on the bot's server. Every request's raw body
 // is checked against X-Signature-Ed25519 (over X-Signature-Timestamp and the body) with the
@@ -20,7 +20,7 @@
 // ephemeral "are you sure?" whose go-ahead button carries the plan message's ID; the
 // decision then edits the plan message with the bot token. Approvals, repair buttons and
 // repair commands are refused in direct messages, where Discord sends no member and no
-// roles; a refused Approve or Deny goes to the bot as such (bot.Click.Refusal), which records
+// roles; a refused Approve or Deny goes to the bot as such (chat.Click.Refusal), which records
 // it in the plan's history like every refusal. Approvers are checked by the bot against the Discord list of the approval policy,
 // with the member's roles (member.roles) as groups.
 //
@@ -28,5 +28,5 @@
 // and every message is sent with allowed_mentions {parse: []}, so a pod name cannot mention
 // @everyone, a role or a user. Long tables, lists and code are cut to Discord's limits (6,000
 // characters and 25 fields per message, 1,024 per field, 5 buttons per row, 5 rows) with
-// "… and N more". REST calls wait out HTTP 429 as retry_after asks (bot.Deliverer).
+// "… and N more". REST calls wait out HTTP 429 as retry_after asks (chat.Deliverer).
 package discord

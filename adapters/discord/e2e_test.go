@@ -14,6 +14,9 @@ import (
 
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/digest"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
 
@@ -51,14 +54,14 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
-			Policy: bot.Policy{Approvers: map[string]bot.Approvers{
+			Policy: approval.Policy{Approvers: map[string]approval.Approvers{
 				"discord": {Users: []string{alice.id}, Groups: []string{opsRole}},
 				"slack":   {Users: []string{bob.id}}, // bob's Discord ID as a Slack approver: never valid on Discord
 			}, TwoPersonRule: true},
 			Log: chattest.QuietLog,
 		})
 		a := discord.New(discord.Options{Core: b, Session: e.fake.session(t), ApplicationID: appID, PublicKey: e.sign.pub,
-			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: bot.NewMetrics(prometheus.NewRegistry())})
+			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())})
 		e.adapters = append(e.adapters, a)
 		e.urls = append(e.urls, chattest.Serve(t, a).URL+"/discord/interactions")
 	}
@@ -188,9 +191,9 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("the digest is posted to a Discord channel with its button, which plans", func(t *testing.T) {
-		d := &bot.Digest{Clusters: []*bot.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{channelID},
-			Poster: bot.Platforms{discord.Platform: e.adapters[0]}}
-		if err := d.RunDigest(t.Context()); err != nil {
+		d := &digest.Job{Clusters: []digest.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{channelID},
+			Poster: chat.Platforms{discord.Platform: e.adapters[0]}, Render: bot.RenderDigest}
+		if err := d.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		sends := e.fake.snapshot("channel-send")
@@ -220,7 +223,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if got := e.answer(t, token); !strings.Contains(messageText(got.Message), "Denied:") {
 			t.Errorf("after deny: %q", messageText(got.Message))
 		}
-		if rec := e.Record(t, planID); rec.State != bot.StateDenied {
+		if rec := e.Record(t, planID); rec.State != approval.StateDenied {
 			t.Errorf("state = %s, want Denied", rec.State)
 		}
 	})
@@ -234,7 +237,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	approve := button(t, plan, "?approve|")
 	planID := strings.TrimPrefix(approve.CustomID, "?approve|")
 	chattest.WaitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.Record(t, planID).MessageRef != "" })
-	if rec := e.Record(t, planID); rec.State != bot.StatePending || rec.MessageRef != "discord:"+channelID+"/"+plan.ID || len(rec.Plan.Items) != 181 {
+	if rec := e.Record(t, planID); rec.State != approval.StatePending || rec.MessageRef != "discord:"+channelID+"/"+plan.ID || len(rec.Plan.Items) != 181 {
 		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, discord:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channelID, plan.ID)
 	}
 	goAhead := "!approve|" + planID + "|" + plan.ID
@@ -261,7 +264,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			if !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(messageText(got.Message), r.notice) {
 				t.Errorf("reply = %s %q, want the confirmation replaced by %q", got.Path, messageText(got.Message), r.notice)
 			}
-			if rec := e.Record(t, planID); rec.State != bot.StatePending {
+			if rec := e.Record(t, planID); rec.State != approval.StatePending {
 				t.Errorf("state = %s, want Pending", rec.State)
 			}
 			if edits := e.fake.channelEdits(plan.ID); len(edits) != 0 {
@@ -277,7 +280,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		rec := e.Record(t, planID)
 		last := rec.History[len(rec.History)-1]
-		if rec.State != bot.StatePending || last.Event != bot.AuditRefused || last.Actor != "discord:/"+bob.id || !strings.Contains(last.Detail, "not in a direct message") {
+		if rec.State != approval.StatePending || last.Event != approval.AuditRefused || last.Actor != "discord:/"+bob.id || !strings.Contains(last.Detail, "not in a direct message") {
 			t.Errorf("record = %s, last audit %+v; want Pending with the DM refusal recorded", rec.State, last)
 		}
 	})
@@ -306,7 +309,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		})
 	}
 	time.Sleep(100 * time.Millisecond)
-	if rec := e.Record(t, planID); rec.State != bot.StatePending || e.Leaked(t) != 181 {
+	if rec := e.Record(t, planID); rec.State != approval.StatePending || e.Leaked(t) != 181 {
 		t.Fatalf("after the refusals: state %s, %d leaked; want Pending and 181", rec.State, e.Leaked(t))
 	}
 
@@ -357,7 +360,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		rec := e.Record(t, planID)
 		wantActor := "discord:" + guildID + "/" + bob.id
-		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.String() != wantActor || rec.Result == nil || rec.Result.Done != 181 {
+		if rec.State != approval.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.String() != wantActor || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by %s with 181 done", rec.State, rec.DecidedBy, rec.Result, wantActor)
 		}
 		// The four refused clicks before (no role, the requester, a Slack ID, a DM) are on

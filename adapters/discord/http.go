@@ -12,7 +12,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // maxBody caps request bodies; interactions are far smaller.
@@ -22,9 +22,9 @@ const maxBody = 1 << 20
 // request older than this is a replay.
 const maxSkew = 5 * time.Minute
 
-// Mount registers the HTTP-mode route on a bot.Server: POST /discord/interactions.
-func (a *Adapter) Mount(s *bot.Server) {
-	s.Handle("POST /discord/interactions", http.HandlerFunc(a.ServeInteraction))
+// Mount registers the HTTP-mode route on mux (a bot.Server in serve): POST /discord/interactions.
+func (a *Adapter) Mount(mux chat.Mux) {
+	mux.Handle("POST /discord/interactions", http.HandlerFunc(a.ServeInteraction))
 }
 
 // verify reads the raw body and checks X-Signature-Ed25519 over X-Signature-Timestamp and

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/whypending/whypending/adapters/discord"
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
 
@@ -26,13 +26,13 @@ type unitEnv struct {
 	fake    *fakeDiscord
 	sign    signer
 	url     string
-	metrics *bot.Metrics
+	metrics *chat.Metrics
 	adapter *discord.Adapter
 }
 
 func newUnitEnv(t *testing.T, core *chattest.RecordingCore, o discord.Options) *unitEnv {
 	t.Helper()
-	e := &unitEnv{core: core, fake: newFakeDiscord(t), sign: newSigner(t), metrics: bot.NewMetrics(prometheus.NewRegistry())}
+	e := &unitEnv{core: core, fake: newFakeDiscord(t), sign: newSigner(t), metrics: chat.NewMetrics(prometheus.NewRegistry())}
 	o.Core, o.Session, o.ApplicationID, o.PublicKey, o.Log, o.Metrics = core, e.fake.session(t), appID, e.sign.pub, chattest.QuietLog, e.metrics
 	e.adapter = discord.New(o)
 	e.url = chattest.Serve(t, e.adapter).URL + "/discord/interactions"
@@ -153,7 +153,7 @@ func TestCommandIsDeferredThenEdited(t *testing.T) {
 	}
 	noMentionsSent(t, edit)
 	req, _ := core.Last()
-	want := bot.Request{Principal: bot.Principal{Platform: "discord", Team: guildID, ID: alice.id, Name: "Alice", Groups: alice.roles},
+	want := chat.Request{Principal: chat.Principal{Platform: "discord", Team: guildID, ID: alice.id, Name: "Alice", Groups: alice.roles},
 		Channel: channelID, Command: "ipam", Args: []string{"release-blocks", "--cluster", "prod-eu", "--node", "worker-2"}}
 	if diff := cmp.Diff(want, req); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
@@ -186,9 +186,9 @@ func TestDirectMessageRefusals(t *testing.T) {
 	}{
 		{"a repair button", discordgo.InteractionMessageComponent, clickData("plan:|release-leaked-ips;cluster=prod"), ""},
 		{"/ipam release-ips", discordgo.InteractionApplicationCommand, commandData("ipam", "release-ips"), ""},
-		{"Approve", discordgo.InteractionMessageComponent, clickData("?approve|rr-abcdefghijklm"), bot.ActionApprove},
-		{"the confirmed Approve", discordgo.InteractionMessageComponent, clickData("!approve|rr-abcdefghijklm|1400000000000000001"), bot.ActionApprove},
-		{"Deny", discordgo.InteractionMessageComponent, clickData("deny|rr-abcdefghijklm"), bot.ActionDeny},
+		{"Approve", discordgo.InteractionMessageComponent, clickData("?approve|rr-abcdefghijklm"), chat.ActionApprove},
+		{"the confirmed Approve", discordgo.InteractionMessageComponent, clickData("!approve|rr-abcdefghijklm|1400000000000000001"), chat.ActionApprove},
+		{"Deny", discordgo.InteractionMessageComponent, clickData("deny|rr-abcdefghijklm"), chat.ActionDeny},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -273,8 +273,8 @@ func TestConfirmationThenClick(t *testing.T) {
 	}
 	chattest.WaitFor(t, 10*time.Second, "the click", func() bool { return core.Clicks.Load() == 1 })
 	_, click := core.Last()
-	want := bot.Click{Principal: bot.Principal{Platform: "discord", Team: guildID, ID: bob.id, Name: "Bob", Groups: bob.roles},
-		Channel: channelID, ActionID: bot.ActionApprove, Value: "rr-abcdefghijklm"}
+	want := chat.Click{Principal: chat.Principal{Platform: "discord", Team: guildID, ID: bob.id, Name: "Bob", Groups: bob.roles},
+		Channel: channelID, ActionID: chat.ActionApprove, Value: "rr-abcdefghijklm"}
 	if diff := cmp.Diff(want, click); diff != "" {
 		t.Errorf("click (-want +got):\n%s", diff)
 	}
@@ -389,14 +389,14 @@ func snapshotCommands(f *fakeDiscord) map[string]string {
 // longCore answers every command with a plan-sized table: more than one Discord message.
 type longCore struct{ chattest.RecordingCore }
 
-func (c *longCore) Command(context.Context, bot.Request) bot.Reply {
-	tb := &bot.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+func (c *longCore) Command(context.Context, chat.Request) chat.Reply {
+	tb := &chat.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
 	for i := range 40 {
 		tb.Rows = append(tb.Rows, []string{fmt.Sprintf("172.16.0.%d", i), "ip-10-0-12-34.eu-west-1.compute.internal",
 			fmt.Sprintf("shop/web-7f9c-%d", i), fmt.Sprintf("k8s-pod-network.%064d", i)})
 	}
-	return bot.Reply{Public: true, Message: bot.Message{Title: "Calico IPAM on prod: 40 leaked IPs", Severity: "warning",
-		Sections: []bot.Section{{Heading: "Leaked IPs", Table: tb}}}}
+	return chat.Reply{Public: true, Message: chat.Message{Title: "Calico IPAM on prod: 40 leaked IPs", Severity: "warning",
+		Sections: []chat.Section{{Heading: "Leaked IPs", Table: tb}}}}
 }
 
 // TestLongAnswerContinuesInFollowUps: the first page is edited into the deferred response,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // Discord's message limits (developer docs: Embed Limits, Message Components), in characters
@@ -40,8 +40,8 @@ const (
 	pageReserve = 120
 )
 
-// severityColor is the embed's side colour per bot.Message severity.
-var severityColor = map[string]int{
+// severityColor is the embed's side colour per chat.Message severity.
+var severityColor = map[chat.Severity]int{
 	"blocker": 0xED4245, // red
 	"warning": 0xE67E22, // orange
 	"info":    0x5865F2, // blurple
@@ -67,26 +67,26 @@ type field struct {
 	inline      bool
 }
 
-// Render turns a bot.Message into Discord messages: the first carries the title, the
+// Render turns a chat.Message into Discord messages: the first carries the title, the
 // severity colour, the buttons and the footer; what does not fit Discord's limits (6,000
 // characters and 25 fields per message, 1,024 per field) continues on follow-up pages, at
 // most 4, and anything beyond is summarised as "… not shown". Tables and code go in code
 // blocks; every other string from the message is escaped for Discord markdown (Escape).
-func Render(m bot.Message) []Page {
+func Render(m chat.Message) []Page {
 	return pack(m, maxPages)
 }
 
 // RenderOne renders m as a single message, for updates of a message already posted (a plan
 // that changed state): what does not fit is summarised as "… not shown".
-func RenderOne(m bot.Message) Page {
+func RenderOne(m chat.Message) Page {
 	return pack(m, 1)[0]
 }
 
 // pack lays m out on at most pages pages.
-func pack(m bot.Message, pages int) []Page {
-	title := escape(bot.OneLine(m.Title))
+func pack(m chat.Message, pages int) []Page {
+	title := escape(chat.OneLine(m.Title))
 	desc, fields := layout(m.Sections)
-	footer := bot.Cut(m.Footer, maxFooter)
+	footer := chat.Cut(m.Footer, maxFooter)
 	first := &discordgo.MessageEmbed{Title: cut(title, maxTitle), Color: severityColor[m.Severity]}
 	if footer != "" {
 		first.Footer = &discordgo.MessageEmbedFooter{Text: footer}
@@ -129,7 +129,7 @@ func pack(m bot.Message, pages int) []Page {
 
 // layout turns sections into the embed's description (a first section that is only text)
 // and fields, each within Discord's limits.
-func layout(sections []bot.Section) (desc string, fields []field) {
+func layout(sections []chat.Section) (desc string, fields []field) {
 	for i, s := range sections {
 		if i == 0 && s.Heading == "" && s.Text != "" && len(s.Fields) == 0 && s.Table == nil && len(s.Lines) == 0 && s.Code == "" {
 			desc = escape(s.Text)
@@ -143,9 +143,9 @@ func layout(sections []bot.Section) (desc string, fields []field) {
 // sectionFields renders one section: its heading names the first field; text, the table
 // (a code block), bullet lines and code follow, split into fields of at most 1,024
 // characters; key/value fields are inline.
-func sectionFields(s bot.Section) []field {
+func sectionFields(s chat.Section) []field {
 	var out []field
-	heading := cut(escape(bot.OneLine(s.Heading)), maxFieldName)
+	heading := cut(escape(chat.OneLine(s.Heading)), maxFieldName)
 	add := func(values []string) {
 		for _, v := range values {
 			name := "\u200b"
@@ -163,7 +163,7 @@ func sectionFields(s bot.Section) []field {
 	}
 	for _, f := range s.Fields {
 		out = append(out, field{
-			name:   cut(escape(bot.OneLine(nonEmpty(f.Name))), maxFieldName),
+			name:   cut(escape(chat.OneLine(nonEmpty(f.Name))), maxFieldName),
 			value:  cut(escape(nonEmpty(f.Value)), maxFieldValue),
 			inline: true,
 		})
@@ -174,7 +174,7 @@ func sectionFields(s bot.Section) []field {
 	if len(s.Lines) > 0 {
 		var lines []string
 		for _, l := range s.Lines[:min(len(s.Lines), maxLines)] {
-			lines = append(lines, "• "+escape(bot.Cut(bot.OneLine(l), maxLineRunes)))
+			lines = append(lines, "• "+escape(chat.Cut(chat.OneLine(l), maxLineRunes)))
 		}
 		if n := len(s.Lines) - maxLines; n > 0 {
 			lines = append(lines, fmt.Sprintf("… and %d more", n))
@@ -184,7 +184,7 @@ func sectionFields(s bot.Section) []field {
 	if s.Code != "" {
 		var lines []string
 		for _, l := range strings.Split(strings.TrimRight(s.Code, "\n"), "\n") {
-			lines = append(lines, bot.DefuseFences(bot.Cut(l, maxLineRunes)))
+			lines = append(lines, chat.DefuseFences(chat.Cut(l, maxLineRunes)))
 		}
 		add(chunk(lines, "```\n", "\n```"))
 	}
@@ -192,10 +192,10 @@ func sectionFields(s bot.Section) []field {
 }
 
 // tableFields lays a table out in code blocks, repeating the header in each block.
-func tableFields(t *bot.Table) []string {
-	lines := bot.TableLines(t, maxTableRows, maxCellRunes)
+func tableFields(t *chat.Table) []string {
+	lines := chat.TableLines(t, maxTableRows, maxCellRunes)
 	for i := range lines {
-		lines[i] = bot.DefuseFences(lines[i])
+		lines[i] = chat.DefuseFences(lines[i])
 	}
 	header := lines[0]
 	out := chunk(lines[1:], "```\n"+header+"\n", "\n```")
@@ -246,7 +246,7 @@ func chunk(lines []string, prefix, suffix string) []string {
 
 // buttons lays buttons out in action rows (5 per row, 5 rows). A button whose custom ID
 // would exceed Discord's 100 characters is shown disabled, and the returned field says so.
-func buttons(bs []bot.Button) ([]discordgo.MessageComponent, *field) {
+func buttons(bs []chat.Button) ([]discordgo.MessageComponent, *field) {
 	var rows []discordgo.MessageComponent
 	var row []discordgo.MessageComponent
 	var unavailable []string
@@ -278,11 +278,11 @@ func buttons(bs []bot.Button) ([]discordgo.MessageComponent, *field) {
 		"Discord cannot carry the data of "+strings.Join(unavailable, ", ")+"; use the /ipam command instead."), maxFieldValue)}
 }
 
-func buttonStyle(s string) discordgo.ButtonStyle {
+func buttonStyle(s chat.ButtonStyle) discordgo.ButtonStyle {
 	switch s {
-	case "primary":
+	case chat.StylePrimary:
 		return discordgo.PrimaryButton
-	case "danger":
+	case chat.StyleDanger:
 		return discordgo.DangerButton
 	}
 	return discordgo.SecondaryButton
@@ -291,13 +291,14 @@ func buttonStyle(s string) discordgo.ButtonStyle {
 // Custom IDs of the buttons the adapter renders (Discord allows 100 characters):
 //
 //	"<action>|<value>"             a button; the click goes to the bot
-//	"?<action>|<value>"            a button with a confirmation (bot.Button.Confirm): the
+//	"?<action>|<value>"            a button with a confirmation (chat.Button.Confirm): the
 //	                               click first shows an ephemeral "are you sure?"
 //	"!<action>|<value>|<message>"  that confirmation's go-ahead; <message> is the ID of the
 //	                               message with the original button, which the outcome updates
 //	"cancel"                       that confirmation's Cancel
 //
-// A plan button's action "plan:<kind>" is written "plan:": its value starts with the kind.
+// A plan button's action "plan:<kind>" is written "plan:": its value starts with the kind
+// (chat.PlanButton).
 const (
 	askPrefix     = "?"
 	confirmPrefix = "!"
@@ -305,10 +306,10 @@ const (
 )
 
 // encodeCustomID writes a button's custom ID.
-func encodeCustomID(b bot.Button) string {
+func encodeCustomID(b chat.Button) string {
 	action := b.ActionID
-	if kind, _, _ := strings.Cut(b.Value, ";"); action == bot.ActionPlanPrefix+kind {
-		action = bot.ActionPlanPrefix
+	if p, ok := chat.ParsePlanButton(b.ActionID, b.Value); ok && p.ActionID() == b.ActionID && p.Value() == b.Value {
+		action = chat.ActionPlanPrefix // the value carries the kind
 	}
 	id := action + "|" + b.Value
 	if b.Confirm != nil {
@@ -344,9 +345,8 @@ func decodeCustomID(id string) (customID, bool) {
 	if !ok || action == "" {
 		return c, false
 	}
-	if action == bot.ActionPlanPrefix {
-		kind, _, _ := strings.Cut(value, ";")
-		action += kind
+	if p, ok := chat.ParsePlanButton(action, value); ok && action == chat.ActionPlanPrefix {
+		action = p.ActionID()
 	}
 	c.action, c.value = action, value
 	return c, true
@@ -358,12 +358,12 @@ func decodeCustomID(id string) (customID, bool) {
 // go-ahead's custom ID names the original message, so the outcome updates it; if that would
 // not fit, the outcome updates this confirmation instead.
 func confirmPage(c customID, label, about, messageID string) Page {
-	goID := confirmPrefix + strings.TrimPrefix(encodeCustomID(bot.Button{ActionID: c.action, Value: c.value}), askPrefix) + "|" + messageID
+	goID := confirmPrefix + strings.TrimPrefix(encodeCustomID(chat.Button{ActionID: c.action, Value: c.value}), askPrefix) + "|" + messageID
 	if len(goID) > maxCustomID {
-		goID = confirmPrefix + encodeCustomID(bot.Button{ActionID: c.action, Value: c.value}) + "|"
+		goID = confirmPrefix + encodeCustomID(chat.Button{ActionID: c.action, Value: c.value}) + "|"
 	}
 	e := &discordgo.MessageEmbed{
-		Title:       cut(escape(bot.OneLine(nonEmpty(label)))+": are you sure?", maxTitle),
+		Title:       cut(escape(chat.OneLine(nonEmpty(label)))+": are you sure?", maxTitle),
 		Description: cut(about, maxTitle) + "\n\nOnly you see this. Nothing happens until you press " + escape(nonEmpty(label)) + ".",
 		Color:       severityColor["warning"],
 	}
@@ -455,7 +455,7 @@ func nonEmpty(s string) string {
 // the deferred response (PATCH …/messages/@original) followed by the follow-ups (POST
 // /webhooks/…), exactly as the adapter sends them. `whypending demo --render discord` shows
 // answers this way.
-func WriteJSON(w io.Writer, m bot.Message) error {
+func WriteJSON(w io.Writer, m chat.Message) error {
 	var bodies []any
 	for i, p := range Render(m) {
 		if i == 0 {

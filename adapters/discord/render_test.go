@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // embedSize counts an embed's characters the way Discord's 6,000 limit does.
@@ -65,12 +66,12 @@ func checkLimits(t *testing.T, p Page) {
 }
 
 // short shortens s for failure messages.
-func short(s string) string { return bot.Cut(s, 40) }
+func short(s string) string { return chat.Cut(s, 40) }
 
 // hugeMessage exceeds every limit: a 200-row table, 100 lines, long code, 40 fields and 30
 // buttons, with multi-byte and astral characters.
-func hugeMessage() bot.Message {
-	tb := &bot.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
+func hugeMessage() chat.Message {
+	tb := &chat.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle"}}
 	for i := range 200 {
 		tb.Rows = append(tb.Rows, []string{fmt.Sprintf("172.16.%d.%d", i/250, i%250), "worker-ü-2", "shop/gone-" + strings.Repeat("x", 60), "k8s-pod-network.🚀" + fmt.Sprint(i)})
 	}
@@ -78,18 +79,18 @@ func hugeMessage() bot.Message {
 	for i := range 100 {
 		lines = append(lines, fmt.Sprintf("FailedCreatePodSandBox (x%d): %s", i, strings.Repeat("IPAM allocated only 0 ", 30)))
 	}
-	var fields []bot.Field
+	var fields []chat.Field
 	for i := range 40 {
-		fields = append(fields, bot.Field{Name: fmt.Sprintf("field %d", i), Value: strings.Repeat("v", 1500)})
+		fields = append(fields, chat.Field{Name: fmt.Sprintf("field %d", i), Value: strings.Repeat("v", 1500)})
 	}
-	var buttons []bot.Button
+	var buttons []chat.Button
 	for i := range 30 {
-		buttons = append(buttons, bot.Button{ActionID: "plan:release-leaked-ips", Label: strings.Repeat("Release ", 20), Value: fmt.Sprintf("release-leaked-ips;cluster=c%d", i)})
+		buttons = append(buttons, chat.Button{ActionID: "plan:release-leaked-ips", Label: strings.Repeat("Release ", 20), Value: fmt.Sprintf("release-leaked-ips;cluster=c%d", i)})
 	}
-	return bot.Message{
+	return chat.Message{
 		Title:    strings.Repeat("shop/web is Pending: insufficient-cpu ", 20),
 		Severity: "blocker",
-		Sections: []bot.Section{
+		Sections: []chat.Section{
 			{Heading: "Cause", Text: strings.Repeat("No node has 500m cpu free. ", 200), Fields: fields},
 			{Heading: "Why not here (per node)", Table: tb},
 			{Heading: "Evidence", Lines: lines},
@@ -126,14 +127,14 @@ func TestRenderKeepsWithinLimits(t *testing.T) {
 }
 
 func TestRenderSplitsLongAnswersAcrossPages(t *testing.T) {
-	tb := &bot.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle", "Block"}}
+	tb := &chat.Table{Columns: []string{"IP", "Node", "Allocated to", "Handle", "Block"}}
 	for i := range 39 {
 		tb.Rows = append(tb.Rows, []string{fmt.Sprintf("172.16.0.%d", i), "ip-10-0-12-34.eu-west-1.compute.internal",
 			"shop/web-7f9c-" + fmt.Sprint(i), fmt.Sprintf("k8s-pod-network.%064d", i), "172.16.0.0/26"})
 	}
-	m := bot.Message{Title: "Approval needed: release 39 leaked IPs on test", Severity: "warning",
-		Sections: []bot.Section{{Heading: "What would change", Table: tb}},
-		Buttons:  []bot.Button{{ActionID: bot.ActionApprove, Label: "Approve", Value: "rr-abc", Confirm: &bot.Confirm{Title: "Approve?"}}},
+	m := chat.Message{Title: "Approval needed: release 39 leaked IPs on test", Severity: "warning",
+		Sections: []chat.Section{{Heading: "What would change", Table: tb}},
+		Buttons:  []chat.Button{{ActionID: chat.ActionApprove, Label: "Approve", Value: "rr-abc", Confirm: &chat.Confirm{Title: "Approve?"}}},
 		Footer:   "plan rr-abc"}
 	pages := Render(m)
 	if len(pages) < 2 {
@@ -161,16 +162,16 @@ func TestRenderSplitsLongAnswersAcrossPages(t *testing.T) {
 }
 
 func TestRenderEscapesUserText(t *testing.T) {
-	m := bot.Message{
+	m := chat.Message{
 		Title:    `/why-pending: "@everyone <@&1700000000000000001>" is not a pod name`,
 		Severity: "info",
-		Sections: []bot.Section{
+		Sections: []chat.Section{
 			{Heading: "Evidence", Lines: []string{
 				"Failed: <@1600000000000000001> **bold** [click](https://evil.example) @here",
 				"`code` ~~strike~~ ||spoiler|| > quote",
 			}},
 			{Text: "# not a heading\n- not a list\n12. not a list either"},
-			{Fields: []bot.Field{{Name: "pod", Value: "<#1300000000000000001>"}}},
+			{Fields: []chat.Field{{Name: "pod", Value: "<#1300000000000000001>"}}},
 			{Heading: "Fix", Code: "kubectl logs web ```\n@everyone"},
 		},
 	}
@@ -202,12 +203,12 @@ func TestRenderEscapesUserText(t *testing.T) {
 
 func TestCustomIDRoundTrip(t *testing.T) {
 	tests := []struct {
-		button bot.Button
+		button chat.Button
 		id     string
 	}{
-		{bot.Button{ActionID: bot.ActionDeny, Value: "rr-abcdefghijklm"}, "deny|rr-abcdefghijklm"},
-		{bot.Button{ActionID: bot.ActionApprove, Value: "rr-abcdefghijklm", Confirm: &bot.Confirm{}}, "?approve|rr-abcdefghijklm"},
-		{bot.Button{ActionID: "plan:release-empty-blocks", Value: "release-empty-blocks;cluster=prod;node=worker-2"}, "plan:|release-empty-blocks;cluster=prod;node=worker-2"},
+		{chat.Button{ActionID: chat.ActionDeny, Value: "rr-abcdefghijklm"}, "deny|rr-abcdefghijklm"},
+		{chat.Button{ActionID: chat.ActionApprove, Value: "rr-abcdefghijklm", Confirm: &chat.Confirm{}}, "?approve|rr-abcdefghijklm"},
+		{chat.Button{ActionID: "plan:release-empty-blocks", Value: "release-empty-blocks;cluster=prod;node=worker-2"}, "plan:|release-empty-blocks;cluster=prod;node=worker-2"},
 	}
 	for _, tt := range tests {
 		if got := encodeCustomID(tt.button); got != tt.id {
@@ -228,8 +229,8 @@ func TestCustomIDRoundTrip(t *testing.T) {
 		}
 	}
 	// A button whose data does not fit Discord's 100 characters is shown disabled, with a note.
-	long := bot.Button{ActionID: "plan:release-empty-blocks", Label: "Release 3 empty blocks", Value: "release-empty-blocks;cluster=prod;node=" + strings.Repeat("n", 90)}
-	p := RenderOne(bot.Message{Title: "t", Buttons: []bot.Button{long}})
+	long := chat.Button{ActionID: "plan:release-empty-blocks", Label: "Release 3 empty blocks", Value: "release-empty-blocks;cluster=prod;node=" + strings.Repeat("n", 90)}
+	p := RenderOne(chat.Message{Title: "t", Buttons: []chat.Button{long}})
 	b := p.Components[0].(discordgo.ActionsRow).Components[0].(discordgo.Button)
 	if !b.Disabled || len(b.CustomID) > maxCustomID || !strings.Contains(p.Embed.Fields[0].Value, "Release 3 empty blocks") {
 		t.Errorf("long button = %+v, note %+v; want it disabled and named in a note", b, p.Embed.Fields)
@@ -238,9 +239,9 @@ func TestCustomIDRoundTrip(t *testing.T) {
 
 func TestWriteJSONIsTheWireFormat(t *testing.T) {
 	var buf bytes.Buffer
-	m := bot.Message{Title: "shop/web is Pending: insufficient-cpu", Severity: "warning",
-		Sections: []bot.Section{{Heading: "Cause", Text: "No node has 500m cpu free."}},
-		Buttons:  []bot.Button{{ActionID: "plan:release-leaked-ips", Label: "Release 3 leaked IPs", Value: "release-leaked-ips;cluster=test", Style: "primary"}}}
+	m := chat.Message{Title: "shop/web is Pending: insufficient-cpu", Severity: "warning",
+		Sections: []chat.Section{{Heading: "Cause", Text: "No node has 500m cpu free."}},
+		Buttons:  []chat.Button{{ActionID: "plan:release-leaked-ips", Label: "Release 3 leaked IPs", Value: "release-leaked-ips;cluster=test", Style: "primary"}}}
 	if err := WriteJSON(&buf, m); err != nil {
 		t.Fatal(err)
 	}

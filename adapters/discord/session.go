@@ -14,7 +14,7 @@ import (
 // "https://discord.com/" (discord.apiURL: tests, egress proxies): discordgo computes its
 // endpoints once at start-up, so the session's HTTP client rewrites each request instead.
 // client is the HTTP client to send through (nil: HTTPClient()). The session waits out no
-// rate limit itself: the adapter does (bot.Deliverer), so a wait never outlives its context.
+// rate limit itself: the adapter does (chat.Deliverer), so a wait never outlives its context.
 func NewSession(token, apiURL string, client *http.Client) (*discordgo.Session, error) {
 	s, err := discordgo.New("Bot " + token)
 	if err != nil {

@@ -8,13 +8,13 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // Options configures New.
 type Options struct {
 	// Core answers commands and clicks (required).
-	Core bot.Core
+	Core chat.Core
 	// API is the Web API client built with the bot token (chat.postMessage, chat.update).
 	API *slack.Client
 	// SigningSecret verifies HTTP requests (HTTP mode; unused in Socket Mode).
@@ -30,21 +30,21 @@ type Options struct {
 	// (default 10 min).
 	JobTimeout time.Duration
 	// Metrics may be nil.
-	Metrics *bot.Metrics
+	Metrics *chat.Metrics
 	// Log is the operational log (nil: slog.Default()). Tokens and secrets are never logged.
 	Log *slog.Logger
 }
 
-// Adapter connects the bot (a bot.Core) to Slack. Requests are acknowledged at once and answered by a
+// Adapter connects the bot (a chat.Core) to Slack. Requests are acknowledged at once and answered by a
 // bounded pool of workers started by Run.
 type Adapter struct {
-	core       bot.Core
+	core       chat.Core
 	api        *slack.Client
 	secret     string
 	httpClient *http.Client
-	queue      *bot.Queue
-	deliver    bot.Deliverer
-	metrics    *bot.Metrics
+	queue      *chat.Queue
+	deliver    chat.Deliverer
+	metrics    *chat.Metrics
 	log        *slog.Logger
 }
 
@@ -56,13 +56,13 @@ type job struct {
 
 // commandJob is a slash command to answer.
 type commandJob struct {
-	req         bot.Request
+	req         chat.Request
 	responseURL string
 }
 
 // clickJob is a button click to handle.
 type clickJob struct {
-	click       bot.Click
+	click       chat.Click
 	responseURL string
 	// channelID and messageTS locate the clicked message for chat.update; empty for
 	// ephemeral messages (only response_url can replace those).
@@ -73,7 +73,7 @@ type clickJob struct {
 func New(o Options) *Adapter {
 	a := &Adapter{
 		core: o.Core, api: o.API, secret: o.SigningSecret, httpClient: o.HTTPClient,
-		queue:   bot.NewQueue(bot.QueueOptions{Workers: o.Workers, Size: o.QueueSize, JobTimeout: o.JobTimeout}),
+		queue:   chat.NewQueue(chat.QueueOptions{Workers: o.Workers, Size: o.QueueSize, JobTimeout: o.JobTimeout}),
 		metrics: o.Metrics, log: o.Log,
 	}
 	if a.httpClient == nil {
@@ -82,7 +82,7 @@ func New(o Options) *Adapter {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.deliver = bot.Deliverer{Platform: "slack", RetryAfter: retryAfter, Metrics: a.metrics, Log: a.log}
+	a.deliver = chat.Deliverer{Platform: "slack", RetryAfter: retryAfter, Metrics: a.metrics, Log: a.log}
 	return a
 }
 
@@ -127,14 +127,14 @@ func (a *Adapter) answerCommand(ctx context.Context, cj *commandJob) {
 
 // handleClick runs a click and shows its outcome.
 func (a *Adapter) handleClick(ctx context.Context, cj *clickJob) {
-	progress := func(ctx context.Context, m bot.Message) { a.updateClicked(ctx, cj, m) }
+	progress := func(ctx context.Context, m chat.Message) { a.updateClicked(ctx, cj, m) }
 	out := a.core.Click(ctx, cj.click, progress)
 	if out.Update != nil {
 		a.updateClicked(ctx, cj, *out.Update)
 	}
 	if out.Notice != "" {
 		// A section, not a header: notices can be longer than a header's 150 characters.
-		a.respond(ctx, cj.responseURL, bot.Message{Sections: []bot.Section{{Text: out.Notice}}}, false, false)
+		a.respond(ctx, cj.responseURL, chat.Message{Sections: []chat.Section{{Text: out.Notice}}}, false, false)
 	}
 	if out.Post != nil {
 		a.postPlan(ctx, cj.click.Channel, cj.responseURL, *out.Post)
@@ -144,7 +144,7 @@ func (a *Adapter) handleClick(ctx context.Context, cj *clickJob) {
 // postPlan posts a plan message to the channel and attaches its reference; if the bot cannot
 // post there (not in the channel), it falls back to an in-channel response_url reply, which
 // clicks can still replace.
-func (a *Adapter) postPlan(ctx context.Context, channel, responseURL string, reply bot.Reply) {
+func (a *Adapter) postPlan(ctx context.Context, channel, responseURL string, reply chat.Reply) {
 	ref, err := a.post(ctx, channel, reply.Message)
 	if err != nil {
 		a.log.WarnContext(ctx, "post plan message; falling back to response_url",
@@ -159,7 +159,7 @@ func (a *Adapter) postPlan(ctx context.Context, channel, responseURL string, rep
 
 // updateClicked replaces the clicked message: chat.update when it is a channel message,
 // else (or if that fails) response_url with replace_original.
-func (a *Adapter) updateClicked(ctx context.Context, cj *clickJob, m bot.Message) {
+func (a *Adapter) updateClicked(ctx context.Context, cj *clickJob, m chat.Message) {
 	if cj.channelID != "" && cj.messageTS != "" {
 		if err := a.update(ctx, cj.channelID, cj.messageTS, m); err == nil {
 			return
@@ -172,7 +172,7 @@ func (a *Adapter) updateClicked(ctx context.Context, cj *clickJob, m bot.Message
 
 // UpdateMessage replaces a message the adapter posted, given the reference it attached
 // ("slack:<channel>/<ts>"). The plan sweeper (expired and interrupted plans) uses it.
-func (a *Adapter) UpdateMessage(ctx context.Context, ref string, m bot.Message) error {
+func (a *Adapter) UpdateMessage(ctx context.Context, ref string, m chat.Message) error {
 	channel, ts, ok := parseRef(ref)
 	if !ok {
 		return errBadRef

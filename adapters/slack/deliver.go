@@ -9,12 +9,12 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 var errBadRef = errors.New("not a slack message reference")
 
-// ref formats a message reference for bot.Approval.MessageRef.
+// ref formats a message reference for approval.Record.MessageRef.
 func ref(channel, ts string) string { return "slack:" + channel + "/" + ts }
 
 func parseRef(r string) (channel, ts string, ok bool) {
@@ -26,7 +26,7 @@ func parseRef(r string) (channel, ts string, ok bool) {
 	return channel, ts, ok && channel != "" && ts != ""
 }
 
-// withRetry calls f, waiting out 429 responses as Slack asks (bot.Deliverer).
+// withRetry calls f, waiting out 429 responses as Slack asks (chat.Deliverer).
 func (a *Adapter) withRetry(ctx context.Context, what string, f func() error) error {
 	return a.deliver.Do(ctx, what, f)
 }
@@ -47,7 +47,7 @@ func retryAfter(err error) (time.Duration, bool) {
 
 // respond posts m to a response_url: in the channel when public, else only to the user;
 // replacing the original message when replace is set. Failures are logged.
-func (a *Adapter) respond(ctx context.Context, url string, m bot.Message, public, replace bool) {
+func (a *Adapter) respond(ctx context.Context, url string, m chat.Message, public, replace bool) {
 	if url == "" {
 		return
 	}
@@ -70,7 +70,7 @@ func (a *Adapter) respond(ctx context.Context, url string, m bot.Message, public
 }
 
 // post sends m to channel with chat.postMessage and returns its reference.
-func (a *Adapter) post(ctx context.Context, channel string, m bot.Message) (string, error) {
+func (a *Adapter) post(ctx context.Context, channel string, m chat.Message) (string, error) {
 	if a.api == nil {
 		return "", errors.New("no bot token configured")
 	}
@@ -89,7 +89,7 @@ func (a *Adapter) post(ctx context.Context, channel string, m bot.Message) (stri
 }
 
 // update replaces the message at channel/ts with chat.update.
-func (a *Adapter) update(ctx context.Context, channel, ts string, m bot.Message) error {
+func (a *Adapter) update(ctx context.Context, channel, ts string, m chat.Message) error {
 	if a.api == nil {
 		return errors.New("no bot token configured")
 	}

@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
-
-	"github.com/whypending/whypending/bot"
 )
 
 // Directory resolves Slack user groups for approver checks with usergroups.users.list
 // (scope usergroups:read), caching each group's members for a TTL. It implements
-// bot.Directory.
+// approval.Directory (directory_test.go checks that).
 type Directory struct {
 	api *slack.Client
 	ttl time.Duration
@@ -26,8 +24,6 @@ type groupEntry struct {
 	members []string
 	at      time.Time
 }
-
-var _ bot.Directory = (*Directory)(nil)
 
 // NewDirectory returns a Directory using api, caching members for ttl (0: one minute).
 func NewDirectory(api *slack.Client, ttl time.Duration) *Directory {

@@ -1,6 +1,6 @@
 // Package slack connects the bot to Slack: it verifies signed requests (HTTP mode) or reads
 // Socket Mode envelopes, turns slash commands and button clicks into bot requests, acks within
-// three seconds and renders bot.Message as Block Kit.
+// three seconds and renders chat.Message as Block Kit.
 //
 // HTTP mode mounts POST /slack/commands and POST /slack/interactions on the bot's server.
 // Every request's raw body is checked against X-Slack-Signature with the signing secret and a

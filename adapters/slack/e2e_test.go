@@ -17,6 +17,8 @@ import (
 
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
 
@@ -64,14 +66,14 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
-			Policy: bot.Policy{Approvers: map[string]bot.Approvers{"slack": {Users: []string{alice}, Groups: []string{opsGroup}}},
+			Policy: approval.Policy{Approvers: map[string]approval.Approvers{"slack": {Users: []string{alice}, Groups: []string{opsGroup}}},
 				TwoPersonRule: true, Expiry: o.expiry},
-			Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+			Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
 			Log:         chattest.QuietLog,
 			Now:         o.now,
 		})
 		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: chattest.QuietLog,
-			Metrics: bot.NewMetrics(prometheus.NewRegistry())})
+			Metrics: chat.NewMetrics(prometheus.NewRegistry())})
 		e.replicas = append(e.replicas, chattest.Serve(t, a))
 	}
 	return e
@@ -124,7 +126,7 @@ func (e *e2eEnv) planPost(t *testing.T, n int) (webMessage, string) {
 	for _, b := range m.Blocks.BlockSet {
 		if ab, ok := b.(*goslack.ActionBlock); ok {
 			for _, el := range ab.Elements.ElementSet {
-				if btn, ok := el.(*goslack.ButtonBlockElement); ok && btn.ActionID == bot.ActionApprove {
+				if btn, ok := el.(*goslack.ButtonBlockElement); ok && btn.ActionID == chat.ActionApprove {
 					if btn.Confirm == nil {
 						t.Errorf("Approve button has no confirm dialog")
 					}
@@ -237,12 +239,12 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if rec := e.Record(t, planID); rec.RequestedBy.ID != bob || len(rec.Plan.Items) != 181 {
 			t.Fatalf("plan requested by %s with %d items, want bob with 181", rec.RequestedBy.ID, len(rec.Plan.Items))
 		}
-		e.click(t, 0, bob, bot.ActionDeny, planID, plan.TS)
+		e.click(t, 0, bob, chat.ActionDeny, planID, plan.TS)
 		chattest.WaitFor(t, 10*time.Second, "the denied plan message", func() bool { return len(e.updatesOf(plan.TS)) == 1 })
 		if u := e.updatesOf(plan.TS)[0]; !strings.Contains(u.Text, "Denied:") {
 			t.Errorf("update = %q, want Denied", u.Text)
 		}
-		if rec := e.Record(t, planID); rec.State != bot.StateDenied || strings.Join(chattest.AuditEvents(rec), ",") != "requested,denied" {
+		if rec := e.Record(t, planID); rec.State != approval.StateDenied || strings.Join(chattest.AuditEvents(rec), ",") != "requested,denied" {
 			t.Errorf("record = %s %v, want Denied with requested,denied", rec.State, chattest.AuditEvents(rec))
 		}
 	})
@@ -259,7 +261,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		t.Errorf("release-ips also answered on response_url %d times, want the plan in the channel only", n)
 	}
 	chattest.WaitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.Record(t, planID).MessageRef != "" })
-	if rec := e.Record(t, planID); rec.State != bot.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
+	if rec := e.Record(t, planID); rec.State != approval.StatePending || rec.MessageRef != "slack:"+channel+"/"+plan.TS || len(rec.Plan.Items) != 181 {
 		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, slack:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channel, plan.TS)
 	}
 
@@ -273,7 +275,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
-			status, path := e.click(t, 0, r.user, bot.ActionApprove, planID, plan.TS)
+			status, path := e.click(t, 0, r.user, chat.ActionApprove, planID, plan.TS)
 			if status != 200 {
 				t.Fatalf("click = %d, want 200", status)
 			}
@@ -281,7 +283,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			if !strings.Contains(got.Text, r.notice) || got.ResponseType != "ephemeral" || got.ReplaceOriginal {
 				t.Errorf("reply = %q (%s, replace %v), want an ephemeral notice containing %q", got.Text, got.ResponseType, got.ReplaceOriginal, r.notice)
 			}
-			if rec := e.Record(t, planID); rec.State != bot.StatePending {
+			if rec := e.Record(t, planID); rec.State != approval.StatePending {
 				t.Errorf("state = %s, want Pending", rec.State)
 			}
 			if updates := e.updatesOf(plan.TS); len(updates) != 0 {
@@ -294,7 +296,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	}
 
 	t.Run("a badly signed approval is refused", func(t *testing.T) {
-		body := clickBody(t, bob, "bob", channel, plan.TS, bot.ActionApprove, planID, e.hooks.url("/forged"))
+		body := clickBody(t, bob, "bob", channel, plan.TS, chat.ActionApprove, planID, e.hooks.url("/forged"))
 		resp, err := http.DefaultClient.Do(signedRequest(t, e.replicas[0].URL+"/slack/interactions", "guessed-secret", time.Now(), body))
 		if err != nil {
 			t.Fatal(err)
@@ -303,13 +305,13 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("forged click = %d, want 401", resp.StatusCode)
 		}
-		if rec := e.Record(t, planID); rec.State != bot.StatePending {
+		if rec := e.Record(t, planID); rec.State != approval.StatePending {
 			t.Errorf("state = %s, want Pending", rec.State)
 		}
 	})
 
 	t.Run("an approver in the user group approves and the IPs are released", func(t *testing.T) {
-		status, _ := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+		status, _ := e.click(t, 0, bob, chat.ActionApprove, planID, plan.TS)
 		if status != 200 {
 			t.Fatalf("click = %d, want 200", status)
 		}
@@ -335,7 +337,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			t.Errorf("final message still has the Approve button")
 		}
 		rec := e.Record(t, planID)
-		if rec.State != bot.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
+		if rec.State != approval.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.ID != bob || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by bob with 181 done", rec.State, rec.DecidedBy, rec.Result)
 		}
 		// The two refused clicks before (a non-approver's, and alice's own) are on record too.
@@ -358,7 +360,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("approving again runs nothing", func(t *testing.T) {
-		_, path := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+		_, path := e.click(t, 0, bob, chat.ActionApprove, planID, plan.TS)
 		if got := e.answer(t, path); !strings.Contains(got.Text, "already approved by bob") {
 			t.Errorf("reply = %q, want already approved", got.Text)
 		}
@@ -382,10 +384,10 @@ func TestE2EConcurrentApprovalsRunOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	paths := make([]string, 4)
 	for i := range paths {
-		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, bot.ActionApprove, planID, plan.TS) })
+		wg.Go(func() { _, paths[i] = e.click(t, i%2, bob, chat.ActionApprove, planID, plan.TS) })
 	}
 	wg.Wait()
-	chattest.WaitFor(t, 120*time.Second, "the final record", func() bool { return e.Record(t, planID).State == bot.StateSucceeded })
+	chattest.WaitFor(t, 120*time.Second, "the final record", func() bool { return e.Record(t, planID).State == approval.StateSucceeded })
 	// Every click but the winner gets an "already approved" notice on its response_url.
 	already := 0
 	chattest.WaitFor(t, 10*time.Second, "three already-approved notices", func() bool {
@@ -433,7 +435,7 @@ func TestE2EExpiredPlan(t *testing.T) {
 	e.command(t, alice, "/ipam", "release-ips")
 	plan, planID := e.planPost(t, 1)
 	offset.Store(int64(16 * time.Minute))
-	_, path := e.click(t, 0, bob, bot.ActionApprove, planID, plan.TS)
+	_, path := e.click(t, 0, bob, chat.ActionApprove, planID, plan.TS)
 	if got := e.answer(t, path); !strings.Contains(got.Text, "expired") {
 		t.Errorf("reply = %q, want the plan expired", got.Text)
 	}
@@ -441,7 +443,7 @@ func TestE2EExpiredPlan(t *testing.T) {
 		_, updates := e.slack.snapshot()
 		return len(updates) == 1 && strings.Contains(updates[0].Text, "Expired:")
 	})
-	if rec := e.Record(t, planID); rec.State != bot.StateExpired || strings.Join(chattest.AuditEvents(rec), ",") != "requested,expired,refused" {
+	if rec := e.Record(t, planID); rec.State != approval.StateExpired || strings.Join(chattest.AuditEvents(rec), ",") != "requested,expired,refused" {
 		t.Errorf("record = %s %v, want Expired with requested,expired,refused (bob's late approval)", rec.State, chattest.AuditEvents(rec))
 	}
 	if n := e.Runs.Load(); n != 0 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // maxBody caps request bodies; Slack's slash commands and block_actions payloads are far
@@ -34,11 +34,11 @@ type ack struct {
 // ephemeral returns an ack only the user who typed the command sees.
 func ephemeral(text string) ack { return ack{ResponseType: slack.ResponseTypeEphemeral, Text: text} }
 
-// Mount registers the HTTP-mode routes on a bot.Server: POST /slack/commands and
+// Mount registers the HTTP-mode routes on mux (a bot.Server in serve): POST /slack/commands and
 // POST /slack/interactions.
-func (a *Adapter) Mount(s *bot.Server) {
-	s.Handle("POST /slack/commands", http.HandlerFunc(a.ServeCommand))
-	s.Handle("POST /slack/interactions", http.HandlerFunc(a.ServeInteraction))
+func (a *Adapter) Mount(mux chat.Mux) {
+	mux.Handle("POST /slack/commands", http.HandlerFunc(a.ServeCommand))
+	mux.Handle("POST /slack/interactions", http.HandlerFunc(a.ServeInteraction))
 }
 
 // verify reads the raw body and checks X-Slack-Signature over it with the signing secret
@@ -104,10 +104,10 @@ func (a *Adapter) ServeCommand(w http.ResponseWriter, r *http.Request) {
 
 // commandJobFor turns a parsed slash command into a job.
 func commandJobFor(cmd slack.SlashCommand) *commandJob {
-	name, args := bot.ParseCommand(cmd.Command, cmd.Text)
+	name, args := chat.ParseCommand(cmd.Command, cmd.Text)
 	return &commandJob{
-		req: bot.Request{
-			Principal: bot.Principal{Platform: "slack", Team: cmd.TeamID, ID: cmd.UserID, Name: cmd.UserName},
+		req: chat.Request{
+			Principal: chat.Principal{Platform: "slack", Team: cmd.TeamID, ID: cmd.UserID, Name: cmd.UserName},
 			Channel:   cmd.ChannelID,
 			Command:   name,
 			Args:      args,
@@ -151,8 +151,8 @@ func clickJobFor(cb *slack.InteractionCallback) *clickJob {
 		channel = cb.Container.ChannelID
 	}
 	cj := &clickJob{
-		click: bot.Click{
-			Principal: bot.Principal{Platform: "slack", Team: cb.Team.ID, ID: cb.User.ID, Name: cb.User.Name},
+		click: chat.Click{
+			Principal: chat.Principal{Platform: "slack", Team: cb.Team.ID, ID: cb.User.ID, Name: cb.User.Name},
 			Channel:   channel,
 			ActionID:  ParseActionID(act.ActionID),
 			Value:     act.Value,

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/whypending/whypending/adapters/slack"
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
 
@@ -148,7 +148,7 @@ func TestFollowUpWaitsOutRateLimit(t *testing.T) {
 	hooks := newHookRecorder(t)
 	hooks.limitNext.Store(1)
 	reg := prometheus.NewRegistry()
-	metrics := bot.NewMetrics(reg)
+	metrics := chat.NewMetrics(reg)
 	a := slack.New(slack.Options{Core: core, SigningSecret: testSecret, Log: chattest.QuietLog, Metrics: metrics})
 	srv := chattest.Serve(t, a)
 	start := time.Now()
@@ -185,7 +185,7 @@ func TestUpdateMessageWaitsOutRateLimit(t *testing.T) {
 	fake.limitUpdates.Store(1)
 	a := slack.New(slack.Options{Core: &chattest.RecordingCore{}, API: fake.api(), Log: chattest.QuietLog})
 	start := time.Now()
-	if err := a.UpdateMessage(t.Context(), "slack:C0OPS/1764504000.000001", bot.Message{Title: "Expired: release 3 leaked IPs"}); err != nil {
+	if err := a.UpdateMessage(t.Context(), "slack:C0OPS/1764504000.000001", chat.Message{Title: "Expired: release 3 leaked IPs"}); err != nil {
 		t.Fatalf("UpdateMessage: %v", err)
 	}
 	if took := time.Since(start); took < time.Second {
@@ -195,7 +195,7 @@ func TestUpdateMessageWaitsOutRateLimit(t *testing.T) {
 	if len(updates) != 1 || updates[0].Channel != "C0OPS" || updates[0].TS != "1764504000.000001" {
 		t.Errorf("chat.update calls = %+v, want one for C0OPS/1764504000.000001", updates)
 	}
-	if err := a.UpdateMessage(t.Context(), "console:1", bot.Message{Title: "x"}); err == nil {
+	if err := a.UpdateMessage(t.Context(), "console:1", chat.Message{Title: "x"}); err == nil {
 		t.Errorf("UpdateMessage(console ref) = nil error, want a refusal")
 	}
 }

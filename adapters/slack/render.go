@@ -7,7 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks), in characters.
@@ -34,19 +34,19 @@ const (
 )
 
 // severityMark prefixes titles so the severity shows without colour (Block Kit has none).
-var severityMark = map[string]string{
+var severityMark = map[chat.Severity]string{
 	"blocker": "\U0001F534 ", // red circle
 	"warning": "\U0001F7E0 ", // orange circle
 	"info":    "\u2139\ufe0f ",
 	"ok":      "\u2705 ",
 }
 
-// Render turns a bot.Message into Block Kit blocks plus the notification fallback text.
+// Render turns a chat.Message into Block Kit blocks plus the notification fallback text.
 // Every string from the message is escaped for mrkdwn (so "<!channel>", "<@U…>" and
 // "<http://…|…>" in pod names or log lines show as text) and sent with verbatim set (no
 // auto-linking or mention parsing); long tables, lists and code are cut to Slack's limits
 // with "… and N more". Buttons always survive the block limit.
-func Render(m bot.Message) (blocks []slack.Block, fallback string) {
+func Render(m chat.Message) (blocks []slack.Block, fallback string) {
 	title := severityMark[m.Severity] + m.Title
 	fallback = fitEscaped(title, maxFallbackText)
 	switch {
@@ -77,9 +77,9 @@ func Render(m bot.Message) (blocks []slack.Block, fallback string) {
 	return append(blocks, tail...), fallback
 }
 
-// sectionBlocks renders one bot.Section: heading and text, fields (10 per block), the table
+// sectionBlocks renders one chat.Section: heading and text, fields (10 per block), the table
 // as a preformatted block, bullet lines and code.
-func sectionBlocks(s bot.Section) []slack.Block {
+func sectionBlocks(s chat.Section) []slack.Block {
 	var out []slack.Block
 	var text string
 	if s.Heading != "" {
@@ -121,9 +121,9 @@ func sectionBlocks(s bot.Section) []slack.Block {
 
 // tableText lays a table out as aligned, preformatted text: at most maxTableRows rows and
 // maxSectionText characters, then "… and N more rows".
-func tableText(t *bot.Table) string {
-	lines := bot.TableLines(t, maxTableRows, maxCellRunes)
-	line := func(l string) string { return escape(bot.DefuseFences(l)) }
+func tableText(t *chat.Table) string {
+	lines := chat.TableLines(t, maxTableRows, maxCellRunes)
+	line := func(l string) string { return escape(chat.DefuseFences(l)) }
 	const fence = "```"
 	more := func(n int) string { return fmt.Sprintf("\n… and %d more rows", n) }
 	var b strings.Builder
@@ -150,7 +150,7 @@ func linesText(lines []string) string {
 	n := 0
 	budget := maxSectionText - 40
 	for ; n < len(lines) && n < maxLines; n++ {
-		l := "• " + fitEscaped(bot.OneLine(lines[n]), 500)
+		l := "• " + fitEscaped(chat.OneLine(lines[n]), 500)
 		if n > 0 {
 			l = "\n" + l
 		}
@@ -173,13 +173,13 @@ func codeText(code string) string {
 	budget := maxSectionText - 2*len(fence) - 40
 	n := 0
 	for ; n < len(lines); n++ {
-		l := escape(bot.DefuseFences(lines[n]))
+		l := escape(chat.DefuseFences(lines[n]))
 		if n > 0 {
 			l = "\n" + l
 		}
 		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
 			if n == 0 { // one huge line: cut it
-				b.WriteString(fitEscaped(bot.DefuseFences(lines[0]), budget))
+				b.WriteString(fitEscaped(chat.DefuseFences(lines[0]), budget))
 				n = 1
 			}
 			break
@@ -195,7 +195,7 @@ func codeText(code string) string {
 
 // actionsBlock renders buttons. Duplicate action IDs get a "#n" suffix (Slack requires them
 // unique); ParseActionID strips it.
-func actionsBlock(buttons []bot.Button) *slack.ActionBlock {
+func actionsBlock(buttons []chat.Button) *slack.ActionBlock {
 	var elems []slack.BlockElement
 	seen := map[string]int{}
 	for i, btn := range buttons {
@@ -207,21 +207,21 @@ func actionsBlock(buttons []bot.Button) *slack.ActionBlock {
 			id = fmt.Sprintf("%s#%d", id, n)
 		}
 		seen[btn.ActionID]++
-		e := slack.NewButtonBlockElement(bot.Cut(id, maxActionID), bot.Cut(btn.Value, maxButtonValue),
-			plain(bot.Cut(btn.Label, maxButtonText)))
+		e := slack.NewButtonBlockElement(chat.Cut(id, maxActionID), chat.Cut(btn.Value, maxButtonValue),
+			plain(chat.Cut(btn.Label, maxButtonText)))
 		switch btn.Style {
-		case "primary":
+		case chat.StylePrimary:
 			e.Style = slack.StylePrimary
-		case "danger":
+		case chat.StyleDanger:
 			e.Style = slack.StyleDanger
 		}
 		if c := btn.Confirm; c != nil {
 			e.Confirm = slack.NewConfirmationBlockObject(
-				plain(bot.Cut(c.Title, maxConfirmTitle)),
-				plain(bot.Cut(c.Text, maxConfirmText)),
-				plain(bot.Cut(nonEmptyOr(c.Confirm, "Confirm"), maxConfirmButton)),
-				plain(bot.Cut(nonEmptyOr(c.Deny, "Cancel"), maxConfirmButton)))
-			if btn.Style == "danger" {
+				plain(chat.Cut(c.Title, maxConfirmTitle)),
+				plain(chat.Cut(c.Text, maxConfirmText)),
+				plain(chat.Cut(nonEmptyOr(c.Confirm, "Confirm"), maxConfirmButton)),
+				plain(chat.Cut(nonEmptyOr(c.Deny, "Cancel"), maxConfirmButton)))
+			if btn.Style == chat.StyleDanger {
 				e.Confirm.Style = slack.StyleDanger
 			}
 		}

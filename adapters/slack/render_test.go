@@ -10,7 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // rawJSON marshals v without HTML escaping, so "<" shows as it would reach Slack.
@@ -56,14 +56,14 @@ func texts(blocks []slack.Block) []*slack.TextBlockObject {
 
 func TestRenderEscapesUserText(t *testing.T) {
 	evil := []string{"<!channel>", "<!here>", "<@U024BE7LH>", "<http://evil.example|click me>", "<#C123>"}
-	m := bot.Message{
+	m := chat.Message{
 		Title:    "shop/<!channel> is Pending",
 		Severity: "blocker",
-		Sections: []bot.Section{{
+		Sections: []chat.Section{{
 			Heading: "<@U024BE7LH>",
 			Text:    "log says <http://evil.example|click me> & more",
-			Fields:  []bot.Field{{Name: "pod", Value: "<!here>"}},
-			Table:   &bot.Table{Columns: []string{"Node", "Why"}, Rows: [][]string{{"<#C123>", "<!channel>"}}},
+			Fields:  []chat.Field{{Name: "pod", Value: "<!here>"}},
+			Table:   &chat.Table{Columns: []string{"Node", "Why"}, Rows: [][]string{{"<#C123>", "<!channel>"}}},
 			Lines:   []string{"event: <@U024BE7LH> did it"},
 			Code:    "panic: <!channel>\n``` escaped fence <!here>",
 		}},
@@ -97,7 +97,7 @@ func TestRenderEscapesUserText(t *testing.T) {
 }
 
 func TestRenderKeepsWithinLimits(t *testing.T) {
-	table := &bot.Table{Columns: []string{"IP", "Node", "Allocated to"}}
+	table := &chat.Table{Columns: []string{"IP", "Node", "Allocated to"}}
 	for i := range 181 {
 		table.Rows = append(table.Rows, []string{fmt.Sprintf("172.16.0.%d", i), "worker-2", fmt.Sprintf("shop/web-%d", i)})
 	}
@@ -105,16 +105,16 @@ func TestRenderKeepsWithinLimits(t *testing.T) {
 	for i := range 40 {
 		lines = append(lines, fmt.Sprintf("event %d: %s", i, strings.Repeat("x", 50)))
 	}
-	m := bot.Message{
+	m := chat.Message{
 		Title:    strings.Repeat("very long title ", 20),
-		Sections: []bot.Section{{Heading: "Leaked IPs", Table: table}, {Heading: "Evidence", Lines: lines}, {Code: strings.Repeat("log line\n", 2000)}},
+		Sections: []chat.Section{{Heading: "Leaked IPs", Table: table}, {Heading: "Evidence", Lines: lines}, {Code: strings.Repeat("log line\n", 2000)}},
 	}
 	for i := range 60 {
-		m.Sections = append(m.Sections, bot.Section{Text: fmt.Sprintf("extra %d", i)})
+		m.Sections = append(m.Sections, chat.Section{Text: fmt.Sprintf("extra %d", i)})
 	}
 	for i := range 30 {
-		m.Buttons = append(m.Buttons, bot.Button{ActionID: "plan:x", Label: strings.Repeat("label ", 20), Value: fmt.Sprint(i),
-			Confirm: &bot.Confirm{Title: strings.Repeat("t", 200), Text: strings.Repeat("c", 500), Confirm: strings.Repeat("y", 40)}})
+		m.Buttons = append(m.Buttons, chat.Button{ActionID: "plan:x", Label: strings.Repeat("label ", 20), Value: fmt.Sprint(i),
+			Confirm: &chat.Confirm{Title: strings.Repeat("t", 200), Text: strings.Repeat("c", 500), Confirm: strings.Repeat("y", 40)}})
 	}
 	m.Footer = "footer"
 	blocks, _ := Render(m)
@@ -171,7 +171,7 @@ func TestFitEscaped(t *testing.T) {
 // its cause) is shown whole in a section, not cut at 150 characters.
 func TestLongTitleIsNotCut(t *testing.T) {
 	title := "Cluster prod-eu is unavailable: cannot reach the Kubernetes API server at https://127.0.0.1:1/k8s/clusters/c-m-7x9k2p4q: connection refused (since 12:03:04Z). Nothing was done."
-	blocks, _ := Render(bot.Message{Title: title, Severity: "warning"})
+	blocks, _ := Render(chat.Message{Title: title, Severity: "warning"})
 	s, ok := blocks[0].(*slack.SectionBlock)
 	if !ok {
 		t.Fatalf("first block = %T, want a section for a %d-character title", blocks[0], len(title))
@@ -179,7 +179,7 @@ func TestLongTitleIsNotCut(t *testing.T) {
 	if !strings.Contains(s.Text.Text, "connection refused (since 12:03:04Z). Nothing was done.") {
 		t.Errorf("title cut: %q", s.Text.Text)
 	}
-	if blocks, _ := Render(bot.Message{Title: "shop/web is Pending: insufficient-cpu"}); blocks[0].BlockType() != slack.MBTHeader {
+	if blocks, _ := Render(chat.Message{Title: "shop/web is Pending: insufficient-cpu"}); blocks[0].BlockType() != slack.MBTHeader {
 		t.Errorf("a short title is a %s block, want a header", blocks[0].BlockType())
 	}
 }
@@ -188,8 +188,8 @@ func TestLongTitleIsNotCut(t *testing.T) {
 // node's free amount at its end still shows in the channel.
 func TestRenderNodeTableKeepsTheFreeAmount(t *testing.T) {
 	why := "Insufficient memory: the pod requests 1536Mi, 7.5Gi of 7.8Gi allocatable already requested (300Mi free)"
-	table := &bot.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{{"ip-10-0-1-23.eu-west-1.compute.internal", "no", why}}}
-	blocks, _ := Render(bot.Message{Title: "shop/api is Pending", Sections: []bot.Section{{Heading: "Why not here", Table: table}}})
+	table := &chat.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}, Rows: [][]string{{"ip-10-0-1-23.eu-west-1.compute.internal", "no", why}}}
+	blocks, _ := Render(chat.Message{Title: "shop/api is Pending", Sections: []chat.Section{{Heading: "Why not here", Table: table}}})
 	var text string
 	for _, b := range blocks {
 		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil && strings.Contains(s.Text.Text, "NODE") {

@@ -56,7 +56,7 @@ func bigWorkloadAnswer() *triage.Answer {
 // field; what does not fit is cut with a count ("… and N more"), never silently dropped; the
 // answer's head (cause, the line per group) and the buttons survive.
 func TestRenderWorkloadAnswerFitsBlockKit(t *testing.T) {
-	blocks, fallback := Render(bot.AnswerMessage(bigWorkloadAnswer()))
+	blocks, fallback := Render(bot.AnswerMessage(bigWorkloadAnswer(), ""))
 	if len(blocks) > maxBlocks {
 		t.Errorf("blocks = %d, want at most %d", len(blocks), maxBlocks)
 	}

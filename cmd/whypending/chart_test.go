@@ -24,7 +24,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -118,7 +118,7 @@ func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) []byte {
 // repository root).
 func startChartCluster(t *testing.T, opts testenv.Options, crdDirs ...string) *testenv.Cluster {
 	t.Helper()
-	c := testenv.StartT(t, opts)
+	c := testcluster.Start(t, opts)
 	for _, dir := range crdDirs {
 		if err := c.InstallCRDs(t.Context(), os.DirFS(filepath.Join(repoRoot(t), dir)), "."); err != nil {
 			t.Fatalf("install CRDs from %s: %v", dir, err)
@@ -370,12 +370,12 @@ func TestChartValues(t *testing.T) {
 	})
 
 	t.Run("the rendered config is one the bot accepts", func(t *testing.T) {
-		cfg, err := bot.ParseConfig(renderedConfig(t, renderChart(t, "wp", "ops")))
+		cfg, err := ParseConfig(renderedConfig(t, renderChart(t, "wp", "ops")))
 		// The default values name no approver; NOTES says so, and that is the only gap.
 		if err == nil || err.Error() != "approvals.approvers: name at least one user, group or role; otherwise nobody can approve a repair" {
 			t.Errorf("default values: ParseConfig = %v, %v; want only the missing approvers", cfg, err)
 		}
-		cfg, err = bot.ParseConfig(renderedConfig(t, renderChart(t, "wp", "ops", "--set", "config.approvals.approvers.users[0]=U024BE7LH")))
+		cfg, err = ParseConfig(renderedConfig(t, renderChart(t, "wp", "ops", "--set", "config.approvals.approvers.users[0]=U024BE7LH")))
 		if err != nil {
 			t.Fatalf("default values with an approver: %v", err)
 		}
@@ -394,7 +394,7 @@ func TestChartValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := bot.ParseConfig(without)
+		cfg, err := ParseConfig(without)
 		if err != nil {
 			t.Fatalf("ParseConfig: %v\n%s", err, raw)
 		}
@@ -405,7 +405,7 @@ func TestChartValues(t *testing.T) {
 }
 
 // TestChartSchemaCoversConfig keeps values.schema.json's config section in step with
-// bot.Config: every key the bot reads is described (so a wrong one fails at helm install),
+// Config: every key the bot reads is described (so a wrong one fails at helm install),
 // and the schema describes no key the bot would reject.
 func TestChartSchemaCoversConfig(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), chartDir, "values.schema.json"))
@@ -419,7 +419,7 @@ func TestChartSchemaCoversConfig(t *testing.T) {
 	defs, _ := schema["definitions"].(map[string]any)
 	props, _ := schema["properties"].(map[string]any)
 	// Rendered from the top-level discord values, not set under config.
-	compareSchema(t, "config", props["config"], reflect.TypeOf(bot.Config{}), defs,
+	compareSchema(t, "config", props["config"], reflect.TypeOf(Config{}), defs,
 		map[string]bool{"config.discord": true, "config.approvals.approvers.discord": true})
 }
 
@@ -437,7 +437,7 @@ func compareSchema(t *testing.T, path string, s any, typ reflect.Type, defs map[
 			m, _ = items.(map[string]any)
 		}
 	}
-	if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(bot.Duration{}) {
+	if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(Duration{}) {
 		return
 	}
 	props, ok := m["properties"].(map[string]any)
@@ -456,7 +456,7 @@ func compareSchema(t *testing.T, path string, s any, typ reflect.Type, defs map[
 		}
 		sub, ok := props[name]
 		if !ok {
-			t.Errorf("schema lacks %s (bot.Config reads it)", p)
+			t.Errorf("schema lacks %s (Config reads it)", p)
 			continue
 		}
 		compareSchema(t, p, sub, f.Type, defs, skip)

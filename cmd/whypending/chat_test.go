@@ -22,7 +22,7 @@ import (
 	"github.com/slack-go/slack/slacktest"
 
 	"github.com/whypending/whypending/adapters/slack"
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // fakeSlack is the Slack side of a `whypending serve` under test: the Web API (slacktest with
@@ -144,7 +144,7 @@ func (f *fakeSlack) plan(t *testing.T, seen map[string]bool) (slackMessage, *sla
 					continue
 				}
 				for _, el := range ab.Elements.ElementSet {
-					if btn, ok := el.(*slackgo.ButtonBlockElement); ok && slack.ParseActionID(btn.ActionID) == bot.ActionApprove && !seen[btn.Value] {
+					if btn, ok := el.(*slackgo.ButtonBlockElement); ok && slack.ParseActionID(btn.ActionID) == chat.ActionApprove && !seen[btn.Value] {
 						msg, approve = m, btn
 						return true
 					}

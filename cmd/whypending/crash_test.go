@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/whypending/whypending/actions"
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -35,9 +37,9 @@ const (
 )
 
 var (
-	crashAlice  = bot.Principal{Platform: "slack", Team: "T1", ID: "U0ALICE", Name: "alice"}
-	crashBob    = bot.Principal{Platform: "slack", Team: "T1", ID: "U0BOB", Name: "bob"}
-	crashPolicy = bot.Policy{Approvers: map[string]bot.Approvers{"slack": {Users: []string{"U0BOB"}}}, TwoPersonRule: true, Expiry: 15 * time.Minute}
+	crashAlice  = chat.Principal{Platform: "slack", Team: "T1", ID: "U0ALICE", Name: "alice"}
+	crashBob    = chat.Principal{Platform: "slack", Team: "T1", ID: "U0BOB", Name: "bob"}
+	crashPolicy = approval.Policy{Approvers: map[string]approval.Approvers{"slack": {Users: []string{"U0BOB"}}}, TwoPersonRule: true, Expiry: 15 * time.Minute}
 )
 
 // crashRunner is the runner serve builds for cluster "test" with the store namespace
@@ -69,9 +71,9 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap := bot.NewApprovals(bot.ApprovalsOptions{Store: bot.NewCRDStore(dyn, crashStoreNS), Policy: crashPolicy,
-		Executors: map[string]bot.Executor{"test": crashRunner(ipam)}, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	out := ap.Decide(t.Context(), bot.Decision{PlanID: os.Getenv(crashChildPlan), Verdict: bot.VerdictApprove, Principal: crashBob}, nil)
+	ap := approval.New(approval.Options{Store: approval.NewCRDStore(dyn, crashStoreNS), Policy: crashPolicy,
+		Executors: map[string]approval.Executor{"test": crashRunner(ipam)}, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	out := ap.Decide(t.Context(), approval.Decision{PlanID: os.Getenv(crashChildPlan), Verdict: approval.VerdictApprove, Principal: crashBob}, nil)
 	t.Errorf("the release finished before it was killed: %+v", out)
 }
 
@@ -81,20 +83,20 @@ func TestCrashChild(t *testing.T) {
 // had done, the datastore is unlocked, the plan message says to re-plan, no address in use
 // was released, and a fresh plan, approved in Slack, finishes the job.
 func TestCrashMidReleaseIsRecovered(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 	installStore(t, c, crashStoreNS)
 	ctx := t.Context()
 	ipam, err := calico.NewClient(ctx, c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := bot.NewCRDStore(c.Dynamic, crashStoreNS)
+	store := approval.NewCRDStore(c.Dynamic, crashStoreNS)
 	plan, err := crashRunner(ipam).Plan(ctx, actions.KindReleaseLeakedIPs, actions.PlanOptions{})
 	if err != nil || len(plan.Items) != 181 {
 		t.Fatalf("plan = %d items, %v; want 181", len(plan.Items), err)
 	}
-	ap := bot.NewApprovals(bot.ApprovalsOptions{Store: store, Policy: crashPolicy, Log: slog.New(slog.DiscardHandler)})
+	ap := approval.New(approval.Options{Store: store, Policy: crashPolicy, Log: slog.New(slog.DiscardHandler)})
 	req, err := ap.Request(ctx, plan, crashAlice, "C0OPS")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func TestCrashMidReleaseIsRecovered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rr.State != bot.StateRunning || rr.Heartbeat == nil || rr.Heartbeat.Process.PID != child {
+		if rr.State != approval.StateRunning || rr.Heartbeat == nil || rr.Heartbeat.Process.PID != child {
 			t.Errorf("plan state %s, heartbeat %+v; want Running, claimed by pid %d", rr.State, rr.Heartbeat, child)
 		}
 		s, err := ipam.LockStatus(ctx)
@@ -134,10 +136,10 @@ store: {namespace: %s}
 `, c.KubeconfigPath, crashStoreNS))
 
 	t.Run("the next start marks the plan Interrupted with what it had done", func(t *testing.T) {
-		var rr *bot.Approval
+		var rr *approval.Record
 		waitUntil(t, 60*time.Second, "the plan to be marked Interrupted", func() bool {
 			rr, err = store.Get(ctx, req.Plan.ID)
-			return err == nil && rr.State == bot.StateInterrupted
+			return err == nil && rr.State == approval.StateInterrupted
 		})
 		want := actions.Recovery{Planned: 181, Remaining: leaked}
 		if rr.Recovery == nil || *rr.Recovery != want {
@@ -145,7 +147,7 @@ store: {namespace: %s}
 		}
 		last := rr.History[len(rr.History)-1]
 		wantDetail := fmt.Sprintf("bot process %d on ", child)
-		if last.Event != bot.AuditInterrupted || !strings.Contains(last.Detail, wantDetail) || !strings.Contains(last.Detail, "is gone") {
+		if last.Event != approval.AuditInterrupted || !strings.Contains(last.Detail, wantDetail) || !strings.Contains(last.Detail, "is gone") {
 			t.Errorf("last history record = %+v, want interrupted naming pid %d", last, child)
 		}
 	})
@@ -181,12 +183,12 @@ store: {namespace: %s}
 			t.Fatalf("fresh plan %s = %v, %v; want one of the %d IPs left", id, fresh, err, leaked)
 		}
 		s.client.click(t, "U0BOB", msg.TS, approve)
-		var rr *bot.Approval
+		var rr *approval.Record
 		waitUntil(t, 120*time.Second, "the fresh plan to finish", func() bool {
 			rr, err = store.Get(ctx, id)
 			return err == nil && rr.State.Final()
 		})
-		if rr.State != bot.StateSucceeded || rr.Result.Done != leaked || rr.Result.Remaining != 0 {
+		if rr.State != approval.StateSucceeded || rr.Result.Done != leaked || rr.Result.Remaining != 0 {
 			t.Errorf("fresh plan = %s, result %+v; want Succeeded, %d released, 0 remaining", rr.State, rr.Result, leaked)
 		}
 		if n := leakedIPs(t, ipam); n != 0 {

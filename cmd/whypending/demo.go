@@ -23,6 +23,9 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
@@ -93,7 +96,7 @@ Block Kit message.`,
 var demoRenderers = map[string]console.Renderer{
 	"text":    console.Render,
 	"discord": discord.WriteJSON,
-	"slack": func(w io.Writer, m bot.Message) error {
+	"slack": func(w io.Writer, m chat.Message) error {
 		blocks, text := slack.Render(m)
 		b, err := json.MarshalIndent(map[string]any{"text": text, "blocks": blocks}, "", "  ")
 		if err != nil {
@@ -135,12 +138,12 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	}
 	core := bot.New(bot.Options{
 		Clusters: botClusters,
-		Policy:   bot.Policy{Approvers: map[string]bot.Approvers{"console": {Users: []string{demoRequester, demoApprover}}}, TwoPersonRule: true},
+		Policy:   approval.Policy{Approvers: map[string]approval.Approvers{"console": {Users: []string{demoRequester, demoApprover}}}, TwoPersonRule: true},
 		LockNote: "The datastore is locked while the repair writes, and always unlocked after.",
 		Log:      slog.New(slog.DiscardHandler),
 	})
 	session := console.NewSession(core, demoRequester)
-	handle := func(ctx context.Context, line string) []bot.Message {
+	handle := func(ctx context.Context, line string) []chat.Message {
 		return demoAnswer(ctx, clusters, session, line)
 	}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -237,13 +240,13 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 					return
 				}
 			}
-			lock := lockSettings{policy: actions.LockAlways, ttl: 2 * time.Minute, owner: "whypending-demo"}
-			bc, err := wireCluster(ctx, s.Name, scenarioNamespace(s), c.Config, collect.New(c.Client), lock, slog.New(slog.DiscardHandler))
+			lock := fleet.Lock{Policy: actions.LockAlways, TTL: 2 * time.Minute, Owner: "whypending-demo"}
+			fc, err := fleet.Wire(ctx, s.Name, c.Config, collect.New(c.Client), lock, slog.New(slog.DiscardHandler))
 			if err != nil {
 				errs[i] = fmt.Errorf("wire %s into the bot: %w", s.Name, err)
 				return
 			}
-			dc.bot = bc
+			dc.bot = botCluster(fc, scenarioNamespace(s))
 			mu.Lock()
 			fmt.Fprintf(progress, "demo: %-26s ready (%s)\n", s.Name, time.Since(t0).Round(100*time.Millisecond))
 			mu.Unlock()
@@ -266,24 +269,24 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 
 // demoAnswer answers one console line through the bot core. Every scenario lives in its own
 // namespace(s), so "/why-pending NS/POD" without --cluster goes to the cluster that has NS.
-func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.Session, line string) []bot.Message {
+func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.Session, line string) []chat.Message {
 	fields := strings.Fields(line)
 	if len(fields) == 0 {
 		return nil
 	}
 	if fields[0] == "/help" {
-		return []bot.Message{demoHelp(clusters)}
+		return []chat.Message{demoHelp(clusters)}
 	}
 	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) >= 2 {
 		ns := demoNamespace(fields[1:])
 		if ns == "" {
-			return []bot.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: "warning",
-				Sections: []bot.Section{{Text: "Every demo scenario runs in its own cluster and namespace; /help lists them."}}}}
+			return []chat.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: chat.SeverityWarning,
+				Sections: []chat.Section{{Text: "Every demo scenario runs in its own cluster and namespace; /help lists them."}}}}
 		}
 		c := clusterFor(clusters, ns)
 		if c == nil {
-			return []bot.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: "warning",
-				Sections: []bot.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
+			return []chat.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: chat.SeverityWarning,
+				Sections: []chat.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
 		}
 		line += " --cluster " + c.scenario.Name
 	}
@@ -319,15 +322,15 @@ func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
 	return nil
 }
 
-func demoHelp(clusters []*demoCluster) bot.Message {
-	t := &bot.Table{Columns: []string{"TRY", "EXPECTED"}}
+func demoHelp(clusters []*demoCluster) chat.Message {
+	t := &chat.Table{Columns: []string{"TRY", "EXPECTED"}}
 	for _, c := range clusters {
 		t.Rows = append(t.Rows, []string{demoQuestion(c.scenario), c.scenario.Expected.Code})
 	}
-	return bot.Message{
+	return chat.Message{
 		Title:    "whypending demo: local clusters with stuck pods",
-		Severity: "info",
-		Sections: []bot.Section{
+		Severity: chat.SeverityInfo,
+		Sections: []chat.Section{
 			{Text: "Each scenario runs in its own local control plane. Ask about any pod; /quit leaves."},
 			{Table: t},
 			{Heading: "Repairs behind approval", Lines: []string{

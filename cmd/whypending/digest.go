@@ -11,7 +11,10 @@ import (
 
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 )
 
 // newDigestCommand is `whypending digest`: one cluster's IPAM digest on stdout, the message
@@ -36,16 +39,16 @@ that the cluster is clean.`,
 			}
 			cl, err := calico.NewClient(cmd.Context(), cfg)
 			if err != nil {
-				return apiError(cfg.Host, err)
+				return fleet.APIError(cfg.Host, err)
 			}
 			if name == "" {
 				name = kube.clusterName(cfg.Host)
 			}
-			m, err := bot.CollectDigest(cmd.Context(), name, cl, time.Now())
+			r, err := digest.Collect(cmd.Context(), name, cl, time.Now())
 			if err != nil {
-				return apiError(cfg.Host, err)
+				return fleet.APIError(cfg.Host, err)
 			}
-			return console.Render(cmd.OutOrStdout(), m)
+			return console.Render(cmd.OutOrStdout(), bot.RenderDigest(r))
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the cluster name shown in the digest (default: the kubeconfig context, else the server)")
@@ -69,22 +72,30 @@ func (f *kubeFlags) clusterName(host string) string {
 // among the replicas with a Lease in the store namespace of storeCluster (it waits until that
 // cluster's kubeconfig loads; while its API server is down no replica can lead, so no digest
 // is posted). With the memory store (one replica) there is no election.
-func runDigestSchedule(ctx context.Context, cfg *bot.Config, clusters []*bot.Cluster, poster bot.ChannelPoster, storeCluster *liveCluster, log *slog.Logger) error {
-	s := &bot.DigestScheduler{
-		Digest:    &bot.Digest{Clusters: clusters, Channels: cfg.Channels.Digest, Poster: poster},
+func runDigestSchedule(ctx context.Context, cfg *Config, clusters []*bot.Cluster, poster chat.ChannelPoster, storeCluster *fleet.Cluster, log *slog.Logger) error {
+	job := &digest.Job{Channels: cfg.Channels.Digest, Poster: poster, Render: bot.RenderDigest}
+	for _, c := range clusters {
+		dc := digest.Cluster{Name: c.Name, Health: c.Health}
+		if c.IPAM != nil {
+			dc.IPAM = c.IPAM
+		}
+		job.Clusters = append(job.Clusters, dc)
+	}
+	s := &digest.Scheduler{
+		Job:       job,
 		Schedule:  cfg.Digest.Schedule,
 		Timezone:  cfg.Digest.Timezone,
 		Namespace: cfg.Store.Namespace,
 		Log:       log,
 	}
 	if storeCluster != nil {
-		restCfg, err := storeCluster.waitConfig(ctx)
+		restCfg, err := storeCluster.WaitConfig(ctx)
 		if err != nil {
 			return nil // ctx done
 		}
 		client, err := kubernetes.NewForConfig(restCfg)
 		if err != nil {
-			return fmt.Errorf("digest lease cluster %s: %w", storeCluster.cc.Name, err)
+			return fmt.Errorf("digest lease cluster %s: %w", storeCluster.Name(), err)
 		}
 		s.Leases = client.CoordinationV1()
 	}

@@ -4,12 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
 func TestDigestCommand(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 
 	code, out, errOut := runCLI(t, "digest", "--kubeconfig", c.KubeconfigPath, "--name", "prod-eu")
 	if code != 0 {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -42,8 +43,8 @@ func mustRunIPAM(t *testing.T, kubeconfig string, args ...string) string {
 }
 
 func TestIPAMCheckReleaseLocked(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	kc := c.KubeconfigPath
 
 	report := filepath.Join(t.TempDir(), "report.json")
@@ -100,8 +101,8 @@ func TestIPAMCheckReleaseLocked(t *testing.T) {
 // TestIPAMReleaseIPsWithHandles runs release-ips, whose leaked IPs and leaked handles are two
 // kinds of repair, as one release: one plan summary, one datastore lock, one check afterwards.
 func TestIPAMReleaseIPsWithHandles(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	kc := c.KubeconfigPath
 	// A handle no block references, seconds old: maybe an allocation in flight, so kept.
 	const young = "k8s-pod-network.0000cafe"
@@ -147,8 +148,8 @@ func TestIPAMReleaseIPsWithHandles(t *testing.T) {
 }
 
 func TestIPAMReleaseFromReport(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	report := filepath.Join(t.TempDir(), "report.json")
 	mustRunIPAM(t, c.KubeconfigPath, "check", "-o", report)
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-ips", "--from-report", report, "--yes")
@@ -161,8 +162,8 @@ func TestIPAMReleaseFromReport(t *testing.T) {
 }
 
 func TestIPAMReleaseBlocks(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-block-limit"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-block-limit"))
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty")
 	if !strings.Contains(out, "Plan: release 1 empty IPAM block on ") || !strings.Contains(out, "\n  172.24.10.64/26  worker-1\n") || !strings.Contains(out, "Dry run") {
 		t.Errorf("plan:\n%s", out)
@@ -190,8 +191,8 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 }
 
 func TestIPAMLockUnlock(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	kc := c.KubeconfigPath
 	cl := calicoClient(t, c)
 

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/whypending/whypending"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // runCLI runs the CLI in-process and returns its exit code, stdout and stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -23,8 +24,8 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestWhyPendingAgainstRealCluster(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
-	s := testenv.LoadT(t, c, "seed-frontend-cpu")
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
+	s := testcluster.Load(t, c, "seed-frontend-cpu")
 	ns, name, _ := strings.Cut(s.Expected.Pod, "/")
 	if err := c.WaitForScheduler(t.Context(), ns, name); err != nil {
 		t.Fatal(err)

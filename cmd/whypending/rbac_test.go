@@ -23,8 +23,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -301,7 +302,7 @@ func startRBACCluster(t *testing.T, dir, policyFile string, bots bool) *rbacClus
 		crds = append(crds, filepath.Join(chartDir, "crds"))
 	}
 	e.c = startChartCluster(t, opts, crds...)
-	testenv.LoadT(t, e.c, dir)
+	testcluster.Load(t, e.c, dir)
 	ctx := t.Context()
 	for _, r := range []*chartRelease{rwRelease, roRelease} {
 		createNamespace(t, e.c, r.namespace)
@@ -470,11 +471,11 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 		for _, tc := range []struct {
 			r     *chartRelease
 			node  string
-			state bot.State
+			state approval.State
 			title string
 		}{
-			{roRelease, "worker-2", bot.StateFailed, "Failed: "},
-			{rwRelease, "worker-1", bot.StateSucceeded, "Done: "},
+			{roRelease, "worker-2", approval.StateFailed, "Failed: "},
+			{rwRelease, "worker-1", approval.StateSucceeded, "Done: "},
 		} {
 			client := e.serve(t, tc.r, slack)
 			path := client.command(t, "U0ALICE", "/why-pending", e.scenario.Expected.Pod)
@@ -488,7 +489,7 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 			client.command(t, "U0ALICE", "/ipam", "release-ips --node "+tc.node)
 			msg, approve := slack.plan(t, seen)
 			client.click(t, "U0BOB", msg.TS, approve)
-			rr := e.c.Dynamic.Resource(bot.RemediationRequestGVR).Namespace(tc.r.namespace)
+			rr := e.c.Dynamic.Resource(approval.RemediationRequestGVR).Namespace(tc.r.namespace)
 			var state string
 			waitUntil(t, 90*time.Second, "the plan to finish", func() bool {
 				o, err := rr.Get(ctx, approve.Value, metav1.GetOptions{})
@@ -496,7 +497,7 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 					return false
 				}
 				state, _, _ = unstructured.NestedString(o.Object, "status", "state")
-				return state == string(bot.StateSucceeded) || state == string(bot.StateFailed)
+				return state == string(approval.StateSucceeded) || state == string(approval.StateFailed)
 			})
 			if state != string(tc.state) {
 				t.Errorf("%s: RemediationRequest %s state = %s, want %s", tc.r.name, approve.Value, state, tc.state)

@@ -26,9 +26,9 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
-	"github.com/whypending/whypending/calico"
-	"github.com/whypending/whypending/triage"
-	"github.com/whypending/whypending/triage/collect"
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 )
 
 // sweepEvery is how often pending plans past their expiry are marked Expired, Running plans
@@ -85,19 +85,19 @@ func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
 // runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
 // listener's address once it accepts connections (tests).
 func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
-	cfg, err := bot.LoadConfig(configPath)
+	cfg, err := LoadConfig(configPath)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	setGoMemLimit(log, memlimit.FromCgroup)
-	var secrets bot.SlackSecrets
+	var secrets SlackSecrets
 	if cfg.SlackEnabled() {
 		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
-	var discordSecrets bot.DiscordSecrets
+	var discordSecrets DiscordSecrets
 	if cfg.DiscordEnabled() {
 		if discordSecrets, err = cfg.ResolveDiscord(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
@@ -108,28 +108,45 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := bot.NewMetrics(reg)
 
-	lock := lockSettings{policy: actions.LockPolicy(cfg.Lock.Policy), ttl: cfg.Lock.MaxDuration.Duration,
-		owner: "whypending-bot:" + cfg.Store.Namespace}
+	lock := fleet.Lock{Policy: actions.LockPolicy(cfg.Lock.Policy), TTL: cfg.Lock.MaxDuration.Duration,
+		Owner: "whypending-bot:" + cfg.Store.Namespace}
 	// Clusters connect in the background and reconnect after an outage: one that is down or
-	// misconfigured does not stop the others (see liveCluster).
-	cctx, stopClusters := context.WithCancel(ctx)
-	cs := startClusters(cctx, cfg, lock, defaultConnTiming, log)
-	defer cs.wait()
-	defer stopClusters()
-	metrics.ReportCaches(cs.cacheStats)
-	clusters := cs.botClusters()
-	checks := cs.readyChecks()
-	var store bot.Store
-	if cs.store != nil {
-		s := liveStore{l: cs.store}
-		store = s
-		checks = append(checks, bot.ReadyCheck{Name: "store", Check: s.Ping})
+	// misconfigured does not stop the others (see fleet.Cluster).
+	var (
+		live      []*fleet.Cluster
+		clusters  []*bot.Cluster
+		checks    []bot.ReadyCheck
+		store     approval.Store
+		liveStore *crdStore // the approval store on the store cluster (kubernetes backend), else nil
+	)
+	for _, cc := range cfg.Clusters {
+		o := fleet.Options{Name: cc.Name, Config: func() (*rest.Config, error) { return clusterConfig(cc) }, Lock: lock, Log: log}
+		var s *crdStore
+		if cfg.Store.Backend == "kubernetes" && cc.Name == cfg.Store.Cluster {
+			s = &crdStore{namespace: cfg.Store.Namespace}
+			o.Check = s.check
+		}
+		c := fleet.New(o)
+		if s != nil {
+			s.cluster, store, liveStore = c, s, s
+		}
+		live = append(live, c)
+		clusters = append(clusters, botCluster(c, cc.Namespace))
+		checks = append(checks, bot.ReadyCheck{Name: "cluster " + cc.Name, Group: "clusters", Check: c.Ready})
+	}
+	if liveStore != nil {
+		checks = append(checks, bot.ReadyCheck{Name: "store", Check: liveStore.Ping})
 	}
 	if cfg.Store.Backend == "memory" {
 		log.Warn("approval records are kept in memory: lost on restart, and only safe with one replica")
-		store = bot.NewMemoryStore()
+		store = approval.NewMemoryStore()
 	}
-	cs.waitFirstAttempts(ctx, defaultConnTiming.firstAttempts)
+	cctx, stopClusters := context.WithCancel(ctx)
+	fl := fleet.Start(cctx, live)
+	defer fl.Wait()
+	defer stopClusters()
+	metrics.ReportCaches(fl.CacheStats)
+	fl.WaitFirstAttempts(ctx, fleet.DefaultTiming.FirstAttempts)
 
 	opts := []slackgo.Option{slackgo.OptionHTTPClient(&http.Client{Timeout: 15 * time.Second})}
 	if cfg.Slack.APIURL != "" {
@@ -146,13 +163,13 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	}
 	b := bot.New(bot.Options{
 		Clusters: clusters, Store: store, Policy: cfg.Policy(),
-		Directories: map[string]bot.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+		Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
 	})
-	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics, Log: log})
+	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
 	server := bot.NewServer(reg, log, checks...)
-	platforms := bot.Platforms{}
+	platforms := chat.Platforms{}
 	if cfg.SlackEnabled() {
 		platforms["slack"] = adapter
 		if cfg.Slack.Mode == "http" {
@@ -194,10 +211,10 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		}
 	}
 	if cfg.Digest.Schedule != "" {
-		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, cs.store, log) })
+		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
 	}
 	g.Go(func() error {
-		b.Approvals().RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *bot.Approval, m bot.Message) {
+		b.RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *approval.Record, m chat.Message) {
 			if a.MessageRef == "" {
 				return
 			}
@@ -221,7 +238,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 
 // clusterConfig builds the REST config of one configured cluster: the in-cluster config, or
 // kubectl's loading rules with the configured kubeconfig and context.
-func clusterConfig(cc bot.ClusterConfig) (*rest.Config, error) {
+func clusterConfig(cc ClusterConfig) (*rest.Config, error) {
 	if cc.InCluster {
 		cfg, err := rest.InClusterConfig()
 		if err != nil {
@@ -240,59 +257,7 @@ func clusterConfig(cc bot.ClusterConfig) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// lockSettings is how a cluster's repairs use the Calico datastore lock.
-type lockSettings struct {
-	policy actions.LockPolicy
-	ttl    time.Duration
-	owner  string
-}
-
-// wireCluster makes the bot's view of one cluster: /why-pending through collector, and, when
-// Calico is installed, /ipam and repairs through calico/ and actions/ (recovering a datastore
-// lock an earlier run of this owner left behind). A cluster without Calico still answers
-// /why-pending. serve and demo share it.
-//
-// With a cached collector (serve), Calico IPAM is read from a calico.Cache that shares the
-// collector's pods and nodes: /ipam check, /ipam blocks, the digest and diagnoses answer from
-// it (bot.Cluster.IPAM is the *calico.Cache), and wireCluster waits until it has synced (bound
-// it with ctx). Plans and repairs always read and write live through the *calico.Client.
-func wireCluster(ctx context.Context, name, namespace string, restCfg *rest.Config, collector *collect.Collector, lock lockSettings, log *slog.Logger) (*bot.Cluster, error) {
-	collector.WithCalico(restCfg)
-	c := &bot.Cluster{
-		Name:      name,
-		Namespace: namespace,
-		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, pod string) (*triage.Diagnosis, error) {
-			return collect.Diagnose(ctx, collector, ns, pod)
-		}),
-		Answerer: bot.AnswererFunc(func(ctx context.Context, t triage.Target) (*triage.Answer, error) {
-			return collect.Answer(ctx, collector, t)
-		}),
-	}
-	ipam, err := calico.NewClient(ctx, restCfg)
-	if errors.Is(err, calico.ErrCalicoNotInstalled) {
-		log.Warn("calico is not installed: /ipam is off for this cluster", slog.String("cluster", name))
-		return c, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("connect to calico: %w", err)
-	}
-	if recovered, err := ipam.RecoverLocks(ctx, lock.owner); err != nil {
-		log.Warn("recover datastore lock", slog.String("cluster", name), slog.Any("err", err))
-	} else if recovered {
-		log.Warn("unlocked a calico datastore lock an earlier run left behind", slog.String("cluster", name))
-	}
-	runner := &actions.Runner{Cluster: name, IPAM: ipam, LockPolicy: lock.policy, LockTTL: lock.ttl, LockOwner: lock.owner}
-	c.IPAM, c.Planner, c.Executor = ipam, runner, runner
-	users := collector.AddressUsers()
-	if users == nil {
-		collector.WithIPAM(ipam)
-		return c, nil
-	}
-	cache := calico.NewCache(ctx, ipam, users)
-	if err := cache.WaitForSync(ctx); err != nil {
-		return nil, err
-	}
-	collector.WithIPAM(cache)
-	c.IPAM = cache
-	return c, nil
+// botCluster is the bot's view of c: c answers every call, through its current connection.
+func botCluster(c *fleet.Cluster, namespace string) *bot.Cluster {
+	return &bot.Cluster{Name: c.Name(), Namespace: namespace, Answerer: c, IPAM: c, Planner: c, Executor: c, Health: c.Health}
 }

@@ -7,12 +7,13 @@ import (
 
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // startDiscord builds the Discord adapter the config describes and registers its commands
 // (per configured guild, or globally), so a wrong token or application ID stops serve at
 // start-up with the reason.
-func startDiscord(ctx context.Context, cfg *bot.Config, secrets bot.DiscordSecrets, core bot.Core, metrics *bot.Metrics, log *slog.Logger) (*discord.Adapter, error) {
+func startDiscord(ctx context.Context, cfg *Config, secrets DiscordSecrets, core chat.Core, metrics *bot.Metrics, log *slog.Logger) (*discord.Adapter, error) {
 	session, err := discord.NewSession(secrets.BotToken, cfg.Discord.APIURL, nil)
 	if err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func startDiscord(ctx context.Context, cfg *bot.Config, secrets bot.DiscordSecre
 	}
 	a := discord.New(discord.Options{
 		Core: core, Session: session, ApplicationID: cfg.Discord.ApplicationID, PublicKey: secrets.PublicKey,
-		Guilds: cfg.Discord.Guilds, Clusters: names, Metrics: metrics, Log: log,
+		Guilds: cfg.Discord.Guilds, Clusters: names, Metrics: metrics.Adapters, Log: log,
 	})
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

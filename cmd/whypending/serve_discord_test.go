@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -29,8 +30,8 @@ import (
 // answer is edited into the deferred response, and a signed Slack command on the same
 // listener is answered too.
 func TestServeSlackAndDiscordTogether(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 
 	// Discord's REST API: command registration and the edit of the deferred response.
 	const appID, guildID, channelID, token = "1100000000000000001", "1200000000000000001", "1300000000000000001", "discord-serve-test-token"

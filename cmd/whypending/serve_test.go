@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -169,8 +170,8 @@ func installStore(t *testing.T, c *testenv.Cluster, ns string) {
 }
 
 func TestServeAnswersSignedCommands(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-ipam-leaked")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
 	installStore(t, c, "whypending")
 	s := startServe(t, fmt.Sprintf(`listen: 127.0.0.1:0
 clusters:
@@ -237,11 +238,11 @@ store: {backend: memory}
 // one API server stopped. serve starts, answers for the live one, names the dead one, and
 // answers for it again after its API server is back, without a restart.
 func TestServeSurvivesADownCluster(t *testing.T) {
-	live := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, live, "seed-crash-app")
+	live := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, live, "seed-crash-app")
 	installStore(t, live, "") // the namespace comes later: readiness must name it
-	dead := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, dead, "seed-web-test")
+	dead := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, dead, "seed-web-test")
 	if err := dead.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}

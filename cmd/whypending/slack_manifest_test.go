@@ -20,6 +20,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 )
 
 // slackScopes maps each Slack Web API method the bot calls to the bot scope it needs. A method
@@ -78,7 +79,7 @@ func TestSlackAppManifest(t *testing.T) {
 	}
 	server := bot.NewServer(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	slack.New(slack.Options{Core: b, API: slackgo.New("xoxb-unused"), SigningSecret: "unused",
-		Log: slog.New(slog.DiscardHandler), Metrics: bot.NewMetrics(prometheus.NewRegistry())}).Mount(server)
+		Log: slog.New(slog.DiscardHandler), Metrics: chat.NewMetrics(prometheus.NewRegistry())}).Mount(server)
 	// serves says whether the adapter serves POST path: an unsigned request is refused with 401
 	// by a served route and 404 by the mux otherwise.
 	serves := func(path string) bool {

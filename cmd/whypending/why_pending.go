@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
@@ -77,7 +75,7 @@ workload or namespace (the answer lists the closest names).`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "error: %v (kubectl get namespaces lists them)\n", missing)
 				return exitError{code: exitPodNotFound}
 			case err != nil:
-				return apiError(cfg.Host, err)
+				return fleet.APIError(cfg.Host, err)
 			}
 			if output == "json" {
 				for _, n := range a.Notes {
@@ -89,7 +87,7 @@ workload or namespace (the answer lists the closest names).`,
 					return err
 				}
 			} else {
-				m := bot.AnswerMessage(a)
+				m := bot.AnswerMessage(a, "")
 				m.Buttons = nil // nothing to press in a shell; the fix lists the whypending ipam commands
 				if err := console.Render(cmd.OutOrStdout(), m); err != nil {
 					return err
@@ -104,23 +102,4 @@ workload or namespace (the answer lists the closest names).`,
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (a pod's Diagnosis, a workload's WorkloadDiagnosis or a namespace's NamespaceDiagnosis; findings[0].code is the primary cause)")
 	cmd.Flags().BoolVar(&all, "all", false, "every stuck pod and failing workload of the namespace, grouped by cause")
 	return cmd
-}
-
-// apiError turns a failed API call into one line naming the server, without a stack of
-// wrapped errors: "cannot reach the Kubernetes API server at https://…: connection refused".
-func apiError(host string, err error) error {
-	var urlErr *url.Error
-	var opErr *net.OpError
-	switch {
-	case errors.As(err, &opErr):
-		cause := opErr.Err.Error()
-		if i := strings.LastIndex(cause, ": "); i >= 0 {
-			cause = cause[i+2:]
-		}
-		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %s", host, cause)
-	case errors.As(err, &urlErr):
-		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %v", host, urlErr.Err)
-	default:
-		return fmt.Errorf("ask the Kubernetes API server at %s: %w", host, err)
-	}
 }

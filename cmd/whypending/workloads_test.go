@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -17,8 +18,8 @@ import (
 // scheduler): TYPE/NAME, the bare name, the stable -o json shape, --all, a namespace named like
 // a kind, and an unknown workload.
 func TestWhyPendingWorkloads(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
-	s := testenv.LoadT(t, c, "workload-grouped")
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
+	s := testcluster.Load(t, c, "workload-grouped")
 	pns, pod, _ := strings.Cut(s.Expected.Pod, "/")
 	if err := c.WaitForScheduler(t.Context(), pns, pod); err != nil {
 		t.Fatal(err)

@@ -26,9 +26,12 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
-	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
 
@@ -43,23 +46,23 @@ const (
 var QuietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Env is a real control plane with a scenario loaded, the RemediationRequest CRD and its
-// namespace, the Calico client and a triage collector.
+// namespace, the Calico client, and the cluster wired as serve wires it (fleet.Wire).
 type Env struct {
 	Cluster *testenv.Cluster
 	Calico  *calico.Client
-	Store   *bot.CRDStore
+	Store   *approval.CRDStore
 	// Runs counts executions of approved plans across every BotCluster.
 	Runs atomic.Int32
 
-	collector *collect.Collector
+	fleet *fleet.Cluster // answers /why-pending
 }
 
 // Start starts a cluster, loads scenario and installs the store; cached uses triage's
 // informer-backed collector, as serve does.
 func Start(t testing.TB, scenario string, cached bool) *Env {
 	t.Helper()
-	e := &Env{Cluster: testenv.StartT(t, testenv.Options{})}
-	testenv.LoadT(t, e.Cluster, scenario)
+	e := &Env{Cluster: testcluster.Start(t, testenv.Options{})}
+	testcluster.Load(t, e.Cluster, scenario)
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -75,37 +78,41 @@ func Start(t testing.TB, scenario string, cached bool) *Env {
 	if e.Calico, err = calico.NewClient(ctx, e.Cluster.Config); err != nil {
 		t.Fatal(err)
 	}
-	e.Store = bot.NewCRDStore(e.Cluster.Dynamic, StoreNamespace)
-	e.collector = collect.New(e.Cluster.Client)
+	e.Store = approval.NewCRDStore(e.Cluster.Dynamic, StoreNamespace)
+	collector := collect.New(e.Cluster.Client)
+	wctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	if cached {
-		cctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		if e.collector, err = collect.NewCached(cctx, e.Cluster.Client); err != nil {
+		if collector, err = collect.NewCached(wctx, e.Cluster.Client); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.collector.WithCalico(e.Cluster.Config)
+	// The answers go through fleet, as serve's do: collect.Answer over the collector, with
+	// Calico IPAM from the collector's caches when it is cached.
+	if e.fleet, err = fleet.Wire(wctx, ClusterName, e.Cluster.Config, collector, lock, QuietLog); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
-// BotCluster is the cluster as one bot replica sees it: the shared collector and Calico
-// client, and a runner of its own (locking the datastore while it writes) whose executions
-// count in Runs.
+// lock is how the test cluster's repairs use the datastore lock: always locked while writing.
+var lock = fleet.Lock{Policy: actions.LockAlways, TTL: time.Minute, Owner: "whypending-e2e"}
+
+// BotCluster is the cluster as one bot replica sees it: /why-pending answered by the shared
+// fleet.Cluster (serve's path), /ipam by the Calico client, and a runner of its own (locking
+// the datastore while it writes) whose executions count in Runs.
 func (e *Env) BotCluster() *bot.Cluster {
-	runner := &actions.Runner{Cluster: ClusterName, IPAM: e.Calico, LockPolicy: actions.LockAlways,
-		LockTTL: time.Minute, LockOwner: "whypending-e2e"}
+	runner := &actions.Runner{Cluster: ClusterName, IPAM: e.Calico, LockPolicy: lock.Policy,
+		LockTTL: lock.TTL, LockOwner: lock.Owner}
 	return &bot.Cluster{
-		Name: ClusterName,
-		Diagnoser: bot.DiagnoserFunc(func(ctx context.Context, ns, name string) (*triage.Diagnosis, error) {
-			return collect.Diagnose(ctx, e.collector, ns, name)
-		}),
+		Name: ClusterName, Answerer: e.fleet,
 		IPAM: e.Calico, Planner: runner, Executor: countingExecutor{runner, &e.Runs},
 	}
 }
 
 // countingExecutor counts executions of approved plans.
 type countingExecutor struct {
-	bot.Executor
+	approval.Executor
 	runs *atomic.Int32
 }
 
@@ -115,7 +122,7 @@ func (c countingExecutor) Execute(ctx context.Context, ap actions.Approved) (act
 }
 
 // Record reads an approval record from the store.
-func (e *Env) Record(t testing.TB, id string) *bot.Approval {
+func (e *Env) Record(t testing.TB, id string) *approval.Record {
 	t.Helper()
 	a, err := e.Store.Get(context.Background(), id)
 	if err != nil {
@@ -149,7 +156,7 @@ func (e *Env) Pods(t testing.TB, namespace string) []string {
 }
 
 // AuditEvents lists a record's audit events in order.
-func AuditEvents(a *bot.Approval) []string {
+func AuditEvents(a *approval.Record) []string {
 	var out []string
 	for _, r := range a.History {
 		out = append(out, string(r.Event))
@@ -195,7 +202,7 @@ func BurstMetrics(b *testing.B, acks, followUps []time.Duration) {
 	b.ReportMetric(ms(Percentile(followUps, 0.99)), "followup-p99-ms")
 }
 
-// RecordingCore is a bot.Core for adapter tests: it answers every command with its words
+// RecordingCore is a chat.Core for adapter tests: it answers every command with its words
 // ("answer to /ipam check --cluster prod"), every click with the notice "clicked", and
 // records what it got. Block, when set, holds commands until closed.
 type RecordingCore struct {
@@ -203,14 +210,14 @@ type RecordingCore struct {
 	Block            chan struct{}
 
 	mu    sync.Mutex
-	req   bot.Request
-	click bot.Click
+	req   chat.Request
+	click chat.Click
 }
 
-var _ bot.Core = (*RecordingCore)(nil)
+var _ chat.Core = (*RecordingCore)(nil)
 
-// Command implements bot.Core.
-func (c *RecordingCore) Command(_ context.Context, req bot.Request) bot.Reply {
+// Command implements chat.Core.
+func (c *RecordingCore) Command(_ context.Context, req chat.Request) chat.Reply {
 	if c.Block != nil {
 		<-c.Block
 	}
@@ -218,23 +225,23 @@ func (c *RecordingCore) Command(_ context.Context, req bot.Request) bot.Reply {
 	c.req = req
 	c.mu.Unlock()
 	c.Commands.Add(1)
-	return bot.Reply{Message: bot.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
+	return chat.Reply{Message: chat.Message{Title: "answer to /" + req.Command + " " + strings.Join(req.Args, " ")}, Public: true}
 }
 
-// Click implements bot.Core.
-func (c *RecordingCore) Click(_ context.Context, click bot.Click, _ func(context.Context, bot.Message)) bot.Outcome {
+// Click implements chat.Core.
+func (c *RecordingCore) Click(_ context.Context, click chat.Click, _ func(context.Context, chat.Message)) chat.Outcome {
 	c.mu.Lock()
 	c.click = click
 	c.mu.Unlock()
 	c.Clicks.Add(1)
-	return bot.Outcome{Notice: "clicked"}
+	return chat.Outcome{Notice: "clicked"}
 }
 
-// Attach implements bot.Core.
+// Attach implements chat.Core.
 func (c *RecordingCore) Attach(context.Context, string, string) error { return nil }
 
 // Last returns the last command and click the core got.
-func (c *RecordingCore) Last() (bot.Request, bot.Click) {
+func (c *RecordingCore) Last() (chat.Request, chat.Click) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.req, c.click
@@ -242,7 +249,7 @@ func (c *RecordingCore) Last() (bot.Request, bot.Click) {
 
 // Adapter is a chat adapter in HTTP mode.
 type Adapter interface {
-	Mount(s *bot.Server)
+	Mount(s chat.Mux)
 	Run(ctx context.Context) error
 }
 

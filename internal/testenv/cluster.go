@@ -28,6 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/whypending/whypending"
+	"github.com/whypending/whypending/internal/clock"
 )
 
 // Options configures Start.
@@ -430,7 +431,7 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		if err = waitHTTP(ctx, p, httpClient, c.server+"/readyz", apiserverReady); err == nil || !p.exited() || ctx.Err() != nil {
 			break
 		}
-		if serr := sleep(ctx, time.Second); serr != nil {
+		if serr := clock.Sleep(ctx, time.Second); serr != nil {
 			return serr
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/whypending/whypending/internal/clock"
 )
 
 // WorkloadControllers are the kube-controller-manager controllers Options.ControllerManager
@@ -94,7 +96,7 @@ func (c *Cluster) waitServiceAccount(ctx context.Context, namespace, name string
 		case !apierrors.IsNotFound(err) && ctx.Err() == nil:
 			return fmt.Errorf("wait for serviceaccount %s/%s: %w", namespace, name, err)
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("wait for serviceaccount %s/%s: %w", namespace, name, err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/whypending/whypending/internal/clock"
 )
 
 // TestControllerManagerCreatesPods starts a cluster with the workload controllers and checks
@@ -16,7 +18,7 @@ import (
 // ReplicaSet the Deployment controls, the replicaset controller makes the pods (with their
 // ServiceAccount injected by the admission plugin, which is on) and records SuccessfulCreate.
 func TestControllerManagerCreatesPods(t *testing.T) {
-	c := StartT(t, Options{ControllerManager: true})
+	c := startT(t, Options{ControllerManager: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	if !c.ControllerManagerRunning() {
@@ -45,7 +47,7 @@ func TestControllerManagerCreatesPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		pods = list.Items
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 200*time.Millisecond); err != nil {
 			t.Fatalf("pods of Deployment web = %d, want 2: %v\nkube-controller-manager log:\n%s", len(pods), err, c.LogTail("kube-controller-manager", 30))
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/whypending/whypending/internal/clock"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -73,7 +75,7 @@ func (c *Cluster) createCRDs(ctx context.Context, crds []*unstructured.Unstructu
 			if time.Now().After(deadline) {
 				return fmt.Errorf("wait for crd %s: not established after 30s", crd.GetName())
 			}
-			if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			if err := clock.Sleep(ctx, 20*time.Millisecond); err != nil {
 				return fmt.Errorf("wait for crd %s: %w", crd.GetName(), err)
 			}
 		}
@@ -91,7 +93,7 @@ func (c *Cluster) createCRDs(ctx context.Context, crds []*unstructured.Unstructu
 			if time.Now().After(deadline) {
 				return fmt.Errorf("wait for crd %s: not in discovery after 30s", crd.GetName())
 			}
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
 				return fmt.Errorf("wait for crd %s: %w", crd.GetName(), err)
 			}
 		}
@@ -136,16 +138,5 @@ func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 			return nil, fmt.Errorf("decode document %d: %w", i, err)
 		}
 		objs = append(objs, u)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

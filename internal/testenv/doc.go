@@ -15,11 +15,11 @@
 //
 // # Use in tests
 //
-//	func TestMain(m *testing.M) { testenv.Main(m) }
+//	func TestMain(m *testing.M) { testcluster.Main(m) }
 //
 //	func TestX(t *testing.T) {
-//		c := testenv.StartT(t, testenv.Options{Scheduler: true})
-//		s := testenv.LoadT(t, c, "seed-nginx-taint")
+//		c := testcluster.Start(t, testenv.Options{Scheduler: true})
+//		s := testcluster.Load(t, c, "seed-nginx-taint")
 //		ns, name, _ := strings.Cut(s.Expected.Pod, "/")
 //		if err := c.WaitForScheduler(t.Context(), ns, name); err != nil {
 //			t.Fatal(err)

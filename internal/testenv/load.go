@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/whypending/whypending/internal/clock"
 )
 
 // loadParallelism bounds concurrent requests within one load group.
@@ -561,7 +563,7 @@ func (c *Cluster) WaitForScheduler(ctx context.Context, namespace, name string) 
 		if len(evs) > 0 {
 			return nil
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("wait for scheduler on pod %s/%s: %w", namespace, name, err)
 		}
 	}

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestMain(m *testing.M) { Main(m) }
-
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := RepoRoot()
@@ -30,7 +28,7 @@ func repoRoot(t *testing.T) string {
 }
 
 func TestStartServesVersionAndCalicoCRDs(t *testing.T) {
-	c := StartT(t, Options{})
+	c := startT(t, Options{})
 	t.Logf("cluster start: %s", c.StartupTime)
 	v, err := c.Client.Discovery().ServerVersion()
 	if err != nil {
@@ -148,7 +146,7 @@ func TestLoadScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := StartT(t, Options{})
+			c := startT(t, Options{})
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			begin := time.Now()
@@ -422,7 +420,7 @@ func TestLoadEdgeCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := StartT(t, Options{Scheduler: true})
+	c := startT(t, Options{Scheduler: true})
 	ctx := t.Context()
 	loadStart := time.Now()
 	if err := c.Load(ctx, s); err != nil {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -114,7 +115,7 @@ func BenchmarkDiagnose(b *testing.B) {
 // benchCluster starts the benchmark's control plane and returns it with a client fast enough to
 // fill it (5,000 QPS).
 func benchCluster(b *testing.B) (*testenv.Cluster, kubernetes.Interface) {
-	c := testenv.StartT(b, testenv.Options{})
+	c := testcluster.Start(b, testenv.Options{})
 	cfg := rest.CopyConfig(c.Config)
 	cfg.QPS, cfg.Burst = 5000, 10000
 	loader, err := kubernetes.NewForConfig(cfg)

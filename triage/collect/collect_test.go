@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -171,8 +172,8 @@ func (rc *requestLog) take() []string {
 // (pod, events ×2, nodes, bound pods, /version), the two agree on every finding, and the merged
 // events hold each event once.
 func TestCollectorRequestBudget(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
-	testenv.LoadT(t, c, "seed-frontend-cpu")
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
+	testcluster.Load(t, c, "seed-frontend-cpu")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	if err := c.WaitForScheduler(ctx, "seed-frontend-cpu", "frontend"); err != nil {
@@ -225,8 +226,8 @@ func TestCollectorRequestBudget(t *testing.T) {
 // TestDiagnosePodNotFound asks for a misspelled pod and expects pod-not-found with the real
 // pod among the suggestions, from both backends.
 func TestDiagnosePodNotFound(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
-	testenv.LoadT(t, c, "seed-frontend-cpu")
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-frontend-cpu")
 	ctx := t.Context()
 	cc, err := NewCached(ctx, c.Client)
 	if err != nil {

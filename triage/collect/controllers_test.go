@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -27,7 +28,7 @@ import (
 // the quota status are the controllers' own. No kubelet runs, so the test plays one for the
 // pods the scheduler binds (Running and Ready).
 func TestWorkloadsWithRealControllers(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{Scheduler: true, ControllerManager: true})
+	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
 	ctx := t.Context()
 	for i := range 3 {
 		createNode(t, c.Client, fmt.Sprintf("node-%d", i+1), "2")

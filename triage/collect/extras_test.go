@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -102,8 +103,8 @@ func TestCollectExtras(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
-			c := testenv.StartT(t, testenv.Options{})
-			sc := testenv.LoadT(t, c, tt.scenario)
+			c := testcluster.Start(t, testenv.Options{})
+			sc := testcluster.Load(t, c, tt.scenario)
 			ns, name, _ := strings.Cut(sc.Expected.Pod, "/")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

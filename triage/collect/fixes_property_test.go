@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
@@ -46,7 +47,7 @@ func TestNodeFixesOnTheRealScheduler(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with WHYPENDING_PROPERTY_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	c := testenv.StartT(t, testenv.Options{Scheduler: true})
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 

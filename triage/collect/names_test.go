@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 // controller manager runs, so there is no kube-root-ca.crt ConfigMap).
 func TestNamesIn(t *testing.T) {
 	t.Parallel()
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}

@@ -16,13 +16,14 @@ import (
 
 	"github.com/whypending/whypending/calico"
 
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
 
 // TestMain stops the shared etcd and removes the control planes' temp dirs after the package's
 // tests (see testenv.Main). It is the triage package's only TestMain.
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // TestScenarios loads every scenario folder under testdata/scenarios and testdata/cases into
 // its own fresh control plane (node names collide across folders), lets the real kube-scheduler
@@ -68,8 +69,8 @@ func TestScenarios(t *testing.T) {
 // runScenario loads one folder into a fresh cluster and checks its diagnosis.
 func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	exp := sc.Expected
-	c := testenv.StartT(t, testenv.Options{Scheduler: !exp.SchedulerMustBeStopped})
-	testenv.LoadT(t, c, dir)
+	c := testcluster.Start(t, testenv.Options{Scheduler: !exp.SchedulerMustBeStopped})
+	testcluster.Load(t, c, dir)
 	ns, name, ok := strings.Cut(exp.Pod, "/")
 	if !ok && exp.Target == "" {
 		t.Fatalf("expected.yaml pod = %q, want namespace/name", exp.Pod)

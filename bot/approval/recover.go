@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -7,22 +7,23 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 )
 
 // RecoverInterrupted finds Running plans whose executing bot process died, and marks each
 // Interrupted. A process is dead when it ran on this host and has exited (found at once, at
 // the next start), or when its heartbeat is older than StaleAfter (another replica, a lost
 // node). Before marking a plan, its cluster's Recoverer releases the datastore lock the dead
-// run took and counts what it had done (Approval.Recovery); a plan whose cluster is
+// run took and counts what it had done (Record.Recovery); a plan whose cluster is
 // unavailable now is left Running for a later call. Nothing is executed again. It returns the
 // records it marked, so the caller can update their messages; the error joins one error per
 // plan it could not recover.
-func (ap *Approvals) RecoverInterrupted(ctx context.Context) ([]*Approval, error) {
+func (ap *Workflow) RecoverInterrupted(ctx context.Context) ([]*Record, error) {
 	running, err := ap.store.List(ctx, StateRunning)
 	if err != nil {
 		return nil, fmt.Errorf("list running plans: %w", err)
 	}
-	var out []*Approval
+	var out []*Record
 	var errs []error
 	for _, r := range running {
 		why, dead := ap.dead(r)
@@ -38,7 +39,7 @@ func (ap *Approvals) RecoverInterrupted(ctx context.Context) ([]*Approval, error
 			continue
 		}
 		seen := r.Heartbeat
-		a, err := ap.mutate(ctx, r.Plan.ID, func(a *Approval) error {
+		a, err := ap.mutate(ctx, r.Plan.ID, func(a *Record) error {
 			if a.State != StateRunning || !sameHeartbeat(a.Heartbeat, seen) {
 				return &errStop{} // finished, or renewed meanwhile: alive after all
 			}
@@ -63,7 +64,7 @@ func (ap *Approvals) RecoverInterrupted(ctx context.Context) ([]*Approval, error
 var errRetryLater = errors.New("retry later")
 
 // dead reports whether the process executing the Running plan a is gone, and why.
-func (ap *Approvals) dead(a *Approval) (why string, dead bool) {
+func (ap *Workflow) dead(a *Record) (why string, dead bool) {
 	now := ap.now().UTC()
 	hb := a.Heartbeat
 	if hb == nil {
@@ -88,7 +89,7 @@ func (ap *Approvals) dead(a *Approval) (why string, dead bool) {
 // recoverRun asks the plan's cluster to clean up after the dead run. It returns
 // errRetryLater while the cluster is unavailable; a plan for a cluster this bot does not know
 // (or cannot recover) gets a note instead of a Recovery.
-func (ap *Approvals) recoverRun(ctx context.Context, p actions.Plan) (*actions.Recovery, string, error) {
+func (ap *Workflow) recoverRun(ctx context.Context, p actions.Plan) (*actions.Recovery, string, error) {
 	exec, ok := ap.executors[p.Cluster]
 	if !ok {
 		return nil, fmt.Sprintf("cluster %s is not configured on this bot: the datastore lock and what was done were not checked", p.Cluster), nil
@@ -101,7 +102,7 @@ func (ap *Approvals) recoverRun(ctx context.Context, p actions.Plan) (*actions.R
 		return nil, "", errRetryLater
 	}
 	rec, err := rc.Recover(ctx, p)
-	var ue *UnavailableError
+	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
 		return nil, "", errRetryLater
 	}

@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 )
 
 // RemediationRequestGVR is the RemediationRequest resource (charts/whypending/crds/
@@ -33,7 +34,7 @@ const (
 
 // CRDStore keeps approval records as RemediationRequest objects in one namespace, so
 // `kubectl get remediationrequests` is the audit trail and every bot replica sees the same
-// records. Update is a compare-and-set on metadata.resourceVersion (Approval.Version).
+// records. Update is a compare-and-set on metadata.resourceVersion (Record.Version).
 type CRDStore struct {
 	client    dynamic.Interface
 	namespace string
@@ -56,10 +57,10 @@ func (s *CRDStore) res() dynamic.ResourceInterface {
 // an *UnavailableError saying so by name; anything else (the API server unreachable) is
 // returned wrapped.
 func (s *CRDStore) Ping(ctx context.Context) error {
-	probe := &Approval{
+	probe := &Record{
 		Plan: actions.Plan{ID: "whypending-readyz-probe", Kind: actions.KindUnlockDatastore, Cluster: "readyz",
 			Fingerprint: "0", CreatedAt: time.Unix(0, 0).UTC(), ExpiresAt: time.Unix(0, 0).UTC()},
-		State: StatePending, RequestedBy: Principal{Platform: "readyz", ID: "readyz"},
+		State: StatePending, RequestedBy: chat.Principal{Platform: "readyz", ID: "readyz"},
 	}
 	obj, err := toObject(probe, s.namespace)
 	if err != nil {
@@ -83,20 +84,20 @@ func (s *CRDStore) errorf(verb, id string, err error) error {
 	var st apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err) && errors.As(err, &st) && st.Status().Details != nil && st.Status().Details.Kind == "namespaces":
-		return &UnavailableError{Err: err, Text: fmt.Sprintf(
+		return &chat.UnavailableError{Err: err, Text: fmt.Sprintf(
 			"The approval store is not ready: namespace %q does not exist (create it, or set store.namespace).", s.namespace)}
 	case apierrors.IsNotFound(err) && (errors.As(err, &st) && (st.Status().Details == nil || st.Status().Details.Name == "")):
-		return &UnavailableError{Err: err, Text: "The approval store is not ready: the RemediationRequest CRD " +
+		return &chat.UnavailableError{Err: err, Text: "The approval store is not ready: the RemediationRequest CRD " +
 			RemediationRequestGVR.GroupResource().String() + " is not installed (apply charts/whypending/crds)."}
 	case apierrors.IsForbidden(err):
-		return &UnavailableError{Err: err, Text: fmt.Sprintf(
+		return &chat.UnavailableError{Err: err, Text: fmt.Sprintf(
 			"The approval store is not ready: the bot may not %s RemediationRequests in namespace %q (RBAC).", verb, s.namespace)}
 	}
 	return fmt.Errorf("%s %s in %s: %w", verb, what, s.namespace, err)
 }
 
 // Create implements Store.
-func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
+func (s *CRDStore) Create(ctx context.Context, a *Record) error {
 	obj, err := toObject(a, s.namespace)
 	if err != nil {
 		return err
@@ -110,11 +111,11 @@ func (s *CRDStore) Create(ctx context.Context, a *Approval) error {
 }
 
 // Get implements Store.
-func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
+func (s *CRDStore) Get(ctx context.Context, id string) (*Record, error) {
 	obj, err := s.res().Get(ctx, id, metav1.GetOptions{})
 	if err != nil {
 		err = s.errorf("get", id, err)
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		if apierrors.IsNotFound(err) && !errors.As(err, &ue) {
 			return nil, fmt.Errorf("get remediationrequest %s: %w", id, ErrNotFound)
 		}
@@ -125,7 +126,7 @@ func (s *CRDStore) Get(ctx context.Context, id string) (*Approval, error) {
 
 // Update implements Store. It writes onto the object the record was read from, so labels,
 // annotations and fields the bot does not know survive.
-func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
+func (s *CRDStore) Update(ctx context.Context, a *Record) error {
 	obj, err := toObject(a, s.namespace)
 	if err != nil {
 		return err
@@ -150,7 +151,7 @@ func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 		return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrConflict)
 	case err != nil:
 		err = s.errorf("update", a.Plan.ID, err)
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		if apierrors.IsNotFound(err) && !errors.As(err, &ue) {
 			return fmt.Errorf("update remediationrequest %s: %w", a.Plan.ID, ErrNotFound)
 		}
@@ -161,8 +162,8 @@ func (s *CRDStore) Update(ctx context.Context, a *Approval) error {
 }
 
 // List implements Store (label selector whypending.io/state=<state>).
-func (s *CRDStore) List(ctx context.Context, state State) ([]*Approval, error) {
-	var out []*Approval
+func (s *CRDStore) List(ctx context.Context, state State) ([]*Record, error) {
+	var out []*Record
 	opts := metav1.ListOptions{LabelSelector: LabelState + "=" + string(state), Limit: 500}
 	for {
 		list, err := s.res().List(ctx, opts)
@@ -198,7 +199,7 @@ type rrSpec struct {
 	Total       int            `json:"total"`
 	CreatedAt   time.Time      `json:"createdAt"`
 	ExpiresAt   time.Time      `json:"expiresAt"`
-	RequestedBy Principal      `json:"requestedBy"`
+	RequestedBy chat.Principal `json:"requestedBy"`
 	Channel     string         `json:"channel,omitempty"`
 	Items       []actions.Item `json:"items,omitempty"`
 }
@@ -206,8 +207,8 @@ type rrSpec struct {
 // rrStatus is RemediationRequest.status: decisions, result and history.
 type rrStatus struct {
 	State       State             `json:"state"`
-	ApprovedBy  *Principal        `json:"approvedBy,omitempty"`
-	DeniedBy    *Principal        `json:"deniedBy,omitempty"`
+	ApprovedBy  *chat.Principal   `json:"approvedBy,omitempty"`
+	DeniedBy    *chat.Principal   `json:"deniedBy,omitempty"`
 	DecidedAt   *time.Time        `json:"decidedAt,omitempty"`
 	MessageRef  string            `json:"messageRef,omitempty"`
 	Error       string            `json:"error,omitempty"`
@@ -219,7 +220,7 @@ type rrStatus struct {
 }
 
 // toObject maps an approval record onto a RemediationRequest.
-func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error) {
+func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 	spec := rrSpec{
 		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Blocks: a.Plan.Blocks, AllowLast: a.Plan.AllowLastBlock,
 		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
@@ -260,7 +261,7 @@ func toObject(a *Approval, namespace string) (*unstructured.Unstructured, error)
 }
 
 // fromObject maps a RemediationRequest back onto an approval record.
-func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
+func fromObject(obj *unstructured.Unstructured) (*Record, error) {
 	var spec rrSpec
 	var status rrStatus
 	// The default converter keeps 64-bit integers exact (sequence numbers exceed 2^53).
@@ -274,7 +275,7 @@ func fromObject(obj *unstructured.Unstructured) (*Approval, error) {
 			return nil, fmt.Errorf("decode remediationrequest %s status: %w", obj.GetName(), err)
 		}
 	}
-	a := &Approval{
+	a := &Record{
 		Plan: actions.Plan{
 			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Blocks: spec.Blocks, AllowLastBlock: spec.AllowLast,
 			Items: spec.Items, Total: spec.Total,

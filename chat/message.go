@@ -1,4 +1,4 @@
-package bot
+package chat
 
 // Message is a platform-neutral answer. Adapters render it: Slack as Block Kit, Discord as an
 // embed plus components, the console as text. Every string in a Message is plain text taken
@@ -6,8 +6,8 @@ package bot
 type Message struct {
 	// Title is the headline, e.g. "shop/web-7f9c is Pending: Insufficient cpu".
 	Title string
-	// Severity colours the message: "blocker", "warning", "info" or "ok".
-	Severity string
+	// Severity colours the message.
+	Severity Severity
 	// Sections are paragraphs in order.
 	Sections []Section
 	// Buttons are actions under the message (approve, deny, start a remediation).
@@ -15,6 +15,22 @@ type Message struct {
 	// Footer is small print, e.g. "collected 12:00:03Z · cluster prod-eu".
 	Footer string
 }
+
+// Severity colours a message: Slack's attachment colour, Discord's embed colour, the console's
+// marker.
+type Severity string
+
+// Severities, from the most to the least urgent.
+const (
+	// SeverityBlocker: something is stuck and will not recover by itself.
+	SeverityBlocker Severity = "blocker"
+	// SeverityWarning: something needs attention.
+	SeverityWarning Severity = "warning"
+	// SeverityInfo: nothing to act on.
+	SeverityInfo Severity = "info"
+	// SeverityOK: healthy, or a repair succeeded.
+	SeverityOK Severity = "ok"
+)
 
 // Section is one block of a message: an optional heading, then any of text, key/value fields,
 // a table, a list of lines and a code block, in that order.
@@ -49,11 +65,24 @@ type Button struct {
 	Label string
 	// Value is passed back on click (e.g. the plan ID).
 	Value string
-	// Style is "primary", "danger" or "".
-	Style string
+	// Style is how prominent the button is.
+	Style ButtonStyle
 	// Confirm, when set, asks the user before the click counts.
 	Confirm *Confirm
 }
+
+// ButtonStyle is how prominent a button is; renderers map it to their platform's styles.
+type ButtonStyle string
+
+// Button styles.
+const (
+	// StyleDefault is a plain button.
+	StyleDefault ButtonStyle = ""
+	// StylePrimary is the action the message suggests (make a plan, approve).
+	StylePrimary ButtonStyle = "primary"
+	// StyleDanger is an action that changes or refuses something (deny, a destructive repair).
+	StyleDanger ButtonStyle = "danger"
+)
 
 // Confirm is a confirmation dialog shown before a button's action.
 type Confirm struct {

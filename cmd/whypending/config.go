@@ -1,4 +1,4 @@
-package bot
+package main
 
 import (
 	"bytes"
@@ -21,6 +21,9 @@ import (
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/chat"
 )
 
 // Config is the `whypending serve --config FILE` file (see config.example.yaml). Secrets are
@@ -495,25 +498,12 @@ func (c *Config) applyDefaults() {
 }
 
 var (
-	slackUserID    = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
-	slackGroupID   = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
-	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+	slackUserID  = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
+	slackGroupID = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
 	// snowflake is a Discord ID: a 64-bit integer in decimal, 17 to 20 digits for anything
 	// created since 2015.
 	snowflake = regexp.MustCompile(`^[1-9][0-9]{16,19}$`)
 )
-
-// ChannelPlatform names the platform a configured channel ID belongs to by its shape: "slack"
-// (C…, G…, D…), "discord" (a snowflake), or "" for neither.
-func ChannelPlatform(id string) string {
-	switch {
-	case slackChannelID.MatchString(id):
-		return "slack"
-	case snowflake.MatchString(id):
-		return "discord"
-	}
-	return ""
-}
 
 // Validate checks a defaulted config and returns one error per problem, joined, each
 // starting with the key path.
@@ -573,7 +563,7 @@ func (c *Config) Validate() error {
 		ids  []string
 	}{{"channels.allowed", c.Channels.Allowed}, {"channels.digest", c.Channels.Digest}} {
 		for i, id := range list.ids {
-			switch platform := ChannelPlatform(id); {
+			switch platform := chat.ChannelPlatform(id); {
 			case platform == "":
 				bad(fmt.Sprintf("%s[%d]", list.path, i), "%q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
 			case !c.enabled(platform):
@@ -582,7 +572,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Channels.Namespaces)) {
-		switch platform := ChannelPlatform(id); {
+		switch platform := chat.ChannelPlatform(id); {
 		case platform == "":
 			bad("channels.namespaces", "key %q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
 		case !c.enabled(platform):
@@ -789,10 +779,10 @@ func (c *Config) ResolveDiscord(getenv func(string) (string, bool), readFile fun
 }
 
 // Policy returns the approval policy the config describes: one approver list per platform.
-func (c *Config) Policy() Policy {
+func (c *Config) Policy() approval.Policy {
 	ap := c.Approvals.Approvers
-	return Policy{
-		Approvers: map[string]Approvers{
+	return approval.Policy{
+		Approvers: map[string]approval.Approvers{
 			"slack":   {Users: ap.Users, Groups: ap.Groups},
 			"discord": {Users: ap.Discord.Users, Groups: ap.Discord.Roles},
 		},
@@ -806,7 +796,7 @@ func (c *Config) Policy() Policy {
 func (c *Config) AllowedChannels() map[string][]string {
 	out := map[string][]string{}
 	for _, id := range c.Channels.Allowed {
-		if p := ChannelPlatform(id); p != "" {
+		if p := chat.ChannelPlatform(id); p != "" {
 			out[p] = append(out[p], id)
 		}
 	}

@@ -1,7 +1,12 @@
-package bot
+package digest_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,11 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
 
-func TestParseDigestSchedule(t *testing.T) {
+func TestParseSchedule(t *testing.T) {
 	at := func(s string) time.Time {
 		t.Helper()
 		v, err := time.Parse(time.RFC3339, s)
@@ -41,15 +50,15 @@ func TestParseDigestSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sched, loc, err := ParseDigestSchedule(tt.schedule, tt.timezone)
+			sched, loc, err := digest.ParseSchedule(tt.schedule, tt.timezone)
 			if tt.wantNext == "" {
 				if err == nil {
-					t.Fatalf("ParseDigestSchedule(%q, %q) = nil error, want an error", tt.schedule, tt.timezone)
+					t.Fatalf("digest.ParseSchedule(%q, %q) = nil error, want an error", tt.schedule, tt.timezone)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("ParseDigestSchedule(%q, %q) = %v", tt.schedule, tt.timezone, err)
+				t.Fatalf("digest.ParseSchedule(%q, %q) = %v", tt.schedule, tt.timezone, err)
 			}
 			if got, want := sched.Next(at(tt.now).In(loc)), at(tt.wantNext); !got.Equal(want) {
 				t.Errorf("next run after %s = %s, want %s", tt.now, got.UTC().Format(time.RFC3339), tt.wantNext)
@@ -58,8 +67,8 @@ func TestParseDigestSchedule(t *testing.T) {
 	}
 }
 
-func TestDigestSchedulerRejectsABadSchedule(t *testing.T) {
-	s := &DigestScheduler{Digest: &Digest{Poster: &recordingPoster{}}, Schedule: "every morning", Log: quietLog}
+func TestSchedulerRejectsABadSchedule(t *testing.T) {
+	s := &digest.Scheduler{Job: &digest.Job{Poster: &recordingPoster{}, Render: bot.RenderDigest}, Schedule: "every morning", Log: quietLog}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := s.Run(ctx); err == nil || ctx.Err() != nil {
@@ -83,7 +92,7 @@ func (s staticIPAM) Utilization(context.Context) (*calico.Utilization, error) { 
 // the leader posts; when it stops, the other takes the Lease over and posts, and the old
 // leader posts nothing more.
 func TestDigestLeaderElection(t *testing.T) {
-	c := testenv.StartT(t, testenv.Options{})
+	c := testcluster.Start(t, testenv.Options{})
 	const ns = "whypending"
 	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -101,8 +110,9 @@ func TestDigestLeaderElection(t *testing.T) {
 	}
 	start := func(id string) *replica {
 		r := &replica{id: id, poster: &recordingPoster{}, done: make(chan error, 1)}
-		s := &DigestScheduler{
-			Digest:        &Digest{Clusters: []*Cluster{{Name: "prod-eu", IPAM: ipam}}, Channels: []string{"C0OPS"}, Poster: r.poster},
+		s := &digest.Scheduler{
+			Job: &digest.Job{Clusters: []digest.Cluster{{Name: "prod-eu", IPAM: ipam}}, Channels: []string{"C0OPS"},
+				Poster: r.poster, Render: bot.RenderDigest},
 			Leases:        c.Client.CoordinationV1(),
 			Namespace:     ns,
 			Identity:      id,
@@ -110,8 +120,8 @@ func TestDigestLeaderElection(t *testing.T) {
 			RenewDeadline: 5 * time.Second,
 			RetryPeriod:   250 * time.Millisecond,
 			Log:           quietLog,
-			schedule:      cron.Every(time.Second),
 		}
+		digest.SetSchedule(s, cron.Every(time.Second))
 		var ctx context.Context
 		ctx, r.cancel = context.WithCancel(t.Context())
 		go func() { r.done <- s.Run(ctx) }()
@@ -119,7 +129,7 @@ func TestDigestLeaderElection(t *testing.T) {
 		return r
 	}
 	holder := func() string {
-		l, err := c.Client.CoordinationV1().Leases(ns).Get(t.Context(), DigestLeaseName, metav1.GetOptions{})
+		l, err := c.Client.CoordinationV1().Leases(ns).Get(t.Context(), digest.LeaseName, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}
@@ -177,4 +187,43 @@ func TestDigestLeaderElection(t *testing.T) {
 	if got := len(leader.poster.Posts()); got != posted {
 		t.Errorf("the stopped leader posted %d more digests, want 0", got-posted)
 	}
+}
+
+var quietLog = slog.New(slog.DiscardHandler)
+
+// leakedOn returns n leaked allocations on node.
+func leakedOn(node string, n int) []calico.Allocation {
+	out := make([]calico.Allocation, n)
+	for i := range out {
+		out[i] = calico.Allocation{IP: fmt.Sprintf("10.%d.%d.%d", len(node), i/256, i%256), Node: node, Handle: "k8s-pod-network.x"}
+	}
+	return out
+}
+
+func poolUsage(name, cidr string, inUse, total float64) calico.PoolUsage {
+	return calico.PoolUsage{Name: name, CIDR: netip.MustParsePrefix(cidr), BlockSize: 26, InUse: inUse, Total: total, Free: total - inUse}
+}
+
+type post struct {
+	channel string
+	m       chat.Message
+}
+
+// recordingPoster records posts.
+type recordingPoster struct {
+	mu    sync.Mutex
+	posts []post
+}
+
+func (p *recordingPoster) PostMessage(_ context.Context, channel string, m chat.Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.posts = append(p.posts, post{channel, m})
+	return nil
+}
+
+func (p *recordingPoster) Posts() []post {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.posts)
 }

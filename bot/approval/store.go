@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
 
@@ -26,14 +27,14 @@ var ErrConflict = errors.New("approval changed concurrently")
 // (RemediationRequest objects in a cluster, shared by every replica).
 type Store interface {
 	// Create stores a new record and sets its Version. The Plan.ID must be unused.
-	Create(ctx context.Context, a *Approval) error
+	Create(ctx context.Context, a *Record) error
 	// Get returns the record for id (ErrNotFound if none).
-	Get(ctx context.Context, id string) (*Approval, error)
+	Get(ctx context.Context, id string) (*Record, error)
 	// Update replaces the record if a.Version is still current and sets the new Version;
 	// otherwise it returns ErrConflict and stores nothing.
-	Update(ctx context.Context, a *Approval) error
+	Update(ctx context.Context, a *Record) error
 	// List returns the records in state, oldest plan first.
-	List(ctx context.Context, state State) ([]*Approval, error)
+	List(ctx context.Context, state State) ([]*Record, error)
 }
 
 // State is where an approval record is in its life.
@@ -65,7 +66,7 @@ func (s State) Final() bool {
 
 // Heartbeat says which bot process executes a Running plan and when it last said it was
 // alive. A record whose process is gone, or whose heartbeat is older than the staleness
-// limit, is recovered as Interrupted (see Approvals.RecoverInterrupted).
+// limit, is recovered as Interrupted (see Workflow.RecoverInterrupted).
 type Heartbeat struct {
 	// Process is the executing bot process (host, PID and start time).
 	Process proc.Identity `json:"process"`
@@ -75,13 +76,13 @@ type Heartbeat struct {
 
 // Approval is the record of one plan's life: the plan, who asked, who decided, what ran, and
 // every transition as an audit record.
-type Approval struct {
+type Record struct {
 	// Plan is the dry run awaiting (or past) approval. Plan.ID keys the record.
 	Plan actions.Plan `json:"plan"`
 	// State is the current state.
 	State State `json:"state"`
 	// RequestedBy is who asked for the plan.
-	RequestedBy Principal `json:"requestedBy"`
+	RequestedBy chat.Principal `json:"requestedBy"`
 	// Channel is the platform channel ID the plan was requested in.
 	Channel string `json:"channel,omitempty"`
 	// MessageRef says where the plan message was posted, in the adapter's own format after
@@ -89,7 +90,7 @@ type Approval struct {
 	// adapter attaches it.
 	MessageRef string `json:"messageRef,omitempty"`
 	// DecidedBy is who approved or denied; nil while pending or when expired.
-	DecidedBy *Principal `json:"decidedBy,omitempty"`
+	DecidedBy *chat.Principal `json:"decidedBy,omitempty"`
 	// DecidedAt is when the decision was recorded.
 	DecidedAt time.Time `json:"decidedAt,omitzero"`
 	// Result is what Execute did (Succeeded, and Failed when it got that far).
@@ -117,12 +118,12 @@ type Approval struct {
 }
 
 // clone returns a deep copy of a.
-func (a *Approval) clone() *Approval {
+func (a *Record) clone() *Record {
 	b, err := json.Marshal(a)
 	if err != nil {
 		panic(fmt.Sprintf("marshal approval: %v", err)) // plain data: cannot fail
 	}
-	var c Approval
+	var c Record
 	if err := json.Unmarshal(b, &c); err != nil {
 		panic(fmt.Sprintf("unmarshal approval: %v", err))
 	}
@@ -134,19 +135,19 @@ func (a *Approval) clone() *Approval {
 // and implements compare-and-set like the API server: every Update bumps Version.
 type MemoryStore struct {
 	mu      sync.Mutex
-	records map[string]*Approval
+	records map[string]*Record
 	version int64
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: map[string]*Approval{}}
+	return &MemoryStore{records: map[string]*Record{}}
 }
 
 var _ Store = (*MemoryStore)(nil)
 
 // Create implements Store.
-func (s *MemoryStore) Create(_ context.Context, a *Approval) error {
+func (s *MemoryStore) Create(_ context.Context, a *Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.records[a.Plan.ID]; ok {
@@ -159,7 +160,7 @@ func (s *MemoryStore) Create(_ context.Context, a *Approval) error {
 }
 
 // Get implements Store.
-func (s *MemoryStore) Get(_ context.Context, id string) (*Approval, error) {
+func (s *MemoryStore) Get(_ context.Context, id string) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.records[id]
@@ -170,7 +171,7 @@ func (s *MemoryStore) Get(_ context.Context, id string) (*Approval, error) {
 }
 
 // Update implements Store.
-func (s *MemoryStore) Update(_ context.Context, a *Approval) error {
+func (s *MemoryStore) Update(_ context.Context, a *Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.records[a.Plan.ID]
@@ -187,10 +188,10 @@ func (s *MemoryStore) Update(_ context.Context, a *Approval) error {
 }
 
 // List implements Store.
-func (s *MemoryStore) List(_ context.Context, state State) ([]*Approval, error) {
+func (s *MemoryStore) List(_ context.Context, state State) ([]*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*Approval
+	var out []*Record
 	for _, a := range s.records {
 		if a.State == state {
 			out = append(out, a.clone())

@@ -1,10 +1,23 @@
-package bot
+package chat
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 )
+
+// UserError is an error whose text is meant for the person who typed the command (a usage
+// problem, an unknown pod, a refusal). Any other error a handler returns is shown as a
+// generic failure with a reference to the bot's log.
+type UserError struct {
+	// Text is one or more sentences shown to the user as they are.
+	Text string
+}
+
+// Error returns Text.
+func (e *UserError) Error() string { return e.Text }
 
 // UnavailableError says that something a command needs cannot be used right now: a cluster
 // whose API server is unreachable or whose connection is misconfigured, or an approval store
@@ -30,15 +43,15 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // why is one line naming the API server and its error (or the configuration problem); since
 // is when the cluster became unavailable (zero: unknown).
 func ClusterUnavailable(cluster string, since time.Time, why error) *UnavailableError {
-	text := fmt.Sprintf("Cluster %s is unavailable: %s", cluster, oneLine(why.Error()))
+	text := fmt.Sprintf("Cluster %s is unavailable: %s", cluster, JoinLines(why.Error()))
 	if !since.IsZero() {
 		text += fmt.Sprintf(" (since %s)", since.UTC().Format("15:04:05Z"))
 	}
 	return &UnavailableError{Text: text + ".", Err: why}
 }
 
-// oneLine joins the lines of s with "; ", so an error never breaks a one-line answer.
-func oneLine(s string) string {
+// JoinLines joins the lines of s with "; ", so an error never breaks a one-line answer.
+func JoinLines(s string) string {
 	var parts []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -46,4 +59,11 @@ func oneLine(s string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ErrorRef returns a short random reference that ties a user-visible failure to its log line.
+func ErrorRef() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -1,8 +1,9 @@
-package bot
+package chat
 
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -11,7 +12,7 @@ import (
 type Platform interface {
 	ChannelPoster
 	// UpdateMessage replaces a message the adapter posted, given the reference it attached
-	// (Approval.MessageRef, "<platform>:…").
+	// (approval.Record.MessageRef, "<platform>:…").
 	UpdateMessage(ctx context.Context, ref string, m Message) error
 }
 
@@ -40,4 +41,30 @@ func (p Platforms) UpdateMessage(ctx context.Context, ref string, m Message) err
 		return fmt.Errorf("message %s: platform %q is not connected", ref, name)
 	}
 	return pl.UpdateMessage(ctx, ref, m)
+}
+
+// ChannelPoster posts a message to a chat channel. The Slack adapter implements it with
+// chat.postMessage, the Discord adapter with Create Message; Platforms picks the adapter by
+// the channel ID's shape.
+type ChannelPoster interface {
+	PostMessage(ctx context.Context, channel string, m Message) error
+}
+
+var (
+	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+	// discordID is a Discord snowflake: a 64-bit integer in decimal, 17 to 20 digits for
+	// anything created since 2015.
+	discordID = regexp.MustCompile(`^[1-9][0-9]{16,19}$`)
+)
+
+// ChannelPlatform names the platform a configured channel ID belongs to by its shape: "slack"
+// (C…, G…, D…), "discord" (a snowflake), or "" for neither.
+func ChannelPlatform(id string) string {
+	switch {
+	case slackChannelID.MatchString(id):
+		return "slack"
+	case discordID.MatchString(id):
+		return "discord"
+	}
+	return ""
 }

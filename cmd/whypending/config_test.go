@@ -1,4 +1,4 @@
-package bot
+package main
 
 import (
 	"crypto/ed25519"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/whypending/whypending/bot/approval"
 )
 
 func TestParseConfigValid(t *testing.T) {
@@ -210,14 +212,14 @@ approvals:
 		BotToken    Secret
 		PublicKey   Secret
 		Allowed     map[string][]string
-		Policy      map[string]Approvers
+		Policy      map[string]approval.Approvers
 	}{c.Discord.Mode, c.Discord.ApplicationID, c.Discord.Guilds, c.Discord.BotToken, c.Discord.PublicKey, c.AllowedChannels(), c.Policy().Approvers}
 	want := got
 	want.Mode, want.AppID = "http", "1180000000000000001"
 	want.Guilds = []string{"1170000000000000001", "1170000000000000002"}
 	want.BotToken, want.PublicKey = Secret{Env: "DISCORD_BOT_TOKEN"}, Secret{Env: "DISCORD_PUBLIC_KEY"}
 	want.Allowed = map[string][]string{"slack": {"C0123ABCD"}, "discord": {"1190000000000000001"}}
-	want.Policy = map[string]Approvers{
+	want.Policy = map[string]approval.Approvers{
 		"slack":   {Users: []string{"U024BE7LH", "W012A3CDE"}},
 		"discord": {Users: []string{"1160000000000000001"}, Groups: []string{"1150000000000000001"}},
 	}
@@ -317,7 +319,7 @@ func TestResolveSlack(t *testing.T) {
 }
 
 func TestExampleConfigParses(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "config.example.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "config.example.yaml"))
 	if errors.Is(err, os.ErrNotExist) {
 		t.Fatal("config.example.yaml is missing")
 	}

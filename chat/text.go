@@ -1,4 +1,4 @@
-package bot
+package chat
 
 import (
 	"strings"

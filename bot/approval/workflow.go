@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -8,30 +8,41 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
 
-// Executor runs an approved plan on one cluster. actions.Runner implements it.
+// Executor runs an approved plan on one cluster. fleet.Cluster and actions.Runner implement it.
 type Executor interface {
 	Execute(ctx context.Context, approved actions.Approved) (actions.Result, error)
 }
 
 // Recoverer cleans up after a plan whose executing process died: it releases the datastore
 // lock that execution took and counts what is left to do, and never re-runs anything.
-// actions.Runner implements it; an Executor may implement it too.
+// fleet.Cluster and actions.Runner implement it; an Executor may implement it too.
 type Recoverer interface {
 	Recover(ctx context.Context, p actions.Plan) (actions.Recovery, error)
 }
 
-// Heartbeat timing defaults (ApprovalsOptions.HeartbeatInterval and StaleAfter).
+// Heartbeat timing defaults (Options.HeartbeatInterval and StaleAfter).
 const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultStaleAfter        = time.Minute
 )
 
-// maxRefusals bounds the refusal records kept in one plan's history, so that repeated
+// Result is what a decision leads to, for the bot to show.
+type Result struct {
+	// Record, when set, is the plan's record after the decision: the bot renders the plan
+	// message from it and replaces the message that holds the clicked button. Nil leaves
+	// the message alone.
+	Record *Record
+	// Notice, when not empty, is shown to the clicker only (a refusal, "already approved").
+	Notice string
+}
+
+// MaxRefusals bounds the refusal records kept in one plan's history, so that repeated
 // clicks cannot grow a RemediationRequest without limit; later refusals are only logged.
-const maxRefusals = 20
+const MaxRefusals = 20
 
 // Verdict is what a click on a plan message asks for.
 type Verdict string
@@ -50,29 +61,17 @@ type Decision struct {
 	// Verdict is the button.
 	Verdict Verdict
 	// Principal is who clicked.
-	Principal Principal
+	Principal chat.Principal
 	// Refusal, when set, refuses the click whatever the policy says, and is why (for the
 	// clicker and the audit): the adapter knows the click cannot count as a decision (a
 	// Discord click in a direct message carries no roles).
 	Refusal string
 }
 
-// Outcome is what a click leads to, for the adapter to show.
-type Outcome struct {
-	// Update, when set, replaces the message that holds the clicked button (the plan
-	// message after a decision). Nil leaves it alone.
-	Update *Message
-	// Notice, when not empty, is shown to the clicker only (a refusal, "already approved").
-	Notice string
-	// Post, when set, is a new message to post in the channel (a plan made from a
-	// "Release N leaked IPs" button).
-	Post *Reply
-}
-
-// Approvals runs the approval workflow: it stores plans, enforces the policy, claims a plan
+// Workflow runs the approval workflow: it stores plans, enforces the policy, claims a plan
 // for execution by compare-and-set (so it runs at most once across clicks and replicas),
 // executes it and records every transition.
-type Approvals struct {
+type Workflow struct {
 	store          Store
 	policy         Policy
 	directories    map[string]Directory
@@ -81,14 +80,13 @@ type Approvals struct {
 	audit          *Auditor
 	now            func() time.Time
 	log            *slog.Logger
-	lockNote       string
 	heartbeatEvery time.Duration
 	staleAfter     time.Duration
 	process        proc.Identity
 }
 
-// ApprovalsOptions configures NewApprovals.
-type ApprovalsOptions struct {
+// Options configures New.
+type Options struct {
 	// Store keeps the records (required).
 	Store Store
 	// Policy is who may approve and how long plans wait.
@@ -104,9 +102,6 @@ type ApprovalsOptions struct {
 	Now func() time.Time
 	// Log receives operational errors (nil: slog.Default()).
 	Log *slog.Logger
-	// LockNote is shown on plan messages to say how the datastore lock is used, e.g.
-	// "The Calico datastore is locked while IPs are released (new pods wait)."
-	LockNote string
 	// ClusterHealth reports whether a cluster can be used now (see Cluster.Health); nil
 	// means always. Approving a plan for an unavailable cluster claims nothing: the plan
 	// stays pending.
@@ -122,11 +117,11 @@ type ApprovalsOptions struct {
 	Process proc.Identity
 }
 
-// NewApprovals returns an Approvals.
-func NewApprovals(o ApprovalsOptions) *Approvals {
-	a := &Approvals{
+// New returns a Workflow.
+func New(o Options) *Workflow {
+	a := &Workflow{
 		store: o.Store, policy: o.Policy, directories: o.Directories, executors: o.Executors,
-		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log, lockNote: o.LockNote,
+		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log,
 		heartbeatEvery: durationOr(o.HeartbeatInterval, DefaultHeartbeatInterval),
 		staleAfter:     durationOr(o.StaleAfter, DefaultStaleAfter),
 		process:        o.Process,
@@ -151,14 +146,14 @@ func NewApprovals(o ApprovalsOptions) *Approvals {
 
 // Request stores plan as pending (setting its expiry from the policy and RequestedBy from
 // who), records "requested" and returns the record.
-func (ap *Approvals) Request(ctx context.Context, plan actions.Plan, who Principal, channel string) (*Approval, error) {
+func (ap *Workflow) Request(ctx context.Context, plan actions.Plan, who chat.Principal, channel string) (*Record, error) {
 	now := ap.now().UTC()
 	plan.RequestedBy = who.String()
 	if plan.CreatedAt.IsZero() {
 		plan.CreatedAt = now
 	}
 	plan.ExpiresAt = now.Add(ap.policy.expiry())
-	a := &Approval{Plan: plan, State: StatePending, RequestedBy: who, Channel: channel}
+	a := &Record{Plan: plan, State: StatePending, RequestedBy: who, Channel: channel}
 	rec := AuditRecord{Time: now, Event: AuditRequested, Actor: who.String(),
 		Detail: fmt.Sprintf("items=%d total=%d", len(plan.Items), plan.Total)}
 	a.History = append(a.History, rec)
@@ -169,9 +164,9 @@ func (ap *Approvals) Request(ctx context.Context, plan actions.Plan, who Princip
 	return a, nil
 }
 
-// Attach records where the adapter posted the plan message (see Approval.MessageRef).
-func (ap *Approvals) Attach(ctx context.Context, planID, ref string) error {
-	_, err := ap.mutate(ctx, planID, func(a *Approval) error {
+// Attach records where the adapter posted the plan message (see Record.MessageRef).
+func (ap *Workflow) Attach(ctx context.Context, planID, ref string) error {
+	_, err := ap.mutate(ctx, planID, func(a *Record) error {
 		a.MessageRef = ref
 		return nil
 	})
@@ -179,17 +174,12 @@ func (ap *Approvals) Attach(ctx context.Context, planID, ref string) error {
 }
 
 // Get returns the record for planID.
-func (ap *Approvals) Get(ctx context.Context, planID string) (*Approval, error) {
+func (ap *Workflow) Get(ctx context.Context, planID string) (*Record, error) {
 	return ap.store.Get(ctx, planID)
 }
 
-// Message renders the plan message for a record in its current state.
-func (ap *Approvals) Message(a *Approval) Message {
-	return PlanMessage(a, ap.now(), ap.policy, ap.lockNote)
-}
-
 // errStop aborts a mutate without writing; the carried outcome is returned to the clicker.
-type errStop struct{ outcome Outcome }
+type errStop struct{ outcome Result }
 
 // Error implements error.
 func (e *errStop) Error() string { return "decision stopped: " + e.outcome.Notice }
@@ -197,7 +187,7 @@ func (e *errStop) Error() string { return "decision stopped: " + e.outcome.Notic
 // mutate reads the record, applies change and writes it back with compare-and-set,
 // re-reading and re-applying on ErrConflict (like client-go's RetryOnConflict). Audit
 // records change appended are logged after the write succeeds.
-func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approval) error) (*Approval, error) {
+func (ap *Workflow) mutate(ctx context.Context, id string, change func(*Record) error) (*Record, error) {
 	const attempts = 10
 	for i := 0; ; i++ {
 		a, err := ap.store.Get(ctx, id)
@@ -225,12 +215,12 @@ func (ap *Approvals) mutate(ctx context.Context, id string, change func(*Approva
 // approval is
 // claimed with compare-and-set (Pending -> Running), so only one click on one replica runs
 // the plan; progress is called with the "running" message before execution starts, and the
-// returned Outcome carries the final message. Execution uses ctx: the adapter passes a
+// returned Result carries the final record. Execution uses ctx: the adapter passes a
 // context that outlives the platform's request.
-func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(context.Context, Message)) Outcome {
+func (ap *Workflow) Decide(ctx context.Context, d Decision, progress func(context.Context, *Record)) Result {
 	a, err := ap.store.Get(ctx, d.PlanID)
 	if errors.Is(err, ErrNotFound) {
-		return Outcome{Notice: "That plan no longer exists; nothing was changed."}
+		return Result{Notice: "That plan no longer exists; nothing was changed."}
 	}
 	if err != nil {
 		return ap.internalError(ctx, "read plan "+d.PlanID, err)
@@ -239,7 +229,7 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, expiredWhy(a.Plan), alreadyDecided(a))
 	}
 	if a.State != StatePending {
-		return Outcome{Notice: alreadyDecided(a)}
+		return Result{Notice: alreadyDecided(a)}
 	}
 	if d.Refusal != "" {
 		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, d.Refusal, d.Refusal+" Nothing was changed.")
@@ -254,11 +244,11 @@ func (ap *Approvals) Decide(ctx context.Context, d Decision, progress func(conte
 	case VerdictApprove:
 		return ap.approve(ctx, a, d.Principal, progress)
 	}
-	return Outcome{Notice: fmt.Sprintf("Unknown decision %q; nothing was changed.", d.Verdict)}
+	return Result{Notice: fmt.Sprintf("Unknown decision %q; nothing was changed.", d.Verdict)}
 }
 
 // alreadyDecided is the notice for a click on a decided plan.
-func alreadyDecided(a *Approval) string {
+func alreadyDecided(a *Record) string {
 	switch a.State {
 	case StateRunning, StateSucceeded, StateFailed:
 		by := "someone"
@@ -283,10 +273,10 @@ func expiredWhy(p actions.Plan) string {
 
 // expire marks a pending plan past its expiry Expired, and records the click d that found
 // it so as refused.
-func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Outcome {
-	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+func (ap *Workflow) expire(ctx context.Context, id string, d Decision) Result {
+	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		if a.State != StatePending {
-			return &errStop{Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		a.State = StateExpired
@@ -300,29 +290,28 @@ func (ap *Approvals) expire(ctx context.Context, id string, d Decision) Outcome 
 	if err != nil {
 		return ap.internalError(ctx, "expire plan "+id, err)
 	}
-	msg := ap.Message(a)
-	return Outcome{Update: &msg, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
+	return Result{Record: a, Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}
 }
 
 // refusal is the audit record of a refused click.
-func refusal(at time.Time, who Principal, v Verdict, why string) AuditRecord {
+func refusal(at time.Time, who chat.Principal, v Verdict, why string) AuditRecord {
 	return AuditRecord{Time: at, Event: AuditRefused, Actor: who.String(), Detail: string(v) + " refused: " + why}
 }
 
 // refuse records that who's click (verdict) on plan id was refused and why, in the plan's
 // history (compare-and-set, whatever the plan's state) and in the audit log, and returns
-// notice for the clicker. After maxRefusals records in one plan, refusals are only logged.
+// notice for the clicker. After MaxRefusals records in one plan, refusals are only logged.
 // A refusal that cannot be written is still logged, and still refused.
-func (ap *Approvals) refuse(ctx context.Context, id string, who Principal, v Verdict, why, notice string) Outcome {
+func (ap *Workflow) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) Result {
 	rec := refusal(ap.now().UTC(), who, v, why)
-	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		n := 0
 		for _, r := range a.History {
 			if r.Event == AuditRefused {
 				n++
 			}
 		}
-		if n >= maxRefusals {
+		if n >= MaxRefusals {
 			return &errStop{}
 		}
 		a.History = append(a.History, rec)
@@ -335,18 +324,18 @@ func (ap *Approvals) refuse(ctx context.Context, id string, who Principal, v Ver
 			slog.String("plan", id), slog.String("actor", rec.Actor), slog.Time("at", rec.Time),
 			slog.String("detail", rec.Detail), slog.Any("err", err))
 	}
-	return Outcome{Notice: notice}
+	return Result{Notice: notice}
 }
 
-func stopOutcome(err error) (Outcome, bool) {
+func stopOutcome(err error) (Result, bool) {
 	var stop *errStop
 	if errors.As(err, &stop) {
 		return stop.outcome, true
 	}
-	return Outcome{}, false
+	return Result{}, false
 }
 
-func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outcome {
+func (ap *Workflow) deny(ctx context.Context, a *Record, who chat.Principal) Result {
 	if !who.Same(a.RequestedBy) {
 		ok, _, err := ap.policy.isApprover(ctx, ap.directories, who)
 		if err != nil {
@@ -358,9 +347,9 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outco
 		}
 	}
 	id := a.Plan.ID
-	a, err := ap.mutate(ctx, id, func(a *Approval) error {
+	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		if a.State != StatePending {
-			return &errStop{Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		a.State, a.DecidedBy, a.DecidedAt = StateDenied, &who, now
@@ -373,11 +362,10 @@ func (ap *Approvals) deny(ctx context.Context, a *Approval, who Principal) Outco
 	if err != nil {
 		return ap.internalError(ctx, "deny plan "+id, err)
 	}
-	msg := ap.Message(a)
-	return Outcome{Update: &msg}
+	return Result{Record: a}
 }
 
-func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, progress func(context.Context, Message)) Outcome {
+func (ap *Workflow) approve(ctx context.Context, a *Record, who chat.Principal, progress func(context.Context, *Record)) Result {
 	ok, via, err := ap.policy.isApprover(ctx, ap.directories, who)
 	if err != nil {
 		return ap.internalError(ctx, "check approver", err)
@@ -392,26 +380,26 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 	}
 	exec, ok := ap.executors[a.Plan.Cluster]
 	if !ok {
-		return Outcome{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
+		return Result{Notice: fmt.Sprintf("Cluster %q is not configured on this bot; nothing was changed.", a.Plan.Cluster)}
 	}
 	if err := ap.clusterHealth(a.Plan.Cluster); err != nil {
-		var ue *UnavailableError
+		var ue *chat.UnavailableError
 		text := fmt.Sprintf("Cluster %s is unavailable.", a.Plan.Cluster)
 		if errors.As(err, &ue) {
 			text = ue.Text
 		}
-		return Outcome{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
+		return Result{Notice: fmt.Sprintf("%s The plan stays pending until %s; approve it again once the cluster is back. Nothing was changed.",
 			text, a.Plan.ExpiresAt.UTC().Format("15:04:05Z"))}
 	}
 	var approvedAt time.Time
 	id := a.Plan.ID
-	a, err = ap.mutate(ctx, id, func(a *Approval) error {
+	a, err = ap.mutate(ctx, id, func(a *Record) error {
 		if a.State != StatePending {
-			return &errStop{Outcome{Notice: alreadyDecided(a)}}
+			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
 		if a.Plan.Expired(now) {
-			return &errStop{Outcome{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
+			return &errStop{Result{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
 		}
 		approvedAt = now
 		a.State, a.DecidedBy, a.DecidedAt = StateRunning, &who, now
@@ -428,7 +416,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		return ap.internalError(ctx, "claim plan "+id, err)
 	}
 	if progress != nil {
-		progress(ctx, ap.Message(a))
+		progress(ctx, a)
 	}
 
 	ectx, cancelExec := context.WithCancel(ctx)
@@ -436,7 +424,7 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 	res, execErr := exec.Execute(ectx, actions.Approved{Plan: a.Plan, By: who.String(), At: approvedAt})
 	stopHeartbeat()
 	cancelExec()
-	a, err = ap.mutate(context.WithoutCancel(ctx), id, func(a *Approval) error {
+	a, err = ap.mutate(context.WithoutCancel(ctx), id, func(a *Record) error {
 		now := ap.now().UTC()
 		if res.PlanID != "" {
 			r := res
@@ -464,16 +452,15 @@ func (ap *Approvals) approve(ctx context.Context, a *Approval, who Principal, pr
 		return nil
 	})
 	if err != nil {
-		ref := errorRef()
+		ref := chat.ErrorRef()
 		ap.log.ErrorContext(ctx, "record result of plan", slog.String("plan", id), slog.String("ref", ref),
 			slog.Any("err", err), slog.Any("execErr", execErr), slog.String("counts", resultCounts(res)))
-		return Outcome{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
+		return Result{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
 	}
-	msg := ap.Message(a)
-	return Outcome{Update: &msg}
+	return Result{Record: a}
 }
 
-// failureCode classifies an execution error for Approval.FailureCode.
+// failureCode classifies an execution error for Record.FailureCode.
 func failureCode(err error) string {
 	switch {
 	case errors.Is(err, actions.ErrDatastoreLocked):
@@ -481,7 +468,7 @@ func failureCode(err error) string {
 	case errors.Is(err, actions.ErrApprovalExpired):
 		return "approval-expired"
 	}
-	var ue *UnavailableError
+	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
 		return "cluster-unavailable"
 	}
@@ -492,7 +479,7 @@ func failureCode(err error) string {
 // returned stop is called or ctx is done. When the record is no longer this process's
 // Running plan (another process recovered it as Interrupted), it calls cancel, so the
 // execution stops.
-func (ap *Approvals) heartbeat(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
+func (ap *Workflow) heartbeat(ctx context.Context, id string, cancel context.CancelFunc) (stop func()) {
 	hctx, hcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -505,7 +492,7 @@ func (ap *Approvals) heartbeat(ctx context.Context, id string, cancel context.Ca
 				return
 			case <-t.C:
 			}
-			_, err := ap.mutate(hctx, id, func(a *Approval) error {
+			_, err := ap.mutate(hctx, id, func(a *Record) error {
 				if a.State != StateRunning || a.Heartbeat == nil || !a.Heartbeat.Process.Same(ap.process) {
 					return &errStop{}
 				}
@@ -534,18 +521,18 @@ func resultCounts(r actions.Result) string {
 }
 
 // ExpireDue moves every pending plan past its expiry to Expired and returns the updated
-// records, so the caller can update their messages (see Approval.MessageRef).
-func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
+// records, so the caller can update their messages (see Record.MessageRef).
+func (ap *Workflow) ExpireDue(ctx context.Context) ([]*Record, error) {
 	pending, err := ap.store.List(ctx, StatePending)
 	if err != nil {
 		return nil, fmt.Errorf("list pending plans: %w", err)
 	}
-	var out []*Approval
+	var out []*Record
 	for _, p := range pending {
 		if !p.Plan.Expired(ap.now()) {
 			continue
 		}
-		a, err := ap.mutate(ctx, p.Plan.ID, func(a *Approval) error {
+		a, err := ap.mutate(ctx, p.Plan.ID, func(a *Record) error {
 			if a.State != StatePending {
 				return &errStop{}
 			}
@@ -566,26 +553,26 @@ func (ap *Approvals) ExpireDue(ctx context.Context) ([]*Approval, error) {
 
 // internalError logs err with a short reference and returns a notice that shows only the
 // reference (users never see raw error text); an *UnavailableError is shown as its text.
-func (ap *Approvals) internalError(ctx context.Context, what string, err error) Outcome {
-	var ue *UnavailableError
+func (ap *Workflow) internalError(ctx context.Context, what string, err error) Result {
+	var ue *chat.UnavailableError
 	if errors.As(err, &ue) {
-		return Outcome{Notice: ue.Text + " Nothing was decided."}
+		return Result{Notice: ue.Text + " Nothing was decided."}
 	}
-	ref := errorRef()
+	ref := chat.ErrorRef()
 	ap.log.ErrorContext(ctx, what, slog.String("ref", ref), slog.Any("err", err))
-	return Outcome{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
+	return Result{Notice: fmt.Sprintf("Something went wrong (%s); nothing was decided. The bot's log has the details under ref %s.", what, ref)}
 }
 
 // RunSweeper keeps plan records truthful until ctx is done: at once and then every interval,
 // it expires pending plans past their expiry (ExpireDue) and recovers Running plans whose
 // executing process died (RecoverInterrupted), calling notify with each changed record and
-// its message so the adapter can update the posted plan. Several replicas may run it:
+// so the bot can update the posted plan message. Several replicas may run it:
 // compare-and-set makes each transition happen once.
-func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Approval, Message)) {
+func (ap *Workflow) RunSweeper(ctx context.Context, every time.Duration, notify func(context.Context, *Record)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// An unavailable store cluster is logged when it goes down, not at every sweep.
-	var unavailable *UnavailableError
+	var unavailable *chat.UnavailableError
 	quiet := func(err error) bool { return err == nil || ctx.Err() != nil || errors.As(err, &unavailable) }
 	for {
 		expired, err := ap.ExpireDue(ctx)
@@ -598,7 +585,7 @@ func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify
 		}
 		for _, a := range append(expired, interrupted...) {
 			if notify != nil {
-				notify(ctx, a, ap.Message(a))
+				notify(ctx, a)
 			}
 		}
 		select {
@@ -607,4 +594,11 @@ func (ap *Approvals) RunSweeper(ctx context.Context, every time.Duration, notify
 		case <-t.C:
 		}
 	}
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }

@@ -1,4 +1,4 @@
-package bot
+package digest
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DigestLeaseName is the default name of the coordination.k8s.io Lease the bot's replicas
+// LeaseName is the default name of the coordination.k8s.io Lease the bot's replicas
 // elect the digest poster with.
-const DigestLeaseName = "whypending-digest"
+const LeaseName = "whypending-digest"
 
 // Leader election timing defaults, client-go's usual values.
 const (
@@ -29,11 +29,11 @@ const (
 	defaultRetryPeriod   = 2 * time.Second
 )
 
-// ParseDigestSchedule parses config digest.schedule, a 5-field cron expression (minute, hour,
+// ParseSchedule parses config digest.schedule, a 5-field cron expression (minute, hour,
 // day of month, month, day of week; descriptors such as "@daily" too), to be read in the
 // IANA time zone tz ("" means UTC). A "CRON_TZ=" prefix in expr overrides tz, as in
 // robfig/cron.
-func ParseDigestSchedule(expr, tz string) (cron.Schedule, *time.Location, error) {
+func ParseSchedule(expr, tz string) (cron.Schedule, *time.Location, error) {
 	if tz == "" {
 		tz = "UTC"
 	}
@@ -48,23 +48,23 @@ func ParseDigestSchedule(expr, tz string) (cron.Schedule, *time.Location, error)
 	return s, loc, nil
 }
 
-// DigestScheduler runs Digest rounds on a cron schedule. With several replicas only the
+// Scheduler runs Job rounds on a cron schedule. With several replicas only the
 // holder of a coordination.k8s.io Lease posts: each replica campaigns for the Lease, the
 // leader runs the cron, and a replica that loses the Lease stops its cron (cancelling a
 // round in progress) and campaigns again. A round starts at the scheduled times only, never
 // on winning the Lease, so a failover does not post twice; a round due while no replica
 // leads (about LeaseDuration after the leader dies) is skipped.
-type DigestScheduler struct {
-	// Digest runs one round (required).
-	Digest *Digest
+type Scheduler struct {
+	// Job runs one round (required).
+	Job *Job
 	// Schedule and Timezone are config digest.schedule and digest.timezone (see
-	// ParseDigestSchedule).
+	// ParseSchedule).
 	Schedule, Timezone string
 	// Leases reaches the Lease: the store cluster's CoordinationV1 client. Nil runs without
 	// leader election, which is only safe with one replica.
 	Leases coordinationv1client.LeasesGetter
 	// Namespace holds the Lease (config store.namespace); LeaseName names it (default
-	// DigestLeaseName).
+	// LeaseName).
 	Namespace, LeaseName string
 	// Identity names this replica in the Lease (default "<hostname>_<pid>").
 	Identity string
@@ -82,11 +82,11 @@ type DigestScheduler struct {
 // Run campaigns for the Lease and runs the cron while leading, until ctx is done. It returns
 // an error only for a bad schedule, time zone or election configuration; round failures are
 // logged, one line per cluster or post.
-func (s *DigestScheduler) Run(ctx context.Context) error {
-	if s.Digest == nil || s.Digest.Poster == nil {
+func (s *Scheduler) Run(ctx context.Context) error {
+	if s.Job == nil || s.Job.Poster == nil {
 		return errors.New("digest scheduler has no digest poster")
 	}
-	sched, loc, err := ParseDigestSchedule(s.Schedule, s.Timezone)
+	sched, loc, err := ParseSchedule(s.Schedule, s.Timezone)
 	if s.schedule != nil {
 		sched, loc, err = s.schedule, time.UTC, nil
 	}
@@ -108,7 +108,7 @@ func (s *DigestScheduler) Run(ctx context.Context) error {
 	}
 	name := s.LeaseName
 	if name == "" {
-		name = DigestLeaseName
+		name = LeaseName
 	}
 	log = log.With(slog.String("lease", s.Namespace+"/"+name), slog.String("identity", id))
 	lec := leaderelection.LeaderElectionConfig{
@@ -161,7 +161,7 @@ func (s *DigestScheduler) Run(ctx context.Context) error {
 // lead runs the cron until ctx is done, then stops it and waits for a round in progress
 // (cancelled with ctx) to end. Rounds do not overlap: a round still running at the next
 // scheduled time makes that time skipped.
-func (s *DigestScheduler) lead(ctx context.Context, sched cron.Schedule, loc *time.Location, log *slog.Logger) {
+func (s *Scheduler) lead(ctx context.Context, sched cron.Schedule, loc *time.Location, log *slog.Logger) {
 	cl := cronLogger{log: log}
 	c := cron.New(cron.WithLocation(loc), cron.WithLogger(cl),
 		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
@@ -174,11 +174,11 @@ func (s *DigestScheduler) lead(ctx context.Context, sched cron.Schedule, loc *ti
 
 // round runs one digest round and logs its outcome: one line per failure, else one line
 // saying it was posted.
-func (s *DigestScheduler) round(ctx context.Context, log *slog.Logger) {
+func (s *Scheduler) round(ctx context.Context, log *slog.Logger) {
 	start := time.Now()
-	err := s.Digest.RunDigest(ctx)
+	err := s.Job.Run(ctx)
 	if err == nil {
-		log.InfoContext(ctx, "digest posted", slog.Int("channels", len(s.Digest.Channels)),
+		log.InfoContext(ctx, "digest posted", slog.Int("channels", len(s.Job.Channels)),
 			slog.Duration("took", time.Since(start)))
 		return
 	}

@@ -1,4 +1,4 @@
-package bot
+package approval
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/whypending/whypending/chat"
 )
 
 // Directory answers group membership for approver checks on one platform. The Slack adapter
@@ -52,7 +54,7 @@ func (p Policy) expiry() time.Duration {
 // a group the request carried, or through a group the platform's directory (dirs, by
 // platform) lists who in; via says which ("user", "group S0614TZR7") for the audit. A
 // directory error is returned, not treated as "no".
-func (p Policy) isApprover(ctx context.Context, dirs map[string]Directory, who Principal) (ok bool, via string, err error) {
+func (p Policy) isApprover(ctx context.Context, dirs map[string]Directory, who chat.Principal) (ok bool, via string, err error) {
 	ap := p.Approvers[who.Platform]
 	if who.ID == "" || ap.empty() {
 		return false, "", nil

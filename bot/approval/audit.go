@@ -1,9 +1,11 @@
-package bot
+package approval
 
 import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // AuditEvent names a transition of an approval record.
@@ -54,21 +56,23 @@ type AuditRecord struct {
 // attribute audit=true (refusals and interruptions at Warn, the rest at Info), so the log is
 // a second, append-only trail.
 type Auditor struct {
-	log     *slog.Logger
-	metrics *Metrics
+	log         *slog.Logger
+	transitions *prometheus.CounterVec
 }
 
-// NewAuditor returns an Auditor writing to log (slog.Default() if nil); metrics may be nil.
-func NewAuditor(log *slog.Logger, metrics *Metrics) *Auditor {
+// NewAuditor returns an Auditor writing to log (slog.Default() if nil) and counting each
+// event in transitions by its name (the bot's whypending_approval_transitions_total; nil: not
+// counted).
+func NewAuditor(log *slog.Logger, transitions *prometheus.CounterVec) *Auditor {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Auditor{log: log, metrics: metrics}
+	return &Auditor{log: log, transitions: transitions}
 }
 
 // emit logs records that were just committed to the store (never before: a record whose
 // compare-and-set lost never happened).
-func (au *Auditor) emit(ctx context.Context, a *Approval, recs []AuditRecord) {
+func (au *Auditor) emit(ctx context.Context, a *Record, recs []AuditRecord) {
 	for _, rec := range recs {
 		level := slog.LevelInfo
 		if rec.Event == AuditRefused || rec.Event == AuditInterrupted {
@@ -84,8 +88,8 @@ func (au *Auditor) emit(ctx context.Context, a *Approval, recs []AuditRecord) {
 			slog.Time("at", rec.Time),
 			slog.String("detail", rec.Detail),
 		)
-		if au.metrics != nil {
-			au.metrics.transitions.WithLabelValues(string(rec.Event)).Inc()
+		if au.transitions != nil {
+			au.transitions.WithLabelValues(string(rec.Event)).Inc()
 		}
 	}
 }

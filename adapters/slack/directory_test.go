@@ -1,0 +1,7 @@
+package slack
+
+import (
+	"github.com/whypending/whypending/bot/approval"
+)
+
+var _ approval.Directory = (*Directory)(nil)

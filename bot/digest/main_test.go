@@ -1,0 +1,9 @@
+package digest_test
+
+import (
+	"testing"
+
+	"github.com/whypending/whypending/internal/testcluster"
+)
+
+func TestMain(m *testing.M) { testcluster.Main(m) }

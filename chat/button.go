@@ -1,0 +1,68 @@
+package chat
+
+import "strings"
+
+// Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
+const (
+	// ActionApprove approves the plan named by the button value.
+	ActionApprove = "approve"
+	// ActionDeny denies the plan named by the button value.
+	ActionDeny = "deny"
+	// ActionPlanPrefix starts the action ID of a "make a plan" button (see PlanButton).
+	ActionPlanPrefix = "plan:"
+)
+
+// PlanButton is a "make a plan" button: a click plans a repair of Kind (an actions.Kind, e.g.
+// "release-empty-blocks") on Cluster, narrowed to Node when it is set, and asks for its
+// approval. This file is the one place its wire form is written and read: ActionID
+// "plan:<kind>" and Value "<kind>[;cluster=C][;node=N]", the keys in that order.
+type PlanButton struct {
+	Kind    string
+	Cluster string
+	Node    string
+}
+
+// ActionID is the button's action ID, "plan:<kind>".
+func (p PlanButton) ActionID() string { return ActionPlanPrefix + p.Kind }
+
+// Value is the button's value, "<kind>[;cluster=C][;node=N]".
+func (p PlanButton) Value() string {
+	v := p.Kind
+	if p.Cluster != "" {
+		v += ";cluster=" + p.Cluster
+	}
+	if p.Node != "" {
+		v += ";node=" + p.Node
+	}
+	return v
+}
+
+// Button is the button with label and style.
+func (p PlanButton) Button(label string, style ButtonStyle) Button {
+	return Button{ActionID: p.ActionID(), Label: label, Value: p.Value(), Style: style}
+}
+
+// ParsePlanButton reads a clicked button's action ID and value back into a PlanButton; false
+// when the action ID is not a plan button's. The kind is the value's first part, else the
+// action ID's ("plan:<kind>"), so an adapter that has no room for both may send the bare
+// prefix "plan:" (Discord's custom IDs). Keys it does not know are ignored, in any order.
+func ParsePlanButton(actionID, value string) (PlanButton, bool) {
+	rest, ok := strings.CutPrefix(actionID, ActionPlanPrefix)
+	if !ok {
+		return PlanButton{}, false
+	}
+	parts := strings.Split(value, ";")
+	p := PlanButton{Kind: parts[0]}
+	if p.Kind == "" {
+		p.Kind = rest
+	}
+	for _, kv := range parts[1:] {
+		switch k, v, _ := strings.Cut(kv, "="); k {
+		case "cluster":
+			p.Cluster = v
+		case "node":
+			p.Node = v
+		}
+	}
+	return p, p.Kind != ""
+}

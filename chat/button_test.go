@@ -1,0 +1,30 @@
+package chat
+
+import "testing"
+
+// TestPlanButtonRoundTrip: what PlanButton writes, ParsePlanButton reads back, including the
+// bare "plan:" action ID Discord sends and a value with the keys in another order.
+func TestPlanButtonRoundTrip(t *testing.T) {
+	p := PlanButton{Kind: "release-empty-blocks", Cluster: "prod", Node: "w-1"}
+	b := p.Button("Release 2 empty blocks on w-1", StylePrimary)
+	if b.ActionID != "plan:release-empty-blocks" || b.Value != "release-empty-blocks;cluster=prod;node=w-1" {
+		t.Fatalf("button = %+v", b)
+	}
+	for _, tt := range []struct{ actionID, value string }{
+		{b.ActionID, b.Value},
+		{ActionPlanPrefix, b.Value},
+		{b.ActionID, "release-empty-blocks;node=w-1;cluster=prod;extra=1"},
+		{b.ActionID, ";cluster=prod;node=w-1"},
+	} {
+		got, ok := ParsePlanButton(tt.actionID, tt.value)
+		if !ok || got != p {
+			t.Errorf("ParsePlanButton(%q, %q) = %+v, %v; want %+v", tt.actionID, tt.value, got, ok, p)
+		}
+	}
+	if _, ok := ParsePlanButton(ActionApprove, "rr-1"); ok {
+		t.Error("an Approve button parsed as a plan button")
+	}
+	if _, ok := ParsePlanButton(ActionPlanPrefix, ""); ok {
+		t.Error("a plan button without a kind parsed")
+	}
+}

@@ -1,0 +1,70 @@
+// Package testcluster is testenv for go test: Start and Load fail the test instead of
+// returning an error and stop the cluster in t.Cleanup, and Main is a whole TestMain that
+// shuts the shared etcd down. Only tests import it (as they do internal/chattest), so the
+// shipped binary, which links testenv for demo, does not link package testing.
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/whypending/whypending/internal/testenv"
+)
+
+// Start starts a fresh cluster for a test or benchmark and stops it in t.Cleanup. Setup
+// failures (including a failed binary build) are t.Fatal, never a skip: CI must be able to
+// build the control plane. Startup is bounded by 10 minutes, enough for a cold build.
+func Start(t testing.TB, opts testenv.Options) *testenv.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := testenv.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("testenv.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("testenv: %v", err)
+		}
+	})
+	return c
+}
+
+// Load reads the scenario nameOrDir (a directory, or a folder name under testdata/scenarios
+// or testdata/cases such as "seed-nginx-taint"; see testenv.FindScenario), loads it into c and
+// returns it; failures are t.Fatal.
+func Load(t testing.TB, c *testenv.Cluster, nameOrDir string) *testenv.Scenario {
+	t.Helper()
+	dir, err := testenv.FindScenario(nameOrDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := testenv.LoadScenarioDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.Load(ctx, s); err != nil {
+		t.Fatalf("%v\nkube-apiserver log tail:\n%s", err, c.LogTail("kube-apiserver", 20))
+	}
+	return s
+}
+
+// Main runs the package's tests and then testenv.Shutdown, so the shared etcd and the temp dir do
+// not outlive the test binary. Use it as the whole TestMain:
+//
+//	func TestMain(m *testing.M) { testcluster.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := testenv.Shutdown(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

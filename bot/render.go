@@ -2,7 +2,6 @@ package bot
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -10,7 +9,8 @@ import (
 	"github.com/whypending/whypending/triage"
 )
 
-// maxTableRows caps the per-node table; the rest is summarised as "and N more nodes".
+// maxTableRows caps the node rows of the per-node table; the rest is counted ("and N more
+// nodes"), one count row per group of nodes with the same reasons (triage.NodeRows).
 const maxTableRows = 15
 
 // DiagnosisMessage renders a diagnosis for a person reading at 3 a.m.: the cause first, then
@@ -33,7 +33,7 @@ func DiagnosisMessage(d *triage.Diagnosis, cluster string) chat.Message {
 	}
 	m.Sections = append(m.Sections, cause)
 
-	if t := nodeTable(p.Nodes); t != nil {
+	if t := nodeTable(p.Nodes, p.Code); t != nil {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Why not here (per node)", Table: t})
 	}
 	if lines := evidenceLines(p, "Pod "+d.Pod.String(), d.CollectedAt); len(lines) > 0 {
@@ -77,6 +77,8 @@ func titleFor(d *triage.Diagnosis) string {
 	switch {
 	case p.Code == triage.CodePodNotFound:
 		return fmt.Sprintf("%s: pod not found", d.Pod)
+	case p.Code == triage.CodeNamespaceNotFound:
+		return fmt.Sprintf("%s: namespace %s not found", d.Pod, d.Pod.Namespace)
 	case d.State != "":
 		return fmt.Sprintf("%s is %s: %s", d.Pod, d.State, code)
 	default:
@@ -96,25 +98,28 @@ func severityFor(d *triage.Diagnosis) chat.Severity {
 // "warning", "info") are chat's.
 func messageSeverity(s triage.Severity) chat.Severity { return chat.Severity(s.String()) }
 
-// nodeTable builds the "why not here" table: nodes that fit first, then by name; every reason
-// of a node in one cell.
-func nodeTable(nodes []triage.NodeVerdict) *chat.Table {
+// nodeTable builds the "why not here" table: nodes that fit first, then every group of nodes
+// with the same reasons (the primary code's first), each with its first nodes by name and a
+// count of the rest (triage.NodeRows); every reason of a node in one cell.
+func nodeTable(nodes []triage.NodeVerdict, primary triage.Code) *chat.Table {
 	if len(nodes) == 0 {
 		return nil
 	}
-	sorted := append([]triage.NodeVerdict(nil), nodes...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Fits != sorted[j].Fits {
-			return sorted[i].Fits
-		}
-		return sorted[i].Node < sorted[j].Node
-	})
 	t := &chat.Table{Columns: []string{"NODE", "FITS", "WHY NOT"}}
-	for i, v := range sorted {
-		if i == maxTableRows {
-			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more nodes", len(sorted)-maxTableRows), "", ""})
-			break
+	for _, row := range triage.NodeRows(nodes, primary, maxTableRows+1) {
+		if row.More > 0 {
+			why := "other reasons"
+			if !row.Other {
+				var codes []string
+				for _, c := range row.Codes {
+					codes = append(codes, string(c))
+				}
+				why = strings.Join(codes, ", ")
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("and %d more %s", row.More, plural(row.More, "node", "nodes")), "", why})
+			continue
 		}
+		v := row.Verdict
 		fits := "no"
 		if v.Fits {
 			fits = "yes"

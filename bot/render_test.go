@@ -88,7 +88,7 @@ func TestNodeTableIsCapped(t *testing.T) {
 	for i := 0; i < maxTableRows+5; i++ {
 		nodes = append(nodes, triage.NodeVerdict{Node: strings.Repeat("n", i+1)})
 	}
-	tb := nodeTable(nodes)
+	tb := nodeTable(nodes, "")
 	if got, want := len(tb.Rows), maxTableRows+1; got != want {
 		t.Fatalf("rows = %d, want %d", got, want)
 	}

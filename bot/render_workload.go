@@ -63,7 +63,7 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis, cluster string) chat.Message {
 	// its evidence and fix: say them once.
 	restated := len(d.Groups) > 0 && d.Groups[0].Stuck() && d.Groups[0].Diagnosis != nil &&
 		p.Code == d.Groups[0].Code && slices.Equal(p.Fix, d.Groups[0].Diagnosis.Primary().Fix)
-	if t := nodeTable(p.Nodes); t != nil {
+	if t := nodeTable(p.Nodes, p.Code); t != nil {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Nodes without a pod", Table: t})
 	}
 	if lines := evidenceLines(p, d.Workload.String(), d.CollectedAt); len(lines) > 0 && !restated {
@@ -194,6 +194,17 @@ func SweepMessage(d *triage.NamespaceDiagnosis) chat.Message {
 		}
 		m.Title += fmt.Sprintf(", %d %s", len(d.Causes), plural(len(d.Causes), "cause", "causes"))
 		m.Severity = "blocker"
+	}
+	// Not an all-clear: a namespace that does not exist, is empty, or has nothing stuck while
+	// others do (the summary names them).
+	switch {
+	case d.NotFound:
+		m.Title, m.Severity = fmt.Sprintf("Namespace %s does not exist", d.Namespace), chat.SeverityBlocker
+	case d.Empty:
+		m.Title, m.Severity = fmt.Sprintf("Namespace %s is empty", d.Namespace), chat.SeverityInfo
+	case len(d.Causes) == 0 && len(d.StuckElsewhere) > 0:
+		m.Title, m.Severity = fmt.Sprintf("Namespace %s: nothing is stuck here, but pods are stuck in %d other %s", d.Namespace,
+			len(d.StuckElsewhere), plural(len(d.StuckElsewhere), "namespace", "namespaces")), chat.SeverityInfo
 	}
 	m.Sections = append(m.Sections, chat.Section{Heading: "Summary", Text: d.Summary})
 	for _, c := range d.Causes {

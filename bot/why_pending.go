@@ -54,7 +54,11 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	if err != nil {
 		return chat.Reply{}, err
 	}
-	return chat.Reply{Message: AnswerMessage(v.(*triage.Answer), c.Name), Public: true}, nil
+	a := v.(*triage.Answer)
+	if a.Code() == triage.CodeNamespaceNotFound {
+		a = b.withNamespaceNotes(ctx, c, req.Channel, t, a)
+	}
+	return chat.Reply{Message: AnswerMessage(a, c.Name), Public: true}, nil
 }
 
 func firstNonEmpty(xs ...string) string {

@@ -37,14 +37,30 @@ func (a Answer) Code() Code {
 		return a.Pod.Primary().Code
 	case a.Workload != nil:
 		return a.Workload.Primary().Code
+	case a.Namespace != nil && a.Namespace.NotFound:
+		return CodeNamespaceNotFound
 	case a.Namespace != nil && len(a.Namespace.Causes) > 0:
 		return a.Namespace.Causes[0].Code
 	}
 	return ""
 }
 
-// NotFound reports whether the pod or workload asked about does not exist.
+// Partial reports whether the API server refused some of the answer's reads (RBAC): it rests
+// on what could be read, and says what was refused.
+func (a Answer) Partial() bool {
+	switch {
+	case a.Pod != nil:
+		return a.Pod.Partial
+	case a.Workload != nil:
+		return a.Workload.Partial
+	case a.Namespace != nil:
+		return a.Namespace.Partial
+	}
+	return false
+}
+
+// NotFound reports whether the pod, workload or namespace asked about does not exist.
 func (a Answer) NotFound() bool {
 	c := a.Code()
-	return c == CodePodNotFound || c == CodeWorkloadNotFound
+	return c == CodePodNotFound || c == CodeWorkloadNotFound || c == CodeNamespaceNotFound
 }

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,4 +217,13 @@ func checkCodes(t *testing.T, rule func(*Snapshot) []Finding, s *Snapshot, want 
 // hasField reports whether a finding's evidence reads field.
 func hasField(f Finding, field string) bool {
 	return slices.ContainsFunc(f.Evidence, func(e Evidence) bool { return e.Field == field })
+}
+
+func slicesContain(lines []string, sub string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
 }

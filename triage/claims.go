@@ -141,3 +141,17 @@ func latestClaimEvent(s *Snapshot, name, reason string) *Event {
 	}
 	return nil
 }
+
+// claimClass returns the StorageClass a claim uses: the one it names, else the default class
+// (storageclass.kubernetes.io/is-default-class) for a claim that names none; nil when unknown.
+func claimClass(s *Snapshot, pvc *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
+	if pvc.Spec.StorageClassName != nil {
+		return s.StorageClasses[*pvc.Spec.StorageClassName]
+	}
+	for _, name := range sortedKeys(s.StorageClasses) {
+		if sc := s.StorageClasses[name]; sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return sc
+		}
+	}
+	return nil
+}

@@ -2,50 +2,91 @@ package triage
 
 import "slices"
 
-// Code is a stable diagnosis slug from docs/triage-codes.md (which says when each applies).
-// Never rename one: tests, the digest and users' alert rules key on them. Each constant's
-// comment says what the operator does next when it is the primary cause.
+// Code is a stable diagnosis slug from docs/triage-codes.md. Never rename one: tests, the
+// digest and users' alert rules key on them. Each constant's comment says what the operator
+// does next when it is the primary cause (the scheduling and context codes also say when
+// they apply).
 type Code string
 
-// Pending (not scheduled).
+// Pending (not scheduled). Each comment says when the code applies, then what the operator
+// does next.
 const (
-	// CodeInsufficientCPU (insufficient-cpu): free cpu on the closest node (the answer names it and how much is missing), lower the pod's request, or add a node; when the cluster's total would fit, the room is fragmented: move or shrink other pods.
+	// CodeInsufficientCPU (insufficient-cpu): no node has the pod's cpu request free. Next:
+	// free cpu on the closest node, lower the request to what it has free, or add a node; the
+	// answer says whether the free cpu is only fragmented across nodes.
 	CodeInsufficientCPU Code = "insufficient-cpu"
-	// CodeInsufficientMemory (insufficient-memory): free memory on the closest node, lower the pod's request, or add a node; when the total would fit, the room is fragmented across nodes.
+	// CodeInsufficientMemory (insufficient-memory): no node has the pod's memory request free.
+	// Next: free memory on the closest node, lower the request, or add a node.
 	CodeInsufficientMemory Code = "insufficient-memory"
-	// CodeInsufficientEphemeralStorage (insufficient-ephemeral-storage): free ephemeral storage on the closest node (images, logs, emptyDirs), lower the pod's request, or add a node.
+	// CodeInsufficientEphemeralStorage (insufficient-ephemeral-storage): no node has the pod's
+	// ephemeral-storage request free (or the kubelets report none allocatable). Next: free disk
+	// on a node, lower the request, or add a node with local storage.
 	CodeInsufficientEphemeralStorage Code = "insufficient-ephemeral-storage"
-	// CodeInsufficientExtendedResource (insufficient-extended-resource): free the named extended resource (such as nvidia.com/gpu) on a node that has it, or add a node that offers it; check its device plugin advertises it.
+	// CodeInsufficientExtendedResource (insufficient-extended-resource): no node has the
+	// extended resource the pod requests (nvidia.com/gpu, hugepages) free. Next: free or add a
+	// node that advertises it; when no node advertises it, check its device plugin.
 	CodeInsufficientExtendedResource Code = "insufficient-extended-resource"
-	// CodeTooManyPods (too-many-pods): remove pods from the full nodes, raise the kubelet's maxPods where the CNI allows it, or add a node.
+	// CodeTooManyPods (too-many-pods): nodes are at their pods capacity (the kubelet's
+	// maxPods). Next: remove finished or unneeded pods, add a node, or raise maxPods.
 	CodeTooManyPods Code = "too-many-pods"
-	// CodeUntoleratedTaint (untolerated-taint): remove the named taint from the node (or fix what set it: not-ready, disk-pressure), or add the matching toleration to the pod template.
+	// CodeUntoleratedTaint (untolerated-taint): the nodes meant for the pod carry a taint it does
+	// not tolerate. Next: a taint a controller owns (not-ready, pressure, cloud initialisation,
+	// autoscaler) goes away when its owner is fixed; a control-plane or system taint stays, and
+	// the pod needs room elsewhere; your own taint is tolerated on purpose or removed.
 	CodeUntoleratedTaint Code = "untolerated-taint"
-	// CodeNodeSelectorMismatch (node-selector-mismatch): label a node with what the pod's nodeSelector or required affinity asks for, or correct the selector in the template.
+	// CodeNodeSelectorMismatch (node-selector-mismatch): the pod's nodeSelector or required node
+	// affinity matches no node that could take it. Next: fix the selector to labels the nodes
+	// carry, or label a node meant for the pod (never a label Kubernetes or the cloud sets).
 	CodeNodeSelectorMismatch Code = "node-selector-mismatch"
-	// CodeNodeUnschedulable (node-unschedulable): uncordon the node (kubectl uncordon) once its maintenance is done, or add a schedulable node.
+	// CodeNodeUnschedulable (node-unschedulable): the nodes that would take the pod are cordoned
+	// (spec.unschedulable). Next: uncordon a node whose maintenance is over, or find room on
+	// the others.
 	CodeNodeUnschedulable Code = "node-unschedulable"
-	// CodePodAffinityUnsatisfiable (pod-affinity-unsatisfiable): start the pods the affinity requires next to (or fix its label selector), or relax the rule to preferred.
+	// CodePodAffinityUnsatisfiable (pod-affinity-unsatisfiable): required pod affinity finds no
+	// pod to run next to in any domain the pod can use. Next: start those pods first, or relax
+	// the rule to preferredDuringScheduling.
 	CodePodAffinityUnsatisfiable Code = "pod-affinity-unsatisfiable"
-	// CodePodAntiAffinityUnsatisfiable (pod-anti-affinity-unsatisfiable): add nodes (or topology domains) for the replicas, lower the replica count, or relax the anti-affinity to preferred.
+	// CodePodAntiAffinityUnsatisfiable (pod-anti-affinity-unsatisfiable): required pod
+	// anti-affinity (the pod's own or an existing pod's) rules out every node. Next: add nodes
+	// or domains, run fewer replicas, use a narrower topologyKey, or make it preferred.
 	CodePodAntiAffinityUnsatisfiable Code = "pod-anti-affinity-unsatisfiable"
-	// CodeTopologySpreadUnsatisfiable (topology-spread-unsatisfiable): add nodes in the missing domains, raise maxSkew, or set whenUnsatisfiable: ScheduleAnyway.
+	// CodeTopologySpreadUnsatisfiable (topology-spread-unsatisfiable): topologySpreadConstraints
+	// with DoNotSchedule cannot be met. Next: add capacity in the emptiest domain the pod can
+	// use, set nodeTaintsPolicy/nodeAffinityPolicy Honor when nodes it cannot use count as
+	// domains, or raise maxSkew or use ScheduleAnyway.
 	CodeTopologySpreadUnsatisfiable Code = "topology-spread-unsatisfiable"
-	// CodeHostPortConflict (host-port-conflict): free the hostPort on a node (the answer names the pod holding it), pick another port, or use a Service instead of a hostPort.
+	// CodeHostPortConflict (host-port-conflict): the pod's hostPort is taken on every node that
+	// could take it. Next: drop hostPort (use a Service) or pick a free port; an older pod of
+	// the same Deployment holding it needs maxSurge 0.
 	CodeHostPortConflict Code = "host-port-conflict"
-	// CodePVCUnbound (pvc-unbound): make the claim bind: fix its StorageClass or provisioner (the answer says why it is not bound), or create a matching PersistentVolume.
+	// CodePVCUnbound (pvc-unbound): a claim the pod mounts is not bound, so the scheduler waits.
+	// Next: what the answer names for the claim: its StorageClass (missing, no provisioner),
+	// the provisioner's events, or a matching PersistentVolume to create.
 	CodePVCUnbound Code = "pvc-unbound"
-	// CodePVCNotFound (pvc-not-found): create the named PersistentVolumeClaim, or point the volume at the claim that exists.
+	// CodePVCNotFound (pvc-not-found): the pod mounts a PersistentVolumeClaim that does not
+	// exist. Next: create the claim, or fix claimName in the pod's workload.
 	CodePVCNotFound Code = "pvc-not-found"
-	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): run the pod where its volume lives (the zone the PV is pinned to), or recreate the volume with a StorageClass that binds WaitForFirstConsumer or lists allowedTopologies.
+	// CodeVolumeNodeAffinityConflict (volume-node-affinity-conflict): the node affinity or zone
+	// labels of a PersistentVolume the pod's claims are bound to rule out the nodes the pod can
+	// use. Next: when the claims were bound where the pod may not run (Immediate binding, or two
+	// claims in two zones), a StorageClass with volumeBindingMode WaitForFirstConsumer or
+	// allowedTopologies and a recreated claim; bring back a node only when none is left where
+	// the volume is.
 	CodeVolumeNodeAffinityConflict Code = "volume-node-affinity-conflict"
-	// CodeVolumeAttachLimit (volume-attach-limit): move pods with attached volumes off the full nodes, or add nodes (or instance types) with a higher CSI attach limit.
+	// CodeVolumeAttachLimit (volume-attach-limit): nodes are at their CSI attachable-volume
+	// limit (CSINode spec.drivers[].allocatable.count, "exceed max volume count"). Next: add a
+	// node or an instance type that attaches more volumes, or need fewer volumes per node.
 	CodeVolumeAttachLimit Code = "volume-attach-limit"
-	// CodeSchedulingGated (scheduling-gated): have the controller that owns the scheduling gate remove it, or remove the gate from the pod if nothing will.
+	// CodeSchedulingGated (scheduling-gated): spec.schedulingGates are not removed, so the
+	// scheduler does not look at the pod. Next: find the controller that owns each gate and why
+	// it holds the pod.
 	CodeSchedulingGated Code = "scheduling-gated"
-	// CodeNoNodes (no-nodes): add nodes, or bring the existing ones back to Ready.
+	// CodeNoNodes (no-nodes): the cluster has no nodes. Next: check why the kubelets do not
+	// register (node group size, bootstrap token, kubelet logs).
 	CodeNoNodes Code = "no-nodes"
-	// CodeSchedulerNotRunning (scheduler-not-running): start (or fix) the kube-scheduler, or the scheduler the pod's schedulerName names.
+	// CodeSchedulerNotRunning (scheduler-not-running): the pod is Pending and unscheduled, and no
+	// scheduler has written any event or condition for it. Next: check that the scheduler it
+	// names (spec.schedulerName) runs and holds its leader lease.
 	CodeSchedulerNotRunning Code = "scheduler-not-running"
 )
 
@@ -159,6 +200,8 @@ const (
 	CodePodCompleted Code = "pod-completed"
 	// CodePodNotFound (pod-not-found): ask again with one of the similar names the answer suggests (or the right namespace).
 	CodePodNotFound Code = "pod-not-found"
+	// CodeNamespaceNotFound (namespace-not-found): the namespace asked about (with -n, as NAMESPACE/POD, or the chat channel's) does not exist on this cluster: check the name (the closest are suggested) and the cluster (the bot names the configured clusters that have it)
+	CodeNamespaceNotFound Code = "namespace-not-found"
 )
 
 // Workloads (why-pending TYPE/NAME and --all): what a controller cannot do for its pods.
@@ -193,7 +236,8 @@ const (
 
 // Context findings (never the primary cause on their own).
 const (
-	// CodeNodeNotReady (node-not-ready): bring the named nodes back to Ready (kubelet, runtime, network).
+	// CodeNodeNotReady (node-not-ready): the pod's node or candidate nodes are NotReady. Next:
+	// the node's kubelet, container runtime and network (kubectl describe node).
 	CodeNodeNotReady Code = "node-not-ready"
 	// CodeKubeletVersionSkew (kubelet-version-skew): upgrade the kubelet to within the supported skew of the API server, one minor version at a time.
 	CodeKubeletVersionSkew Code = "kubelet-version-skew"

@@ -28,6 +28,11 @@ type Diagnosis struct {
 	Uncertain bool `json:"uncertain,omitempty"`
 	// Findings holds the primary cause first, then context findings. Never empty.
 	Findings []Finding `json:"findings"`
+	// Partial is true when the API server refused some reads (Refused): the answer rests on
+	// what could be read, and the primary finding lists the refused reads.
+	Partial bool `json:"partial,omitempty"`
+	// Refused are the reads the API server refused (403 Forbidden), in the order they were made.
+	Refused []RefusedRead `json:"refused,omitempty"`
 	// Events are all of the pod's events, newest first (see Event.LastSeen).
 	Events []Event `json:"events,omitempty"`
 	// CollectedAt is when the Snapshot behind this diagnosis was taken.
@@ -56,7 +61,7 @@ func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
 
 // Finding is one cause (or one piece of context) with its evidence and fix.
 type Finding struct {
-	// Code is the stable slug from shared/triage-codes.md.
+	// Code is the stable slug from docs/triage-codes.md.
 	Code Code `json:"code"`
 	// Severity tells how much this finding blocks the pod.
 	Severity Severity `json:"severity"`

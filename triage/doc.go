@@ -16,6 +16,13 @@
 // To add a rule: write its family file (or add to one), add one line to rules in rules.go,
 // give it a table test beside it and a scenario folder under testdata/.
 //
+// The scheduling family is laid out like the kube-scheduler's filter plugins:
+// scheduling_filters.go has one row per filter plugin of the default profile, in its order
+// (plugin, codes, the scheduler's words, the per-node judgement, its prose), and each plugin it
+// models has one file, scheduling_<plugin>.go, with its judgement, its prose and its table test.
+// A new scheduling code is one row (or a code in a row), the constant in codes.go, its row in
+// docs/triage-codes.md and a test case.
+//
 // The primary cause is Diagnosis.Findings[0]; its Code is a stable slug from
 // docs/triage-codes.md that tests, the digest and users' alert rules key on.
 //

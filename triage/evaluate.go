@@ -11,12 +11,24 @@ import (
 // the primary cause, then the other blockers, then context findings. When no rule reports a
 // blocker, a not-stuck finding (pod-healthy, pod-completed) comes first if there is one; else
 // the diagnosis is marked Uncertain with CodeUnknown first; an Uncertain primary finding marks
-// it Uncertain too. Evaluate is pure: it reads only s.
+// it Uncertain too. Reads the API server refused (s.Refused) make the diagnosis Partial; the
+// primary finding then lists them (markRefused). Evaluate is pure: it reads only s.
 func Evaluate(s *Snapshot) *Diagnosis {
+	d := evaluatePod(s)
+	d.Refused, d.Partial = s.Refused, len(s.Refused) > 0
+	d.Findings, d.Summary = withRefused(d.Findings, d.Summary, s.Refused)
+	return d
+}
+
+// evaluatePod is Evaluate before the refused reads are added.
+func evaluatePod(s *Snapshot) *Diagnosis {
 	d := &Diagnosis{CollectedAt: s.Now, Events: s.Events}
 	if s.Pod == nil {
 		d.Pod = s.Requested
 		d.Findings = []Finding{notFoundFinding(s)}
+		if m := s.MissingNamespace; m != nil {
+			d.Findings = []Finding{namespaceNotFoundFinding(m, "pod "+s.Requested.Name)}
+		}
 		d.Summary = d.Findings[0].Summary
 		return d
 	}

@@ -2,15 +2,18 @@ package triage
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// This file holds the small readers the non-scheduling rule families share: finding a pod's
+// This file holds the small readers and text helpers the rule families share: finding a pod's
 // events by reason and container, turning container states into Evidence with a field path,
-// and rendering ages the way kubectl describe does. They only read the Snapshot.
+// rendering ages the way kubectl describe does, naming a pod's workload, and joining names.
+// They only read the Snapshot.
 
 // podObject is "Pod namespace/name", the Evidence.Object of facts read from the pod.
 func podObject(pod *corev1.Pod) string { return "Pod " + pod.Namespace + "/" + pod.Name }
@@ -333,3 +336,65 @@ func plural(n int, one, many string) string {
 
 // nsFlag is "-n namespace" for kubectl lines about the pod.
 func nsFlag(pod *corev1.Pod) string { return "-n " + shellQuote(pod.Namespace) }
+
+// FormatAge renders d the way kubectl prints ages and durations (apimachinery's
+// duration.HumanDuration: 45s, 2m49s, 2h5m, 4d); a negative d prints as its absolute value.
+func FormatAge(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	return duration.HumanDuration(d)
+}
+
+// joinLimited joins up to n names and says how many more there are.
+func joinLimited(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// workloadOf names the controller a person would scale or edit for pod, as kubectl resource
+// kind and name: a ReplicaSet's Deployment (its name minus the pod-template-hash), a
+// StatefulSet, a DaemonSet or a Job; for a pod without owner references, a Deployment is
+// inferred from the pod-template-hash label and the generated name. Empty for a bare pod.
+func workloadOf(pod *corev1.Pod) (kind, name string) {
+	hash := pod.Labels["pod-template-hash"]
+	for _, o := range pod.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		switch o.Kind {
+		case "ReplicaSet":
+			if hash != "" && strings.HasSuffix(o.Name, "-"+hash) {
+				return "deployment", strings.TrimSuffix(o.Name, "-"+hash)
+			}
+			return "replicaset", o.Name
+		case "StatefulSet":
+			return "statefulset", o.Name
+		case "DaemonSet":
+			return "daemonset", o.Name
+		case "Job":
+			return "job", o.Name
+		}
+	}
+	return "", "" // no controller owns it (a bare pod): there is nothing to scale or edit
+}
+
+// capitalize upper-cases the first letter of s.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

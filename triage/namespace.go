@@ -32,6 +32,16 @@ type NamespaceSnapshot struct {
 	// controllers), sorted by name; PodSnapshots holds the Snapshots of the stuck ones.
 	Pods         []*corev1.Pod
 	PodSnapshots map[types.UID]*Snapshot
+	// Refused are the reads of the sweep the API server refused (see Snapshot.Refused).
+	Refused []RefusedRead
+	// MissingNamespace is set when the namespace does not exist (the rest is then empty).
+	MissingNamespace *MissingNamespace
+	// StuckElsewhere are the other namespaces with stuck pods (PodNeedsDiagnosis), most
+	// first, read when the namespace is empty or is "default" with nothing stuck, so the
+	// answer says where to look instead of an all-clear; ElsewhereRead says whether they were
+	// read (a user who may not list pods in every namespace gets no such line).
+	StuckElsewhere []NamespaceStuck
+	ElsewhereRead  bool
 }
 
 // PodNeedsDiagnosis reports whether a sweep reads pod: it does not look Running and Ready, and
@@ -63,6 +73,18 @@ type NamespaceDiagnosis struct {
 	// server refuses, a DaemonSet no node accepts): counted in Causes, not in Pods or Stuck, so
 	// the causes' pods add up to Stuck plus Missing.
 	Missing int `json:"missing"`
+	// NotFound is true when the namespace does not exist (Summary says so, with the closest
+	// names); Empty when it exists but holds no pod and no workload.
+	NotFound bool `json:"notFound,omitempty"`
+	Empty    bool `json:"empty,omitempty"`
+	// StuckElsewhere are the other namespaces with stuck pods, most first, for a sweep of an
+	// empty namespace or of "default" with nothing stuck (see NamespaceSnapshot).
+	StuckElsewhere []NamespaceStuck `json:"stuckElsewhere,omitempty"`
+	// Partial is true when the API server refused some reads (Refused): the sweep shows what
+	// could be read, and Summary says what was refused.
+	Partial bool `json:"partial,omitempty"`
+	// Refused are the reads the API server refused (403 Forbidden).
+	Refused []RefusedRead `json:"refused,omitempty"`
 	// CollectedAt is when the snapshot was taken.
 	CollectedAt time.Time `json:"collectedAt"`
 }
@@ -103,6 +125,11 @@ type SweepItem struct {
 // stuck pods is listed under the group's code. EvaluateNamespace is pure: it reads only ns.
 func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 	d := &NamespaceDiagnosis{Namespace: ns.Namespace, CollectedAt: ns.Now, Workloads: len(ns.Workloads), Causes: []SweepCause{}}
+	if m := ns.MissingNamespace; m != nil {
+		d.NotFound = true
+		d.Summary = namespaceNotFoundFinding(m, "").Summary
+		return d
+	}
 	memo := newEvalMemo()
 	causes := map[Code]*SweepCause{}
 	add := func(code Code, it SweepItem) {
@@ -212,6 +239,18 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 		return d.Causes[i].Code < d.Causes[j].Code
 	})
 	d.Summary = sweepSummary(d)
+	if len(d.Causes) == 0 {
+		d.Empty = len(ns.Workloads) == 0 && len(ns.Pods) == 0
+		if d.Empty {
+			d.Summary = fmt.Sprintf("Namespace %s is empty: it has no pods and no workloads, so nothing in it can be stuck.", d.Namespace)
+		}
+		d.StuckElsewhere = ns.StuckElsewhere
+		d.Summary += stuckElsewhere(ns.StuckElsewhere, ns.ElsewhereRead)
+	}
+	if len(ns.Refused) > 0 {
+		d.Partial, d.Refused = true, ns.Refused
+		d.Summary += partialSummary(ns.Refused)
+	}
 	return d
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NeedsCalicoNodePods reports whether the Collector should read the calico-node pods of the
@@ -82,10 +83,18 @@ func LogCandidates(s *Snapshot) []string {
 
 // NeedsStorageClasses reports whether the Collector should read the StorageClasses: one of the
 // pod's claims exists but is not bound, and the rules explain why from its class (binding mode,
-// provisioner, a class that does not exist).
+// provisioner, a class that does not exist); or the pod is unscheduled and a claim is bound to
+// a PV that only some nodes may use (node affinity, zone labels), and the rules say how it got
+// there from its class's binding mode.
 func NeedsStorageClasses(s *Snapshot) bool {
 	for _, pvc := range s.PVCs {
 		if pvc != nil && (pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "") {
+			return true
+		}
+		if pvc == nil || !isUnscheduled(s.Pod) {
+			continue
+		}
+		if pv := s.PVs[pvc.Spec.VolumeName]; pv != nil && ((pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil) || len(pvTopologies(pv)) > 0) {
 			return true
 		}
 	}
@@ -107,6 +116,17 @@ func NeedsVolumeLimits(s *Snapshot) bool {
 		}
 	}
 	return false
+}
+
+// NeedsWorkloadReplicas reports whether the Collector should read the spec.replicas of the
+// pod's workload (Snapshot.WorkloadReplicas): the pod is unscheduled and a ReplicaSet or
+// StatefulSet controls it, so a fix that lowers its requests changes every replica.
+func NeedsWorkloadReplicas(s *Snapshot) bool {
+	if !isUnscheduled(s.Pod) {
+		return false
+	}
+	ref := metav1.GetControllerOf(s.Pod)
+	return ref != nil && (ref.Kind == "ReplicaSet" || ref.Kind == "StatefulSet")
 }
 
 // missingObjectResources maps the codes of a missing object to the resource whose names the

@@ -8,35 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // schedulerGrace is how long a new pod may wait for the scheduler's first word before its
 // silence counts as "no scheduler is running".
 const schedulerGrace = 30 * time.Second
-
-// schedulingOrder ranks the Pending codes for tie-breaks: pod-level blockers first, then the
-// per-node reasons (resources before placement constraints, because they are the most common
-// cause and the one a person can act on without changing the workload's design), and context
-// last.
-var schedulingOrder = []Code{
-	CodeSchedulingGated, CodePVCNotFound, CodePVCUnbound, CodeNoNodes, CodeSchedulerNotRunning,
-	CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
-	CodeInsufficientExtendedResource, CodeTooManyPods, CodeVolumeAttachLimit, CodeHostPortConflict,
-	CodeNodeSelectorMismatch, CodeNodeUnschedulable, CodeUntoleratedTaint,
-	CodeVolumeNodeAffinityConflict, CodeTopologySpreadUnsatisfiable,
-	CodePodAntiAffinityUnsatisfiable, CodePodAffinityUnsatisfiable, CodeNodeNotReady,
-}
-
-// codeRank is c's position in schedulingOrder (codes outside it rank last).
-func codeRank(c Code) int {
-	for i, o := range schedulingOrder {
-		if o == c {
-			return i
-		}
-	}
-	return len(schedulingOrder)
-}
 
 // isUnscheduled reports whether the scheduling rules apply to pod: Pending (or no phase yet),
 // not bound to a node, not being deleted.
@@ -95,8 +71,11 @@ type schedulingView struct {
 	spread   *spreadState
 	verdicts []NodeVerdict
 	// msg is the scheduler's latest FailedScheduling message; hasMsg is false when there is none.
-	msg    SchedulerMessage
-	hasMsg bool
+	// When the events could not be read it is the PodScheduled condition's message
+	// (msgFromCondition), which the scheduler writes with the same words.
+	msg              SchedulerMessage
+	hasMsg           bool
+	msgFromCondition bool
 	// inexact is true when reconcile could not say exactly which nodes a scheduler reason the
 	// model does not reproduce belongs to.
 	inexact bool
@@ -108,9 +87,13 @@ type schedulingView struct {
 
 func newSchedulingView(s *Snapshot) *schedulingView {
 	v := &schedulingView{snap: s, pod: s.Pod, demand: newDemand(s), cluster: newCluster(s)}
-	v.spread = newSpreadState(v.demand, v.cluster)
-	v.verdicts = nodeVerdicts(v.demand, v.cluster, v.spread)
+	v.spread = v.cluster.spreadFor(v.demand)
+	v.verdicts = nodeVerdicts(v.demand, v.cluster)
 	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
+	if !v.hasMsg && s.EventsErr != nil {
+		v.msg, v.hasMsg = ConditionSchedulerMessage(s.Pod)
+		v.msgFromCondition = v.hasMsg
+	}
 	v.inexact = !v.reconcile()
 	if name := pinnedNode(v.pod); v.cluster.nodeByName[name] != nil {
 		v.pinned = name
@@ -121,10 +104,14 @@ func newSchedulingView(s *Snapshot) *schedulingView {
 // podRef is "namespace/name" of the pod under diagnosis.
 func (v *schedulingView) podRef() string { return v.pod.Namespace + "/" + v.pod.Name }
 
-// schedulerEvidence returns the scheduler's latest FailedScheduling event as evidence.
+// schedulerEvidence returns the scheduler's latest FailedScheduling event (or the PodScheduled
+// condition it came from) as evidence.
 func (v *schedulingView) schedulerEvidence() []Evidence {
-	if !v.hasMsg {
+	switch {
+	case !v.hasMsg:
 		return nil
+	case v.msgFromCondition:
+		return []Evidence{{Object: "Pod " + v.podRef(), Field: "status.conditions[PodScheduled]", Reason: v.msg.Event.Reason, Message: v.msg.Event.Message}}
 	}
 	return []Evidence{EventEvidence(v.pod, v.msg.Event)}
 }
@@ -364,64 +351,100 @@ func tally(verdicts []NodeVerdict) codeTally {
 	return t
 }
 
-// candidates returns the verdicts of the nodes the pod is meant for: those its nodeSelector and
-// required node affinity accept (a DaemonSet pod's affinity names one node) and that carry no
-// untolerated control-plane or system taint (isSystemTaint). When no node qualifies it returns
-// every verdict.
-func (v *schedulingView) candidates() []NodeVerdict {
-	var out []NodeVerdict
+// candidates returns the verdicts of the nodes the pod is meant for, and what chose them (""
+// when they are all the nodes): the nodes the pod could use but for resources, ports, cordons
+// and other pods, i.e. those its nodeSelector and required node affinity accept (a DaemonSet
+// pod's affinity names one node), where its bound volumes can be used, and whose taints it
+// tolerates. When no node passes all three, it returns those that pass the selector and the
+// volumes (a taint on them is then the cause), then those that pass the selector (the volumes
+// are the cause: they sit where the pod may not run), and when none does, every verdict (a
+// selector that matches nothing is the cause).
+func (v *schedulingView) candidates() (verdicts []NodeVerdict, basis string) {
+	var placeable, usable, selected []NodeVerdict
+	volumeRuledOut := false
 	for _, nv := range v.verdicts {
-		meant := true
-		for _, r := range nv.Reasons {
-			if r.Code == CodeNodeSelectorMismatch || (r.Code == CodeUntoleratedTaint && isSystemTaint(taintKeyOf(r))) {
-				meant = false
-			}
+		hasCode := func(codes ...Code) bool {
+			return slices.ContainsFunc(nv.Reasons, func(r NodeReason) bool { return slices.Contains(codes, r.Code) })
 		}
-		if meant {
-			out = append(out, nv)
+		if hasCode(CodeNodeSelectorMismatch) {
+			continue
+		}
+		selected = append(selected, nv)
+		if hasCode(CodeVolumeNodeAffinityConflict, CodePVCUnbound) {
+			volumeRuledOut = true
+			continue
+		}
+		usable = append(usable, nv)
+		if !hasCode(CodeUntoleratedTaint) {
+			placeable = append(placeable, nv)
 		}
 	}
-	if len(out) == 0 {
-		return v.verdicts
+	volumes := ""
+	if volumeRuledOut {
+		volumes = ", volumes"
 	}
-	return out
+	all := len(v.verdicts)
+	switch {
+	case len(placeable) > 0 && len(placeable) < all:
+		return placeable, "nodeSelector, affinity" + volumes + " and tolerations"
+	case len(placeable) > 0:
+		return placeable, ""
+	case len(usable) > 0 && len(usable) < all && volumeRuledOut:
+		return usable, "nodeSelector, affinity and volumes"
+	case len(usable) > 0 && len(usable) < all:
+		return usable, "nodeSelector and affinity"
+	case len(usable) > 0:
+		return usable, ""
+	case len(selected) > 0 && len(selected) < all:
+		return selected, "nodeSelector and affinity"
+	default:
+		return v.verdicts, ""
+	}
 }
 
-// isSystemTaint reports whether a taint key keeps ordinary workloads off control-plane or
-// system nodes on purpose: node-role.kubernetes.io/* (control-plane, master, infra, …) and
-// CriticalAddonsOnly (system node pools on AKS, EKS, GKE and kops). Removing such a taint to
-// place a workload is never the fix.
-func isSystemTaint(key string) bool {
-	return strings.HasPrefix(key, "node-role.kubernetes.io/") || key == "CriticalAddonsOnly"
-}
-
-// isLifecycleTaint reports whether a taint key is set and cleared by a controller from the
-// node's condition or lifecycle (not-ready, unreachable, pressure, cloud initialisation,
-// autoscaler scale-down): the fix is the node, never removing the taint.
-func isLifecycleTaint(key string) bool {
-	return strings.HasPrefix(key, "node.kubernetes.io/") ||
-		strings.HasPrefix(key, "node.cloudprovider.kubernetes.io/") ||
-		strings.HasPrefix(key, "node.cluster.x-k8s.io/") ||
-		strings.HasPrefix(key, "karpenter.sh/") ||
-		key == "ToBeDeletedByClusterAutoscaler" || key == "DeletionCandidateOfClusterAutoscaler"
-}
-
-// taintKeyOf returns the taint key of an untolerated-taint reason ("taint key=value:Effect").
-func taintKeyOf(r NodeReason) string {
-	key, _ := taintKeyEffect(strings.TrimPrefix(r.Message, "taint "))
-	return key
+// reasonCounts is the one line that says how many nodes fail each reason, most nodes first,
+// and which nodes the cause was ranked on: " Nodes failing each reason (40 in all): 30
+// untolerated-taint, 10 insufficient-cpu; the cause is ranked on the 10 nodes the pod's
+// nodeSelector, affinity and tolerations allow." It is empty when the table has one reason
+// (the summary counts it already) and for a pod pinned to one node.
+func (v *schedulingView) reasonCounts(t codeTally) string {
+	if len(t.anywhere) < 2 || v.pinned != "" {
+		return ""
+	}
+	codes := make([]Code, 0, len(t.anywhere))
+	for c := range t.anywhere {
+		codes = append(codes, c)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		a, b := codes[i], codes[j]
+		if t.anywhere[a] != t.anywhere[b] {
+			return t.anywhere[a] > t.anywhere[b]
+		}
+		return codeRank(a) < codeRank(b)
+	})
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d %s", t.anywhere[c], c))
+	}
+	line := fmt.Sprintf(" Nodes failing each reason (%d in all): %s", len(v.verdicts), strings.Join(parts, ", "))
+	if cands, basis := v.candidates(); basis != "" {
+		line += fmt.Sprintf("; the cause is ranked on the %d %s the pod's %s allow", len(cands), plural(len(cands), "node", "nodes"), basis)
+	}
+	return line + "."
 }
 
 // primaryCode picks the per-node code a careful engineer would name. It looks at the candidate
-// nodes (see candidates: the nodes the pod is meant for) and ranks their codes: the one that
-// alone blocks the most nodes (fixing it frees the most nodes), then the one present on the
-// most nodes (also behind an earlier filter: a nodeSelector no node matches is the cause even
-// where a taint rejects the node first), then the one the scheduler counted most, then schedulingOrder. So three full
-// workers and a tainted control-plane node give insufficient-cpu, not untolerated-taint, and a
-// DaemonSet pod whose node is full gives insufficient-cpu, not node-selector-mismatch for the
-// other nodes.
+// nodes (see candidates: the nodes the pod could use but for resources and the like) and ranks
+// their codes: the one that alone blocks the most nodes (fixing it frees the most nodes), then
+// the one present on the most nodes (also behind an earlier filter: a nodeSelector no node
+// matches is the cause even where a taint rejects the node first), then the one the scheduler
+// counted most, then schedulingOrder. So three full workers and a tainted control-plane node
+// give insufficient-cpu, not untolerated-taint; 30 tainted GPU nodes and the 10 full nodes the
+// pod is meant for give insufficient-cpu too; and a DaemonSet pod whose node is full gives
+// insufficient-cpu, not node-selector-mismatch for the other nodes.
 func (v *schedulingView) primaryCode() Code {
-	t := tally(v.candidates())
+	cands, _ := v.candidates()
+	t := tally(cands)
 	var codes []Code
 	for c := range t.anywhere {
 		codes = append(codes, c)
@@ -493,6 +516,7 @@ func (v *schedulingView) tableFinding() (Finding, bool) {
 	}
 	f := v.describe(code, t)
 	f.Nodes = v.verdicts
+	f.Summary += v.reasonCounts(t)
 	if nominated := v.pod.Status.NominatedNodeName; nominated != "" {
 		f.Summary += fmt.Sprintf(" The scheduler has nominated %s and preempted pods there; the pod should bind once they have exited.", nominated)
 		f.Evidence = append(f.Evidence, Evidence{Object: "Pod " + v.podRef(), Field: "status.nominatedNodeName", Message: nominated})
@@ -612,7 +636,7 @@ func (v *schedulingView) tryFix(names []string, fix func(*corev1.Node)) fixOutco
 		changed := n.DeepCopy()
 		fix(changed)
 		c := v.cluster.withNode(changed)
-		reasons := nodeReasons(v.demand, changed, c, newSpreadState(v.demand, c))
+		reasons := nodeReasons(v.demand, changed, c)
 		if len(reasons) == 0 {
 			out.helped = append(out.helped, name)
 		}
@@ -715,21 +739,4 @@ func (v *schedulingView) onlyBlockedBy(node string, code Code) bool {
 		}
 	}
 	return false
-}
-
-// FormatAge renders d the way kubectl prints ages and durations (apimachinery's
-// duration.HumanDuration: 45s, 2m49s, 2h5m, 4d); a negative d prints as its absolute value.
-func FormatAge(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	return duration.HumanDuration(d)
-}
-
-// joinLimited joins up to n names and says how many more there are.
-func joinLimited(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

@@ -1,158 +1,162 @@
 package triage
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
-// tester10Nodes are the issue-10 tester's nodes: n1 and n2 with 2 cpu, n3 with 2 cpu and a
-// dedicated=gpu:NoSchedule taint.
-func tester10Nodes() []*corev1.Node {
-	two := withAllocatable(corev1.ResourceCPU, "2")
-	return []*corev1.Node{node("n1", two), node("n2", two), node("n3", two, withTaints("dedicated=gpu:NoSchedule"))}
-}
+// This file holds the table test of issue 12's kind 4 over every filter: node fixes (untaint,
+// uncordon, label) help and never hurt. Its variants differ in surface details: other taints,
+// other reasons behind the first one. TestNodeFixesOnTheRealScheduler (triage/collect) checks
+// the same against the real kube-scheduler.
 
-// TestResourceShortfallCountsNodesAsTheSchedulerDoes: a node an earlier filter rejects (here
-// TaintToleration) is counted under that reason, like the scheduler's message, and no fix names it.
-func TestResourceShortfallCountsNodesAsTheSchedulerDoes(t *testing.T) {
-	pod := podRequesting("checkout", "cpu=50")
-	s := snap(pod, tester10Nodes(), nil,
-		failedScheduling("0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.", 3))
-	fs := schedulingRules(s)
-	if len(fs) == 0 || fs[0].Code != CodeInsufficientCPU {
-		t.Fatalf("codes = %v, want insufficient-cpu first", codesOf(fs))
-	}
-	f := fs[0]
-	if f.Uncertain {
-		t.Errorf("the table agrees with the scheduler, yet the finding is uncertain: %s", f.Summary)
-	}
-	for _, bad := range []string{"all 3 nodes", "50000m cpu free"} {
-		if strings.Contains(f.Summary, bad) {
-			t.Errorf("summary says %q: %s", bad, f.Summary)
+// nodeFixes returns the fixes of every finding that change a node: untaint, uncordon, label.
+func nodeFixes(d *Diagnosis) []string {
+	var out []string
+	for _, f := range d.Findings {
+		for _, x := range f.Fix {
+			if strings.HasPrefix(x, "kubectl taint") || strings.HasPrefix(x, "kubectl uncordon") || strings.HasPrefix(x, "kubectl label node") {
+				out = append(out, x)
+			}
 		}
 	}
-	for _, want := range []string{"Insufficient cpu on 2 of 3 nodes", "50 CPU (50000m)", "n3 under an earlier filter"} {
-		if !strings.Contains(f.Summary, want) {
-			t.Errorf("summary lacks %q: %s", want, f.Summary)
-		}
-	}
-	for _, fix := range f.Fix {
-		if strings.Contains(fix, "n3") {
-			t.Errorf("fix names the tainted node n3: %s", fix)
-		}
-	}
-	if !slicesContain(f.Fix, "(what n1 has free)") {
-		t.Errorf("no lower-the-request fix naming n1: %q", f.Fix)
-	}
-	if len(fs) < 2 || fs[1].Code != CodeUntoleratedTaint {
-		t.Errorf("codes = %v, want the taint of n3 as a secondary finding", codesOf(fs))
-	}
+	return out
 }
 
-// TestLowerRequestFixOnlyNamesNodesWhereItFits: the roomiest node for cpu also lacks memory,
-// so lowering the cpu request to its free cpu would not place the pod; the fix names the
-// node where cpu is the only obstacle.
-func TestLowerRequestFixOnlyNamesNodesWhereItFits(t *testing.T) {
-	pod := podRequesting("api", "cpu=3", "memory=6Gi")
-	nodes := []*corev1.Node{node("n1"), node("n2")}
-	bound := []*corev1.Pod{boundTo("n1", "hog", "cpu=2500m", "memory=4Gi"), boundTo("n2", "busy", "cpu=3")}
-	fs := schedulingRules(snap(pod, nodes, bound))
-	if len(fs) == 0 || fs[0].Code != CodeInsufficientCPU {
-		t.Fatalf("codes = %v, want insufficient-cpu first", codesOf(fs))
-	}
-	for _, fix := range fs[0].Fix {
-		if strings.Contains(fix, "what n1 has free") {
-			t.Errorf("fix lowers cpu to n1's room, but n1 also lacks memory: %s", fix)
+// fixTargets returns the node a node fix targets (the word after "nodes"/"node"/"uncordon").
+func fixTarget(fix string) string {
+	f := strings.Fields(fix)
+	for i, w := range f {
+		if (w == "nodes" || w == "node" || w == "uncordon") && i+1 < len(f) {
+			return f[i+1]
 		}
 	}
-	if !slicesContain(fs[0].Fix, "at most 1000m (what n2 has free)") {
-		t.Errorf("no fix lowering cpu to n2's room: %q", fs[0].Fix)
-	}
+	return ""
 }
 
-// daemonSetPod returns a Pending pod of DaemonSet agent pinned to node as the DaemonSet
-// controller pins it (required node affinity, matchFields metadata.name).
-func daemonSetPod(node string, reqs ...string) *corev1.Pod {
-	p := podRequesting("agent-"+node, reqs...)
-	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}
-	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}},
-	}}}
-	return p
-}
-
-// TestDaemonSetPodFixesAreAboutItsNode: a DaemonSet pod pinned to a full node gets fixes about
-// that node only: no other node as "closest" or "fits", no "add a node", no selector-mismatch
-// warning for the nodes it is not meant for.
-func TestDaemonSetPodFixesAreAboutItsNode(t *testing.T) {
-	pod := daemonSetPod("n1", "cpu=500m")
-	nodes := []*corev1.Node{node("n1"), node("n2"), node("n3")}
-	bound := []*corev1.Pod{boundTo("n1", "hog", "cpu=4"), boundTo("n2", "web", "cpu=1")}
-	fs := schedulingRules(snap(pod, nodes, bound,
-		failedScheduling("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.", 2)))
-	if len(fs) == 0 || fs[0].Code != CodeInsufficientCPU {
-		t.Fatalf("codes = %v, want insufficient-cpu first", codesOf(fs))
+func TestNodeFixesHelpAndNeverHurt(t *testing.T) {
+	sched := func(msg string) Event { return failedScheduling(msg, 1) }
+	tests := []struct {
+		name string
+		s    *Snapshot
+		// want are the nodes the fixes may target; wantNone means no node fix at all.
+		want []string
+	}{
+		{
+			name: "control-plane taint with full workers: no untaint of the control plane",
+			s: snap(podRequesting("web", "cpu=1"),
+				[]*corev1.Node{nodeWithTaints("cp-1", "node-role.kubernetes.io/control-plane:NoSchedule"), node("w-1"), node("w-2")},
+				[]*corev1.Pod{boundTo("w-1", "a", "cpu=3500m"), boundTo("w-2", "b", "cpu=3500m")},
+				sched("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.")),
+		},
+		{
+			name: "CriticalAddonsOnly system pool and a cordoned worker: no untaint, and uncordon only the worker",
+			s: snap(podRequesting("web"),
+				[]*corev1.Node{nodeWithTaints("sys-1", "CriticalAddonsOnly=true:NoSchedule"), node("w-1", cordoned)}, nil,
+				sched("0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable.")),
+			want: []string{"w-1"},
+		},
+		{
+			name: "a custom taint on a node that is also full: no untaint there",
+			s: snap(podRequesting("web", "memory=2Gi"),
+				[]*corev1.Node{nodeWithTaints("gpu-1", "dedicated=gpu:NoSchedule"), node("w-1")},
+				[]*corev1.Pod{boundTo("gpu-1", "a", "memory=7Gi"), boundTo("w-1", "b", "memory=7Gi")},
+				sched("0/2 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s).")),
+		},
+		{
+			name: "a custom taint alone: untaint only that node",
+			s: snap(podRequesting("web"),
+				[]*corev1.Node{nodeWithTaints("n1", "team=batch:NoSchedule"), nodeWithTaints("cp", "node-role.kubernetes.io/master:NoSchedule")}, nil,
+				sched("0/2 nodes are available: 2 node(s) had untolerated taint(s).")),
+			want: []string{"n1"},
+		},
+		{
+			name: "a cordoned node that is also out of memory: no uncordon",
+			s: snap(podRequesting("web", "memory=4Gi"),
+				[]*corev1.Node{node("w-1", cordoned), node("w-2")},
+				[]*corev1.Pod{boundTo("w-1", "a", "memory=6Gi"), boundTo("w-2", "b", "memory=6Gi")},
+				sched("0/2 nodes are available: 1 Insufficient memory, 1 node(s) were unschedulable.")),
+		},
+		{
+			name: "nodeSelector mismatch: label only a node where it is the only reason, never the control plane",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+				return snap(p, []*corev1.Node{nodeWithTaints("a-cp", "node-role.kubernetes.io/control-plane:NoSchedule"), node("b-full", withAllocatable("pods", "1")), node("c-free")},
+					[]*corev1.Pod{boundTo("b-full", "x")},
+					sched("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+			want: []string{"c-free"},
+		},
+		{
+			name: "cordoned nodes carry the unschedulable taint: uncordon only the one with room (or label the free worker)",
+			s: func() *Snapshot {
+				p := podRequesting("web", "cpu=1")
+				p.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+				return snap(p, []*corev1.Node{
+					node("worker-1", cordoned, withLabel("disktype", "ssd"), withTaints("node.kubernetes.io/unschedulable:NoSchedule")),
+					node("worker-2"),
+					node("worker-3", cordoned, withLabel("disktype", "ssd"), withTaints("node.kubernetes.io/unschedulable:NoSchedule"))},
+					[]*corev1.Pod{boundTo("worker-1", "big", "cpu=3500m")},
+					sched("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable."))
+			}(),
+			want: []string{"worker-2", "worker-3"},
+		},
+		{
+			name: "a nodeSelector on the architecture: never relabel nodes",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"kubernetes.io/arch": "arm64"}
+				return snap(p, []*corev1.Node{node("w-1", withLabel("kubernetes.io/arch", "amd64")), node("w-2", withLabel("kubernetes.io/arch", "amd64"))}, nil,
+					sched("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+		},
+		{
+			name: "a nodeSelector on a zone no node is in, or on a role: never add such labels",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"topology.kubernetes.io/zone": "eu-west-1c", "node-role.kubernetes.io/control-plane": ""}
+				return snap(p, []*corev1.Node{node("w-1"), node("w-2", withLabel("topology.kubernetes.io/zone", "eu-west-1a"))}, nil,
+					sched("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+		},
+		{
+			name: "a nodeSelector on an administrator's label: label a node that lacks it",
+			s: func() *Snapshot {
+				p := podRequesting("web")
+				p.Spec.NodeSelector = map[string]string{"node-restriction.kubernetes.io/pool": "batch"}
+				return snap(p, []*corev1.Node{node("w-1"), node("w-2", withLabel("node-restriction.kubernetes.io/pool", "web"))}, nil,
+					sched("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."))
+			}(),
+			want: []string{"w-1"},
+		},
+		{
+			name: "a NotReady node with a custom taint: untainting does not help",
+			s: snap(podRequesting("web"),
+				[]*corev1.Node{node("n1", notReady, withTaints("maintenance=true:NoSchedule"))}, nil,
+				sched("0/1 nodes are available: 1 node(s) had untolerated taint(s).")),
+		},
 	}
-	for _, f := range fs[1:] {
-		if f.Code == CodeNodeSelectorMismatch {
-			t.Errorf("selector mismatch reported for the nodes a DaemonSet pod is not meant for: %s", f.Summary)
-		}
-	}
-	f := fs[0]
-	if !strings.Contains(f.Summary, "only run on n1") || strings.Contains(f.Summary, "n2") || strings.Contains(f.Summary, "n3") {
-		t.Errorf("summary is not about n1 alone: %s", f.Summary)
-	}
-	for _, fix := range f.Fix {
-		if strings.Contains(fix, "n2") || strings.Contains(fix, "n3") || strings.Contains(fix, "add a node") {
-			t.Errorf("fix for a pod pinned to n1: %s", fix)
-		}
-	}
-}
-
-// TestDaemonSetPodOnTaintedNode: the pinned node's taint is the cause; the fix tolerates it.
-func TestDaemonSetPodOnTaintedNode(t *testing.T) {
-	pod := daemonSetPod("n3", "cpu=100m")
-	fs := schedulingRules(snap(pod, tester10Nodes(), nil,
-		failedScheduling("0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.", 2)))
-	if len(fs) == 0 || fs[0].Code != CodeUntoleratedTaint {
-		t.Fatalf("codes = %v, want untolerated-taint first", codesOf(fs))
-	}
-	if len(fs) != 1 {
-		t.Errorf("codes = %v, want only the taint of n3", codesOf(fs))
-	}
-	if !slicesContain(fs[0].Fix, "tolerate the taint") {
-		t.Errorf("no toleration fix: %q", fs[0].Fix)
-	}
-}
-
-func slicesContain(lines []string, sub string) bool {
-	for _, l := range lines {
-		if strings.Contains(l, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// TestSelectorNoNodeMatchesBehindTaints: a nodeSelector no node matches stays the primary
-// cause when taints reject most nodes first; the summary gives both counts.
-func TestSelectorNoNodeMatchesBehindTaints(t *testing.T) {
-	pod := podRequesting("web", "cpu=1")
-	pod.Spec.NodeSelector = map[string]string{"disk": "ssd"}
-	nodes := []*corev1.Node{nodeWithTaints("n1", "dedicated=batch:NoSchedule"), nodeWithTaints("n2", "team=ml:NoExecute"), node("n3")}
-	fs := schedulingRules(snap(pod, nodes, nil,
-		failedScheduling("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.", 2)))
-	if len(fs) == 0 || fs[0].Code != CodeNodeSelectorMismatch {
-		t.Fatalf("codes = %v, want node-selector-mismatch first", codesOf(fs))
-	}
-	if want := "matches none of the 3 nodes (the scheduler counts 2 of them under an earlier filter's reason)"; !strings.Contains(fs[0].Summary, want) {
-		t.Errorf("summary lacks %q: %s", want, fs[0].Summary)
-	}
-	if fs[0].Uncertain {
-		t.Errorf("the table agrees with the scheduler, yet the finding is uncertain: %s", fs[0].Summary)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Evaluate(tt.s)
+			for _, fix := range nodeFixes(d) {
+				target := fixTarget(fix)
+				if !slices.Contains(tt.want, target) {
+					t.Errorf("fix %q targets %s, want only %v", fix, target, tt.want)
+				}
+				for _, sys := range []string{"node-role.kubernetes.io", "CriticalAddonsOnly", "node.kubernetes.io/"} {
+					if strings.HasPrefix(fix, "kubectl taint") && strings.Contains(fix, sys) {
+						t.Errorf("fix %q removes a system or lifecycle taint", fix)
+					}
+				}
+			}
+			if len(tt.want) > 0 && len(nodeFixes(d)) == 0 {
+				t.Errorf("no node fix, want one for %v; fixes: %q", tt.want, d.Primary().Fix)
+			}
+		})
 	}
 }

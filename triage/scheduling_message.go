@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // SchedulerMessage is the kube-scheduler's own verdict, parsed from a FailedScheduling event:
@@ -34,7 +36,6 @@ type SchedulerReason struct {
 var (
 	availableRE = regexp.MustCompile(`^0/(\d+) nodes are available:?\s*(.*)$`)
 	countRE     = regexp.MustCompile(`^(\d+) (.+)$`)
-	pvcNotFound = regexp.MustCompile(`persistentvolumeclaim "([^"]+)" not found`)
 )
 
 // ParseSchedulerMessage parses the message of a FailedScheduling event. ok is false when the
@@ -86,51 +87,6 @@ func splitReasons(body string) []string {
 	return out
 }
 
-// reasonCode maps one scheduler reason to a code, covering the wording of current and older
-// scheduler versions.
-func reasonCode(text string) Code {
-	t := strings.ToLower(text)
-	switch {
-	case t == "insufficient cpu":
-		return CodeInsufficientCPU
-	case t == "insufficient memory":
-		return CodeInsufficientMemory
-	case t == "insufficient ephemeral-storage":
-		return CodeInsufficientEphemeralStorage
-	case t == "too many pods" || t == "insufficient pods":
-		return CodeTooManyPods
-	case strings.HasPrefix(t, "insufficient "):
-		return CodeInsufficientExtendedResource
-	case strings.Contains(t, "were unschedulable"):
-		return CodeNodeUnschedulable
-	case strings.Contains(t, "taint"):
-		return CodeUntoleratedTaint
-	case strings.Contains(t, "node affinity/selector") || strings.Contains(t, "didn't match node selector") ||
-		strings.Contains(t, "requested node name"):
-		return CodeNodeSelectorMismatch
-	case strings.Contains(t, "free ports"):
-		return CodeHostPortConflict
-	case strings.Contains(t, "topology spread"):
-		return CodeTopologySpreadUnsatisfiable
-	case strings.Contains(t, "anti-affinity"):
-		return CodePodAntiAffinityUnsatisfiable
-	case strings.Contains(t, "pod affinity"):
-		return CodePodAffinityUnsatisfiable
-	case strings.Contains(t, "max volume count"):
-		return CodeVolumeAttachLimit
-	case strings.Contains(t, "volume node affinity conflict") || strings.Contains(t, "volume zone"):
-		return CodeVolumeNodeAffinityConflict
-	case pvcNotFound.MatchString(t):
-		return CodePVCNotFound
-	case strings.Contains(t, "unbound immediate persistentvolumeclaims") ||
-		strings.Contains(t, "available persistent volumes to bind") ||
-		strings.Contains(t, "not have enough free storage") ||
-		strings.Contains(t, "bound to non-existent pv"):
-		return CodePVCUnbound
-	}
-	return ""
-}
-
 // Counts returns the scheduler's node count per code (a PreFilter reason counts for every node).
 func (m SchedulerMessage) Counts() map[Code]int {
 	out := map[Code]int{}
@@ -162,6 +118,20 @@ func (m SchedulerMessage) topCode() Code {
 		return ""
 	}
 	return codes[0]
+}
+
+// ConditionSchedulerMessage parses the message of the pod's PodScheduled condition when it is
+// False with reason Unschedulable: the scheduler writes the same "0/N nodes are available"
+// line there as in its FailedScheduling event, and the condition can be read by anyone who may
+// get the pod (events may be refused, or expired). The message's Event holds the condition's
+// reason and message, with no times.
+func ConditionSchedulerMessage(pod *corev1.Pod) (SchedulerMessage, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return ParseSchedulerMessage(Event{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return SchedulerMessage{}, false
 }
 
 // LatestSchedulerMessage parses the newest parseable FailedScheduling event in events (sorted

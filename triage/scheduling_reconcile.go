@@ -13,35 +13,6 @@ import (
 // never dropped and never silently read as "fits": it goes, verbatim, to the nodes the model
 // found no reason for.
 
-// filterRank is the position of the filter plugin that reports a code in the default
-// scheduler profile (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
-// NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-// PodTopologySpread, InterPodAffinity). Codes no plugin reports rank last.
-func filterRank(c Code) int {
-	switch c {
-	case CodeNodeUnschedulable:
-		return 0
-	case CodeUntoleratedTaint:
-		return 2
-	case CodeNodeSelectorMismatch:
-		return 3
-	case CodeHostPortConflict:
-		return 4
-	case CodeInsufficientCPU, CodeInsufficientMemory, CodeInsufficientEphemeralStorage,
-		CodeInsufficientExtendedResource, CodeTooManyPods:
-		return 5
-	case CodeVolumeAttachLimit:
-		return 7
-	case CodePVCUnbound, CodeVolumeNodeAffinityConflict:
-		return 8
-	case CodeTopologySpreadUnsatisfiable:
-		return 10
-	case CodePodAffinityUnsatisfiable, CodePodAntiAffinityUnsatisfiable:
-		return 11
-	}
-	return 99
-}
-
 // firstFilterCodes returns the codes the scheduler would count a node under: the node's
 // blocking codes of its first failing plugin.
 func firstFilterCodes(nv NodeVerdict) []Code {
@@ -134,4 +105,22 @@ func (v *schedulingView) reconcile() (exact bool) {
 		v.verdicts[i].Reasons = append(v.verdicts[i].Reasons, reason)
 	}
 	return exact
+}
+
+// describeUnmodelled explains a rejection the rules do not model: the scheduler's own words,
+// verbatim, on the nodes the table found no other reason for. It is never a confident cause.
+func (v *schedulingView) describeUnmodelled(f *Finding) {
+	nodes, reasons := v.nodesWith(CodeUnknown)
+	f.Uncertain = true
+	var text string
+	if len(nodes) > 0 {
+		text = reasons[nodes[0]][0].Message
+	}
+	f.Summary = fmt.Sprintf("The scheduler rejects %s for a reason whypending does not model, so this is its verdict, not a diagnosis: %s.", v.ofNodes(len(nodes)), text)
+	v.nodeEvidence(f, nodes, reasons, "FailedScheduling")
+	f.Fix = []string{
+		fmt.Sprintf("kubectl describe pod -n %s %s   # the scheduler's full message", shellQuote(v.pod.Namespace), shellQuote(v.pod.Name)),
+		fmt.Sprintf("kubectl describe node %s", shellQuote(firstOr(nodes, "NODE"))),
+		"Search the scheduler's message in the docs of the scheduler plugin that writes it (a CSI driver's limits, DRA, a custom plugin).",
+	}
 }

@@ -453,166 +453,6 @@ func TestNodeVerdictsKeepEveryReason(t *testing.T) {
 	}
 }
 
-func TestPodRequestsCountInitContainersSidecarsAndOverhead(t *testing.T) {
-	tests := []struct {
-		name string
-		pod  func(p *corev1.Pod)
-		want int64 // millicores requested
-	}{
-		{
-			name: "an init container larger than the app containers sets the request",
-			pod: func(p *corev1.Pod) {
-				p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: resourceList("cpu=2")}}}
-			},
-			want: 2000,
-		},
-		{
-			name: "a sidecar (restartable init container) adds to the app containers",
-			pod: func(p *corev1.Pod) {
-				p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
-					Resources: corev1.ResourceRequirements{Requests: resourceList("cpu=250m")}}}
-			},
-			want: 750,
-		},
-		{
-			name: "pod overhead adds to the requests",
-			pod:  func(p *corev1.Pod) { p.Spec.Overhead = resourceList("cpu=100m") },
-			want: 600,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := podRequesting("web", "cpu=500m")
-			tt.pod(p)
-			s := snap(p, []*corev1.Node{node("n1", withAllocatable("cpu", "100m"))}, nil)
-			v := newSchedulingView(s)
-			var got int64
-			for _, r := range v.verdicts[0].Reasons {
-				if r.Code == CodeInsufficientCPU {
-					got = r.Requested
-				}
-			}
-			if got != tt.want {
-				t.Errorf("requested cpu = %dm, want %dm", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestShortfall(t *testing.T) {
-	three := []*corev1.Node{node("n1", withAllocatable("cpu", "2")), node("n2", withAllocatable("cpu", "2")), node("n3", withAllocatable("cpu", "2"))}
-	tests := []struct {
-		name  string
-		pod   *corev1.Pod
-		nodes []*corev1.Node
-		bound []*corev1.Pod
-		want  shortfall
-	}{
-		{
-			name:  "free room spread over nodes that together would fit is fragmented",
-			pod:   podRequesting("web", "cpu=500m"),
-			nodes: three,
-			bound: []*corev1.Pod{boundTo("n1", "a", "cpu=1800m"), boundTo("n2", "b", "cpu=1700m"), boundTo("n3", "c", "cpu=1900m")},
-			want: shortfall{Resource: "cpu", Requested: 500,
-				Rooms:     []nodeRoom{{"n2", 300, 1700, 2000}, {"n1", 200, 1800, 2000}, {"n3", 100, 1900, 2000}},
-				TotalFree: 600, Eligible: 3, LargestAllocatable: 2000, LargestNode: "n1", Fragmented: true},
-		},
-		{
-			name:  "too little room even in total is not fragmented",
-			pod:   podRequesting("web", "cpu=1"),
-			nodes: three,
-			bound: []*corev1.Pod{boundTo("n1", "a", "cpu=1800m"), boundTo("n2", "b", "cpu=1800m"), boundTo("n3", "c", "cpu=1800m")},
-			want: shortfall{Resource: "cpu", Requested: 1000,
-				Rooms:     []nodeRoom{{"n1", 200, 1800, 2000}, {"n2", 200, 1800, 2000}, {"n3", 200, 1800, 2000}},
-				TotalFree: 600, Eligible: 3, LargestAllocatable: 2000, LargestNode: "n1"},
-		},
-		{
-			name:  "a request larger than any node is too big",
-			pod:   podRequesting("web", "cpu=3"),
-			nodes: three,
-			want: shortfall{Resource: "cpu", Requested: 3000,
-				Rooms:     []nodeRoom{{"n1", 2000, 0, 2000}, {"n2", 2000, 0, 2000}, {"n3", 2000, 0, 2000}},
-				TotalFree: 6000, Eligible: 3, LargestAllocatable: 2000, LargestNode: "n1", TooBig: true},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newSchedulingView(snap(tt.pod, tt.nodes, tt.bound))
-			if diff := cmp.Diff(tt.want, v.shortfallOf(CodeInsufficientCPU)); diff != "" {
-				t.Errorf("shortfallOf(insufficient-cpu) mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestParseSchedulerMessage(t *testing.T) {
-	tests := []struct {
-		msg  string
-		want SchedulerMessage
-	}{
-		{
-			msg: "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.",
-			want: SchedulerMessage{Total: 3, Reasons: []SchedulerReason{
-				{1, "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }", CodeUntoleratedTaint},
-				{2, "Insufficient cpu", CodeInsufficientCPU},
-			}},
-		},
-		{
-			msg: "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 node(s) didn't match pod anti-affinity rules.",
-			want: SchedulerMessage{Total: 3, Reasons: []SchedulerReason{
-				{1, "node(s) didn't match pod topology spread constraints", CodeTopologySpreadUnsatisfiable},
-				{2, "node(s) didn't match pod anti-affinity rules", CodePodAntiAffinityUnsatisfiable},
-			}},
-		},
-		{
-			msg: "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 Too many pods, 1 node(s) were unschedulable, 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had volume node affinity conflict, 1 node(s) didn't match pod affinity rules.",
-			want: SchedulerMessage{Total: 2, Reasons: []SchedulerReason{
-				{1, "Insufficient nvidia.com/gpu", CodeInsufficientExtendedResource},
-				{1, "Too many pods", CodeTooManyPods},
-				{1, "node(s) were unschedulable", CodeNodeUnschedulable},
-				{1, "node(s) didn't have free ports for the requested pod ports", CodeHostPortConflict},
-				{1, "node(s) didn't match Pod's node affinity/selector", CodeNodeSelectorMismatch},
-				{1, "node(s) had volume node affinity conflict", CodeVolumeNodeAffinityConflict},
-				{1, "node(s) didn't match pod affinity rules", CodePodAffinityUnsatisfiable},
-			}},
-		},
-		{
-			msg:  "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
-			want: SchedulerMessage{Total: 3, PodLevel: &SchedulerReason{3, "pod has unbound immediate PersistentVolumeClaims", CodePVCUnbound}},
-		},
-		{
-			msg:  `0/1 nodes are available: persistentvolumeclaim "data" not found.`,
-			want: SchedulerMessage{Total: 1, PodLevel: &SchedulerReason{1, `persistentvolumeclaim "data" not found`, CodePVCNotFound}},
-		},
-		{
-			msg: "0/3 nodes are available: 3 node(s) had taint {node.kubernetes.io/not-ready: }, that the pod didn't tolerate.",
-			want: SchedulerMessage{Total: 3, Reasons: []SchedulerReason{
-				{3, "node(s) had taint {node.kubernetes.io/not-ready: }, that the pod didn't tolerate", CodeUntoleratedTaint},
-			}},
-		},
-		{
-			msg:  "no nodes available to schedule pods",
-			want: SchedulerMessage{Total: 0},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.msg, func(t *testing.T) {
-			e := failedScheduling(tt.msg, 1)
-			got, ok := ParseSchedulerMessage(e)
-			if !ok {
-				t.Fatalf("ParseSchedulerMessage(%q) not ok", tt.msg)
-			}
-			tt.want.Event = e
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(SchedulerMessage{}, SchedulerReason{})); diff != "" {
-				t.Errorf("ParseSchedulerMessage() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-	if _, ok := ParseSchedulerMessage(Event{Reason: "FailedScheduling", Message: "binding rejected: pods \"x\" not found"}); ok {
-		t.Errorf("ParseSchedulerMessage(binding error) ok, want not ok")
-	}
-}
-
 func TestSchedulingUnreadableNodesAreNotNoNodes(t *testing.T) {
 	s := snap(podRequesting("web"), nil, nil)
 	s.NodesErr = errors.New("nodes is forbidden")
@@ -656,29 +496,60 @@ func TestSchedulingFixesNameRealObjects(t *testing.T) {
 	}
 }
 
-func TestFormatAmount(t *testing.T) {
-	tests := []struct {
-		name corev1.ResourceName
-		v    int64
-		want string
-	}{
-		{"cpu", 1500, "1500m"},
-		{"cpu", 2000, "2000m"},
-		{"cpu", 9999, "9999m"},
-		{"cpu", 50000, "50 CPU (50000m)"},
-		{"cpu", 12500, "12.5 CPU (12500m)"},
-		{"memory", 3<<30 + 900<<20, "3.9Gi"},
-		{"memory", 4164943873, "3.9Gi"},
-		{"memory", 512 << 20, "512Mi"},
-		{"ephemeral-storage", 1024000000, "1024M"},
-		{"memory", 1234567, "1.2Mi"},
-		{"nvidia.com/gpu", 4, "4"},
-	}
-	for _, tt := range tests {
-		if got := formatAmount(tt.name, tt.v); got != tt.want {
-			t.Errorf("formatAmount(%s, %d) = %q, want %q", tt.name, tt.v, got, tt.want)
+// randomSchedulingSnapshot builds a random cluster of up to 4 nodes (taints of every sort,
+// cordons, NotReady, cpu and pod limits, labels; bound pods, some with a host port) and a
+// Pending pod (cpu and memory requests, maybe a host port, a nodeSelector, anti-affinity and
+// topology spread), with or without a FailedScheduling event.
+func randomSchedulingSnapshot(rng *rand.Rand) *Snapshot {
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	var nodes []*corev1.Node
+	var bound []*corev1.Pod
+	for n := range rng.IntN(5) {
+		name := fmt.Sprintf("n%d", n)
+		var mods []func(*corev1.Node)
+		if rng.IntN(3) == 0 {
+			mods = append(mods, withTaints(pick("key1=v:NoSchedule", "node-role.kubernetes.io/control-plane:NoSchedule", "node.kubernetes.io/not-ready:NoExecute", "x:PreferNoSchedule")))
+		}
+		if rng.IntN(5) == 0 {
+			mods = append(mods, cordoned)
+		}
+		if rng.IntN(5) == 0 {
+			mods = append(mods, notReady)
+		}
+		mods = append(mods, withAllocatable("cpu", pick("1", "2", "4")), withAllocatable("pods", pick("1", "3", "110")),
+			withLabel("zone", pick("a", "b")), withLabel("disk", pick("ssd", "hdd")))
+		nodes = append(nodes, node(name, mods...))
+		for j := range rng.IntN(3) {
+			p := boundTo(name, fmt.Sprintf("p%d-%d", n, j), "cpu="+pick("100m", "900m", "1500m"))
+			if rng.IntN(3) == 0 {
+				withHostPort(p, 80)
+			}
+			withPodLabels(p, "app", pick("web", "db"))
+			bound = append(bound, p)
 		}
 	}
+	pod := podRequesting("web", "cpu="+pick("100m", "1", "3"), "memory="+pick("1Gi", "16Gi"))
+	if rng.IntN(3) == 0 {
+		withHostPort(pod, 80)
+	}
+	if rng.IntN(3) == 0 {
+		pod.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	}
+	if rng.IntN(3) == 0 {
+		pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+	}
+	if rng.IntN(3) == 0 {
+		pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	}
+	var events []Event
+	if rng.IntN(2) == 0 {
+		events = append(events, failedScheduling(fmt.Sprintf("0/%d nodes are available: %d %s.", len(nodes), len(nodes),
+			pick("Insufficient cpu", "node(s) had untolerated taint(s)", "node(s) didn't match Pod's node affinity/selector")), 2))
+	}
+	return snap(pod, nodes, bound, events...)
 }
 
 // TestSchedulingInvariants runs the scheduling rules over many random clusters and checks what
@@ -686,56 +557,9 @@ func TestFormatAmount(t *testing.T) {
 // reason, resource reasons that really do not fit, and a Pending code first.
 func TestSchedulingInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
 	for i := range 500 {
-		var nodes []*corev1.Node
-		var bound []*corev1.Pod
-		for n := range rng.IntN(5) {
-			name := fmt.Sprintf("n%d", n)
-			var mods []func(*corev1.Node)
-			if rng.IntN(3) == 0 {
-				mods = append(mods, withTaints(pick("key1=v:NoSchedule", "node-role.kubernetes.io/control-plane:NoSchedule", "node.kubernetes.io/not-ready:NoExecute", "x:PreferNoSchedule")))
-			}
-			if rng.IntN(5) == 0 {
-				mods = append(mods, cordoned)
-			}
-			if rng.IntN(5) == 0 {
-				mods = append(mods, notReady)
-			}
-			mods = append(mods, withAllocatable("cpu", pick("1", "2", "4")), withAllocatable("pods", pick("1", "3", "110")),
-				withLabel("zone", pick("a", "b")), withLabel("disk", pick("ssd", "hdd")))
-			nodes = append(nodes, node(name, mods...))
-			for j := range rng.IntN(3) {
-				p := boundTo(name, fmt.Sprintf("p%d-%d", n, j), "cpu="+pick("100m", "900m", "1500m"))
-				if rng.IntN(3) == 0 {
-					withHostPort(p, 80)
-				}
-				withPodLabels(p, "app", pick("web", "db"))
-				bound = append(bound, p)
-			}
-		}
-		pod := podRequesting("web", "cpu="+pick("100m", "1", "3"), "memory="+pick("1Gi", "16Gi"))
-		if rng.IntN(3) == 0 {
-			withHostPort(pod, 80)
-		}
-		if rng.IntN(3) == 0 {
-			pod.Spec.NodeSelector = map[string]string{"disk": "ssd"}
-		}
-		if rng.IntN(3) == 0 {
-			pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone",
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
-		}
-		if rng.IntN(3) == 0 {
-			pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
-				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-		}
-		var events []Event
-		if rng.IntN(2) == 0 {
-			events = append(events, failedScheduling(fmt.Sprintf("0/%d nodes are available: %d %s.", len(nodes), len(nodes),
-				pick("Insufficient cpu", "node(s) had untolerated taint(s)", "node(s) didn't match Pod's node affinity/selector")), 2))
-		}
-		s := snap(pod, nodes, bound, events...)
+		s := randomSchedulingSnapshot(rng)
+		nodes := s.Nodes
 		got := schedulingRules(s)
 		for _, f := range got {
 			if f.Nodes == nil {
@@ -761,5 +585,94 @@ func TestSchedulingInvariants(t *testing.T) {
 		if len(got) > 0 && got[0].Severity == SeverityBlocker && !got[0].Code.Pending() {
 			t.Fatalf("case %d: first finding %s is not a Pending code", i, got[0].Code)
 		}
+	}
+}
+
+// TestMixedCausesLeadWithTheNodesMeantForThePod is issue 22's item 7: on many nodes with mixed
+// causes, the primary cause is ranked on the nodes the pod could otherwise use (those its
+// nodeSelector, affinity and tolerations allow), not on the node count, and the summary says in
+// one line how many nodes fail each reason.
+func TestMixedCausesLeadWithTheNodesMeantForThePod(t *testing.T) {
+	many := func(prefix string, n int, mods ...func(*corev1.Node)) []*corev1.Node {
+		var out []*corev1.Node
+		for i := range n {
+			out = append(out, node(fmt.Sprintf("%s-%02d", prefix, i+1), mods...))
+		}
+		return out
+	}
+	fill := func(nodes []*corev1.Node, reqs ...string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, n := range nodes {
+			out = append(out, boundTo(n.Name, "filler-"+n.Name, reqs...))
+		}
+		return out
+	}
+	selecting := func(p *corev1.Pod, k, v string) *corev1.Pod {
+		p.Spec.NodeSelector = map[string]string{k: v}
+		return p
+	}
+	gpu := many("gpu", 30, withTaints("nvidia.com/gpu=present:NoSchedule"), withLabel("pool", "gpu"))
+	general := many("node", 10, withLabel("pool", "general"))
+	canary := many("web", 4, withLabel("pool", "web"), withTaints("dedicated=canary:NoSchedule"))
+	web := many("web-x", 4, withLabel("pool", "web"))
+	tests := []struct {
+		name string
+		s    *Snapshot
+		want Code
+		// counts is the one line of counts the summary must hold.
+		counts string
+	}{
+		{
+			name: "30 tainted GPU nodes with room, 10 general nodes without cpu: insufficient-cpu, not untaint the GPU nodes",
+			s: snap(podRequesting("api", "cpu=1"), append(gpu, general...), fill(general, "cpu=3800m"),
+				failedScheduling("0/40 nodes are available: 10 Insufficient cpu, 30 node(s) had untolerated taint(s).", 2)),
+			want:   CodeInsufficientCPU,
+			counts: "Nodes failing each reason (40 in all): 30 untolerated-taint, 10 insufficient-cpu; the cause is ranked on the 10 nodes the pod's nodeSelector, affinity and tolerations allow.",
+		},
+		{
+			name: "the same with the reasons the other way round in the scheduler's message",
+			s: snap(podRequesting("api", "cpu=1"), append(general, gpu...), fill(general, "cpu=3800m"),
+				failedScheduling("0/40 nodes are available: 30 node(s) had untolerated taint {nvidia.com/gpu: present}, 10 Insufficient cpu.", 2)),
+			want:   CodeInsufficientCPU,
+			counts: "30 untolerated-taint, 10 insufficient-cpu",
+		},
+		{
+			name: "25 tainted batch nodes with room and 5 cordoned nodes meant for the pod: node-unschedulable",
+			s: snap(podRequesting("api", "cpu=1"), append(many("batch", 25, withTaints("dedicated=batch:NoSchedule")), many("w", 5, cordoned)...), nil,
+				failedScheduling("0/30 nodes are available: 25 node(s) had untolerated taint(s), 5 node(s) were unschedulable.", 2)),
+			want:   CodeNodeUnschedulable,
+			counts: "25 untolerated-taint, 5 node-unschedulable; the cause is ranked on the 5 nodes",
+		},
+		{
+			name: "a nodeSelector that 8 of 38 nodes match, 4 of them tainted, 4 short of memory: insufficient-memory",
+			s: snap(selecting(podRequesting("web", "memory=4Gi"), "pool", "web"), append(append(many("other", 30), canary...), web...), fill(web, "memory=6Gi"),
+				failedScheduling("0/38 nodes are available: 30 node(s) didn't match Pod's node affinity/selector, 4 Insufficient memory, 4 node(s) had untolerated taint(s).", 2)),
+			want:   CodeInsufficientMemory,
+			counts: "30 node-selector-mismatch, 4 insufficient-memory, 4 untolerated-taint; the cause is ranked on the 4 nodes",
+		},
+		{
+			name: "every node the selector matches is tainted: the taint is the cause, ranked on those nodes",
+			s: snap(selecting(podRequesting("web"), "pool", "web"), append(many("other", 30), canary...), nil,
+				failedScheduling("0/34 nodes are available: 30 node(s) didn't match Pod's node affinity/selector, 4 node(s) had untolerated taint(s).", 2)),
+			want:   CodeUntoleratedTaint,
+			counts: "30 node-selector-mismatch, 4 untolerated-taint; the cause is ranked on the 4 nodes the pod's nodeSelector and affinity allow.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Evaluate(tt.s)
+			p := d.Primary()
+			if p.Code != tt.want {
+				t.Fatalf("primary = %s, want %s: %s", p.Code, tt.want, p.Summary)
+			}
+			if !strings.Contains(p.Summary, tt.counts) {
+				t.Errorf("summary lacks the counts %q: %s", tt.counts, p.Summary)
+			}
+			for _, fix := range p.Fix {
+				if strings.HasPrefix(fix, "kubectl taint") && tt.want != CodeUntoleratedTaint {
+					t.Errorf("the primary %s finding's fix untaints a node: %s", p.Code, fix)
+				}
+			}
+		})
 	}
 }

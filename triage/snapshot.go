@@ -26,6 +26,12 @@ type Snapshot struct {
 	Events []Event
 	// EventsErr is set when events could not be listed.
 	EventsErr error
+	// MissingNamespace is set when the pod does not exist because its namespace does not (the
+	// answer is then namespace-not-found, not pod-not-found).
+	MissingNamespace *MissingNamespace
+	// Refused are the reads of this question the API server refused (403 Forbidden: the
+	// asker's RBAC), each once; the other parts are read as usual.
+	Refused []RefusedRead
 	// Nodes are the nodes the rules need, sorted by name: every node for an unscheduled pod,
 	// only the pod's own node for a bound one.
 	Nodes []*corev1.Node
@@ -66,6 +72,11 @@ type Snapshot struct {
 	// read), for "did you mean" suggestions. It is read only when a rule reports such an object
 	// missing (NeedsNames); a resource that could not be listed is absent.
 	NamesInNamespace map[string][]string
+	// WorkloadReplicas is spec.replicas of the Deployment (through its ReplicaSet), StatefulSet
+	// or ReplicaSet that controls the pod: how many pods a resources fix on that workload must
+	// make room for. Read for an unscheduled pod of such a workload (NeedsWorkloadReplicas);
+	// nil otherwise, or when it could not be read.
+	WorkloadReplicas *int32
 	// Controller is the metadata of the pod's controlling owner (kind in TypeMeta), read with
 	// NamesInNamespace when that owner is a Job: a Helm hook Job carries the helm.sh/hook
 	// annotation. Nil otherwise.

@@ -38,6 +38,10 @@ type WorkloadSnapshot struct {
 	Now time.Time
 	// Requested is the workload asked about (kind, namespace and name as given).
 	Requested WorkloadRef
+	// Refused are the reads of this question the API server refused (see Snapshot.Refused).
+	Refused []RefusedRead
+	// MissingNamespace is set when the workload does not exist because its namespace does not.
+	MissingNamespace *MissingNamespace
 	// Exactly one of Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and CronJob is set,
 	// the one Requested.Kind names; all are nil when the workload does not exist (see
 	// SimilarWorkloads).
@@ -132,6 +136,11 @@ type WorkloadDiagnosis struct {
 	// code, the group's count, the representative's fix); when nothing is stuck it is
 	// workload-healthy. Never empty.
 	Findings []Finding `json:"findings"`
+	// Partial is true when the API server refused some reads (Refused): the answer rests on
+	// what could be read, and the primary finding lists the refused reads.
+	Partial bool `json:"partial,omitempty"`
+	// Refused are the reads the API server refused (403 Forbidden).
+	Refused []RefusedRead `json:"refused,omitempty"`
 	// Groups are the pods grouped by their diagnosis's primary code: stuck groups first, most
 	// pods first, then the healthy and completed ones. Each holds one pod's full Diagnosis.
 	// Always present in JSON: [] when the workload has no pods (or does not exist).
@@ -267,6 +276,8 @@ type workloadView struct {
 // why. EvaluateWorkload is pure: it reads only ws.
 func EvaluateWorkload(ws *WorkloadSnapshot) *WorkloadDiagnosis {
 	d, _, _ := evaluateWorkload(ws, newEvalMemo())
+	d.Refused, d.Partial = ws.Refused, len(ws.Refused) > 0
+	d.Findings, d.Summary = withRefused(d.Findings, d.Summary, ws.Refused)
 	return d
 }
 
@@ -278,6 +289,9 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 	d = &WorkloadDiagnosis{Workload: ws.Ref(), CollectedAt: ws.Now, Pods: len(ws.Pods), Groups: []PodGroup{}, NotDiagnosed: []PodLine{}}
 	if !ws.Exists() {
 		d.Findings = []Finding{workloadNotFoundFinding(ws)}
+		if m := ws.MissingNamespace; m != nil {
+			d.Findings = []Finding{namespaceNotFoundFinding(m, string(ws.Requested.Kind)+" "+ws.Requested.Name)}
+		}
 		d.Summary = d.Findings[0].Summary
 		return d, nil, true
 	}

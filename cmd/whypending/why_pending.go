@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,8 +14,14 @@ import (
 	"github.com/whypending/whypending/triage/collect"
 )
 
-// exitPodNotFound is the exit code when the pod or workload does not exist.
-const exitPodNotFound = 2
+// Exit codes of why-pending besides 0 (answered) and 1 (error).
+const (
+	// exitPodNotFound: the pod, workload or namespace does not exist.
+	exitPodNotFound = 2
+	// exitPartial: an answer, but the API server refused some of its reads (RBAC), so it
+	// rests on what could be read; the answer lists the refused reads.
+	exitPartial = 3
+)
 
 func newWhyPendingCommand(kube *kubeFlags) *cobra.Command {
 	var output string
@@ -37,7 +42,9 @@ pods (FailedCreate), a stalled rollout, a Job at its backoffLimit, a DaemonSet t
 ` + triage.TargetSyntax + `
 
 Exit codes: 0 answered, 1 error (e.g. the API server cannot be reached), 2 no such pod,
-workload or namespace (the answer lists the closest names).`,
+workload or namespace (the answer lists the closest names), 3 a partial answer: your access
+let whypending read the pod but not everything the answer needs (events, nodes, …), so it
+rests on what could be read and lists each refused read and the permission that completes it.`,
 		Example: `  whypending why-pending -n shop web-7f9c
   whypending why-pending shop/web-7f9c -o json | jq -r '.findings[0].code'
   whypending why-pending -n shop deploy/checkout
@@ -68,13 +75,7 @@ workload or namespace (the answer lists the closest names).`,
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
 			}
 			a, err := collect.Answer(cmd.Context(), collect.New(client).WithCalico(cfg), t)
-			var missing *collect.NamespaceNotFoundError
-			switch {
-			case errors.As(err, &missing):
-				// Like a missing pod or workload: exit 2, and say so, not "nothing is stuck".
-				fmt.Fprintf(cmd.ErrOrStderr(), "error: %v (kubectl get namespaces lists them)\n", missing)
-				return exitError{code: exitPodNotFound}
-			case err != nil:
+			if err != nil {
 				return fleet.APIError(cfg.Host, err)
 			}
 			if output == "json" {
@@ -93,8 +94,11 @@ workload or namespace (the answer lists the closest names).`,
 					return err
 				}
 			}
-			if a.NotFound() {
+			switch {
+			case a.NotFound():
 				return exitError{code: exitPodNotFound}
+			case a.Partial():
+				return exitError{code: exitPartial}
 			}
 			return nil
 		},

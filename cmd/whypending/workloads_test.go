@@ -82,9 +82,9 @@ func TestWhyPendingWorkloads(t *testing.T) {
 		if len(nd.Causes) != 1 || nd.Causes[0].Code != triage.CodeInsufficientCPU || nd.Causes[0].Pods != 4 || nd.Stuck != 4 {
 			t.Errorf("sweep = %+v, want insufficient-cpu with 4 pods", nd)
 		}
-		code, _, errOut := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", "no-such-ns", "--all")
-		if code != exitPodNotFound || !strings.Contains(errOut, `namespace "no-such-ns" does not exist`) {
-			t.Errorf("--all on a missing namespace: exit %d, stderr %q, want 2 and a line saying it does not exist (not \"nothing is stuck\")", code, errOut)
+		code, out, _ = runCLI(t, "why-pending", "--kubeconfig", kc, "-n", "no-such-ns", "--all")
+		if code != exitPodNotFound || !strings.Contains(out, `Namespace "no-such-ns" does not exist`) {
+			t.Errorf("--all on a missing namespace: exit %d, output %q, want 2 and a line saying it does not exist (not \"nothing is stuck\")", code, out)
 		}
 	})
 

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/whypending/whypending/triage"
 )
@@ -51,8 +49,8 @@ func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer,
 		return nil, err
 	}
 	a := &triage.Answer{Workload: wd}
-	if o := t.OtherReading; o != nil && c.podExists(ctx, o.Namespace, o.Name) {
-		if wd.Primary().Code == triage.CodeWorkloadNotFound && !t.NamespaceGiven {
+	if o := t.OtherReading; o != nil && c.read.podExists(ctx, o.Namespace, o.Name) {
+		if code := wd.Primary().Code; (code == triage.CodeWorkloadNotFound || code == triage.CodeNamespaceNotFound) && !t.NamespaceGiven {
 			d, err := Diagnose(ctx, c, o.Namespace, o.Name)
 			if err != nil {
 				return nil, err
@@ -73,7 +71,7 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 	if err != nil {
 		return nil, err
 	}
-	if d.Primary().Code != triage.CodePodNotFound {
+	if d.Primary().Code != triage.CodePodNotFound { // namespace-not-found too: no workload either
 		return &triage.Answer{Pod: d}, nil
 	}
 	var found []triage.Kind
@@ -116,7 +114,7 @@ func noWorkloadNote(ctx context.Context, c *Collector, t triage.Target) string {
 		}
 	}
 	var elsewhere []string
-	for _, r := range c.workloadsNamed(ctx, t.Name) {
+	for _, r := range c.read.workloadsNamed(ctx, t.Name) {
 		if r.Namespace != t.Namespace && len(elsewhere) < maxSimilarPods {
 			elsewhere = append(elsewhere, fmt.Sprintf("%s %s in namespace %s (ask with -n %s %s/%s)", r.Kind, r.Name, r.Namespace, r.Namespace, r.Kind.Short(), r.Name))
 		}
@@ -125,51 +123,4 @@ func noWorkloadNote(ctx context.Context, c *Collector, t triage.Target) string {
 		note += " Other namespaces have " + strings.Join(elsewhere, "; ") + "."
 	}
 	return note
-}
-
-// workloadsNamed returns the workloads named name in every namespace, in triage.WorkloadKinds
-// order, then by namespace; best effort (a kind that cannot be listed is left out). The cached
-// backend reads its informers; the direct one sends one metadata-only list per kind with a
-// metadata.name field selector, so the API server returns only the matches.
-func (c *Collector) workloadsNamed(ctx context.Context, name string) []triage.WorkloadRef {
-	var out []triage.WorkloadRef
-	if c.workloadCache() != nil {
-		if w, err := c.workloadsIn(ctx, metav1.NamespaceAll); err == nil {
-			for _, r := range w.refs() {
-				if r.Name == name {
-					out = append(out, r)
-				}
-			}
-		}
-		return out
-	}
-	for _, k := range triage.WorkloadKinds {
-		rc := c.client.AppsV1().RESTClient()
-		if k == triage.KindJob || k == triage.KindCronJob {
-			rc = c.client.BatchV1().RESTClient()
-		}
-		var list metav1.PartialObjectMetadataList
-		err := rc.Get().Resource(strings.ToLower(string(k))+"s").
-			Param("fieldSelector", fields.OneTermEqualSelector("metadata.name", name).String()).
-			SetHeader("Accept", partialMetadataList).
-			Do(ctx).Into(&list)
-		if err != nil {
-			continue
-		}
-		for _, it := range list.Items {
-			out = append(out, triage.WorkloadRef{Kind: k, Namespace: it.Namespace, Name: it.Name, UID: string(it.UID)})
-		}
-	}
-	return out
-}
-
-// podExists reports whether pod namespace/name exists (false when it cannot be read). The
-// cached backend answers from its pod cache, which holds every pod.
-func (c *Collector) podExists(ctx context.Context, namespace, name string) bool {
-	if c.cache != nil {
-		_, err := c.cache.pods.Pods(namespace).Get(name)
-		return err == nil
-	}
-	_, err := c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	return err == nil
 }

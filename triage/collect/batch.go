@@ -8,12 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/whypending/whypending/triage"
 )
@@ -37,9 +33,9 @@ type podBatch struct {
 	// requested is triage.RequestsByNode(bound), computed once for every unscheduled pod.
 	requested map[string]corev1.ResourceList
 
-	// events maps an involved object's UID to its events, newest first (direct backend: the
-	// namespace's events, listed once); nil with the cached backend, which reads its indexes.
-	events    map[types.UID][]triage.Event
+	// events are the namespace's events by involved object UID (namespaceEvents: one list for
+	// the direct backend, the indexes of the cached one); nil when they could not be read.
+	events    eventIndex
 	eventsErr error
 
 	// pvcs are the namespace's claims by name, nil when they could not be listed (then the
@@ -49,13 +45,18 @@ type podBatch struct {
 	pvs  map[string]*corev1.PersistentVolume
 
 	version *version.Info
+
+	// replicas memoises workloadReplicas by the pod's controller UID: a workload's pods share
+	// one or two reads.
+	replicasMu sync.Mutex
+	replicas   map[types.UID]*int32
 }
 
-// newPodBatch reads what the Snapshots of pods (all in namespace) share. events says whether to
-// read the namespace's events too (the direct backend lists them once; a caller that already
-// has them passes them in events of the returned batch). Every read is best effort: a failed
-// one leaves its part empty with the error recorded, as Collect does.
-func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*corev1.Pod, events map[types.UID][]triage.Event, eventsErr error) *podBatch {
+// newPodBatch reads what the Snapshots of pods (all in namespace) share. events are the
+// namespace's events when the caller has read them already (nil: the batch reads them). Every
+// read is best effort: a failed one leaves its part empty with the error recorded, as Collect
+// does.
+func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*corev1.Pod, events eventIndex, eventsErr error) *podBatch {
 	b := &podBatch{c: c, now: c.now(), events: events, eventsErr: eventsErr}
 	if len(pods) == 0 {
 		return b
@@ -74,8 +75,8 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 			break
 		}
 	}
-	if c.cache == nil && b.events == nil {
-		b.events, b.eventsErr = c.namespaceEvents(ctx, namespace)
+	if b.events == nil {
+		b.events, b.eventsErr = c.read.namespaceEvents(ctx, namespace)
 	}
 	for _, p := range pods {
 		if len(claimNames(p)) > 0 {
@@ -83,7 +84,7 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 			break
 		}
 	}
-	b.version = c.serverVersion()
+	b.version = c.read.serverVersion()
 	return b
 }
 
@@ -127,6 +128,7 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 	s.ServerVersion = b.version
 	if full {
 		b.c.collectStorage(ctx, s)
+		b.collectWorkloadReplicas(ctx, s)
 		b.c.collectExtras(ctx, s)
 		b.c.collectComponents(ctx, s)
 		b.c.collectNames(ctx, s)
@@ -165,12 +167,12 @@ func (b *podBatch) snapshots(ctx context.Context, pods []*corev1.Pod, full bool)
 // batchConcurrency is how many full pod snapshots a batch reads at once.
 const batchConcurrency = 4
 
-// podEvents returns the pod's events from the batch (direct) or the event cache (cached).
+// podEvents returns the pod's events from the batch.
 func (b *podBatch) podEvents(pod *corev1.Pod) ([]triage.Event, error) {
-	if events, ok := b.c.cachedEvents(pod); ok {
-		return events, nil
+	if b.events == nil {
+		return nil, b.eventsErr
 	}
-	return b.events[pod.UID], b.eventsErr
+	return b.events.of(pod.UID), b.eventsErr
 }
 
 // allNodes returns every node, sorted by name.
@@ -183,66 +185,26 @@ func (c *Collector) allBoundPods(ctx context.Context) (map[string][]*corev1.Pod,
 	return c.boundPods(ctx, &corev1.Pod{}) // an unscheduled pod needs them all
 }
 
-// namespaceEvents lists the namespace's core/v1 events once (paginated) and groups them by
-// involved object UID, newest first. core/v1 shows the events.k8s.io/v1 events too (one
-// storage), with their series.
-func (c *Collector) namespaceEvents(ctx context.Context, namespace string) (map[types.UID][]triage.Event, error) {
-	out := map[types.UID][]triage.Event{}
-	err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.client.CoreV1().Events(namespace).List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
-		e := obj.(*corev1.Event)
-		out[e.InvolvedObject.UID] = append(out[e.InvolvedObject.UID], eventFromCore(e))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list events in %s: %w", namespace, err)
-	}
-	for _, evs := range out {
-		triage.SortEvents(evs)
-	}
-	return out, nil
-}
-
 // namespaceClaims returns the namespace's PersistentVolumeClaims by name and the volumes the
-// bound ones use, from the cache or with one list each (best effort: pvcs is nil when the
-// claims could not be listed, and a failed volume list leaves pvs empty).
+// bound ones use (best effort: pvcs is nil when the claims could not be listed, and a failed
+// volume read leaves pvs empty).
 func (c *Collector) namespaceClaims(ctx context.Context, namespace string) (map[string]*corev1.PersistentVolumeClaim, map[string]*corev1.PersistentVolume) {
-	pvcs := map[string]*corev1.PersistentVolumeClaim{}
-	pvs := map[string]*corev1.PersistentVolume{}
-	if c.cache != nil {
-		list, err := c.cache.pvcs.PersistentVolumeClaims(namespace).List(labels.Everything())
-		if err != nil {
-			return nil, pvs
-		}
-		for _, p := range list {
-			pvcs[p.Name] = p
-		}
-		for _, p := range pvcs {
-			if p.Spec.VolumeName != "" {
-				if pv, err := c.cache.pvs.Get(p.Spec.VolumeName); err == nil {
-					pvs[pv.Name] = pv
-				}
-			}
-		}
-		return pvcs, pvs
-	}
-	list, err := c.client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
+	list, err := c.read.claims(ctx, namespace)
 	if err != nil {
-		return nil, pvs
+		return nil, map[string]*corev1.PersistentVolume{}
 	}
-	for i := range list.Items {
-		pvcs[list.Items[i].Name] = &list.Items[i]
+	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+	bound := map[string]bool{}
+	for _, p := range list {
+		pvcs[p.Name] = p
+		if p.Spec.VolumeName != "" {
+			bound[p.Spec.VolumeName] = true
+		}
 	}
-	bound := false
-	for _, p := range pvcs {
-		bound = bound || p.Spec.VolumeName != ""
-	}
-	if bound {
-		if list, err := c.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{}); err == nil {
-			for i := range list.Items {
-				pvs[list.Items[i].Name] = &list.Items[i]
-			}
+	pvs := map[string]*corev1.PersistentVolume{}
+	if len(bound) > 0 {
+		if got, err := c.read.volumes(ctx, bound); err == nil {
+			pvs = got
 		}
 	}
 	return pvcs, pvs

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -287,5 +288,63 @@ func TestNotAKubernetesAPI(t *testing.T) {
 	d, err := Diagnose(t.Context(), New(client), "shop", "web")
 	if err == nil {
 		t.Fatalf("Diagnose() = %s, want an error", d.Primary().Code)
+	}
+}
+
+// TestCollectExtras loads scenarios into the real control plane and checks what collectExtras
+// adds: IPAM state through package calico (counts from the scenario notes), calico-node pods,
+// and a previous-log read that fails (no kubelet) recorded with its reason.
+func TestCollectExtras(t *testing.T) {
+	tests := []struct {
+		scenario string
+		check    func(t *testing.T, s *triage.Snapshot)
+	}{
+		{"seed-ipam-leaked", func(t *testing.T, s *triage.Snapshot) {
+			if s.IPAM == nil {
+				t.Fatalf("IPAM = nil (err %v), want state", s.IPAMErr)
+			}
+			if s.IPAM.LeakedIPs != 181 || s.IPAM.LeakedIPsByNode["worker-2"] != 128 {
+				t.Errorf("LeakedIPs = %d (worker-2 %d), want 181 (worker-2 128)", s.IPAM.LeakedIPs, s.IPAM.LeakedIPsByNode["worker-2"])
+			}
+			if len(s.IPAM.Pools) != 1 || s.IPAM.Pools[0].InUse != 256 || s.IPAM.Pools[0].Total != 256 {
+				t.Errorf("Pools = %+v, want one pool 256/256", s.IPAM.Pools)
+			}
+			if len(s.CalicoNodePods) != 1 || s.CalicoNodePods[0].Spec.NodeName != "worker-1" {
+				t.Errorf("CalicoNodePods = %d pods, want worker-1's calico-node", len(s.CalicoNodePods))
+			}
+		}},
+		{"seed-block-limit", func(t *testing.T, s *triage.Snapshot) {
+			if s.IPAM == nil {
+				t.Fatalf("IPAM = nil (err %v), want state", s.IPAMErr)
+			}
+			got := []int{s.IPAM.MaxBlocksPerHost, s.IPAM.NodeBlocks["worker-1"], s.IPAM.EmptyBlocksByNode["worker-1"], s.IPAM.LeakedIPs}
+			if want := []int{4, 4, 1, 86}; !cmp.Equal(got, want) {
+				t.Errorf("maxBlocksPerHost, worker-1 blocks, worker-1 empty blocks, leaked = %v, want %v", got, want)
+			}
+		}},
+		{"case-42", func(t *testing.T, s *triage.Snapshot) {
+			lt, ok := s.PreviousLogs["manager"]
+			if !ok || lt.Err == nil {
+				t.Errorf("PreviousLogs[manager] = %+v (present %t), want a read error (the test cluster has no kubelet)", lt, ok)
+			}
+			if s.IPAM != nil || s.CalicoNodePods != nil {
+				t.Errorf("a crash-looping pod read IPAM (%v) or calico-node pods (%d); want neither", s.IPAM != nil, len(s.CalicoNodePods))
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			c := testcluster.Start(t, testenv.Options{})
+			sc := testcluster.Load(t, c, tt.scenario)
+			ns, name, _ := strings.Cut(sc.Expected.Pod, "/")
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			s, err := New(c.Client).WithCalico(c.Config).Collect(ctx, ns, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, s)
+		})
 	}
 }

@@ -37,16 +37,7 @@ import (
 // live cluster, checked against the scheduler, and reverted. WHYPENDING_PROPERTY_WORLDS sets
 // how many unschedulable worlds to try (default 8); the seed is logged.
 func TestNodeFixesOnTheRealScheduler(t *testing.T) {
-	worlds := 8
-	if v, err := strconv.Atoi(os.Getenv("WHYPENDING_PROPERTY_WORLDS")); err == nil && v > 0 {
-		worlds = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("WHYPENDING_PROPERTY_SEED"), 10, 64); err == nil {
-		seed = v
-	}
-	t.Logf("seed %d (rerun with WHYPENDING_PROPERTY_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	worlds, rng := propertyWorlds(t, "WHYPENDING_PROPERTY_WORLDS", 8, 0)
 	c := testcluster.Start(t, testenv.Options{Scheduler: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
@@ -104,6 +95,23 @@ func TestNodeFixesOnTheRealScheduler(t *testing.T) {
 	if tested < worlds/2 {
 		t.Fatalf("only %d of %d worlds were unschedulable; the generator no longer makes hard worlds", tested, worlds)
 	}
+}
+
+// propertyWorlds returns how many worlds a property test tries (the environment variable
+// worldsEnv, else def) and its random source: seeded from WHYPENDING_PROPERTY_SEED or the
+// clock (logged, to rerun), on stream.
+func propertyWorlds(t *testing.T, worldsEnv string, def int, stream uint64) (int, *rand.Rand) {
+	t.Helper()
+	worlds := def
+	if v, err := strconv.Atoi(os.Getenv(worldsEnv)); err == nil && v > 0 {
+		worlds = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("WHYPENDING_PROPERTY_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("seed %d (rerun with WHYPENDING_PROPERTY_SEED=%d)", seed, seed)
+	return worlds, rand.New(rand.NewPCG(seed, stream))
 }
 
 // world is one generated cluster: its nodes and their objects, and a pod to place.

@@ -2,17 +2,12 @@ package collect
 
 import (
 	"context"
-	"fmt"
-	"sort"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/triage"
 )
-
-// partialMetadataList asks the API server for a PartialObjectMetadataList: names and metadata
-// only, so listing Secrets transfers no secret data.
-const partialMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 // collectNames reads, when a rule reports a ConfigMap, Secret or PVC missing
 // (triage.NeedsNames), the names of those objects in the pod's namespace, and the metadata of
@@ -25,12 +20,13 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 	}
 	s.NamesInNamespace = map[string][]string{}
 	for _, res := range resources {
-		if names, err := c.namesIn(ctx, s.Pod.Namespace, res); err == nil {
+		if names, err := c.read.names(ctx, s.Pod.Namespace, res); err == nil {
 			s.NamesInNamespace[res] = names
 		}
 	}
 	if ref := metav1.GetControllerOf(s.Pod); ref != nil && ref.Kind == "Job" {
-		if job, err := c.client.BatchV1().Jobs(s.Pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+		if o, err := c.read.workload(ctx, triage.KindJob, s.Pod.Namespace, ref.Name); err == nil {
+			job := o.(*batchv1.Job)
 			s.Controller = &metav1.PartialObjectMetadata{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 				ObjectMeta: *job.ObjectMeta.DeepCopy(),
@@ -39,20 +35,14 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 	}
 }
 
-// namesIn lists the names of resource (a core/v1 resource) in namespace, metadata only.
-func (c *Collector) namesIn(ctx context.Context, namespace, resource string) ([]string, error) {
-	var list metav1.PartialObjectMetadataList
-	err := c.client.CoreV1().RESTClient().Get().
-		Namespace(namespace).Resource(resource).
-		SetHeader("Accept", partialMetadataList).
-		Do(ctx).Into(&list)
-	if err != nil {
-		return nil, fmt.Errorf("list %s names in %s: %w", resource, namespace, err)
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, it := range list.Items {
-		names = append(names, it.Name)
-	}
-	sort.Strings(names)
-	return names, nil
+// maxSimilarPods is how many close names a pod-not-found answer suggests.
+const maxSimilarPods = 5
+
+// similarPods returns "namespace/name" of up to maxSimilarPods existing pods whose names are
+// closest to name, in namespace and in the others: by edit distance, where a shared prefix
+// (the Deployment and ReplicaSet part of a generated name) and the asked namespace count as
+// closer. It is best effort: a failed list gives no suggestions.
+func (c *Collector) similarPods(ctx context.Context, namespace, name string) []string {
+	refs := c.read.podRefs(ctx, namespace)
+	return triage.ClosestPodNames(refs, namespace, name, maxSimilarPods)
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/whypending/whypending/internal/testenv"
 )
 
-// TestNamesIn lists ConfigMap and Secret names, metadata only, on a real API server (no
+// TestNames lists ConfigMap and Secret names, metadata only, on a real API server (no
 // controller manager runs, so there is no kube-root-ca.crt ConfigMap).
-func TestNamesIn(t *testing.T) {
+func TestNames(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -35,18 +35,18 @@ func TestNamesIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := New(c.Client)
-	got, err := col.namesIn(ctx, "shop", "secrets")
+	got, err := col.read.names(ctx, "shop", "secrets")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"api-token", "db-credentials"}; !cmp.Equal(got, want) {
-		t.Errorf("namesIn(secrets) = %v, want %v", got, want)
+		t.Errorf("read.names(secrets) = %v, want %v", got, want)
 	}
-	got, err = col.namesIn(ctx, "shop", "configmaps")
+	got, err = col.read.names(ctx, "shop", "configmaps")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"app-config"}; !cmp.Equal(got, want) {
-		t.Errorf("namesIn(configmaps) = %v, want %v", got, want)
+		t.Errorf("read.names(configmaps) = %v, want %v", got, want)
 	}
 }

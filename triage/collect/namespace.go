@@ -2,7 +2,6 @@ package collect
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,8 @@ import (
 
 // Sweep collects a triage.NamespaceSnapshot of namespace with c and evaluates it: every stuck
 // pod and failing workload, grouped by cause. It fails only when the namespace's pods or
-// workloads cannot be listed.
+// workloads cannot be listed; a namespace that does not exist is a NamespaceDiagnosis with
+// NotFound set.
 func Sweep(ctx context.Context, c *Collector, namespace string) (*triage.NamespaceDiagnosis, error) {
 	ns, err := c.CollectNamespace(ctx, namespace)
 	if err != nil {
@@ -31,23 +31,22 @@ func Sweep(ctx context.Context, c *Collector, namespace string) (*triage.Namespa
 // stuck pods, and a light Snapshot of each pod that does not look Running and Ready (see
 // triage.NamespaceSnapshot). Workloads are assembled the way CollectWorkload reads one.
 func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*triage.NamespaceSnapshot, error) {
+	quiet := c
+	c, refused := c.recording()
 	now := c.now()
 	out := &triage.NamespaceSnapshot{Now: now, Namespace: namespace}
+	defer func() { out.Refused = refused.refused() }()
 	w, err := c.workloadsIn(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := c.namespacePods(ctx, namespace, labels.Everything())
+	pods, err := c.read.pods(ctx, namespace, labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	var nsEvents map[types.UID][]triage.Event
-	var eventsErr error
-	if c.cache == nil {
-		nsEvents, eventsErr = c.namespaceEvents(ctx, namespace)
-	}
+	nsEvents, eventsErr := c.read.namespaceEvents(ctx, namespace)
 	admission := &triage.WorkloadSnapshot{}
-	c.admission(ctx, admission, namespace)
+	nsErr := c.admission(ctx, admission, namespace)
 
 	// Top-level workloads: a Deployment takes its ReplicaSets, a CronJob its Jobs; the others
 	// stand alone.
@@ -115,11 +114,11 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 		for _, p := range ws.Pods {
 			claimed[p.UID] = true
 		}
-		ws.Events = c.controllerEvents(uids, nsEvents)
+		ws.Events = controllerEvents(uids, nsEvents)
 		ws.EventsErr = eventsErr
 		if triage.NeedsServiceAccountNames(ws) {
 			if !saRead {
-				saNames, _ = c.namesIn(ctx, namespace, "serviceaccounts")
+				saNames, _ = c.read.names(ctx, namespace, "serviceaccounts")
 				saRead = true
 			}
 			ws.ServiceAccountNames = saNames
@@ -150,35 +149,50 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 		}
 	}
 	out.Workloads = all
-	if len(all) == 0 && len(pods) == 0 {
-		if _, err := c.namespaceExists(ctx, namespace, admission.Namespace); err != nil {
-			return nil, err
-		}
+	// An empty sweep of a misspelt namespace must not say "nothing is stuck". When the
+	// Namespace cannot be read for another reason (RBAC), sweep what was listed.
+	empty := len(all) == 0 && len(pods) == 0
+	if empty && apierrors.IsNotFound(nsErr) {
+		out.MissingNamespace = &triage.MissingNamespace{Name: namespace}
+		out.MissingNamespace.Existing, _ = quiet.read.namespaceNames(ctx)
+		return out, nil
+	}
+	// An empty namespace, or "default" (where a question without -n lands) with nothing
+	// stuck, says where the stuck pods are rather than giving an all-clear.
+	if empty || (namespace == metav1.NamespaceDefault && len(stuck) == 0) {
+		out.StuckElsewhere, out.ElsewhereRead = quiet.stuckElsewhere(ctx, namespace)
 	}
 	return out, nil
 }
 
-// namespaceExists returns an error naming the namespace when it does not exist (an empty sweep
-// of a misspelt namespace must not say "nothing is stuck"); nsObj is the Namespace if it was
-// read.
-func (c *Collector) namespaceExists(ctx context.Context, namespace string, nsObj *corev1.Namespace) (bool, error) {
-	if nsObj != nil {
-		return true, nil
+// missingNamespace returns the answer's MissingNamespace when namespace does not exist, nil
+// when it does or cannot be read.
+func (c *Collector) missingNamespace(ctx context.Context, namespace string) *triage.MissingNamespace {
+	if _, err := c.read.namespace(ctx, namespace); !apierrors.IsNotFound(err) {
+		return nil
 	}
-	_, err := c.client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	if err == nil {
-		return true, nil
-	}
-	if apierrors.IsNotFound(err) {
-		return false, &NamespaceNotFoundError{Namespace: namespace}
-	}
-	return true, nil // cannot tell (RBAC): sweep what was listed
+	m := &triage.MissingNamespace{Name: namespace}
+	m.Existing, _ = c.read.namespaceNames(ctx)
+	return m
 }
 
-// NamespaceNotFoundError is returned by Sweep and CollectNamespace for a namespace that does
-// not exist.
-type NamespaceNotFoundError struct{ Namespace string }
-
-func (e *NamespaceNotFoundError) Error() string {
-	return fmt.Sprintf("namespace %q does not exist", e.Namespace)
+// stuckElsewhere counts the stuck pods (triage.PodNeedsDiagnosis) of every namespace but
+// namespace, most first; read is false when the pods of every namespace cannot be listed.
+func (c *Collector) stuckElsewhere(ctx context.Context, namespace string) ([]triage.NamespaceStuck, bool) {
+	pods, err := c.read.pods(ctx, metav1.NamespaceAll, labels.Everything())
+	if err != nil {
+		return nil, false
+	}
+	counts := map[string]int{}
+	for _, p := range podsNeedingDiagnosis(c.now(), pods) {
+		if p.Namespace != namespace {
+			counts[p.Namespace]++
+		}
+	}
+	var out []triage.NamespaceStuck
+	for ns, n := range counts {
+		out = append(out, triage.NamespaceStuck{Namespace: ns, Pods: n})
+	}
+	triage.SortNamespaceStuck(out)
+	return out, true
 }

@@ -112,6 +112,7 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 	claimEvents := map[string][]triage.Event{} // by claim name, in the pod's namespace
 	names := map[string][]string{}             // resource -> names in the pod's namespace
 	jobs := map[string]*unstructured.Unstructured{}
+	workloads := map[string]*unstructured.Unstructured{} // "Kind/name" in the pod's namespace
 	for _, u := range sc.Objects {
 		if u.GetNamespace() == ns {
 			switch u.GetKind() {
@@ -123,6 +124,8 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 				names["persistentvolumeclaims"] = append(names["persistentvolumeclaims"], u.GetName())
 			case "Job":
 				jobs[u.GetName()] = u
+			case "Deployment", "ReplicaSet", "StatefulSet":
+				workloads[u.GetKind()+"/"+u.GetName()] = u
 			}
 		}
 		switch u.GetKind() {
@@ -225,6 +228,9 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 			s.Controller = &metav1.PartialObjectMetadata{}
 			fromUnstructured(t, jobs[ref.Name], s.Controller)
 		}
+	}
+	if triage.NeedsWorkloadReplicas(s) {
+		s.WorkloadReplicas = offlineReplicas(metav1.GetControllerOf(s.Pod), workloads)
 	}
 	offlineComponents(t, sc, s)
 	if len(calicoObjs) > 0 && triage.NeedsIPAM(s) {
@@ -423,4 +429,24 @@ func offlineIPAM(t testing.TB, objs []*unstructured.Unstructured, pods []*corev1
 		}
 	}
 	return st
+}
+
+// offlineReplicas is Collector.workloadReplicas over the scenario's objects: spec.replicas of
+// the StatefulSet or ReplicaSet ref names, or of the Deployment that controls that ReplicaSet.
+func offlineReplicas(ref *metav1.OwnerReference, workloads map[string]*unstructured.Unstructured) *int32 {
+	u := workloads[ref.Kind+"/"+ref.Name]
+	if u == nil {
+		return nil
+	}
+	if owner := metav1.GetControllerOfNoCopy(u); ref.Kind == "ReplicaSet" && owner != nil && owner.Kind == "Deployment" {
+		if u = workloads["Deployment/"+owner.Name]; u == nil {
+			return nil
+		}
+	}
+	r, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if !found {
+		r = 1
+	}
+	n := int32(r)
+	return &n
 }

@@ -2,15 +2,11 @@ package collect
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/whypending/whypending/triage"
 )
@@ -25,7 +21,7 @@ func (c *Collector) collectStorage(ctx context.Context, s *triage.Snapshot) {
 		s.ClaimEvents = map[string][]triage.Event{}
 		for name, pvc := range s.PVCs {
 			if pvc != nil && pvc.Spec.VolumeName == "" {
-				if events, err := c.objectEvents(ctx, pvc.Namespace, string(pvc.UID)); err == nil {
+				if events, err := c.read.objectEvents(ctx, pvc.Namespace, string(pvc.UID)); err == nil {
 					s.ClaimEvents[name] = events
 				}
 			}
@@ -38,23 +34,13 @@ func (c *Collector) collectStorage(ctx context.Context, s *triage.Snapshot) {
 
 // storageClasses returns every StorageClass by name.
 func (c *Collector) storageClasses(ctx context.Context) (map[string]*storagev1.StorageClass, error) {
-	out := map[string]*storagev1.StorageClass{}
-	if c.cache != nil {
-		all, err := c.cache.storageClasses.List(labels.Everything())
-		if err != nil {
-			return nil, err
-		}
-		for _, sc := range all {
-			out[sc.Name] = sc
-		}
-		return out, nil
-	}
-	list, err := c.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	all, err := c.read.storageClasses(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list storage classes: %w", err)
+		return nil, err
 	}
-	for i := range list.Items {
-		out[list.Items[i].Name] = &list.Items[i]
+	out := map[string]*storagev1.StorageClass{}
+	for _, sc := range all {
+		out[sc.Name] = sc
 	}
 	return out, nil
 }
@@ -63,26 +49,13 @@ func (c *Collector) storageClasses(ctx context.Context) (map[string]*storagev1.S
 // the nodes its claims and their PVs (s.NodeClaims, s.PVs). A claim a pod names that does not
 // exist is left out of NodeClaims.
 func (c *Collector) volumeLimits(ctx context.Context, s *triage.Snapshot) {
+	all, err := c.read.csiNodes(ctx)
+	if err != nil {
+		return
+	}
 	csiNodes := map[string]*storagev1.CSINode{}
-	if c.cache != nil {
-		all, err := c.cache.csiNodes.List(labels.Everything())
-		if err != nil {
-			return
-		}
-		for _, n := range all {
-			csiNodes[n.Name] = n
-		}
-	} else {
-		err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.client.StorageV1().CSINodes().List(ctx, opts)
-		}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
-			n := obj.(*storagev1.CSINode)
-			csiNodes[n.Name] = n
-			return nil
-		})
-		if err != nil {
-			return
-		}
+	for _, n := range all {
+		csiNodes[n.Name] = n
 	}
 	wanted := map[string]bool{}
 	for _, pods := range s.PodsByNode {
@@ -108,82 +81,40 @@ func (c *Collector) volumeLimits(ctx context.Context, s *triage.Snapshot) {
 }
 
 // claimsAndVolumes returns the claims named in wanted ("namespace/name") that exist, and the
-// PVs they are bound to: from the informer caches, or with one paginated list of all claims
-// and one of all PVs (not a request per claim: a cluster may hold thousands).
+// PVs they are bound to, with one read of all claims and one of their volumes (not a request
+// per claim: a cluster may hold thousands).
 func (c *Collector) claimsAndVolumes(ctx context.Context, wanted map[string]bool) (map[string]*corev1.PersistentVolumeClaim, map[string]*corev1.PersistentVolume, error) {
 	claims := map[string]*corev1.PersistentVolumeClaim{}
-	pvs := map[string]*corev1.PersistentVolume{}
 	if len(wanted) == 0 {
-		return claims, pvs, nil
+		return claims, map[string]*corev1.PersistentVolume{}, nil
 	}
-	keep := func(pvc *corev1.PersistentVolumeClaim) {
-		if wanted[pvc.Namespace+"/"+pvc.Name] {
-			claims[pvc.Namespace+"/"+pvc.Name] = pvc
-		}
-	}
-	if c.cache != nil {
-		all, err := c.cache.pvcs.List(labels.Everything())
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, pvc := range all {
-			keep(pvc)
-		}
-		for _, pvc := range claims {
-			if pv, err := c.cache.pvs.Get(pvc.Spec.VolumeName); pvc.Spec.VolumeName != "" && err == nil {
-				pvs[pv.Name] = pv
-			}
-		}
-		return claims, pvs, nil
-	}
-	err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
-		keep(obj.(*corev1.PersistentVolumeClaim))
-		return nil
-	})
+	all, err := c.read.claims(ctx, metav1.NamespaceAll)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list persistent volume claims: %w", err)
+		return nil, nil, err
 	}
 	bound := map[string]bool{}
-	for _, pvc := range claims {
-		bound[pvc.Spec.VolumeName] = true
-	}
-	err = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.client.CoreV1().PersistentVolumes().List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{Limit: pageSize}, func(obj runtime.Object) error {
-		if pv := obj.(*corev1.PersistentVolume); bound[pv.Name] {
-			pvs[pv.Name] = pv
+	for _, pvc := range all {
+		if key := pvc.Namespace + "/" + pvc.Name; wanted[key] {
+			claims[key] = pvc
+			if pvc.Spec.VolumeName != "" {
+				bound[pvc.Spec.VolumeName] = true
+			}
 		}
-		return nil
-	})
+	}
+	pvs, err := c.read.volumes(ctx, bound)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list persistent volumes: %w", err)
+		return nil, nil, err
 	}
 	return claims, pvs, nil
 }
 
 // claim reads one PVC (nil, nil when it does not exist).
 func (c *Collector) claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	var pvc *corev1.PersistentVolumeClaim
-	var err error
-	if c.cache != nil {
-		pvc, err = c.cache.pvcs.PersistentVolumeClaims(namespace).Get(name)
-	} else {
-		pvc, err = c.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
-	}
+	pvc, err := c.read.claim(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	return pvc, err
-}
-
-// persistentVolume reads one PV.
-func (c *Collector) persistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
-	if c.cache != nil {
-		return c.cache.pvs.Get(name)
-	}
-	return c.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
 // claimNames returns the names of the claims a pod's volumes use: persistentVolumeClaim volumes

@@ -2,10 +2,16 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,12 +40,18 @@ func DiagnoseWorkload(ctx context.Context, c *Collector, ref triage.WorkloadRef)
 // backend sends one request (or one paginated list) per kind; the cached one reads its
 // informers. Only a failed read of the workload itself fails it.
 func (c *Collector) CollectWorkload(ctx context.Context, ref triage.WorkloadRef) (*triage.WorkloadSnapshot, error) {
+	quiet := c
+	c, refused := c.recording()
 	ws := &triage.WorkloadSnapshot{Now: c.now(), Requested: ref}
+	defer func() { ws.Refused = refused.refused() }()
 	found, err := c.getWorkload(ctx, ws)
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	}
 	if !found {
+		if ws.MissingNamespace = quiet.missingNamespace(ctx, ref.Namespace); ws.MissingNamespace != nil {
+			return ws, nil
+		}
 		if w, err := c.workloadsIn(ctx, ref.Namespace); err == nil {
 			ws.SimilarWorkloads = triage.ClosestWorkloadNames(w.refs(), ref, maxSimilarPods)
 		}
@@ -66,20 +78,18 @@ func (c *Collector) CollectWorkload(ctx context.Context, ref triage.WorkloadRef)
 	case ws.Job != nil:
 		sel = selectorOf(ws.Job.Spec.Selector)
 	}
-	if pods, err := c.namespacePods(ctx, ns, sel); err == nil {
+	if pods, err := c.read.pods(ctx, ns, sel); err == nil {
 		ws.Pods = triage.PodsOf(ws, pods)
 	}
-	var nsEvents map[types.UID][]triage.Event
-	if c.cache == nil {
-		nsEvents, ws.EventsErr = c.namespaceEvents(ctx, ns)
-	}
-	ws.Events = c.controllerEvents(creatorUIDs(ws), nsEvents)
+	nsEvents, eventsErr := c.read.namespaceEvents(ctx, ns)
+	ws.EventsErr = eventsErr
+	ws.Events = controllerEvents(creatorUIDs(ws), nsEvents)
 	c.admission(ctx, ws, ns)
 	if ws.DaemonSet != nil {
 		ws.Nodes, ws.NodesErr = c.allNodes(ctx)
 	}
 	if triage.NeedsServiceAccountNames(ws) {
-		if names, err := c.namesIn(ctx, ns, "serviceaccounts"); err == nil {
+		if names, err := c.read.names(ctx, ns, "serviceaccounts"); err == nil {
 			ws.ServiceAccountNames = names
 		}
 	}
@@ -122,6 +132,124 @@ func podsNeedingDiagnosis(now time.Time, pods []*corev1.Pod) []*corev1.Pod {
 	for _, p := range pods {
 		if triage.PodNeedsDiagnosis(now, p) {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// getWorkload reads the workload ws.Requested names into ws. found is false when it does not
+// exist; err is set only for another failure (the API server unreachable, RBAC).
+func (c *Collector) getWorkload(ctx context.Context, ws *triage.WorkloadSnapshot) (found bool, err error) {
+	r := ws.Requested
+	o, err := c.read.workload(ctx, r.Kind, r.Namespace, r.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		ws.Deployment = o
+	case *appsv1.ReplicaSet:
+		ws.ReplicaSet = o
+	case *appsv1.StatefulSet:
+		ws.StatefulSet = o
+	case *appsv1.DaemonSet:
+		ws.DaemonSet = o
+	case *batchv1.Job:
+		ws.Job = o
+	case *batchv1.CronJob:
+		ws.CronJob = o
+	default:
+		return false, fmt.Errorf("read %s %s/%s: unexpected %T", r.Kind, r.Namespace, r.Name, o)
+	}
+	return true, nil
+}
+
+// namespaceWorkloads are the workload objects of one namespace.
+type namespaceWorkloads struct {
+	deployments  []*appsv1.Deployment
+	replicaSets  []*appsv1.ReplicaSet
+	statefulSets []*appsv1.StatefulSet
+	daemonSets   []*appsv1.DaemonSet
+	jobs         []*batchv1.Job
+	cronJobs     []*batchv1.CronJob
+}
+
+// namespaceWorkloadKinds is the order in which a namespace's workloads are read and listed
+// (namespaceWorkloads, refs).
+var namespaceWorkloadKinds = []triage.Kind{triage.KindDeployment, triage.KindReplicaSet, triage.KindStatefulSet,
+	triage.KindDaemonSet, triage.KindJob, triage.KindCronJob}
+
+// workloadsIn reads the namespace's workloads of the kinds listed (all six when kinds is
+// empty), one list per kind.
+func (c *Collector) workloadsIn(ctx context.Context, ns string, kinds ...triage.Kind) (*namespaceWorkloads, error) {
+	out := &namespaceWorkloads{}
+	var errs []error
+	for _, k := range namespaceWorkloadKinds {
+		if len(kinds) > 0 && !slices.Contains(kinds, k) {
+			continue
+		}
+		if err := c.read.listWorkloads(ctx, ns, k, out); err != nil {
+			errs = append(errs, fmt.Errorf("list %ss in %s: %w", k, ns, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// refs lists every workload as a WorkloadRef.
+func (w *namespaceWorkloads) refs() []triage.WorkloadRef {
+	var out []triage.WorkloadRef
+	add := func(k triage.Kind, m metav1.Object) {
+		out = append(out, triage.WorkloadRef{Kind: k, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())})
+	}
+	for _, o := range w.deployments {
+		add(triage.KindDeployment, o)
+	}
+	for _, o := range w.replicaSets {
+		add(triage.KindReplicaSet, o)
+	}
+	for _, o := range w.statefulSets {
+		add(triage.KindStatefulSet, o)
+	}
+	for _, o := range w.daemonSets {
+		add(triage.KindDaemonSet, o)
+	}
+	for _, o := range w.jobs {
+		add(triage.KindJob, o)
+	}
+	for _, o := range w.cronJobs {
+		add(triage.KindCronJob, o)
+	}
+	return out
+}
+
+// admission reads what decides whether the API server admits a pod in ns: the Namespace (its
+// pod-security labels), its ResourceQuotas and its LimitRanges. Best effort: a failed read
+// leaves its part empty; the error of the Namespace read is returned (a sweep names a
+// namespace that does not exist).
+func (c *Collector) admission(ctx context.Context, ws *triage.WorkloadSnapshot, ns string) error {
+	n, nsErr := c.read.namespace(ctx, ns)
+	if nsErr == nil {
+		ws.Namespace = n
+	}
+	ws.ResourceQuotas, _ = c.read.quotas(ctx, ns)
+	ws.LimitRanges, _ = c.read.limitRanges(ctx, ns)
+	sort.Slice(ws.ResourceQuotas, func(i, j int) bool { return ws.ResourceQuotas[i].Name < ws.ResourceQuotas[j].Name })
+	sort.Slice(ws.LimitRanges, func(i, j int) bool { return ws.LimitRanges[i].Name < ws.LimitRanges[j].Name })
+	return nsErr
+}
+
+// controllerEvents returns the events of the objects with uids, from the namespace's events.
+func controllerEvents(uids []types.UID, nsEvents eventIndex) map[types.UID][]triage.Event {
+	out := map[types.UID][]triage.Event{}
+	if nsEvents == nil {
+		return out
+	}
+	for _, uid := range uids {
+		if evs := nsEvents.of(uid); len(evs) > 0 {
+			out[uid] = evs
 		}
 	}
 	return out

@@ -9,15 +9,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/whypending/whypending/triage"
 )
 
-// workloadCache is the informer-backed read path of workload questions and namespace sweeps:
+// workloadCache is the part of cacheReader that serves workload questions and namespace sweeps:
 // the six workload kinds, the namespaces (their pod-security labels), ResourceQuotas,
 // LimitRanges, and the events of everything but pods and nodes (a controller's FailedCreate),
 // so a warm sweep of a big namespace sends no request.
@@ -95,4 +99,47 @@ func stripWorkloadForCache(obj any) (any, error) {
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	}
 	return stripForCache(obj)
+}
+
+// get returns the cached workload of kind namespace/name as its typed object.
+func (wc *workloadCache) get(kind triage.Kind, namespace, name string) (runtime.Object, error) {
+	switch kind {
+	case triage.KindDeployment:
+		return nonNil(wc.deployments.Deployments(namespace).Get(name))
+	case triage.KindReplicaSet:
+		return nonNil(wc.replicaSets.ReplicaSets(namespace).Get(name))
+	case triage.KindStatefulSet:
+		return nonNil(wc.statefulSets.StatefulSets(namespace).Get(name))
+	case triage.KindDaemonSet:
+		return nonNil(wc.daemonSets.DaemonSets(namespace).Get(name))
+	case triage.KindJob:
+		return nonNil(wc.jobs.Jobs(namespace).Get(name))
+	case triage.KindCronJob:
+		return nonNil(wc.cronJobs.CronJobs(namespace).Get(name))
+	}
+	return nil, fmt.Errorf("%s is not a workload kind", kind)
+}
+
+// list stores the cached workloads of kind in namespace (metav1.NamespaceAll: every
+// namespace) in into.
+func (wc *workloadCache) list(namespace string, kind triage.Kind, into *namespaceWorkloads) error {
+	all := labels.Everything()
+	var err error
+	switch kind {
+	case triage.KindDeployment:
+		into.deployments, err = wc.deployments.Deployments(namespace).List(all)
+	case triage.KindReplicaSet:
+		into.replicaSets, err = wc.replicaSets.ReplicaSets(namespace).List(all)
+	case triage.KindStatefulSet:
+		into.statefulSets, err = wc.statefulSets.StatefulSets(namespace).List(all)
+	case triage.KindDaemonSet:
+		into.daemonSets, err = wc.daemonSets.DaemonSets(namespace).List(all)
+	case triage.KindJob:
+		into.jobs, err = wc.jobs.Jobs(namespace).List(all)
+	case triage.KindCronJob:
+		into.cronJobs, err = wc.cronJobs.CronJobs(namespace).List(all)
+	default:
+		err = fmt.Errorf("%s is not a workload kind", kind)
+	}
+	return err
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/whypending/whypending/internal/testcluster"
+	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
+)
+
+// restrictedKubeconfig writes a kubeconfig for a ServiceAccount named user in namespace that
+// may do only what rules allow there (a Role and a RoleBinding; nothing cluster-wide), with a
+// token minted by TokenRequest: a real restricted user of the real API server.
+func restrictedKubeconfig(t *testing.T, c *testenv.Cluster, namespace, user string, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := t.Context()
+	cs := c.Client
+	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: user}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: user, Namespace: namespace}},
+	}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, user,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s: %v", user, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: user, Namespace: namespace}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	// RBAC caches settle quickly, but the first request may race the binding.
+	time.Sleep(200 * time.Millisecond)
+	return path
+}
+
+// TestWhyPendingWithOnlyGetPods asks about a Pending pod as a user who may only get pods: the
+// events, nodes and pods of other namespaces are refused. The answer still names the cause from
+// the pod's own PodScheduled condition (the scheduler writes its message there too), lists each
+// refused read in its evidence and in JSON, says which permissions give the full answer, and
+// exits exitPartial, not 0.
+func TestWhyPendingWithOnlyGetPods(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{Scheduler: true})
+	s := testcluster.Load(t, c, "seed-frontend-cpu")
+	ns, name, _ := strings.Cut(s.Expected.Pod, "/")
+	if err := c.WaitForScheduler(t.Context(), ns, name); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := restrictedKubeconfig(t, c, ns, "pod-reader", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+	})
+
+	t.Run("json", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "-n", ns, name, "-o", "json")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d (a partial answer)", code, exitPartial)
+		}
+		var d triage.Diagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode -o json: %v\n%s", err, out)
+		}
+		if got, want := d.Primary().Code, triage.CodeInsufficientCPU; got != want {
+			t.Errorf("findings[0].code = %q, want %q (from the PodScheduled condition)", got, want)
+		}
+		if !d.Partial {
+			t.Errorf("partial = false, want true")
+		}
+		refused := map[string]bool{}
+		for _, r := range d.Refused {
+			refused[r.Verb+" "+r.Resource] = true
+		}
+		for _, want := range []string{"list events", "list nodes", "list pods"} {
+			if !refused[want] {
+				t.Errorf("refused = %+v, want %q among them", d.Refused, want)
+			}
+		}
+		var evidence []string
+		for _, e := range d.Primary().Evidence {
+			evidence = append(evidence, e.Field+": "+e.Message)
+		}
+		all := strings.Join(evidence, "\n")
+		for _, want := range []string{"status.conditions[PodScheduled]: 0/3 nodes are available: 3 Insufficient cpu", "events: forbidden", "nodes: forbidden", "pods: forbidden"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("primary evidence = %q, want %q (the condition's message and each refused read)", evidence, want)
+			}
+		}
+		if fix := strings.Join(d.Primary().Fix, "\n"); !strings.Contains(fix, "kubectl auth can-i list nodes") || !strings.Contains(fix, "kubectl create clusterrole") {
+			t.Errorf("fix = %q, want the can-i check of each refused read and a grant", d.Primary().Fix)
+		}
+	})
+
+	t.Run("text", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "-n", ns, name)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d", code, exitPartial)
+		}
+		first := strings.SplitN(out, "\n", 2)[0]
+		if !strings.Contains(first, string(triage.CodeInsufficientCPU)) {
+			t.Errorf("first line = %q, want the code from the condition", first)
+		}
+		for _, want := range []string{"events: forbidden", "nodes: forbidden", "kubectl auth can-i"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}

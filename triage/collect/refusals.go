@@ -1,0 +1,232 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/whypending/whypending/triage"
+)
+
+// refusals is a reader that notes every read the API server refuses (403 Forbidden) during one
+// question, so the answer can say it is partial and what would complete it. Each question gets
+// its own (Collector.recording). Reads that only feed "did you mean" suggestions (names,
+// podRefs, workloadsNamed, podExists, serviceAccountNamespaces) are not noted: without them
+// the answer is as complete.
+type refusals struct {
+	reader
+	mu   sync.Mutex
+	seen map[triage.RefusedRead]bool
+	list []triage.RefusedRead
+}
+
+// recording returns a copy of c whose reads are noted in the returned refusals.
+func (c *Collector) recording() (*Collector, *refusals) {
+	r := &refusals{reader: c.read, seen: map[triage.RefusedRead]bool{}}
+	cc := *c
+	cc.read, cc.refused = r, r
+	return &cc, r
+}
+
+// noteIPAM notes a refused Calico IPAM read (made through package calico, not the reader):
+// the resource is the one the API server names in its answer.
+func (r *refusals) noteIPAM(err error) {
+	if status, ok := forbidden(err); ok {
+		if d := status.Status().Details; d != nil && d.Kind != "" {
+			resource := d.Kind
+			if d.Group != "" {
+				resource += "." + d.Group
+			}
+			r.note(err, "list", resource, "")
+		}
+	}
+}
+
+// refused returns the refused reads in the order they were made (nil when none).
+func (r *refusals) refused() []triage.RefusedRead {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]triage.RefusedRead(nil), r.list...)
+}
+
+// note records err when the API server refused it. A Forbidden error inside a joined error (a
+// read made of two requests) counts too.
+func (r *refusals) note(err error, verb, resource, namespace string) {
+	status, ok := forbidden(err)
+	if !ok {
+		return
+	}
+	key := triage.RefusedRead{Verb: verb, Resource: resource, Namespace: namespace}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[key] {
+		return
+	}
+	r.seen[key] = true
+	key.Message = status.Status().Message
+	r.list = append(r.list, key)
+}
+
+// forbidden returns the Forbidden status in err, if there is one.
+func forbidden(err error) (apierrors.APIStatus, bool) {
+	var status apierrors.APIStatus
+	if err == nil || !apierrors.IsForbidden(err) || !errors.As(err, &status) {
+		return nil, false
+	}
+	return status, true
+}
+
+// workloadResource is the resource of a workload kind with its API group: "deployments.apps".
+func workloadResource(kind triage.Kind) string {
+	group := "apps"
+	if kind == triage.KindJob || kind == triage.KindCronJob {
+		group = "batch"
+	}
+	return strings.ToLower(string(kind)) + "s." + group
+}
+
+func (r *refusals) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	p, err := r.reader.pod(ctx, namespace, name)
+	r.note(err, "get", "pods", namespace)
+	return p, err
+}
+
+func (r *refusals) pods(ctx context.Context, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+	p, err := r.reader.pods(ctx, namespace, sel)
+	r.note(err, "list", "pods", namespace)
+	return p, err
+}
+
+func (r *refusals) podsOnNode(ctx context.Context, namespace, node string, sel labels.Selector) ([]*corev1.Pod, error) {
+	p, err := r.reader.podsOnNode(ctx, namespace, node, sel)
+	r.note(err, "list", "pods", namespace)
+	return p, err
+}
+
+func (r *refusals) boundPods(ctx context.Context, node string, skip types.UID) ([]*corev1.Pod, error) {
+	p, err := r.reader.boundPods(ctx, node, skip)
+	r.note(err, "list", "pods", "")
+	return p, err
+}
+
+func (r *refusals) podLog(ctx context.Context, namespace, name string, opts *corev1.PodLogOptions) ([]byte, error) {
+	b, err := r.reader.podLog(ctx, namespace, name, opts)
+	r.note(err, "get", "pods/log", namespace)
+	return b, err
+}
+
+func (r *refusals) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Event, error) {
+	e, err := r.reader.podEvents(ctx, pod)
+	r.note(err, "list", "events", pod.Namespace)
+	return e, err
+}
+
+func (r *refusals) objectEvents(ctx context.Context, namespace, uid string) ([]triage.Event, error) {
+	e, err := r.reader.objectEvents(ctx, namespace, uid)
+	r.note(err, "list", "events", namespace)
+	return e, err
+}
+
+func (r *refusals) namespaceEvents(ctx context.Context, namespace string) (eventIndex, error) {
+	e, err := r.reader.namespaceEvents(ctx, namespace)
+	r.note(err, "list", "events", namespace)
+	return e, err
+}
+
+func (r *refusals) node(ctx context.Context, name string) (*corev1.Node, error) {
+	n, err := r.reader.node(ctx, name)
+	r.note(err, "get", "nodes", "")
+	return n, err
+}
+
+func (r *refusals) nodes(ctx context.Context) ([]*corev1.Node, error) {
+	n, err := r.reader.nodes(ctx)
+	r.note(err, "list", "nodes", "")
+	return n, err
+}
+
+func (r *refusals) claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	c, err := r.reader.claim(ctx, namespace, name)
+	r.note(err, "get", "persistentvolumeclaims", namespace)
+	return c, err
+}
+
+func (r *refusals) claims(ctx context.Context, namespace string) ([]*corev1.PersistentVolumeClaim, error) {
+	c, err := r.reader.claims(ctx, namespace)
+	r.note(err, "list", "persistentvolumeclaims", namespace)
+	return c, err
+}
+
+func (r *refusals) volume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	v, err := r.reader.volume(ctx, name)
+	r.note(err, "get", "persistentvolumes", "")
+	return v, err
+}
+
+func (r *refusals) volumes(ctx context.Context, names map[string]bool) (map[string]*corev1.PersistentVolume, error) {
+	v, err := r.reader.volumes(ctx, names)
+	r.note(err, "list", "persistentvolumes", "")
+	return v, err
+}
+
+func (r *refusals) storageClasses(ctx context.Context) ([]*storagev1.StorageClass, error) {
+	s, err := r.reader.storageClasses(ctx)
+	r.note(err, "list", "storageclasses.storage.k8s.io", "")
+	return s, err
+}
+
+func (r *refusals) csiNodes(ctx context.Context) ([]*storagev1.CSINode, error) {
+	n, err := r.reader.csiNodes(ctx)
+	r.note(err, "list", "csinodes.storage.k8s.io", "")
+	return n, err
+}
+
+func (r *refusals) workload(ctx context.Context, kind triage.Kind, namespace, name string) (runtime.Object, error) {
+	o, err := r.reader.workload(ctx, kind, namespace, name)
+	r.note(err, "get", workloadResource(kind), namespace)
+	return o, err
+}
+
+func (r *refusals) listWorkloads(ctx context.Context, namespace string, kind triage.Kind, into *namespaceWorkloads) error {
+	err := r.reader.listWorkloads(ctx, namespace, kind, into)
+	r.note(err, "list", workloadResource(kind), namespace)
+	return err
+}
+
+func (r *refusals) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	n, err := r.reader.namespace(ctx, name)
+	r.note(err, "get", "namespaces", "")
+	return n, err
+}
+
+func (r *refusals) quotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error) {
+	q, err := r.reader.quotas(ctx, namespace)
+	r.note(err, "list", "resourcequotas", namespace)
+	return q, err
+}
+
+func (r *refusals) limitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error) {
+	l, err := r.reader.limitRanges(ctx, namespace)
+	r.note(err, "list", "limitranges", namespace)
+	return l, err
+}
+
+func (r *refusals) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	c, err := r.reader.configMap(ctx, namespace, name)
+	r.note(err, "list", "configmaps", namespace)
+	return c, err
+}
+
+func (r *refusals) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	s, err := r.reader.service(ctx, namespace, name)
+	r.note(err, "list", "services", namespace)
+	return s, err
+}

@@ -1,0 +1,84 @@
+package triage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// A question about a namespace that does not exist is answered as such (namespace-not-found,
+// with the closest names), not as "no pod of that name"; and a sweep of an empty namespace, or
+// of "default" with nothing stuck, says where the stuck pods are instead of an all-clear.
+
+// MissingNamespace says that the namespace asked about does not exist.
+type MissingNamespace struct {
+	// Name is the namespace asked about.
+	Name string
+	// Existing are the names of the namespaces that exist (for "did you mean"); nil when they
+	// could not be listed.
+	Existing []string
+}
+
+// NamespaceStuck is a namespace and how many of its pods are stuck (PodNeedsDiagnosis).
+type NamespaceStuck struct {
+	Namespace string `json:"namespace"`
+	Pods      int    `json:"pods"`
+}
+
+// maxSimilarNamespaces is how many close namespace names a namespace-not-found answer names.
+const maxSimilarNamespaces = 3
+
+// namespaceNotFoundFinding is the answer to a question about something in a namespace that
+// does not exist; what is the thing asked about ("pod web", "Deployment checkout", "" for a
+// sweep).
+func namespaceNotFoundFinding(m *MissingNamespace, what string) Finding {
+	f := Finding{
+		Code:     CodeNamespaceNotFound,
+		Severity: SeverityBlocker,
+		Summary:  fmt.Sprintf("Namespace %q does not exist", m.Name),
+		Evidence: []Evidence{{Object: "Namespace " + m.Name, Message: "not found"}},
+		Fix:      []string{"kubectl get namespaces"},
+	}
+	if what != "" {
+		f.Summary += fmt.Sprintf(", so there is no %s in it", what)
+	}
+	f.Summary += "."
+	if near := closestNames(m.Name, m.Existing, maxSimilarNamespaces); len(near) > 0 {
+		f.Summary += " Did you mean namespace " + strings.Join(near, ", ") + "?"
+		for _, n := range near {
+			f.Evidence = append(f.Evidence, Evidence{Object: "Namespace " + n, Message: "similar name"})
+		}
+	}
+	return f
+}
+
+// stuckElsewhere is the sentence that names the namespaces with stuck pods (most first), or
+// says that none has any; "" when they were not read.
+func stuckElsewhere(stuck []NamespaceStuck, read bool) string {
+	if !read {
+		return ""
+	}
+	if len(stuck) == 0 {
+		return " No other namespace has stuck pods either."
+	}
+	var parts []string
+	for i, s := range stuck {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(stuck)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d)", s.Namespace, s.Pods))
+	}
+	return fmt.Sprintf(" Stuck pods are in %s %s: ask with -n %s --all.",
+		plural(len(stuck), "namespace", "namespaces"), strings.Join(parts, ", "), stuck[0].Namespace)
+}
+
+// SortNamespaceStuck orders namespaces most stuck pods first, ties by name.
+func SortNamespaceStuck(s []NamespaceStuck) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].Pods != s[j].Pods {
+			return s[i].Pods > s[j].Pods
+		}
+		return s[i].Namespace < s[j].Namespace
+	})
+}

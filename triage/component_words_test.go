@@ -93,25 +93,46 @@ func TestAWSAdviceReadsTheCNISettings(t *testing.T) {
 		ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "aws-node", Env: env}}
 		return ds
 	}
+	nodePod := func(image string, env ...corev1.EnvVar) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "aws-node-q4pbj", Labels: map[string]string{"k8s-app": "aws-node"}}}
+		p.Spec.NodeName = "node-1"
+		p.Spec.Containers = []corev1.Container{{Name: "aws-node", Image: image, Env: env}}
+		return p
+	}
+	pd := corev1.EnvVar{Name: "ENABLE_PREFIX_DELEGATION", Value: "true"}
 	tests := []struct {
 		name          string
 		ds            *appsv1.DaemonSet
 		err           error
 		says, fix     string
 		mustNotAdvise string
+		pod           *corev1.Pod // the node's aws-node pod
 	}{
 		{"prefix delegation already on: a fragmented subnet, never 'enable it'", awsNode(corev1.EnvVar{Name: "ENABLE_PREFIX_DELEGATION", Value: "true"}, corev1.EnvVar{Name: "WARM_PREFIX_TARGET", Value: "1"}), nil,
-			"Prefix delegation is already on", "create-subnet-cidr-reservation", "ENABLE_PREFIX_DELEGATION=true"},
+			"Prefix delegation is already on", "create-subnet-cidr-reservation", "ENABLE_PREFIX_DELEGATION=true", nil},
 		{"prefix delegation off: the ENIs and max-pods", awsNode(corev1.EnvVar{Name: "WARM_ENI_TARGET", Value: "1"}), nil,
-			"prefix delegation is off", "kubectl set env daemonset/aws-node -n kube-system -c aws-node ENABLE_PREFIX_DELEGATION=true", ""},
+			"prefix delegation is off", "kubectl set env daemonset/aws-node -n kube-system -c aws-node ENABLE_PREFIX_DELEGATION=true", "", nil},
 		{"settings not readable: both readings, no write", nil, errString("daemonsets.apps \"aws-node\" is forbidden"),
-			"could not be read", "With prefix delegation already on", "kubectl set env"},
+			"could not be read", "With prefix delegation already on", "kubectl set env", nil},
+		{"the DaemonSet not readable, the node's pod is: its env decides", nil, errString("daemonsets.apps \"aws-node\" is forbidden"),
+			"Prefix delegation is already on", "create-subnet-cidr-reservation", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3", pd)},
+		{"on in the template, not yet on the node: replace the pod, never 'turn it on'", awsNode(pd), nil,
+			"prefix delegation is off", "kubectl delete pod aws-node-q4pbj -n kube-system", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3")},
+		{"a CNI older than prefix delegation: upgrade it first", awsNode(), nil,
+			"prefix delegation is off", "older than v1.9.0", "kubectl set env", nodePod("602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.6.0")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testSnapshot(testPod(pending("ContainerCreating", "")), warning("FailedCreatePodSandBox", msg, 12, time.Minute))
 			s.Nodes = []*corev1.Node{node}
 			s.AWSNode, s.AWSNodeErr = tt.ds, tt.err
+			if tt.pod != nil {
+				s.PodsByNode = map[string][]*corev1.Pod{"node-1": {tt.pod}}
+				if AWSNodePodName(s) != tt.pod.Name {
+					t.Fatalf("AWSNodePodName = %q, want the node's aws-node pod", AWSNodePodName(s))
+				}
+				s.AWSNodePod = tt.pod
+			}
 			got := checkCodes(t, networkRules, s, CodeAWSVPCCNIIPExhausted)
 			fix := strings.Join(got[0].Fix, "\n")
 			if !strings.Contains(got[0].Summary, tt.says) || !strings.Contains(fix, tt.fix) {

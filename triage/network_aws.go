@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // This file explains aws-vpc-cni-ip-exhausted from the AWS VPC CNI's own settings (the
@@ -18,17 +19,25 @@ import (
 
 // awsSettings is the part of the aws-node env the answer reads.
 type awsSettings struct {
-	known             bool // the DaemonSet was read
-	prefixDelegation  bool
-	customNetworking  bool
-	warm              []string // WARM_IP_TARGET=…, MINIMUM_IP_TARGET=…, WARM_ENI_TARGET=…, WARM_PREFIX_TARGET=…
-	envLine           string   // the env the answer quotes
-	containerName     string   // the aws-node container
-	daemonSetReadable bool
+	known            bool   // the node's aws-node pod or the DaemonSet was read
+	source           string // where the settings come from: "Pod kube-system/aws-node-x" or "DaemonSet kube-system/aws-node"
+	prefixDelegation bool
+	customNetworking bool
+	warm             []string // WARM_IP_TARGET=…, MINIMUM_IP_TARGET=…, WARM_ENI_TARGET=…, WARM_PREFIX_TARGET=…
+	envLine          string   // the env the answer quotes
+	containerName    string   // the aws-node container
+	// tooOld is the CNI's image tag when it predates prefix delegation (v1.9.0); "" otherwise.
+	tooOld string
+	// templateDiffers is the DaemonSet template's env line when it differs from the node's
+	// pod's (a change not rolled out to the node yet); "" otherwise.
+	templateDiffers string
+	// templatePrefixDelegation is whether the DaemonSet's template turns prefix delegation on.
+	templatePrefixDelegation bool
 }
 
 // NeedsAWSNode reports whether the Collector should read the aws-node DaemonSet
-// (Snapshot.AWSNode): a current sandbox event of the pod is the AWS VPC CNI's IP exhaustion.
+// (Snapshot.AWSNode) and the node's aws-node pod (AWSNodePodName): a current sandbox event of
+// the pod is the AWS VPC CNI's IP exhaustion.
 func NeedsAWSNode(s *Snapshot) bool {
 	pod := s.Pod
 	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
@@ -42,18 +51,57 @@ func NeedsAWSNode(s *Snapshot) bool {
 	return false
 }
 
-// readAWSSettings reads the aws-node container's env from the DaemonSet.
-func readAWSSettings(ds *appsv1.DaemonSet) awsSettings {
-	st := awsSettings{}
-	if ds == nil {
-		return st
+// AWSNodePodName returns the name of the aws-node pod (kube-system, label k8s-app=aws-node)
+// bound to the pod's node, from Snapshot.PodsByNode; "" when there is none. Its spec is what
+// the node's ipamd runs with, so the Collector reads it whole (Snapshot.AWSNodePod).
+func AWSNodePodName(s *Snapshot) string {
+	if s.Pod == nil {
+		return ""
 	}
-	st.known = true
-	for _, c := range ds.Spec.Template.Spec.Containers {
-		if c.Name != "aws-node" && len(ds.Spec.Template.Spec.Containers) > 1 {
+	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+		if p.Namespace == metav1.NamespaceSystem && p.Labels["k8s-app"] == "aws-node" {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// readAWSSettings reads the aws-node container's env: from the node's aws-node pod when it
+// was read (what ipamd on the node runs with), else from the DaemonSet's template.
+func readAWSSettings(s *Snapshot) awsSettings {
+	st := awsSettings{}
+	var dsEnv string
+	if ds := s.AWSNode; ds != nil {
+		st = awsContainerSettings(ds.Spec.Template.Spec.Containers)
+		st.source = "DaemonSet kube-system/aws-node"
+		dsEnv = st.envLine
+		st.templatePrefixDelegation = st.prefixDelegation
+	}
+	if p := s.AWSNodePod; p != nil {
+		tpd := st.templatePrefixDelegation
+		st = awsContainerSettings(p.Spec.Containers)
+		st.source, st.templatePrefixDelegation = "Pod kube-system/"+p.Name, tpd
+		if s.AWSNode != nil && dsEnv != st.envLine {
+			st.templateDiffers = orDefault(dsEnv, "none of them set")
+		}
+	}
+	return st
+}
+
+// awsContainerSettings reads the settings from the aws-node container of containers (the only
+// container when there is one).
+func awsContainerSettings(containers []corev1.Container) awsSettings {
+	st := awsSettings{known: true}
+	for _, c := range containers {
+		if c.Name != "aws-node" && len(containers) > 1 {
 			continue
 		}
 		st.containerName = c.Name
+		if tag := imageTag(c.Image); tag != "" {
+			if v, err := version.ParseGeneric(tag); err == nil && v.LessThan(version.MajorMinor(1, 9)) {
+				st.tooOld = tag
+			}
+		}
 		var parts []string
 		for _, e := range c.Env {
 			switch e.Name {
@@ -74,6 +122,15 @@ func readAWSSettings(ds *appsv1.DaemonSet) awsSettings {
 		break
 	}
 	return st
+}
+
+// imageTag returns the tag of an image reference ("" without one, or with only a digest).
+func imageTag(image string) string {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[i+1:]
+	}
+	return ""
 }
 
 // awsDetail fills an aws-vpc-cni-ip-exhausted finding from the aws-node settings and the pods
@@ -99,7 +156,7 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		}
 		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(nodeName), Field: "status.capacity.pods", Message: msg})
 	}
-	st := readAWSSettings(s.AWSNode)
+	st := readAWSSettings(s)
 	seen := eventSeen(s, e)
 	ipamdLog := fmt.Sprintf("On %s: grep -E 'IP pool stats|InsufficientCidrBlocks|InsufficientFreeAddresses' /var/log/aws-routed-eni/ipamd.log | tail -5", shellQuote(nodeName))
 	switch {
@@ -136,7 +193,16 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		f.Fix = []string{
 			ipamdLog,
 			fmt.Sprintf("Set the kubelet's max-pods to the ENI limit of %s (eni-max-pods.txt, or max-pods-calculator.sh), so the scheduler stops placing pods the ENIs cannot address.", orDefault(instance, "the instance type")),
-			fmt.Sprintf("Or, on Nitro instances, turn on prefix delegation: kubectl set env daemonset/aws-node -n kube-system -c %s ENABLE_PREFIX_DELEGATION=true   # then raise max-pods to match", shellQuote(orDefault(st.containerName, "aws-node"))),
+		}
+		switch {
+		case st.templatePrefixDelegation:
+			// On in the template already: the node's pod has not been replaced since.
+			f.Fix = append(f.Fix, fmt.Sprintf("Or let prefix delegation reach the node: the aws-node DaemonSet's template already sets ENABLE_PREFIX_DELEGATION=true, but the node's pod predates it; replace it (kubectl delete pod %s -n kube-system), then raise max-pods to match.", shellQuote(strings.TrimPrefix(st.source, "Pod kube-system/"))))
+		case st.tooOld != "":
+			// The setting exists from v1.9.0: on an older CNI it would change nothing.
+			f.Fix = append(f.Fix, fmt.Sprintf("Or, on Nitro instances, prefix delegation: the VPC CNI here is %s, older than v1.9.0, which added it; upgrade the CNI (the vpc-cni add-on) first, then set ENABLE_PREFIX_DELEGATION=true on the aws-node DaemonSet and raise max-pods to match.", st.tooOld))
+		default:
+			f.Fix = append(f.Fix, fmt.Sprintf("Or, on Nitro instances, turn on prefix delegation: kubectl set env daemonset/aws-node -n kube-system -c %s ENABLE_PREFIX_DELEGATION=true   # then raise max-pods to match", shellQuote(orDefault(st.containerName, "aws-node"))))
 		}
 	}
 	if st.known {
@@ -144,7 +210,15 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		if env == "" {
 			env = "none of ENABLE_PREFIX_DELEGATION, AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG or WARM_*_TARGET is set (the defaults: prefix delegation off, WARM_ENI_TARGET=1)"
 		}
-		f.Evidence = append(f.Evidence, Evidence{Object: "DaemonSet kube-system/aws-node", Field: "spec.template.spec.containers[" + orDefault(st.containerName, "aws-node") + "].env", Message: env})
+		field := "spec.template.spec.containers[" + orDefault(st.containerName, "aws-node") + "].env"
+		if strings.HasPrefix(st.source, "Pod ") {
+			field = "spec.containers[" + orDefault(st.containerName, "aws-node") + "].env"
+		}
+		f.Evidence = append(f.Evidence, Evidence{Object: st.source, Field: field, Message: env})
+		if st.templateDiffers != "" {
+			f.Evidence = append(f.Evidence, Evidence{Object: "DaemonSet kube-system/aws-node", Field: "spec.template.spec.containers[" + orDefault(st.containerName, "aws-node") + "].env",
+				Message: st.templateDiffers + ": the template differs from the node's pod, so a change is not rolled out to the node yet; the pod's env is what ipamd runs with"})
+		}
 		if len(st.warm) > 0 {
 			f.Fix = append(f.Fix, fmt.Sprintf("Warm pool settings %s: ipamd keeps only that many spare addresses, so a burst of pods waits for the next EC2 allocation; raise them if the failures come in bursts and clear on their own.", strings.Join(st.warm, ", ")))
 		}

@@ -91,6 +91,10 @@ type Snapshot struct {
 	// could not be read.
 	AWSNode    *appsv1.DaemonSet
 	AWSNodeErr error
+	// AWSNodePod is the aws-node pod on the pod's node, read whole with AWSNode
+	// (AWSNodePodName): its env is what the node's ipamd runs with, so it wins over the
+	// DaemonSet's template; nil when not read or absent.
+	AWSNodePod *corev1.Pod
 	// RegistryHosting is the local registry the cluster publishes (ConfigMap
 	// kube-public/local-registry-hosting), read when an image's registry host does not resolve
 	// (NeedsRegistryHosting); nil when not read or not published, RegistryHostingErr says why it

@@ -36,6 +36,9 @@ func (c *Collector) collectComponents(ctx context.Context, s *triage.Snapshot) {
 	}
 	if triage.NeedsAWSNode(s) {
 		s.AWSNode, s.AWSNodeErr = c.daemonSet(ctx, metav1.NamespaceSystem, "aws-node")
+		if name := triage.AWSNodePodName(s); name != "" {
+			s.AWSNodePod, _ = c.read.pod(ctx, metav1.NamespaceSystem, name) // nil when not readable: the DaemonSet's template answers
+		}
 	}
 	if triage.NeedsRegistryHosting(s) {
 		s.RegistryHosting, s.RegistryHostingErr = c.localRegistryHosting(ctx)

@@ -299,6 +299,13 @@ func offlineComponents(t testing.TB, sc *testenv.Scenario, s *triage.Snapshot) {
 				s.AWSNode = ds
 			}
 		}
+		if name := triage.AWSNodePodName(s); name != "" {
+			for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+				if p.Namespace == "kube-system" && p.Name == name {
+					s.AWSNodePod = p
+				}
+			}
+		}
 	}
 	if triage.NeedsRegistryHosting(s) {
 		for _, cm := range configMaps {

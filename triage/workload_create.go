@@ -252,7 +252,17 @@ func quotaFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 		// Nothing is used up: more room, fewer pods or smaller requests change nothing. The
 		// containers must set the fields, by hand or from a LimitRange default.
 		if len(missing) > 0 {
-			f.Fix = append(fix, quotaMissingFixes(ws, missing)...)
+			if injected := quotaInjected(ws, missing); len(injected) > 0 {
+				// The quota names containers the template lacks: a mutating webhook added them,
+				// so their fields are set where the injector takes them from, not in the template.
+				note, injFix := injectedNote(ws, fmt.Sprintf("containers %s", strings.Join(quoteAll(injected), ", ")))
+				f.Summary += note
+				fix = append(fix, injFix...)
+			}
+			if len(missing) > 0 {
+				fix = append(fix, quotaMissingFixes(ws, missing)...)
+			}
+			f.Fix = fix
 		} else {
 			f.Fix = append(fix, "Set the requests and limits the quota names on every container of the template (or give the namespace a LimitRange whose defaults fill them in): freeing or raising the quota changes nothing.")
 		}
@@ -418,6 +428,38 @@ func quotaMissingFields(s string) map[string][]string {
 			}
 		}
 	}
+	return out
+}
+
+// quotaInjected removes from missing the containers that the workload's pod template does not
+// have (a mutating webhook injected them) and returns them, sorted; nil when the template was
+// not read.
+func quotaInjected(ws *WorkloadSnapshot, missing map[string][]string) []string {
+	spec := ws.podTemplate()
+	if !ws.Exists() || spec == nil || len(spec.Containers) == 0 {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+		have[c.Name] = true
+	}
+	var out []string
+	for r, cs := range missing {
+		kept := cs[:0]
+		for _, c := range cs {
+			if have[c] {
+				kept = append(kept, c)
+			} else if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+		if len(kept) == 0 {
+			delete(missing, r)
+		} else {
+			missing[r] = kept
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

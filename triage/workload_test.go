@@ -573,6 +573,32 @@ func TestQuotaThatRequiresFieldsFixesTheTemplate(t *testing.T) {
 	}
 }
 
+// TestQuotaThatRequiresFieldsOfAnInjectedSidecar: a "must specify" quota that names a container
+// the template lacks (Istio's istio-proxy) is answered with the injector, never with a kubectl
+// set resources for a container the template does not have (kubectl would refuse it), while the
+// template's own containers keep their fix.
+func TestQuotaThatRequiresFieldsOfAnInjectedSidecar(t *testing.T) {
+	ws := deploymentWS(1)
+	ws.Deployment.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": resource.MustParse("64Mi")}}}}
+	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-x" is forbidden: failed quota: mem: must specify limits.memory for: app,istio-proxy; limits.cpu for: istio-proxy`, 5, time.Minute)}
+	p := EvaluateWorkload(ws).Primary()
+	if p.Code != CodeResourceQuotaExceeded {
+		t.Fatalf("primary = %s, want resource-quota-exceeded", p.Code)
+	}
+	fix := strings.Join(p.Fix, "\n")
+	for _, want := range []string{`container "istio-proxy" is not in the pod template`, "Istio's sidecar injector added it to the pod"} {
+		if !strings.Contains(p.Summary+fix, want) {
+			t.Errorf("answer lacks %q:\n%s\n%s", want, p.Summary, fix)
+		}
+	}
+	if !strings.Contains(fix, "kubectl set resources deploy/checkout -n shop -c app --limits=memory=64Mi") {
+		t.Errorf("the template's own container lost its fix:\n%s", fix)
+	}
+	if strings.Contains(fix, "-c istio-proxy") || strings.Contains(fix, "on container istio-proxy") {
+		t.Errorf("a fix edits the injected container in the template that lacks it:\n%s", fix)
+	}
+}
+
 func TestQuotaAmountsShareAUnit(t *testing.T) {
 	ws := deploymentWS(3, ownedPod("aaaaa", time.Hour))
 	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-" is forbidden: exceeded quota: compute, requested: requests.cpu=500m,requests.memory=512Mi, used: requests.cpu=800m,requests.memory=1Gi, limited: requests.cpu=1,requests.memory=1536Mi`, 2, time.Minute)}

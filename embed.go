@@ -18,7 +18,10 @@
 //   - bot: the router and its commands, the renderers, the HTTP server (/healthz, /readyz,
 //     /metrics), and the Bot the adapters drive; bot/approval: the approval workflow of repair
 //     plans, its store and audit; bot/digest: the IPAM digest, its schedule and leader
-//     election. Both return state that bot renders.
+//     election. Both return state that bot renders. bot/authz: per-user authorization, a
+//     chat.Principal mapped to a Kubernetes user and groups and checked with
+//     SubjectAccessReviews (cached for a TTL) before an answer, a plan, an approval, a silence
+//     or a snooze.
 //   - chat: the vocabulary the adapters and the bot speak (Message, Request, Principal,
 //     Button and PlanButton, Reply, Click, Outcome, Core, Queue, Deliverer, Platforms).
 //

@@ -19,6 +19,13 @@ func (emptyBlocks) verb(n int) string {
 }
 func (emptyBlocks) destructive() bool { return true }
 func (emptyBlocks) locks() bool       { return true }
+
+// writes: the affinity to pendingDeletion, the block soft-deleted and deleted, then the
+// affinity soft-deleted and deleted (calico.Client.ReleaseEmptyBlocks).
+func (emptyBlocks) writes() []Write {
+	return []Write{{"update", calico.ResourceAffinities}, {"delete", calico.ResourceAffinities},
+		{"update", calico.ResourceBlocks}, {"delete", calico.ResourceBlocks}}
+}
 func (emptyBlocks) validate(Plan) error {
 	return nil
 }

@@ -18,6 +18,9 @@ func (leakedHandles) verb(n int) string {
 func (leakedHandles) destructive() bool { return true }
 func (leakedHandles) locks() bool       { return true }
 
+// writes: each handle deleted (with UID and resourceVersion preconditions).
+func (leakedHandles) writes() []Write { return []Write{{"delete", calico.ResourceHandles}} }
+
 func (leakedHandles) validate(p Plan) error {
 	switch {
 	case p.Node != "":

@@ -18,6 +18,11 @@ func (leakedIPs) verb(n int) string {
 func (leakedIPs) destructive() bool { return true }
 func (leakedIPs) locks() bool       { return true }
 
+// writes: the block's allocation cleared, and the handle decremented or deleted.
+func (leakedIPs) writes() []Write {
+	return []Write{{"update", calico.ResourceBlocks}, {"update", calico.ResourceHandles}, {"delete", calico.ResourceHandles}}
+}
+
 func (leakedIPs) validate(p Plan) error {
 	if len(p.Blocks) > 0 || p.AllowLastBlock {
 		return fmt.Errorf("plan %s: blocks and the last block apply to %s only", p.Kind, KindReleaseEmptyBlocks)

@@ -21,6 +21,9 @@ type repair interface {
 	// locks reports whether Execute holds the datastore lock around the fresh read and the
 	// writes (when Runner.LockPolicy asks for it).
 	locks() bool
+	// writes are the verbs apply sends on Calico resources, each at most once (Runner.Access;
+	// the chart's remediation grants are their union).
+	writes() []Write
 	// validate refuses a plan whose scope the kind cannot honour, before anything is read.
 	validate(p Plan) error
 	// read reads the cluster as the kind sees it, through rd.

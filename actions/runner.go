@@ -24,6 +24,9 @@ type IPAM interface {
 	LockStatus(ctx context.Context) (*calico.LockStatus, error)
 	ForceUnlock(ctx context.Context) error
 	UnlockMarker(ctx context.Context, m calico.LockMarker) (bool, error)
+	// APIGroup is the group/version Calico objects are read and written in
+	// ("crd.projectcalico.org/v1"), for Runner.Access.
+	APIGroup() string
 }
 
 var _ IPAM = (*calico.Client)(nil)

@@ -18,6 +18,9 @@ func (unlockDatastore) verb(int) string   { return "unlock the Calico datastore"
 func (unlockDatastore) destructive() bool { return false }
 func (unlockDatastore) locks() bool       { return false }
 
+// writes: ClusterInformation datastoreReady back to true.
+func (unlockDatastore) writes() []Write { return []Write{lockWrite} }
+
 func (unlockDatastore) validate(p Plan) error {
 	if p.Node != "" || len(p.Blocks) > 0 || p.AllowLastBlock {
 		return fmt.Errorf("plan %s: the datastore lock is cluster-wide; it takes no node or blocks", p.Kind)

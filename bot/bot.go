@@ -13,6 +13,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
@@ -61,6 +62,9 @@ type Cluster struct {
 	// Executor runs approved plans. An Executor that also implements Recoverer lets the bot
 	// clean up after a plan whose executing process died (see approval.Workflow.RecoverInterrupted).
 	Executor approval.Executor
+	// Access names the permissions behind the IPAM commands, for per-user authorization
+	// (Options.Authorizer); required when it checks changes.
+	Access Access
 	// Health, when set, returns nil while the cluster can be used, else why not: a
 	// *UnavailableError naming the cluster and its API server's error (see
 	// ClusterUnavailable). Commands for an unavailable cluster are answered with that one
@@ -83,11 +87,13 @@ type Options struct {
 	// --cluster. Names must be unique.
 	Clusters []*Cluster
 	// Store keeps approval records (nil: a new MemoryStore).
-	Store approval.
-		// Policy is the approval policy.
-		Store
-
+	Store approval.Store
+	// Policy is the approval policy.
 	Policy approval.Policy
+	// Authorizer checks each person against the Kubernetes RBAC of the cluster concerned
+	// before an answer (authz.ModeAll), a plan and a decision on a plan (authz.ModeApprovals
+	// and ModeAll); nil checks nothing (authz.ModeOff). Policy still applies first.
+	Authorizer *authz.Authorizer
 	// Directories resolve approver groups, per platform (Slack user groups); a platform
 	// without one matches groups only through Principal.Groups (Discord roles).
 	Directories map[string]approval.Directory
@@ -112,6 +118,7 @@ type Options struct {
 type Bot struct {
 	router    *Router
 	approvals *plans
+	authz     *authz.Authorizer // nil: per-user authorization off
 	clusters  []*Cluster
 	log       *slog.Logger
 	inflight  singleflight.Group // diagnoses in progress, by cluster and target
@@ -142,16 +149,21 @@ func New(o Options) *Bot {
 		return nil
 	}
 	b := &Bot{
-		router: NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
-		approvals: newPlans(approval.Options{
-			Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
-			Audit: approval.NewAuditor(o.Log, o.Metrics.approvalTransitions()), Now: o.Now, Log: o.Log,
-			ClusterHealth: health,
-		}),
+		router:    NewRouter(RouterOptions{AllowedChannels: o.AllowedChannels, Metrics: o.Metrics, Log: o.Log}),
+		authz:     o.Authorizer,
 		clusters:  o.Clusters,
 		log:       o.Log,
 		channelNS: o.ChannelNamespaces,
 	}
+	ao := approval.Options{
+		Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
+		Audit: approval.NewAuditor(o.Log, o.Metrics.approvalTransitions()), Now: o.Now, Log: o.Log,
+		ClusterHealth: health,
+	}
+	if b.authz.Mode().Checks(authz.Changes) {
+		ao.Authorize = b.allowRepair
+	}
+	b.approvals = newPlans(ao)
 	b.approvals.lockNote = o.LockNote
 	b.router.Handle(Command{Name: "why-pending", Usage: "[ns/]pod | TYPE/NAME | NAME | --all [-n NS] [--cluster C]",
 		Summary: "explain why a pod is stuck (Pending, ContainerCreating, CrashLoopBackOff, …), why a workload's pods are (deploy/NAME, sts/, ds/, job/, cj/, rs/; a bare name no pod has is a workload), or list everything stuck in the namespace (--all)"}, b.whyPending)
@@ -216,6 +228,10 @@ func (b *Bot) errorNotice(ctx context.Context, what string, err error) string {
 	var ue *chat.UserError
 	if errors.As(err, &ue) {
 		return ue.Text
+	}
+	var refusal *authz.Refusal
+	if errors.As(err, &refusal) {
+		return refusal.Text
 	}
 	var unavailable *chat.UnavailableError
 	if errors.As(err, &unavailable) {

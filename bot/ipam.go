@@ -36,38 +36,62 @@ func IPAMRepairs() []string {
 // ipamChoices lists the /ipam subcommands for usage errors.
 const ipamChoices = "check, blocks, release-ips, release-blocks, release-handles, unlock"
 
+// ipamRequest is a parsed /ipam command.
+type ipamRequest struct {
+	sub     string       // the subcommand
+	kind    actions.Kind // the repair it plans; "" for check and blocks
+	cluster string       // --cluster ("" the default)
+	node    string       // --node
+}
+
+// parseIPAM reads "/ipam check|blocks|release-ips|release-blocks|release-handles|unlock
+// [--cluster C] [--node N]".
+func parseIPAM(req chat.Request) (ipamRequest, error) {
+	f, err := parseFlags(req.Args, "cluster", "node")
+	if err != nil {
+		return ipamRequest{}, err
+	}
+	if len(f.positional) != 1 {
+		return ipamRequest{}, userErrorf("choose one of %s", ipamChoices)
+	}
+	ip := ipamRequest{sub: f.positional[0], cluster: f.values["cluster"], node: f.values["node"]}
+	if kind, ok := ipamSubcommands[ip.sub]; ok {
+		if ip.node != "" && (kind == actions.KindUnlockDatastore || kind == actions.KindReleaseLeakedHandles) {
+			return ipamRequest{}, userErrorf("%s is cluster-wide; --node does not apply", ip.sub)
+		}
+		ip.kind = kind
+		return ip, nil
+	}
+	if ip.sub != "check" && ip.sub != "blocks" {
+		return ipamRequest{}, userErrorf("unknown subcommand %q: choose one of %s", ip.sub, ipamChoices)
+	}
+	if ip.node != "" {
+		return ipamRequest{}, userErrorf("--node applies to release-ips and release-blocks only")
+	}
+	return ip, nil
+}
+
 // ipam answers "/ipam check|blocks|release-ips|release-blocks|release-handles|unlock
 // [--cluster C]".
 func (b *Bot) ipam(ctx context.Context, req chat.Request) (chat.Reply, error) {
-	f, err := parseFlags(req.Args, "cluster", "node")
+	ip, err := parseIPAM(req)
 	if err != nil {
 		return chat.Reply{}, err
 	}
-	if len(f.positional) != 1 {
-		return chat.Reply{}, userErrorf("choose one of %s", ipamChoices)
+	if ip.kind != "" {
+		return b.plan(ctx, req, ip.kind, ip.cluster, actions.PlanOptions{Node: ip.node})
 	}
-	sub := f.positional[0]
-	if kind, ok := ipamSubcommands[sub]; ok {
-		node := f.values["node"]
-		if node != "" && (kind == actions.KindUnlockDatastore || kind == actions.KindReleaseLeakedHandles) {
-			return chat.Reply{}, userErrorf("%s is cluster-wide; --node does not apply", sub)
-		}
-		return b.plan(ctx, req, kind, f.values["cluster"], actions.PlanOptions{Node: node})
-	}
-	if sub != "check" && sub != "blocks" {
-		return chat.Reply{}, userErrorf("unknown subcommand %q: choose one of %s", sub, ipamChoices)
-	}
-	if f.values["node"] != "" {
-		return chat.Reply{}, userErrorf("--node applies to release-ips and release-blocks only")
-	}
-	c, err := b.cluster(f.values["cluster"])
+	c, err := b.cluster(ip.cluster)
 	if err != nil {
 		return chat.Reply{}, err
 	}
 	if c.IPAM == nil {
 		return chat.Reply{}, userErrorf("cluster %s has no Calico IPAM access configured", c.Name)
 	}
-	if sub == "check" {
+	if err := b.allowIPAMRead(ctx, req.Principal, c, ip.sub); err != nil {
+		return chat.Reply{}, err
+	}
+	if ip.sub == "check" {
 		res, err := c.IPAM.Check(ctx, calico.CheckOptions{})
 		if err != nil {
 			return chat.Reply{}, ipamError(c, "check calico ipam", err)
@@ -82,7 +106,8 @@ func (b *Bot) ipam(ctx context.Context, req chat.Request) (chat.Reply, error) {
 }
 
 // plan makes a plan of kind on the named cluster and stores it for approval. A plan with
-// nothing to change is answered without storing anything.
+// nothing to change is answered without storing anything. Under per-user authorization the
+// requester must be allowed every permission the repair uses before anything is read.
 func (b *Bot) plan(ctx context.Context, req chat.Request, kind actions.Kind, clusterName string, opts actions.PlanOptions) (chat.Reply, error) {
 	if !kind.Valid() {
 		return chat.Reply{}, userErrorf("unknown repair %q", kind)
@@ -96,6 +121,9 @@ func (b *Bot) plan(ctx context.Context, req chat.Request, kind actions.Kind, clu
 	}
 	if opts.Node != "" && len(validation.IsDNS1123Subdomain(opts.Node)) > 0 {
 		return chat.Reply{}, userErrorf("%q is not a node name", opts.Node)
+	}
+	if _, err := b.allowRepair(ctx, req.Principal, c.Name, kind, "plan "+string(kind)); err != nil {
+		return chat.Reply{}, err
 	}
 	p, err := c.Planner.Plan(ctx, kind, opts)
 	if err != nil {

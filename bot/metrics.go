@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 )
@@ -12,7 +13,7 @@ import (
 // Metrics are the bot's Prometheus metrics, served on /metrics.
 type Metrics struct {
 	// commands counts commands by name ("why-pending", "ipam", "unknown") and outcome
-	// ("ok", "user-error", "unavailable", "error").
+	// ("ok", "user-error", "refused", "unavailable", "error").
 	commands *prometheus.CounterVec
 	// transitions counts approval audit events by event name.
 	transitions *prometheus.CounterVec
@@ -22,6 +23,9 @@ type Metrics struct {
 	Adapters *chat.Metrics
 	// caches reports the informer caches at each scrape (ReportCaches).
 	caches *cacheCollector
+	// Authorization counts per-user authorization's reviews (cache hits and misses) and
+	// refusals (authz.Options.Metrics).
+	Authorization *authz.Metrics
 }
 
 // ReportCaches makes /metrics export what fn returns at each scrape, as
@@ -88,8 +92,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer a chat command, by command.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"command"}),
-		Adapters: chat.NewMetrics(reg),
-		caches:   newCacheCollector(),
+		Adapters:      chat.NewMetrics(reg),
+		caches:        newCacheCollector(),
+		Authorization: authz.NewMetrics(reg),
 	}
 	if reg != nil {
 		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.caches)

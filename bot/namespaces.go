@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -15,8 +16,9 @@ const elsewhereTimeout = 20 * time.Second
 // withNamespaceNotes returns a namespace-not-found answer a (from cluster c, about t) with
 // notes for the person who asked: that the namespace is the channel's (channels.namespaces in
 // the bot's config), and which other configured clusters have it. a itself is shared with
-// concurrent askers and stays unchanged.
-func (b *Bot) withNamespaceNotes(ctx context.Context, c *Cluster, channel string, t triage.Target, a *triage.Answer) *triage.Answer {
+// concurrent askers and stays unchanged. Under per-user authorization (mode all) only the
+// clusters where who may get pods in the namespace are asked about.
+func (b *Bot) withNamespaceNotes(ctx context.Context, who chat.Principal, c *Cluster, channel string, t triage.Target, a *triage.Answer) *triage.Answer {
 	var notes []string
 	if !t.NamespaceGiven && b.channelNS[channel] == t.Namespace {
 		notes = append(notes, fmt.Sprintf("This channel asks about namespace %s (channels.namespaces in the bot's config), which cluster %s does not have.", t.Namespace, c.Name))
@@ -25,7 +27,7 @@ func (b *Bot) withNamespaceNotes(ctx context.Context, c *Cluster, channel string
 	var first string  // the first cluster that has it
 	var others []string
 	for _, o := range b.clusters {
-		if o == c || o.Answerer == nil || o.health() != nil {
+		if o == c || o.Answerer == nil || o.health() != nil || !b.authz.Visible(ctx, who, o.Name, t.Namespace) {
 			continue
 		}
 		others = append(others, o.Name)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 )
 
@@ -99,10 +100,16 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 	reply, err := rt.h(ctx, req)
 	var ue *chat.UserError
 	var unavailable *chat.UnavailableError
+	var refusal *authz.Refusal
 	switch {
 	case err == nil:
 		r.count(req.Command, "ok", start)
 		return reply
+	case errors.As(err, &refusal):
+		// Per-user authorization: for the asker only, with no usage hint and nothing about
+		// the namespace beyond what was denied (the refusal is already audited).
+		r.count(req.Command, "refused", start)
+		return chat.Reply{Message: refusalMessage(refusal)}
 	case errors.As(err, &unavailable):
 		r.count(req.Command, "unavailable", start)
 		return chat.Reply{Message: chat.Message{Title: unavailable.Text + " Nothing was done.", Severity: chat.SeverityWarning}}

@@ -15,38 +15,29 @@ const diagnoseTimeout = 2 * time.Minute
 // visible to the channel: a pod's diagnosis, a workload's pods grouped by cause, or every
 // stuck pod and failing workload of the namespace. TARGET is read as kubectl reads it
 // (triage.ParseTarget); the namespace is -n, else the channel's, else the cluster's, else
-// "default". Remediation buttons make plans on the cluster asked about.
+// "default". Remediation buttons make plans on the cluster asked about. Under per-user
+// authorization (ModeAll) the asker must be allowed to get pods in the namespace (list, for
+// --all) before anything is read.
 func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, error) {
-	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
+	c, t, err := b.whyPendingTarget(req)
 	if err != nil {
 		return chat.Reply{}, err
 	}
-	all := f.switches["all"]
-	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
-		return chat.Reply{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
-	}
-	c, err := b.cluster(f.values["cluster"])
+	t, as, err := b.allowAnswer(ctx, req.Principal, c, t)
 	if err != nil {
 		return chat.Reply{}, err
-	}
-	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
-	arg := ""
-	if !all {
-		arg = f.positional[0]
-	}
-	t, err := triage.ParseTarget(arg, ns, all)
-	if err != nil {
-		return chat.Reply{}, userErrorf("%v", err)
-	}
-	if f.values["namespace"] != "" || f.values["n"] != "" {
-		t.NamespaceGiven = true
 	}
 	if c.Answerer == nil {
 		return chat.Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	}
 	// Concurrent questions about the same target (an incident channel) share one answer; it
-	// must not die with the first asker's context, so it gets its own deadline.
-	v, err, _ := b.inflight.Do(c.Name+"\x00"+t.String(), func() (any, error) {
+	// must not die with the first asker's context, so it gets its own deadline. An answer
+	// limited to what one identity may see is shared only by askers checked as it.
+	key := c.Name + "\x00" + t.String()
+	if as != nil {
+		key += "\x00" + as.String()
+	}
+	v, err, _ := b.inflight.Do(key, func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
 		defer cancel()
 		return c.Answerer.Answer(dctx, t)
@@ -56,9 +47,38 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	}
 	a := v.(*triage.Answer)
 	if a.Code() == triage.CodeNamespaceNotFound {
-		a = b.withNamespaceNotes(ctx, c, req.Channel, t, a)
+		a = b.withNamespaceNotes(ctx, req.Principal, c, req.Channel, t, a)
 	}
 	return chat.Reply{Message: AnswerMessage(a, c.Name), Public: true}, nil
+}
+
+// whyPendingTarget reads the cluster and the target of a /why-pending request.
+func (b *Bot) whyPendingTarget(req chat.Request) (*Cluster, triage.Target, error) {
+	f, err := parseFlagsAndSwitches(req.Args, []string{"all"}, "cluster", "namespace", "n")
+	if err != nil {
+		return nil, triage.Target{}, err
+	}
+	all := f.switches["all"]
+	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
+		return nil, triage.Target{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
+	}
+	c, err := b.cluster(f.values["cluster"])
+	if err != nil {
+		return nil, triage.Target{}, err
+	}
+	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
+	arg := ""
+	if !all {
+		arg = f.positional[0]
+	}
+	t, err := triage.ParseTarget(arg, ns, all)
+	if err != nil {
+		return nil, triage.Target{}, userErrorf("%v", err)
+	}
+	if f.values["namespace"] != "" || f.values["n"] != "" {
+		t.NamespaceGiven = true
+	}
+	return c, t, nil
 }
 
 func firstNonEmpty(xs ...string) string {

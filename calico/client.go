@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -108,6 +109,14 @@ func NewClient(ctx context.Context, cfg *rest.Config) (*Client, error) {
 // "crd.projectcalico.org/v1".
 func (c *Client) APIGroup() string { return c.group + "/" + c.version }
 
+// CheckAccess is the permission a person needs to see an IPAM check or utilization, as the
+// API server authorizes it: list IPAMBlocks (cluster-wide), which hold every allocation and
+// the pod each names. The bot asks it for the person (bot/authz); the reads are still made
+// with the bot's own credentials.
+func (c *Client) CheckAccess() authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Verb: "list", Group: c.group, Resource: ResourceBlocks}
+}
+
 func detectGroup(ctx context.Context, cfg *rest.Config) (group, version string, err error) {
 	if v := os.Getenv("CALICO_API_GROUP"); v != "" {
 		g, ver, ok := strings.Cut(v, "/")
@@ -154,13 +163,22 @@ func pickGroup(groups *metav1.APIGroupList) (group, version string, err error) {
 	return "", "", ErrCalicoNotInstalled
 }
 
+// The Calico resources repairs write (plural, lower case, in the detected group, all
+// cluster-scoped): actions names them in the permissions a repair uses (Runner.Access).
+const (
+	ResourceBlocks      = "ipamblocks"
+	ResourceAffinities  = "blockaffinities"
+	ResourceHandles     = "ipamhandles"
+	ResourceClusterInfo = "clusterinformations"
+)
+
 // Calico resource names (plural, lower case) in the detected group.
 const (
-	resBlocks      = "ipamblocks"
-	resAffinities  = "blockaffinities"
-	resHandles     = "ipamhandles"
+	resBlocks      = ResourceBlocks
+	resAffinities  = ResourceAffinities
+	resHandles     = ResourceHandles
 	resPools       = "ippools"
-	resClusterInfo = "clusterinformations"
+	resClusterInfo = ResourceClusterInfo
 )
 
 func (c *Client) resIPAMConfig() string {

@@ -59,3 +59,14 @@ type Reply struct {
 type Mux interface {
 	Handle(pattern string, h http.Handler)
 }
+
+// Admitter is a Core that can tell, before a command is acknowledged, whether it refuses the
+// command to the person who typed it (per-user authorization); *bot.Bot implements it. An
+// adapter whose platform fixes a response's visibility when it acknowledges (Discord) asks
+// first, and answers a refusal at once to that person only, so nothing the person may not see
+// is answered in the channel.
+type Admitter interface {
+	// Admit returns the refusal to show the person, or nil when the command goes on. ctx
+	// bounds the checks; when it ends first, Admit returns a reply asking to try again.
+	Admit(ctx context.Context, req Request) *Reply
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,7 +32,7 @@ type conn struct {
 	}
 	runner *actions.Runner // plans and repairs, always live through ipam; nil without Calico
 
-	client   kubernetes.Interface // probes; nil for a Wire'd cluster, which is never probed
+	client   kubernetes.Interface // probes (never for a Wire'd cluster) and SubjectAccessReviews
 	dyn      dynamic.Interface    // for Options.Check; nil without one
 	cancel   context.CancelFunc   // stops the caches
 	checkErr error                // the last Options.Check; guarded by Cluster.mu
@@ -84,6 +86,9 @@ func Wire(ctx context.Context, name string, restCfg *rest.Config, collector *col
 	cn, err := wire(ctx, name, restCfg, collector, lock, log)
 	if err != nil {
 		return nil, err
+	}
+	if cn.client, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return nil, fmt.Errorf("build client: %w", err)
 	}
 	c := New(Options{Name: name, Lock: lock, Log: log})
 	c.conn, c.restCfg, c.err = cn, restCfg, nil
@@ -170,4 +175,45 @@ func (c *Cluster) Recover(ctx context.Context, p actions.Plan) (actions.Recovery
 	}
 	r, err := cn.runner.Recover(ctx, p)
 	return r, c.Unavailable(err)
+}
+
+// ReviewAccess asks the cluster's API server whether spec's user and groups may do spec's
+// resource attributes, with a SubjectAccessReview (authz.Reviewer). The bot's credentials
+// need create on subjectaccessreviews.authorization.k8s.io.
+func (c *Cluster) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	cn, err := c.current()
+	if err != nil {
+		return authorizationv1.SubjectAccessReviewStatus{}, err
+	}
+	out, err := cn.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		return authorizationv1.SubjectAccessReviewStatus{}, c.Unavailable(err)
+	}
+	return out.Status, nil
+}
+
+// RepairAccess lists the permissions an execution of kind uses on the cluster's Calico kinds
+// (actions.Runner.Access), for bot.Access.
+func (c *Cluster) RepairAccess(kind actions.Kind) ([]authorizationv1.ResourceAttributes, error) {
+	cn, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	if cn.runner == nil {
+		return nil, c.errNoCalico()
+	}
+	return cn.runner.Access(kind)
+}
+
+// CheckAccess is the permission behind an IPAM check or utilization (calico.Client.CheckAccess),
+// for bot.Access.
+func (c *Cluster) CheckAccess() (authorizationv1.ResourceAttributes, error) {
+	cn, err := c.current()
+	if err != nil {
+		return authorizationv1.ResourceAttributes{}, err
+	}
+	if cn.ipam == nil {
+		return authorizationv1.ResourceAttributes{}, c.errNoCalico()
+	}
+	return cn.ipam.CheckAccess(), nil
 }

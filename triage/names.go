@@ -56,6 +56,12 @@ func closestNames(want string, candidates []string, n int) []string {
 	return bestNames(cands, n)
 }
 
+// ClosestNamespaceNames returns up to n of names that are close to want, closest first (the
+// order a namespace-not-found answer suggests them in).
+func ClosestNamespaceNames(want string, names []string, n int) []string {
+	return closestNames(want, names, n)
+}
+
 // ClosestPodNames returns "namespace/name" of up to n pods of refs whose names are close to
 // name (see nameScore), closest first; a pod in another namespace than the one asked ranks
 // after an equally close one in it. A name that is close to nothing gets no suggestion.

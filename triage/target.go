@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -86,6 +87,11 @@ type Target struct {
 	// NamespaceGiven says the asker named the namespace (-n): a TYPE/NAME whose workload does
 	// not exist is then answered as such, never as OtherReading's pod.
 	NamespaceGiven bool `json:"namespaceGiven,omitempty"`
+	// Visible, when set, says whether the answer may name what is in another namespace than
+	// Namespace: the pods and workloads a mistyped name is close to. Nil allows every
+	// namespace. The bot sets it, under per-user authorization, to the namespaces the asker
+	// may read; it may ask the API server, so it takes the question's context.
+	Visible func(ctx context.Context, namespace string) bool `json:"-"`
 }
 
 // String renders the target the way it can be asked again: "shop/web-7f9c" for a pod,

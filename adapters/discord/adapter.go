@@ -107,11 +107,25 @@ func (a *Adapter) dispatch(i *discordgo.Interaction) (resp *discordgo.Interactio
 	return message(textPage("whypending does not handle this kind of interaction; nothing was done."), true), nil, "other"
 }
 
-// dispatchCommand defers a slash command (ephemeral for help) and queues its answer.
+// admitTimeout bounds the authorization checks a command waits for before it is
+// acknowledged, well inside Discord's 3 seconds.
+const admitTimeout = 1500 * time.Millisecond
+
+// dispatchCommand defers a slash command (ephemeral for help) and queues its answer. A
+// command the bot refuses to this person (per-user authorization, chat.Admitter) is answered
+// at once, ephemeral: a deferred response's visibility cannot change afterwards.
 func (a *Adapter) dispatchCommand(i *discordgo.Interaction) (*discordgo.InteractionResponse, func(context.Context), string) {
 	req, ephemeral, plans := requestFor(i)
 	if plans && i.Member == nil {
 		return message(textPage(dmRefusal), true), nil, "command"
+	}
+	if ad, ok := a.core.(chat.Admitter); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
+		refusal := ad.Admit(ctx, req)
+		cancel()
+		if refusal != nil {
+			return message(RenderOne(refusal.Message), true), nil, "command"
+		}
 	}
 	if !a.queue.Reserve() {
 		return message(textPage(busyText), true), nil, "command"

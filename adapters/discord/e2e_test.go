@@ -3,6 +3,7 @@ package discord_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
@@ -40,6 +42,13 @@ type e2eOptions struct {
 	replicas int
 	// cached uses triage's informer-backed collector, as serve does.
 	cached bool
+	// authz, when set, turns per-user authorization on: each replica's bot checks people
+	// against the cluster's RBAC with these options (the cluster and the log are added).
+	authz *authz.Options
+	// approvers are the Discord approvers by user ID besides alice (and opsRole).
+	approvers []string
+	// log receives the bots' logs (nil: discarded).
+	log *slog.Logger
 }
 
 func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
@@ -51,14 +60,19 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 	for range o.replicas {
 		// Each replica has its own bot, runner, session and worker pool; they share the
 		// cluster (and so the RemediationRequests) and the Discord application.
+		log := o.log
+		if log == nil {
+			log = chattest.QuietLog
+		}
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
 			Policy: approval.Policy{Approvers: map[string]approval.Approvers{
-				"discord": {Users: []string{alice.id}, Groups: []string{opsRole}},
+				"discord": {Users: append([]string{alice.id}, o.approvers...), Groups: []string{opsRole}},
 				"slack":   {Users: []string{bob.id}}, // bob's Discord ID as a Slack approver: never valid on Discord
 			}, TwoPersonRule: true},
-			Log: chattest.QuietLog,
+			Authorizer: e.Authorizer(o.authz, log),
+			Log:        log,
 		})
 		a := discord.New(discord.Options{Core: b, Session: e.fake.session(t), ApplicationID: appID, PublicKey: e.sign.pub,
 			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())})

@@ -8,16 +8,24 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// Directory resolves Slack user groups for approver checks with usergroups.users.list
-// (scope usergroups:read), caching each group's members for a TTL. It implements
-// approval.Directory (directory_test.go checks that).
+// Directory resolves Slack user groups for approver checks and per-user authorization with
+// usergroups.users.list (scope usergroups:read), and verified emails with users.info (scopes
+// users:read and users:read.email, only when the verified-email rule is on), caching each
+// answer for a TTL. It implements approval.Directory, authz.Directory and authz.Profiles
+// (directory_test.go checks that).
 type Directory struct {
 	api *slack.Client
 	ttl time.Duration
 	now func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]groupEntry
+	mu     sync.Mutex
+	cache  map[string]groupEntry
+	emails map[string]emailEntry
+}
+
+type emailEntry struct {
+	email string
+	at    time.Time
 }
 
 type groupEntry struct {
@@ -30,7 +38,7 @@ func NewDirectory(api *slack.Client, ttl time.Duration) *Directory {
 	if ttl <= 0 {
 		ttl = time.Minute
 	}
-	return &Directory{api: api, ttl: ttl, now: time.Now, cache: map[string]groupEntry{}}
+	return &Directory{api: api, ttl: ttl, now: time.Now, cache: map[string]groupEntry{}, emails: map[string]emailEntry{}}
 }
 
 // GroupMembers returns the user IDs in the user group, from the cache when fresh. A 429 is
@@ -42,17 +50,7 @@ func (d *Directory) GroupMembers(ctx context.Context, group string) ([]string, e
 	if ok && d.now().Sub(e.at) < d.ttl {
 		return e.members, nil
 	}
-	members, err := d.api.GetUserGroupMembersContext(ctx, group)
-	if wait, limited := retryAfter(err); limited {
-		t := time.NewTimer(min(wait, 5*time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		members, err = d.api.GetUserGroupMembersContext(ctx, group)
-	}
+	members, err := retryOnce(ctx, func() ([]string, error) { return d.api.GetUserGroupMembersContext(ctx, group) })
 	if err != nil {
 		return nil, err
 	}
@@ -60,4 +58,45 @@ func (d *Directory) GroupMembers(ctx context.Context, group string) ([]string, e
 	d.cache[group] = groupEntry{members: members, at: d.now()}
 	d.mu.Unlock()
 	return members, nil
+}
+
+// VerifiedEmail returns the email of the user's Slack profile when Slack has confirmed it
+// (users.info: user.is_email_confirmed and user.profile.email), else "", from the cache when
+// fresh. A deleted user or a bot has none.
+func (d *Directory) VerifiedEmail(ctx context.Context, userID string) (string, error) {
+	d.mu.Lock()
+	e, ok := d.emails[userID]
+	d.mu.Unlock()
+	if ok && d.now().Sub(e.at) < d.ttl {
+		return e.email, nil
+	}
+	u, err := retryOnce(ctx, func() (*slack.User, error) { return d.api.GetUserInfoContext(ctx, userID) })
+	if err != nil {
+		return "", err
+	}
+	email := ""
+	if u.IsEmailConfirmed && !u.Deleted && !u.IsBot {
+		email = u.Profile.Email
+	}
+	d.mu.Lock()
+	d.emails[userID] = emailEntry{email: email, at: d.now()}
+	d.mu.Unlock()
+	return email, nil
+}
+
+// retryOnce calls f, and once more after waiting out a 429 (Retry-After, capped at 5 s).
+func retryOnce[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	v, err := f()
+	if wait, limited := retryAfter(err); limited {
+		t := time.NewTimer(min(wait, 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			var zero T
+			return zero, ctx.Err()
+		case <-t.C:
+		}
+		v, err = f()
+	}
+	return v, err
 }

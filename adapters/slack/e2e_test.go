@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
 )
@@ -49,6 +51,14 @@ type e2eOptions struct {
 	now      func() time.Time
 	// cached uses triage's informer-backed collector, as serve does.
 	cached bool
+	// authz, when set, turns per-user authorization on: each replica's bot checks people
+	// against the cluster's RBAC with these options (the cluster, the Slack directory and
+	// the log are added).
+	authz *authz.Options
+	// approvers are the Slack approvers by user ID besides alice (and group SOPS).
+	approvers []string
+	// log receives the bots' logs (nil: discarded).
+	log *slog.Logger
 }
 
 func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
@@ -63,13 +73,26 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 		// Each replica has its own bot, runner, Slack client and worker pool; they share the
 		// cluster (and so the RemediationRequests) and the Slack workspace.
 		api := e.slack.api()
+		dir := slack.NewDirectory(api, time.Minute)
+		log := o.log
+		if log == nil {
+			log = chattest.QuietLog
+		}
+		var az *authz.Authorizer
+		if o.authz != nil {
+			ao := *o.authz
+			ao.Directories = map[string]authz.Directory{"slack": dir}
+			ao.Profiles = map[string]authz.Profiles{"slack": dir}
+			az = e.Authorizer(&ao, log)
+		}
 		b := bot.New(bot.Options{
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
-			Policy: approval.Policy{Approvers: map[string]approval.Approvers{"slack": {Users: []string{alice}, Groups: []string{opsGroup}}},
+			Policy: approval.Policy{Approvers: map[string]approval.Approvers{"slack": {Users: append([]string{alice}, o.approvers...), Groups: []string{opsGroup}}},
 				TwoPersonRule: true, Expiry: o.expiry},
-			Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
-			Log:         chattest.QuietLog,
+			Directories: map[string]approval.Directory{"slack": dir},
+			Authorizer:  az,
+			Log:         log,
 			Now:         o.now,
 		})
 		a := slack.New(slack.Options{Core: b, API: api, SigningSecret: testSecret, Log: chattest.QuietLog,

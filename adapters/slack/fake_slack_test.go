@@ -30,7 +30,9 @@ type fakeSlack struct {
 	posts   []webMessage // chat.postMessage calls, in order
 	updates []webMessage // chat.update calls, in order
 	groups  map[string][]string
-	seq     atomic.Int64
+	// emails are the verified emails of users' profiles (users.info); others have none.
+	emails map[string]string
+	seq    atomic.Int64
 	// limitUpdates makes the next N chat.update calls answer 429 with Retry-After: 1.
 	limitUpdates atomic.Int32
 	changed      chan struct{} // signalled (non-blocking) on every recorded call
@@ -49,6 +51,7 @@ func newFakeSlack(t testing.TB, groups map[string][]string) *fakeSlack {
 		c.Handle("/chat.postMessage", f.record(&f.posts, false))
 		c.Handle("/chat.update", f.record(&f.updates, true))
 		c.Handle("/usergroups.users.list", f.groupMembers)
+		c.Handle("/users.info", f.userInfo)
 	})
 	f.srv.Start()
 	t.Cleanup(f.srv.Stop)
@@ -95,6 +98,24 @@ func (f *fakeSlack) groupMembers(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "users": f.groups[r.PostForm.Get("usergroup")]})
+}
+
+// userInfo answers users.info as Slack does: the user object, with profile.email and
+// is_email_confirmed (an unverified address is still sent, unconfirmed).
+func (f *fakeSlack) userInfo(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	id := r.PostForm.Get("user")
+	f.mu.Lock()
+	email, verified := f.emails[id]
+	f.mu.Unlock()
+	if !verified {
+		email = strings.ToLower(id) + "@unverified.example"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "user": map[string]any{
+		"id": id, "team_id": "T0001", "name": strings.ToLower(id), "deleted": false, "is_bot": false,
+		"is_email_confirmed": verified, "profile": map[string]any{"email": email, "real_name": id},
+	}})
 }
 
 func (f *fakeSlack) signal() {

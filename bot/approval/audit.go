@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
+
+	"github.com/whypending/whypending/bot/authz"
 )
 
 // AuditEvent names a transition of an approval record.
@@ -50,6 +53,12 @@ type AuditRecord struct {
 	// not an approver"), the dead process and what it had done for interrupted; empty
 	// otherwise.
 	Detail string `json:"detail,omitempty"`
+	// As is the Kubernetes identity the actor was checked as (requested, approved, denied,
+	// and a refusal by Kubernetes RBAC); nil when per-user authorization is off.
+	As *authz.Identity `json:"as,omitempty"`
+	// Denied is the permission Kubernetes RBAC denied the actor, on a refusal for that
+	// reason: the verb, the resource and its group, and the namespace ("" cluster-wide).
+	Denied *authorizationv1.ResourceAttributes `json:"denied,omitempty"`
 }
 
 // Auditor appends audit records to approval records and writes each to the log with the
@@ -87,6 +96,7 @@ func (au *Auditor) emit(ctx context.Context, a *Record, recs []AuditRecord) {
 			slog.String("actor", rec.Actor),
 			slog.Time("at", rec.Time),
 			slog.String("detail", rec.Detail),
+			slog.Any("as", rec.As),
 		)
 		if au.transitions != nil {
 			au.transitions.WithLabelValues(string(rec.Event)).Inc()

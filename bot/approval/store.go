@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
@@ -83,6 +84,9 @@ type Record struct {
 	State State `json:"state"`
 	// RequestedBy is who asked for the plan.
 	RequestedBy chat.Principal `json:"requestedBy"`
+	// RequestedAs is the Kubernetes identity RequestedBy was checked as before the plan was
+	// made (Options.Authorize); nil when per-user authorization is off.
+	RequestedAs *authz.Identity `json:"requestedAs,omitempty"`
 	// Channel is the platform channel ID the plan was requested in.
 	Channel string `json:"channel,omitempty"`
 	// MessageRef says where the plan message was posted, in the adapter's own format after
@@ -91,6 +95,9 @@ type Record struct {
 	MessageRef string `json:"messageRef,omitempty"`
 	// DecidedBy is who approved or denied; nil while pending or when expired.
 	DecidedBy *chat.Principal `json:"decidedBy,omitempty"`
+	// DecidedAs is the Kubernetes identity DecidedBy was checked as (Options.Authorize); nil
+	// when per-user authorization is off, and for a requester withdrawing their own plan.
+	DecidedAs *authz.Identity `json:"decidedAs,omitempty"`
 	// DecidedAt is when the decision was recorded.
 	DecidedAt time.Time `json:"decidedAt,omitzero"`
 	// Result is what Execute did (Succeeded, and Failed when it got that far).

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 )
 
@@ -189,19 +190,20 @@ func (s *CRDStore) List(ctx context.Context, state State) ([]*Record, error) {
 
 // rrSpec is RemediationRequest.spec: the plan as shown for approval.
 type rrSpec struct {
-	Kind        actions.Kind   `json:"kind"`
-	Cluster     string         `json:"cluster"`
-	Node        string         `json:"node,omitempty"`
-	Blocks      []string       `json:"blocks,omitempty"`
-	AllowLast   bool           `json:"allowLastBlock,omitempty"`
-	Fingerprint string         `json:"fingerprint"`
-	Basis       string         `json:"basis,omitempty"`
-	Total       int            `json:"total"`
-	CreatedAt   time.Time      `json:"createdAt"`
-	ExpiresAt   time.Time      `json:"expiresAt"`
-	RequestedBy chat.Principal `json:"requestedBy"`
-	Channel     string         `json:"channel,omitempty"`
-	Items       []actions.Item `json:"items,omitempty"`
+	Kind        actions.Kind    `json:"kind"`
+	Cluster     string          `json:"cluster"`
+	Node        string          `json:"node,omitempty"`
+	Blocks      []string        `json:"blocks,omitempty"`
+	AllowLast   bool            `json:"allowLastBlock,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	Basis       string          `json:"basis,omitempty"`
+	Total       int             `json:"total"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	ExpiresAt   time.Time       `json:"expiresAt"`
+	RequestedBy chat.Principal  `json:"requestedBy"`
+	RequestedAs *authz.Identity `json:"requestedAs,omitempty"`
+	Channel     string          `json:"channel,omitempty"`
+	Items       []actions.Item  `json:"items,omitempty"`
 }
 
 // rrStatus is RemediationRequest.status: decisions, result and history.
@@ -209,6 +211,7 @@ type rrStatus struct {
 	State       State             `json:"state"`
 	ApprovedBy  *chat.Principal   `json:"approvedBy,omitempty"`
 	DeniedBy    *chat.Principal   `json:"deniedBy,omitempty"`
+	DecidedAs   *authz.Identity   `json:"decidedAs,omitempty"`
 	DecidedAt   *time.Time        `json:"decidedAt,omitempty"`
 	MessageRef  string            `json:"messageRef,omitempty"`
 	Error       string            `json:"error,omitempty"`
@@ -225,10 +228,10 @@ func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Blocks: a.Plan.Blocks, AllowLast: a.Plan.AllowLastBlock,
 		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
 		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
-		RequestedBy: a.RequestedBy, Channel: a.Channel, Items: a.Plan.Items,
+		RequestedBy: a.RequestedBy, RequestedAs: a.RequestedAs, Channel: a.Channel, Items: a.Plan.Items,
 	}
 	status := rrStatus{State: a.State, MessageRef: a.MessageRef, Error: a.Error, FailureCode: a.FailureCode,
-		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History}
+		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History, DecidedAs: a.DecidedAs}
 	if a.DecidedBy != nil {
 		if a.State == StateDenied {
 			status.DeniedBy = a.DecidedBy
@@ -282,7 +285,8 @@ func fromObject(obj *unstructured.Unstructured) (*Record, error) {
 			Fingerprint: spec.Fingerprint, Basis: spec.Basis, RequestedBy: spec.RequestedBy.String(),
 			CreatedAt: spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
 		},
-		State: status.State, RequestedBy: spec.RequestedBy, Channel: spec.Channel, MessageRef: status.MessageRef,
+		State: status.State, RequestedBy: spec.RequestedBy, RequestedAs: spec.RequestedAs, DecidedAs: status.DecidedAs,
+		Channel: spec.Channel, MessageRef: status.MessageRef,
 		Result: status.Result, Error: status.Error, FailureCode: status.FailureCode, Heartbeat: status.Heartbeat, Recovery: status.Recovery, History: status.History,
 		Version: obj.GetResourceVersion(),
 		raw:     obj,

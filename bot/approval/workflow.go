@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/actions"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 )
@@ -77,6 +78,7 @@ type Workflow struct {
 	directories    map[string]Directory
 	executors      map[string]Executor
 	clusterHealth  func(cluster string) error
+	authorize      func(ctx context.Context, who chat.Principal, cluster string, kind actions.Kind, what string) (*authz.Identity, error)
 	audit          *Auditor
 	now            func() time.Time
 	log            *slog.Logger
@@ -106,6 +108,14 @@ type Options struct {
 	// means always. Approving a plan for an unavailable cluster claims nothing: the plan
 	// stays pending.
 	ClusterHealth func(cluster string) error
+	// Authorize, when set, checks who against the Kubernetes RBAC of cluster for a repair of
+	// kind (the permissions its execution uses) and returns the identity checked as; a refusal
+	// is an *authz.Refusal, any other error means it could not be decided. what names the
+	// action for the audit ("plan release-leaked-ips", "approve rr-…"). The requester is
+	// checked in Request; an approver, and anyone but the requester who denies, in Decide,
+	// after the approver lists and the two-person rule: RBAC only narrows them. Nil checks
+	// nothing (per-user authorization off).
+	Authorize func(ctx context.Context, who chat.Principal, cluster string, kind actions.Kind, what string) (*authz.Identity, error)
 	// HeartbeatInterval is how often the process executing a plan renews its heartbeat
 	// (default DefaultHeartbeatInterval).
 	HeartbeatInterval time.Duration
@@ -121,7 +131,7 @@ type Options struct {
 func New(o Options) *Workflow {
 	a := &Workflow{
 		store: o.Store, policy: o.Policy, directories: o.Directories, executors: o.Executors,
-		clusterHealth: o.ClusterHealth, audit: o.Audit, now: o.Now, log: o.Log,
+		clusterHealth: o.ClusterHealth, authorize: o.Authorize, audit: o.Audit, now: o.Now, log: o.Log,
 		heartbeatEvery: durationOr(o.HeartbeatInterval, DefaultHeartbeatInterval),
 		staleAfter:     durationOr(o.StaleAfter, DefaultStaleAfter),
 		process:        o.Process,
@@ -145,16 +155,25 @@ func New(o Options) *Workflow {
 }
 
 // Request stores plan as pending (setting its expiry from the policy and RequestedBy from
-// who), records "requested" and returns the record.
+// who), records "requested" and returns the record. With Options.Authorize, who must be
+// allowed the repair first: a refusal is returned as the *authz.Refusal, and nothing is
+// stored.
 func (ap *Workflow) Request(ctx context.Context, plan actions.Plan, who chat.Principal, channel string) (*Record, error) {
+	var as *authz.Identity
+	if ap.authorize != nil {
+		var err error
+		if as, err = ap.authorize(ctx, who, plan.Cluster, plan.Kind, "plan "+string(plan.Kind)); err != nil {
+			return nil, err
+		}
+	}
 	now := ap.now().UTC()
 	plan.RequestedBy = who.String()
 	if plan.CreatedAt.IsZero() {
 		plan.CreatedAt = now
 	}
 	plan.ExpiresAt = now.Add(ap.policy.expiry())
-	a := &Record{Plan: plan, State: StatePending, RequestedBy: who, Channel: channel}
-	rec := AuditRecord{Time: now, Event: AuditRequested, Actor: who.String(),
+	a := &Record{Plan: plan, State: StatePending, RequestedBy: who, RequestedAs: as, Channel: channel}
+	rec := AuditRecord{Time: now, Event: AuditRequested, Actor: who.String(), As: as,
 		Detail: fmt.Sprintf("items=%d total=%d", len(plan.Items), plan.Total)}
 	a.History = append(a.History, rec)
 	if err := ap.store.Create(ctx, a); err != nil {
@@ -226,13 +245,13 @@ func (ap *Workflow) Decide(ctx context.Context, d Decision, progress func(contex
 		return ap.internalError(ctx, "read plan "+d.PlanID, err)
 	}
 	if a.State == StateExpired {
-		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, expiredWhy(a.Plan), alreadyDecided(a))
+		return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), d.Principal, d.Verdict, expiredWhy(a.Plan)), alreadyDecided(a))
 	}
 	if a.State != StatePending {
 		return Result{Notice: alreadyDecided(a)}
 	}
 	if d.Refusal != "" {
-		return ap.refuse(ctx, a.Plan.ID, d.Principal, d.Verdict, d.Refusal, d.Refusal+" Nothing was changed.")
+		return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), d.Principal, d.Verdict, d.Refusal), d.Refusal+" Nothing was changed.")
 	}
 	now := ap.now().UTC()
 	if a.Plan.Expired(now) {
@@ -298,12 +317,11 @@ func refusal(at time.Time, who chat.Principal, v Verdict, why string) AuditRecor
 	return AuditRecord{Time: at, Event: AuditRefused, Actor: who.String(), Detail: string(v) + " refused: " + why}
 }
 
-// refuse records that who's click (verdict) on plan id was refused and why, in the plan's
-// history (compare-and-set, whatever the plan's state) and in the audit log, and returns
-// notice for the clicker. After MaxRefusals records in one plan, refusals are only logged.
-// A refusal that cannot be written is still logged, and still refused.
-func (ap *Workflow) refuse(ctx context.Context, id string, who chat.Principal, v Verdict, why, notice string) Result {
-	rec := refusal(ap.now().UTC(), who, v, why)
+// refuse records the refusal rec of a click on plan id in the plan's history
+// (compare-and-set, whatever the plan's state) and in the audit log, and returns notice for
+// the clicker. After MaxRefusals records in one plan, refusals are only logged. A refusal
+// that cannot be written is still logged, and still refused.
+func (ap *Workflow) refuse(ctx context.Context, id string, rec AuditRecord, notice string) Result {
 	a, err := ap.mutate(ctx, id, func(a *Record) error {
 		n := 0
 		for _, r := range a.History {
@@ -342,8 +360,16 @@ func (ap *Workflow) deny(ctx context.Context, a *Record, who chat.Principal) Res
 			return ap.internalError(ctx, "check approver", err)
 		}
 		if !ok {
-			return ap.refuse(ctx, a.Plan.ID, who, VerdictDeny, "not an approver or the requester",
+			return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), who, VerdictDeny, "not an approver or the requester"),
 				"Only approvers ("+ap.policy.approverList(who.Platform)+") or the requester can deny this plan; nothing was changed.")
+		}
+	}
+	var as *authz.Identity
+	if !who.Same(a.RequestedBy) {
+		var out Result
+		var ok bool
+		if as, out, ok = ap.allowed(ctx, a, who, VerdictDeny); !ok {
+			return out
 		}
 	}
 	id := a.Plan.ID
@@ -352,8 +378,8 @@ func (ap *Workflow) deny(ctx context.Context, a *Record, who chat.Principal) Res
 			return &errStop{Result{Notice: alreadyDecided(a)}}
 		}
 		now := ap.now().UTC()
-		a.State, a.DecidedBy, a.DecidedAt = StateDenied, &who, now
-		a.History = append(a.History, AuditRecord{Time: now, Event: AuditDenied, Actor: who.String()})
+		a.State, a.DecidedBy, a.DecidedAs, a.DecidedAt = StateDenied, &who, as, now
+		a.History = append(a.History, AuditRecord{Time: now, Event: AuditDenied, Actor: who.String(), As: as})
 		return nil
 	})
 	if out, stopped := stopOutcome(err); stopped {
@@ -371,12 +397,16 @@ func (ap *Workflow) approve(ctx context.Context, a *Record, who chat.Principal, 
 		return ap.internalError(ctx, "check approver", err)
 	}
 	if !ok {
-		return ap.refuse(ctx, a.Plan.ID, who, VerdictApprove, "not an approver",
+		return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), who, VerdictApprove, "not an approver"),
 			"Only approvers ("+ap.policy.approverList(who.Platform)+") can approve this plan; nothing was changed.")
 	}
 	if ap.policy.TwoPersonRule && a.Plan.Kind.Destructive() && who.Same(a.RequestedBy) {
-		return ap.refuse(ctx, a.Plan.ID, who, VerdictApprove, "self-approval of a destructive plan (two-person rule)",
+		return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), who, VerdictApprove, "self-approval of a destructive plan (two-person rule)"),
 			"You requested this plan; another approver must approve it (two-person rule). Nothing was changed.")
+	}
+	as, out, ok := ap.allowed(ctx, a, who, VerdictApprove)
+	if !ok {
+		return out
 	}
 	exec, ok := ap.executors[a.Plan.Cluster]
 	if !ok {
@@ -402,10 +432,10 @@ func (ap *Workflow) approve(ctx context.Context, a *Record, who chat.Principal, 
 			return &errStop{Result{Notice: "This plan expired; nothing was changed. Ask for a fresh plan."}}
 		}
 		approvedAt = now
-		a.State, a.DecidedBy, a.DecidedAt = StateRunning, &who, now
+		a.State, a.DecidedBy, a.DecidedAs, a.DecidedAt = StateRunning, &who, as, now
 		a.Heartbeat = &Heartbeat{Process: ap.process, Time: now}
 		a.History = append(a.History,
-			AuditRecord{Time: now, Event: AuditApproved, Actor: who.String(), Detail: "approver by " + via},
+			AuditRecord{Time: now, Event: AuditApproved, Actor: who.String(), Detail: "approver by " + via, As: as},
 			AuditRecord{Time: now, Event: AuditStarted})
 		return nil
 	})
@@ -458,6 +488,31 @@ func (ap *Workflow) approve(ctx context.Context, a *Record, who chat.Principal, 
 		return Result{Notice: fmt.Sprintf("The plan ran (%s) but its result could not be recorded; RemediationRequest %s still says Running. The bot's log has the details under ref %s.", resultCounts(res), id, ref)}
 	}
 	return Result{Record: a}
+}
+
+// allowed checks who's verdict on plan a against Kubernetes RBAC (Options.Authorize): it
+// returns the identity checked as, or false and the outcome for the clicker: a refusal
+// recorded in the plan's history with the identity and the denied permission, or the error
+// that kept it from being decided.
+func (ap *Workflow) allowed(ctx context.Context, a *Record, who chat.Principal, v Verdict) (*authz.Identity, Result, bool) {
+	if ap.authorize == nil {
+		return nil, Result{}, true
+	}
+	as, err := ap.authorize(ctx, who, a.Plan.Cluster, a.Plan.Kind, string(v)+" "+a.Plan.ID)
+	var ref *authz.Refusal
+	switch {
+	case errors.As(err, &ref):
+		why := "not mapped to a Kubernetes user or group"
+		if ref.Denied != nil {
+			why = "Kubernetes RBAC denies " + authz.Describe(*ref.Denied) + " on cluster " + ref.Cluster
+		}
+		rec := refusal(ap.now().UTC(), who, v, why)
+		rec.As, rec.Denied = ref.As, ref.Denied
+		return nil, ap.refuse(ctx, a.Plan.ID, rec, ref.Text), false
+	case err != nil:
+		return nil, ap.internalError(ctx, "check "+who.String()+" against Kubernetes RBAC", err), false
+	}
+	return as, Result{}, true
 }
 
 // failureCode classifies an execution error for Record.FailureCode.

@@ -49,6 +49,9 @@ type slackMessage struct {
 type hookPost struct {
 	Text   string         `json:"text"`
 	Blocks slackgo.Blocks `json:"blocks"`
+	// ResponseType is "in_channel" for a public answer; "ephemeral" or empty (Slack's
+	// default) for the asker only.
+	ResponseType string `json:"response_type"`
 }
 
 func newFakeSlack(t *testing.T, groups map[string][]string) *fakeSlack {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 )
 
@@ -50,6 +51,8 @@ type Config struct {
 	Digest DigestConfig `json:"digest"`
 	// Store is where approval records live.
 	Store StoreConfig `json:"store"`
+	// Authorization checks each person against Kubernetes RBAC (off by default).
+	Authorization AuthorizationConfig `json:"authorization"`
 
 	slackSet, discordSet bool // the file had a slack or a discord section (ParseConfig)
 }
@@ -243,6 +246,79 @@ type StoreConfig struct {
 	Namespace string `json:"namespace"`
 }
 
+// AuthorizationConfig is per-user authorization: who a chat user is in Kubernetes, and which
+// actions the bot checks with a SubjectAccessReview for that user and their groups before it
+// acts (with its own ServiceAccount) or answers.
+type AuthorizationConfig struct {
+	// Mode is "off" (the default: the approver lists alone decide), "approvals" (planning a
+	// repair and deciding a plan are checked) or "all" (answers too). The approver lists and
+	// the two-person rule still apply: RBAC only narrows them.
+	Mode AuthorizationMode `json:"mode"`
+	// CacheTTL is how long a decision is reused (Go duration, default "30s", 1s-10m): a
+	// RoleBinding added or removed takes effect within it.
+	CacheTTL Duration `json:"cacheTTL"`
+	// Slack maps Slack users.
+	Slack SlackAuthorizationConfig `json:"slack"`
+	// Discord maps Discord users.
+	Discord DiscordAuthorizationConfig `json:"discord"`
+}
+
+// AuthorizationMode is authorization.mode. YAML 1.1 reads an unquoted off as false, which is
+// taken as "off"; any other non-string is kept so that Validate reports it.
+type AuthorizationMode string
+
+// UnmarshalJSON accepts a string, or false for "off".
+func (m *AuthorizationMode) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		*m = AuthorizationMode(v)
+	case bool:
+		*m = AuthorizationMode(fmt.Sprint(v))
+		if !v {
+			*m = AuthorizationMode(authz.ModeOff)
+		}
+	default:
+		*m = AuthorizationMode(fmt.Sprint(v))
+	}
+	return nil
+}
+
+// SlackAuthorizationConfig maps Slack users to Kubernetes identities.
+type SlackAuthorizationConfig struct {
+	// Users maps a Slack user ID (U… or W…) to a Kubernetes user and groups.
+	Users map[string]KubernetesIdentity `json:"users"`
+	// Groups maps a Slack user group ID (S…) to Kubernetes groups its members get
+	// (usergroups.users.list, scope usergroups:read).
+	Groups map[string][]string `json:"groups"`
+	// VerifiedEmail makes the verified email of a Slack profile the Kubernetes user name of a
+	// user that Users names no user for (users.info; add the scopes users:read and
+	// users:read.email to the Slack app).
+	VerifiedEmail bool `json:"verifiedEmail"`
+	// EmailDomains limits VerifiedEmail to these domains ("example.com"); empty: any.
+	EmailDomains []string `json:"emailDomains"`
+}
+
+// DiscordAuthorizationConfig maps Discord users to Kubernetes identities.
+type DiscordAuthorizationConfig struct {
+	// Users maps a Discord user ID (a snowflake) to a Kubernetes user and groups.
+	Users map[string]KubernetesIdentity `json:"users"`
+	// Roles maps a Discord role ID (a snowflake) to Kubernetes groups its members get (the
+	// roles Discord signs into each interaction; none in a direct message).
+	Roles map[string][]string `json:"roles"`
+}
+
+// KubernetesIdentity is a Kubernetes user name and groups, as RBAC subjects name them.
+type KubernetesIdentity struct {
+	// User is the Kubernetes user name ("alice@example.com"); may be empty when Groups is not.
+	User string `json:"user"`
+	// Groups are Kubernetes group names.
+	Groups []string `json:"groups"`
+}
+
 // Duration is a Go duration string in YAML ("15m", "90s").
 type Duration struct {
 	time.Duration
@@ -389,6 +465,17 @@ func checkKeys(tree any, t reflect.Type, path string, problems *[]error) {
 		for i, it := range items {
 			checkKeys(it, t.Elem(), fmt.Sprintf("%s[%d]", path, i), problems)
 		}
+	case reflect.Map:
+		m, ok := tree.(map[string]any)
+		if !ok {
+			*problems = append(*problems, fmt.Errorf("%s: want a mapping", displayPath(path)))
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if m[k] != nil {
+				checkKeys(m[k], t.Elem(), joinPath(path, k), problems)
+			}
+		}
 	}
 }
 
@@ -405,6 +492,12 @@ func numbersToStrings(tree any, t reflect.Type) any {
 			return string(v)
 		}
 	case map[string]any:
+		if t.Kind() == reflect.Map {
+			for k := range v {
+				v[k] = numbersToStrings(v[k], t.Elem())
+			}
+			return tree
+		}
 		if t.Kind() != reflect.Struct {
 			return tree
 		}
@@ -480,6 +573,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Digest.Timezone == "" {
 		c.Digest.Timezone = "UTC"
+	}
+	if c.Authorization.Mode == "" {
+		c.Authorization.Mode = AuthorizationMode(authz.ModeOff)
+	}
+	if c.Authorization.CacheTTL.Duration == 0 && !c.Authorization.CacheTTL.invalid {
+		c.Authorization.CacheTTL.Duration = authz.DefaultTTL
 	}
 	if c.Store.Backend == "" {
 		c.Store.Backend = "kubernetes"
@@ -616,6 +715,7 @@ func (c *Config) Validate() error {
 	if len(validation.IsDNS1123Label(c.Store.Namespace)) > 0 {
 		bad("store.namespace", "%q is not a namespace name", c.Store.Namespace)
 	}
+	c.validateAuthorization(&probs)
 	return errors.Join(probs...)
 }
 
@@ -697,6 +797,92 @@ func (c *Config) validateApprovers(p *problems) {
 	}
 	if !some && len(*p) == before {
 		bad("approvals.approvers", "name at least one user, group or role; otherwise nobody can approve a repair")
+	}
+}
+
+// validateAuthorization checks the authorization section: the mode, the TTL, IDs of the right
+// shape for their platform, identities that name a user or a group, and, when the mode checks
+// anything, at least one person mapped.
+func (c *Config) validateAuthorization(p *problems) {
+	bad := p.add
+	az := c.Authorization
+	switch authz.Mode(az.Mode) {
+	case authz.ModeOff, authz.ModeApprovals, authz.ModeAll:
+	default:
+		bad("authorization.mode", "%q: want off, approvals or all", az.Mode)
+	}
+	if d := az.CacheTTL.Duration; !az.CacheTTL.invalid && (d < time.Second || d > 10*time.Minute) {
+		bad("authorization.cacheTTL", "%s is outside 1s..10m", d)
+	}
+	identities := func(path string, users map[string]KubernetesIdentity, shape *regexp.Regexp, what string) {
+		for _, id := range slices.Sorted(maps.Keys(users)) {
+			if !shape.MatchString(id) {
+				bad(path, "key %q is not %s", id, what)
+			}
+			k := users[id]
+			if k.User == "" && len(k.Groups) == 0 {
+				bad(path+"."+id, "name a Kubernetes user or at least one group")
+			}
+			if slices.Contains(k.Groups, "") {
+				bad(path+"."+id+".groups", "a group name is empty")
+			}
+		}
+	}
+	groups := func(path string, m map[string][]string, shape *regexp.Regexp, what string) {
+		for _, id := range slices.Sorted(maps.Keys(m)) {
+			if !shape.MatchString(id) {
+				bad(path, "key %q is not %s", id, what)
+			}
+			if len(m[id]) == 0 || slices.Contains(m[id], "") {
+				bad(path+"."+id, "list the Kubernetes groups its members get (none may be empty)")
+			}
+		}
+	}
+	identities("authorization.slack.users", az.Slack.Users, slackUserID, "a Slack user ID (U… or W…)")
+	groups("authorization.slack.groups", az.Slack.Groups, slackGroupID, "a Slack user group ID (S…)")
+	identities("authorization.discord.users", az.Discord.Users, snowflake, "a Discord user ID (a snowflake, 17 to 20 digits; quote it)")
+	groups("authorization.discord.roles", az.Discord.Roles, snowflake, "a Discord role ID (a snowflake, 17 to 20 digits; quote it)")
+	if len(az.Slack.EmailDomains) > 0 && !az.Slack.VerifiedEmail {
+		bad("authorization.slack.emailDomains", "applies only with authorization.slack.verifiedEmail: true")
+	}
+	for i, d := range az.Slack.EmailDomains {
+		if len(validation.IsDNS1123Subdomain(strings.ToLower(d))) > 0 {
+			bad(fmt.Sprintf("authorization.slack.emailDomains[%d]", i), "%q is not a domain name", d)
+		}
+	}
+	slackMapped := len(az.Slack.Users) > 0 || len(az.Slack.Groups) > 0 || az.Slack.VerifiedEmail
+	discordMapped := len(az.Discord.Users) > 0 || len(az.Discord.Roles) > 0
+	if slackMapped && !c.SlackEnabled() {
+		bad("authorization.slack", "the config has no slack section, so nobody here is ever mapped")
+	}
+	if discordMapped && !c.DiscordEnabled() {
+		bad("authorization.discord", "the config has no discord section, so nobody here is ever mapped")
+	}
+	if authz.Mode(az.Mode).Checks(authz.Changes) && !slackMapped && !discordMapped {
+		bad("authorization", "mode %s checks every person, but nobody is mapped to Kubernetes: map users, groups or roles (or verifiedEmail), or everyone is refused", az.Mode)
+	}
+}
+
+// AuthorizationOptions returns the per-user authorization options the config describes,
+// without the clusters, directories, profiles, metrics and log serve adds.
+func (c *Config) AuthorizationOptions() authz.Options {
+	az := c.Authorization
+	identities := func(in map[string]KubernetesIdentity) map[string]authz.Identity {
+		out := map[string]authz.Identity{}
+		for id, k := range in {
+			groups := slices.Sorted(slices.Values(k.Groups))
+			out[id] = authz.Identity{User: k.User, Groups: slices.Compact(groups)}
+		}
+		return out
+	}
+	return authz.Options{
+		Mode: authz.Mode(az.Mode),
+		TTL:  az.CacheTTL.Duration,
+		Mappings: map[string]authz.Mapping{
+			"slack": {Users: identities(az.Slack.Users), Groups: az.Slack.Groups,
+				VerifiedEmail: az.Slack.VerifiedEmail, EmailDomains: az.Slack.EmailDomains},
+			"discord": {Users: identities(az.Discord.Users), Groups: az.Discord.Roles},
+		},
 	}
 }
 

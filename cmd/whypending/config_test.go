@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 )
 
 func TestParseConfigValid(t *testing.T) {
@@ -159,6 +160,38 @@ approvals:
 			name: "a discord section needs the application ID",
 			yaml: "clusters: [{name: a}]\ndiscord: {}\napprovals: {approvers: {discord: {roles: [\"1180000000000000001\"]}}}\n",
 			want: []string{"discord.applicationID: required (the Application ID on the application's General Information page)"},
+		},
+		{
+			name: "authorization: every invalid value gets its own line",
+			yaml: `
+clusters: [{name: a}]
+approvals: {approvers: {users: [U1A]}}
+authorization:
+  mode: everything
+  cacheTTL: 1h
+  slack:
+    users: {alice: {user: alice@example.com}, U1B: {}}
+    groups: {ops: [sre], S1C: []}
+    emailDomains: ["not a domain"]
+  discord:
+    roles: {"1180000000000000001": [sre]}
+`,
+			want: []string{
+				`authorization.mode: "everything": want off, approvals or all`,
+				"authorization.cacheTTL: 1h0m0s is outside 1s..10m",
+				"authorization.slack.users.U1B: name a Kubernetes user or at least one group",
+				`authorization.slack.users: key "alice" is not a Slack user ID (U… or W…)`,
+				"authorization.slack.groups.S1C: list the Kubernetes groups its members get (none may be empty)",
+				`authorization.slack.groups: key "ops" is not a Slack user group ID (S…)`,
+				"authorization.slack.emailDomains: applies only with authorization.slack.verifiedEmail: true",
+				`authorization.slack.emailDomains[0]: "not a domain" is not a domain name`,
+				"authorization.discord: the config has no discord section, so nobody here is ever mapped",
+			},
+		},
+		{
+			name: "authorization: a mode that checks needs somebody mapped",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\nauthorization: {mode: approvals}\n",
+			want: []string{"authorization: mode approvals checks every person, but nobody is mapped to Kubernetes: map users, groups or roles (or verifiedEmail), or everyone is refused"},
 		},
 		{
 			name: "a malformed duration names its key",
@@ -335,5 +368,52 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 	if !c.SlackEnabled() || !c.DiscordEnabled() {
 		t.Errorf("example serves slack %v, discord %v; want it to document both", c.SlackEnabled(), c.DiscordEnabled())
+	}
+}
+
+// TestAuthorizationConfig reads the authorization section into authz options: off by
+// default (a bare YAML off too), the TTL's default, and the mappings per platform.
+func TestAuthorizationConfig(t *testing.T) {
+	base := "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\n"
+	cfg, err := ParseConfig([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.AuthorizationOptions(); o.Mode != authz.ModeOff || o.TTL != authz.DefaultTTL || authz.New(o) != nil {
+		t.Errorf("default: mode %q TTL %s; want off (no authorizer) and %s", o.Mode, o.TTL, authz.DefaultTTL)
+	}
+	cfg, err = ParseConfig([]byte(base + "authorization: {mode: off}\n"))
+	if err != nil || cfg.AuthorizationOptions().Mode != authz.ModeOff {
+		t.Errorf("bare off: %v, %+v; want mode off", err, cfg)
+	}
+	cfg, err = ParseConfig([]byte(base + `slack: {}
+discord: {applicationID: "1100000000000000001"}
+authorization:
+  mode: all
+  cacheTTL: 10s
+  slack:
+    users: {U1A: {user: alice@example.com, groups: [sre, dev, sre]}}
+    groups: {S1OPS: [sre]}
+    verifiedEmail: true
+    emailDomains: [example.com]
+  discord:
+    users: {"1160000000000000001": {groups: [dev]}}
+    roles: {"1150000000000000001": [sre]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.AuthorizationOptions()
+	want := map[string]authz.Mapping{
+		"slack": {Users: map[string]authz.Identity{"U1A": {User: "alice@example.com", Groups: []string{"dev", "sre"}}},
+			Groups: map[string][]string{"S1OPS": {"sre"}}, VerifiedEmail: true, EmailDomains: []string{"example.com"}},
+		"discord": {Users: map[string]authz.Identity{"1160000000000000001": {Groups: []string{"dev"}}},
+			Groups: map[string][]string{"1150000000000000001": {"sre"}}},
+	}
+	if o.Mode != authz.ModeAll || o.TTL != 10*time.Second {
+		t.Errorf("mode %q TTL %s, want all and 10s", o.Mode, o.TTL)
+	}
+	if diff := cmp.Diff(want, o.Mappings); diff != "" {
+		t.Errorf("mappings (-want +got):\n%s", diff)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,10 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/internal/testcluster"
@@ -38,14 +41,35 @@ var (
 )
 
 // rbacValues are the values both releases are rendered with: approvers (bob through a user
-// group, so the bot reads group members) and a digest schedule (so the bot elects a digest
-// leader with a Lease).
+// group, so the bot reads group members), a digest schedule (so the bot elects a digest
+// leader with a Lease) and per-user authorization of repairs (so the bot asks the API server
+// with SubjectAccessReviews whether alice may plan and bob, in group sre through S0OPS, may
+// approve; ipamRepairers grants them that).
 const rbacValues = `config:
   channels: {digest: [C0OPS]}
   approvals:
     approvers: {users: [U0ALICE], groups: [S0OPS]}
   digest: {schedule: "0 9 * * *"}
+  authorization:
+    mode: approvals
+    slack:
+      users: {U0ALICE: {user: alice@example.com}}
+      groups: {S0OPS: [sre]}
 `
+
+// ipamRepairers is what the people of the bot flow need in Kubernetes RBAC to plan and
+// approve a release of leaked IPs (README, "Authorization"): the Calico writes of the
+// repair, bound to alice and to group sre.
+var ipamRepairers = []any{
+	&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "calico-ipam-repairer"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"ipamblocks", "ipamhandles", "blockaffinities"}, Verbs: []string{"update", "delete"}},
+		{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"clusterinformations"}, Verbs: []string{"update"}},
+	}},
+	&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "calico-ipam-repairers"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "calico-ipam-repairer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice@example.com"},
+			{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "sre"}}},
+}
 
 // unusedGrants are (group, resource, verb) triples the chart grants although no flow below
 // uses them, each with the reason. An entry that a flow does use fails the test, so the list
@@ -467,6 +491,12 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 
 	t.Run("the bots plan; bob approves; the read-only bot's repair fails, the other's runs", func(t *testing.T) {
 		slack := newFakeSlack(t, map[string][]string{"S0OPS": {"U0BOB"}})
+		if _, err := e.c.Client.RbacV1().ClusterRoles().Create(ctx, ipamRepairers[0].(*rbacv1.ClusterRole), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.Client.RbacV1().ClusterRoleBindings().Create(ctx, ipamRepairers[1].(*rbacv1.ClusterRoleBinding), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		seen := map[string]bool{}
 		for _, tc := range []struct {
 			r     *chartRelease
@@ -478,7 +508,13 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 			{rwRelease, "worker-1", approval.StateSucceeded, "Done: "},
 		} {
 			client := e.serve(t, tc.r, slack)
-			path := client.command(t, "U0ALICE", "/why-pending", e.scenario.Expected.Pod)
+			// Per-user authorization: carol is mapped to nobody, so her plan is refused to
+			// her alone, saying so; nothing is stored.
+			path := client.command(t, "U0CAROL", "/ipam", "release-ips --node "+tc.node)
+			if a := slack.answer(t, path); !strings.Contains(blocksJSON(t, a.Blocks), "You are not mapped to a Kubernetes user or group") || a.ResponseType == "in_channel" {
+				t.Errorf("%s: carol's /ipam release-ips answer = %+v, want an ephemeral refusal", tc.r.name, a)
+			}
+			path = client.command(t, "U0ALICE", "/why-pending", e.scenario.Expected.Pod)
 			if a := slack.answer(t, path); !strings.Contains(a.Text, e.scenario.Expected.Pod) {
 				t.Errorf("%s: /why-pending answer = %q", tc.r.name, a.Text)
 			}
@@ -675,4 +711,73 @@ func readAudit(t *testing.T, path string) (out []access, flushed bool) {
 		t.Fatal(err)
 	}
 	return out, flushed
+}
+
+// TestChartAuthorizationGrant renders the chart with authorization.mode off, approvals and
+// all: off (the default) grants nothing for it, and any other mode adds exactly create on
+// subjectaccessreviews.authorization.k8s.io, cluster-wide, and nothing else (TestChartRBAC,
+// which runs mode approvals, proves the bot uses it).
+func TestChartAuthorizationGrant(t *testing.T) {
+	sar := grant{group: "authorization.k8s.io", resource: "subjectaccessreviews", verb: "create"}
+	grantsOf := func(args ...string) map[grant]bool {
+		r := &chartRelease{name: "wp", namespace: "whypending", remediation: true}
+		r.objs = renderChart(t, r.name, r.namespace, args...)
+		out := map[grant]bool{}
+		for _, g := range r.grants(t) {
+			out[g] = true
+		}
+		return out
+	}
+	off := grantsOf()
+	if off[sar] {
+		t.Errorf("the default values (authorization off) grant %v", sar)
+	}
+	if !maps.Equal(off, grantsOf("--set=config.authorization.mode=off")) {
+		t.Error("mode off grants differ from the defaults")
+	}
+	// What a person is checked for before a repair (actions.Runner.Access, from the repair
+	// registry) is what the bot's own ServiceAccount writes with: the chart grants all of it.
+	t.Setenv("CALICO_API_GROUP", "crd.projectcalico.org/v1")
+	ipam, err := calico.NewClient(t.Context(), &rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range actions.Kinds {
+		perms, err := (&actions.Runner{IPAM: ipam, LockPolicy: actions.LockAlways}).Access(kind)
+		if err != nil || len(perms) == 0 {
+			t.Fatalf("Access(%s) = %v, %v", kind, perms, err)
+		}
+		for _, p := range perms {
+			if g := (grant{group: p.Group, resource: p.Resource, verb: p.Verb}); p.Namespace != "" || !off[g] {
+				t.Errorf("%s checks a person for %+v, which the chart does not grant the bot (remediation: true)", kind, p)
+			}
+		}
+	}
+	for _, mode := range []string{"approvals", "all"} {
+		on := grantsOf("--set=config.authorization.mode="+mode, "--set=config.authorization.slack.users.U0ALICE.user=alice@example.com")
+		var added, removed []grant
+		for g := range on {
+			if !off[g] {
+				added = append(added, g)
+			}
+		}
+		for g := range off {
+			if !on[g] {
+				removed = append(removed, g)
+			}
+		}
+		if len(added) != 1 || added[0] != sar || len(removed) != 0 {
+			t.Errorf("mode %s: added %v, removed %v; want only %v added", mode, added, removed, sar)
+		}
+	}
+}
+
+// blocksJSON is Block Kit blocks as JSON, for assertions on their text.
+func blocksJSON(t *testing.T, b any) string {
+	t.Helper()
+	raw, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }

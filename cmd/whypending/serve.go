@@ -27,6 +27,7 @@ import (
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 )
@@ -161,9 +162,11 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if cfg.Lock.Policy == string(actions.LockAlways) {
 		lockNote = fmt.Sprintf("The Calico datastore is locked while it runs (new pods wait; at most %s).", cfg.Lock.MaxDuration.Duration)
 	}
+	dir := slack.NewDirectory(api, time.Minute)
 	b := bot.New(bot.Options{
 		Clusters: clusters, Store: store, Policy: cfg.Policy(),
-		Directories: map[string]approval.Directory{"slack": slack.NewDirectory(api, time.Minute)},
+		Directories: map[string]approval.Directory{"slack": dir},
+		Authorizer:  newAuthorizer(cfg, live, dir, metrics, log),
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
 	})
@@ -194,7 +197,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	}
 	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", platformMode(cfg.SlackEnabled(), cfg.Slack.Mode)),
 		slog.String("discord", platformMode(cfg.DiscordEnabled(), cfg.Discord.Mode)),
-		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend))
+		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend), slog.String("authorization", string(cfg.Authorization.Mode)))
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
@@ -259,5 +262,20 @@ func clusterConfig(cc ClusterConfig) (*rest.Config, error) {
 
 // botCluster is the bot's view of c: c answers every call, through its current connection.
 func botCluster(c *fleet.Cluster, namespace string) *bot.Cluster {
-	return &bot.Cluster{Name: c.Name(), Namespace: namespace, Answerer: c, IPAM: c, Planner: c, Executor: c, Health: c.Health}
+	return &bot.Cluster{Name: c.Name(), Namespace: namespace, Answerer: c, IPAM: c, Planner: c, Executor: c, Access: c, Health: c.Health}
+}
+
+// newAuthorizer is per-user authorization as cfg configures it (nil when its mode is off):
+// each cluster's SubjectAccessReviews through its live connection, Slack user groups and
+// verified emails through dir.
+func newAuthorizer(cfg *Config, clusters []*fleet.Cluster, dir *slack.Directory, metrics *bot.Metrics, log *slog.Logger) *authz.Authorizer {
+	o := cfg.AuthorizationOptions()
+	o.Clusters = map[string]authz.Reviewer{}
+	for _, c := range clusters {
+		o.Clusters[c.Name()] = c
+	}
+	o.Directories = map[string]authz.Directory{"slack": dir}
+	o.Profiles = map[string]authz.Profiles{"slack": dir}
+	o.Metrics, o.Log = metrics.Authorization, log
+	return authz.New(o)
 }

@@ -6,6 +6,7 @@ package chattest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +29,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
@@ -106,8 +109,22 @@ func (e *Env) BotCluster() *bot.Cluster {
 		LockTTL: lock.TTL, LockOwner: lock.Owner}
 	return &bot.Cluster{
 		Name: ClusterName, Answerer: e.fleet,
-		IPAM: e.Calico, Planner: runner, Executor: countingExecutor{runner, &e.Runs},
+		IPAM: e.Calico, Planner: runner, Executor: countingExecutor{runner, &e.Runs}, Access: e.fleet,
 	}
+}
+
+// Authorizer is per-user authorization as o configures it (nil for a nil o) on the test
+// cluster: its SubjectAccessReviews go to the cluster as serve's do
+// (fleet.Cluster.ReviewAccess, with the admin's credentials here), its audit records to log.
+// o's platform lookups (Directories, Profiles) are kept.
+func (e *Env) Authorizer(o *authz.Options, log *slog.Logger) *authz.Authorizer {
+	if o == nil {
+		return nil
+	}
+	ao := *o
+	ao.Clusters = map[string]authz.Reviewer{ClusterName: e.fleet}
+	ao.Log = log
+	return authz.New(ao)
 }
 
 // countingExecutor counts executions of approved plans.
@@ -299,4 +316,110 @@ func Burst(t testing.TB, client *http.Client, reqs []*http.Request) (starts []ti
 		t.Fatal(err)
 	}
 	return starts, acks
+}
+
+// The Kubernetes identities of the per-user authorization tests (InstallRBAC).
+const (
+	// DevUser may only get pods in the scenario's namespace (Role pod-reader).
+	DevUser = "dev@example.com"
+	// RequesterUser may make the Calico writes of every repair (ClusterRole
+	// calico-ipam-repairer), and so plan them.
+	RequesterUser = "alice@example.com"
+	// SREGroup may make the Calico writes of every repair too, and so approve them.
+	SREGroup = "sre"
+	// HiddenNamespace is a namespace DevUser may not read; it holds HiddenPod, whose name is
+	// close to the scenario's pods (a typo's suggestion must not name it).
+	HiddenNamespace = "payments"
+	// EmptyNamespace has no pods; DevUser may get and list pods in it (a sweep of it names
+	// the namespaces with stuck pods).
+	EmptyNamespace = "dev-empty"
+)
+
+// InstallRBAC creates the Roles and bindings of the per-user authorization tests on the real
+// API server: DevUser gets pods in namespace (a Role and RoleBinding "dev-reads-pods") and
+// gets and lists them in EmptyNamespace, and
+// RequesterUser and SREGroup may make the Calico writes of every repair (a ClusterRole and
+// ClusterRoleBinding); HiddenNamespace holds a pod named hiddenPod.
+func (e *Env) InstallRBAC(t testing.TB, namespace, hiddenPod string) {
+	t.Helper()
+	ctx := context.Background()
+	cs := e.Cluster.Client
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: HiddenNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: hiddenPod, Namespace: HiddenNamespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/payments:1"}}}}
+	if _, err := cs.CoreV1().Pods(HiddenNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: EmptyNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rbac := cs.RbacV1()
+	for ns, verbs := range map[string][]string{namespace: {"get"}, EmptyNamespace: {"get", "list"}} {
+		if _, err := rbac.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev-reads-pods"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: DevUser}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "calico-ipam-repairer"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"ipamblocks", "ipamhandles", "blockaffinities"}, Verbs: []string{"update", "delete"}},
+			{APIGroups: []string{"crd.projectcalico.org"}, Resources: []string{"clusterinformations"}, Verbs: []string{"update"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "calico-ipam-repairers"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "calico-ipam-repairer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: RequesterUser},
+			{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: SREGroup}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// AuditLines returns the JSON log records in logs whose msg is msg.
+func AuditLines(t testing.TB, logs string, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// LogBuffer collects a bot's JSON log records, safe for concurrent writes.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+// Logger returns a JSON logger writing to the buffer.
+func (l *LogBuffer) Logger() *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was logged so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

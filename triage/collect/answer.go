@@ -27,6 +27,7 @@ import (
 // It returns an error only when the API server cannot answer the main read (the pod, the
 // workload, or the namespace's pods and workloads for a sweep).
 func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer, error) {
+	ctx = withVisible(ctx, t.Visible)
 	switch {
 	case t.All:
 		d, err := Sweep(ctx, c, t.Namespace)
@@ -113,11 +114,18 @@ func noWorkloadNote(ctx context.Context, c *Collector, t triage.Target) string {
 			note += " Workloads with close names: " + strings.Join(near, ", ") + " (ask with -n " + t.Namespace + " " + near[0] + ")."
 		}
 	}
-	var elsewhere []string
+	var others []string
+	byName := map[string]triage.WorkloadRef{}
 	for _, r := range c.read.workloadsNamed(ctx, t.Name) {
-		if r.Namespace != t.Namespace && len(elsewhere) < maxSimilarPods {
-			elsewhere = append(elsewhere, fmt.Sprintf("%s %s in namespace %s (ask with -n %s %s/%s)", r.Kind, r.Name, r.Namespace, r.Namespace, r.Kind.Short(), r.Name))
+		if r.Namespace != t.Namespace {
+			key := r.Namespace + "/" + string(r.Kind)
+			others, byName[key] = append(others, key), r
 		}
+	}
+	var elsewhere []string
+	for _, key := range visibleNames(ctx, t.Namespace, others, maxSimilarPods) {
+		r := byName[key]
+		elsewhere = append(elsewhere, fmt.Sprintf("%s %s in namespace %s (ask with -n %s %s/%s)", r.Kind, r.Name, r.Namespace, r.Namespace, r.Kind.Short(), r.Name))
 	}
 	if len(elsewhere) > 0 {
 		note += " Other namespaces have " + strings.Join(elsewhere, "; ") + "."

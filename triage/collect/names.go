@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,5 +45,64 @@ const maxSimilarPods = 5
 // closer. It is best effort: a failed list gives no suggestions.
 func (c *Collector) similarPods(ctx context.Context, namespace, name string) []string {
 	refs := c.read.podRefs(ctx, namespace)
-	return triage.ClosestPodNames(refs, namespace, name, maxSimilarPods)
+	return visibleNames(ctx, namespace, triage.ClosestPodNames(refs, namespace, name, len(refs)), maxSimilarPods)
+}
+
+// visibleKey carries a question's Target.Visible through its reads (Answer).
+type visibleKey struct{}
+
+// withVisible returns ctx carrying visible (nil: every namespace is visible).
+func withVisible(ctx context.Context, visible func(context.Context, string) bool) context.Context {
+	if visible == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, visibleKey{}, visible)
+}
+
+// maxVisibleChecks bounds the other namespaces one list of suggestions asks about.
+const maxVisibleChecks = 10
+
+// visibleNames returns up to n of names ("namespace/…", closest first) whose namespace is
+// namespace or one the question may name (Target.Visible, carried by ctx); at most
+// maxVisibleChecks other namespaces are asked about.
+func visibleNames(ctx context.Context, namespace string, names []string, n int) []string {
+	return keepVisible(ctx, namespace, names, n, func(name string) string {
+		ns, _, _ := strings.Cut(name, "/")
+		return ns
+	})
+}
+
+// visibleNamespaces returns up to n of namespaces (in order) that are namespace or that the
+// question may name (Target.Visible, carried by ctx), and whether any was left out for that.
+func visibleNamespaces(ctx context.Context, namespace string, namespaces []string, n int) (out []string, hidden bool) {
+	out = keepVisible(ctx, namespace, namespaces, n, func(ns string) string { return ns })
+	return out, len(out) < min(n, len(namespaces))
+}
+
+// keepVisible returns up to n of items whose namespace (nsOf) is namespace or visible to the
+// question; at most maxVisibleChecks other namespaces are asked about, the rest are left out.
+func keepVisible(ctx context.Context, namespace string, items []string, n int, nsOf func(string) string) []string {
+	visible, _ := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
+	out := make([]string, 0, min(n, len(items)))
+	seen := map[string]bool{namespace: true}
+	checks := 0
+	for _, item := range items {
+		if len(out) == n {
+			break
+		}
+		ns := nsOf(item)
+		ok, known := seen[ns]
+		if !known && visible == nil {
+			ok, known = true, true
+		}
+		if !known && checks < maxVisibleChecks {
+			checks++
+			ok = visible(ctx, ns)
+			seen[ns] = ok
+		}
+		if ok {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -154,7 +155,7 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 	empty := len(all) == 0 && len(pods) == 0
 	if empty && apierrors.IsNotFound(nsErr) {
 		out.MissingNamespace = &triage.MissingNamespace{Name: namespace}
-		out.MissingNamespace.Existing, _ = quiet.read.namespaceNames(ctx)
+		out.MissingNamespace.Existing = c.existingNamespaces(ctx, quiet, namespace)
 		return out, nil
 	}
 	// An empty namespace, or "default" (where a question without -n lands) with nothing
@@ -172,8 +173,24 @@ func (c *Collector) missingNamespace(ctx context.Context, namespace string) *tri
 		return nil
 	}
 	m := &triage.MissingNamespace{Name: namespace}
-	m.Existing, _ = c.read.namespaceNames(ctx)
+	m.Existing = c.existingNamespaces(ctx, c, namespace)
 	return m
+}
+
+// existingNamespaces lists the namespaces through rd for a namespace-not-found answer's "did
+// you mean": under per-user authorization only those the asker may read, the closest
+// first (nil when they cannot be listed).
+func (c *Collector) existingNamespaces(ctx context.Context, rd *Collector, missing string) []string {
+	names, err := rd.read.namespaceNames(ctx)
+	if err != nil {
+		return nil
+	}
+	if _, ok := ctx.Value(visibleKey{}).(func(context.Context, string) bool); !ok {
+		return names
+	}
+	near := triage.ClosestNamespaceNames(missing, names, len(names))
+	keep, _ := visibleNamespaces(ctx, missing, near, len(near))
+	return keep
 }
 
 // stuckElsewhere counts the stuck pods (triage.PodNeedsDiagnosis) of every namespace but
@@ -194,5 +211,16 @@ func (c *Collector) stuckElsewhere(ctx context.Context, namespace string) ([]tri
 		out = append(out, triage.NamespaceStuck{Namespace: ns, Pods: n})
 	}
 	triage.SortNamespaceStuck(out)
+	// Under per-user authorization only the namespaces the asker may read are named; when
+	// any is left out, the answer must not say that the others have nothing stuck.
+	names := make([]string, len(out))
+	for i, s := range out {
+		names[i] = s.Namespace
+	}
+	keep, hidden := visibleNamespaces(ctx, namespace, names, len(names))
+	if hidden && len(keep) == 0 {
+		return nil, false
+	}
+	out = slices.DeleteFunc(out, func(s triage.NamespaceStuck) bool { return !slices.Contains(keep, s.Namespace) })
 	return out, true
 }

@@ -49,3 +49,10 @@ the bot runs in. */}}
 - /discord/interactions
 {{- end }}
 {{- end -}}
+
+{{/* whypending.authorizationMode: config.authorization.mode, "off" when unset (YAML's bare
+off, read as false, is off too). */}}
+{{- define "whypending.authorizationMode" -}}
+{{- $az := .Values.config.authorization | default dict -}}
+{{- $az.mode | default "off" -}}
+{{- end -}}

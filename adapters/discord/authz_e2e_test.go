@@ -1,0 +1,149 @@
+package discord_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/bot/authz"
+	"github.com/whypending/whypending/internal/chattest"
+)
+
+// People of the authorization e2e test, besides alice (mapped to chattest.RequesterUser) and
+// bob (holding opsRole, mapped to group chattest.SREGroup).
+var (
+	// dev is an approver in the config, mapped to chattest.DevUser: get pods in the
+	// scenario's namespace only.
+	dev = member{id: "1600000000000000005", name: "dev", roles: []string{"1700000000000000009"}}
+	// nobody is mapped to nothing.
+	nobody = member{id: "1600000000000000006", name: "nobody", roles: []string{"1700000000000000009"}}
+)
+
+// hiddenPod is in chattest.HiddenNamespace, one letter from the scenario's pod.
+const hiddenPod = "shop-7frd7stjbt-2kq8x"
+
+// TestE2EAuthorization runs per-user authorization (mode all) over the Discord interactions
+// endpoint against the real API server's RBAC (chattest.InstallRBAC): a refused command is
+// answered at once and ephemeral (a deferred response's visibility cannot change later), so
+// nothing is posted in the channel; the developer may ask about the scenario's namespace but
+// not about payments; an unmapped member is told what is missing; the developer may neither
+// plan nor approve, and is told the verb; bob, through opsRole mapped to group sre, approves
+// alice's plan and it runs; every refusal is audited.
+func TestE2EAuthorization(t *testing.T) {
+	var logs chattest.LogBuffer
+	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", approvers: []string{dev.id}, log: logs.Logger(),
+		authz: &authz.Options{Mode: authz.ModeAll, Mappings: map[string]authz.Mapping{"discord": {
+			Users: map[string]authz.Identity{
+				alice.id: {User: chattest.RequesterUser},
+				dev.id:   {User: chattest.DevUser},
+			},
+			Groups: map[string][]string{opsRole: {chattest.SREGroup}},
+		}}}})
+	e.InstallRBAC(t, "seed-ipam-leaked", hiddenPod)
+
+	// refused checks that a command is answered at once, ephemeral, with want, and that
+	// nothing else is sent for it.
+	refused := func(t *testing.T, who member, data map[string]any, want string) {
+		t.Helper()
+		token, resp, raw := e.command(t, who, data)
+		if resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data == nil || resp.Data.Flags != discordgo.MessageFlagsEphemeral {
+			t.Errorf("response = %s, want an immediate ephemeral message", raw)
+		}
+		if !strings.Contains(strings.ReplaceAll(raw, `\\`, ""), want) {
+			t.Errorf("response = %s, want %q", raw, want)
+		}
+		if strings.Contains(raw, hiddenPod) {
+			t.Errorf("the refusal names the pod %s", hiddenPod)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if calls := e.fake.callsFor(token); len(calls) != 0 {
+			t.Errorf("%d REST calls for a refused command, want none: %+v", len(calls), calls)
+		}
+	}
+
+	t.Run("the developer may ask about their namespace", func(t *testing.T) {
+		token, resp, raw := e.command(t, dev, commandData("why-pending", "", "pod", stuckPod))
+		if resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != 0 {
+			t.Fatalf("response = %s, want a public deferred response", raw)
+		}
+		if text := messageText(e.answer(t, token).Message); !strings.Contains(text, "calico-ipam-exhausted") {
+			t.Errorf("answer:\n%s\nwant the diagnosis", text)
+		}
+	})
+	t.Run("the developer may not ask about payments", func(t *testing.T) {
+		refused(t, dev, commandData("why-pending", "", "pod", chattest.HiddenNamespace+"/"+hiddenPod),
+			"Kubernetes RBAC does not allow you to get pods in namespace payments on cluster test (checked as user dev@example.com). Nothing was done.")
+	})
+	t.Run("an unmapped member is told what is missing", func(t *testing.T) {
+		refused(t, nobody, commandData("why-pending", "", "pod", stuckPod),
+			"Missing: Discord user "+nobody.id+" is not in authorization.discord.users; you hold none of the roles in authorization.discord.roles.")
+	})
+	t.Run("the developer may not plan a repair", func(t *testing.T) {
+		refused(t, dev, commandData("ipam", "release-ips"),
+			"Kubernetes RBAC does not allow you to update ipamblocks.crd.projectcalico.org (cluster-wide) on cluster test (checked as user dev@example.com). Nothing was done.")
+	})
+
+	token, _, _ := e.command(t, alice, commandData("ipam", "release-ips"))
+	plan := e.answer(t, token).Message
+	approve := button(t, plan, "?approve|")
+	planID := strings.TrimPrefix(approve.CustomID, "?approve|")
+	if rec := e.Record(t, planID); rec.RequestedAs == nil || rec.RequestedAs.User != chattest.RequesterUser {
+		t.Fatalf("requestedAs = %+v, want %s", rec.RequestedAs, chattest.RequesterUser)
+	}
+	goAhead := e.confirm(t, dev, approve.CustomID, plan)
+
+	t.Run("the developer's approval is refused, naming the verb, to them alone", func(t *testing.T) {
+		token, _, _ := e.click(t, 0, dev, goAhead, nil)
+		got := e.answer(t, token)
+		want := "Kubernetes RBAC does not allow you to update ipamblocks.crd.projectcalico.org (cluster-wide) on cluster test (checked as user dev@example.com). Nothing was done."
+		// The go-ahead came from the ephemeral confirmation: the refusal replaces it.
+		if !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(strings.ReplaceAll(messageText(got.Message), `\`, ""), want) {
+			t.Errorf("reply = %s %q, want the ephemeral confirmation replaced by %q", got.Path, messageText(got.Message), want)
+		}
+		rec := e.Record(t, planID)
+		last := rec.History[len(rec.History)-1]
+		if rec.State != approval.StatePending || last.Event != approval.AuditRefused || last.Denied == nil || last.Denied.Verb != "update" || last.As == nil || last.As.User != chattest.DevUser {
+			t.Errorf("record %s, last audit %+v: want Pending and the refusal with the denied verb", rec.State, last)
+		}
+		if edits := e.fake.channelEdits(plan.ID); len(edits) != 0 {
+			t.Errorf("plan message edited %d times by a refusal, want 0", len(edits))
+		}
+	})
+
+	t.Run("bob, by his role mapped to group sre, approves and the repair runs", func(t *testing.T) {
+		goAhead := e.confirm(t, bob, approve.CustomID, plan)
+		e.click(t, 0, bob, goAhead, nil)
+		chattest.WaitFor(t, 120*time.Second, "the final plan message", func() bool {
+			edits := e.fake.channelEdits(plan.ID)
+			return len(edits) > 0 && strings.Contains(messageText(edits[len(edits)-1].Message), "Done:")
+		})
+		rec := e.Record(t, planID)
+		if rec.State != approval.StateSucceeded || rec.DecidedAs == nil || strings.Join(rec.DecidedAs.Groups, ",") != chattest.SREGroup {
+			t.Errorf("RemediationRequest %s decidedAs %+v, want Succeeded as group %s", rec.State, rec.DecidedAs, chattest.SREGroup)
+		}
+		if n := e.Leaked(t); n != 0 {
+			t.Errorf("leaked IPs = %d, want 0", n)
+		}
+	})
+
+	t.Run("every refusal is audited", func(t *testing.T) {
+		recs := chattest.AuditLines(t, logs.String(), "authorization refused")
+		want := map[string]bool{"/why-pending payments/" + hiddenPod: false, "plan release-leaked-ips": false, "approve " + planID: false, "unmapped": false}
+		for _, r := range recs {
+			if r["reason"] == "unmapped" && strings.HasSuffix(r["actor"].(string), "/"+nobody.id) {
+				want["unmapped"] = true
+			}
+			if strings.HasSuffix(r["actor"].(string), "/"+dev.id) && r["verb"] != "" {
+				want[r["what"].(string)] = true
+			}
+		}
+		for k, found := range want {
+			if !found {
+				t.Errorf("no audit record of the refusal %q in:\n%s", k, logs.String())
+			}
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/ledger"
@@ -118,7 +119,8 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		refuse(http.StatusMethodNotAllowed, "method", "POST the Alertmanager webhook body")
 		return
 	}
-	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	scheme, token, ok := strings.Cut(req.Header.Get("Authorization"), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	if !ok || r.o.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(r.o.Token)) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="whypending"`)
 		refuse(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token (set http_config.authorization.credentials to alertmanager.token)")
@@ -155,6 +157,12 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	ctx := req.Context()
 	for _, ch := range channels {
 		e, news, err := r.record(ctx, ch, &hook)
+		if err != nil && tooLarge(err) {
+			// A retry would be refused the same: answer 4xx so Alertmanager does not retry.
+			r.o.Log.Error("alertmanager: the group's entry is over the datastore's request size; not recorded", "groupKey", hook.GroupKey, "channel", ch.ID, "bytes", len(body), "err", err)
+			refuse(http.StatusRequestEntityTooLarge, "entry_too_large", "the group's ledger entry is over the datastore's request size; lower max_alerts in webhook_configs")
+			return
+		}
 		if err != nil {
 			r.o.Log.Error("alertmanager: ledger write failed; Alertmanager will retry", "groupKey", hook.GroupKey, "channel", ch.ID, "err", err)
 			http.Error(w, "could not record the notification; retry", http.StatusServiceUnavailable)
@@ -180,19 +188,32 @@ func (r *Receiver) record(ctx context.Context, ch Channel, hook *Webhook) (*ledg
 		if err := e.DataInto(&g); err != nil {
 			return err
 		}
-		first := len(g.Alerts) == 0
+		first := len(g.Alerts) == 0 && g.Untracked == 0
 		changed, n := g.merge(hook, r.o.Now().UTC(), r.o.ClusterLabel, r.o.ChannelNamespaces[ch.ID], r.o.SeenEvery, r.o.RemindEvery)
 		news = n || first
 		if !changed {
 			// A redelivery or a re-send within SeenEvery: the entry already says all of it.
 			return ledger.ErrUnchanged
 		}
+		posted := map[string]bool{}
+		for k := range e.Messages {
+			posted[k] = true
+		}
+		g.prune(posted, func(key string) { delete(e.Messages, key) })
 		e.Revision++
 		e.Pending = true
 		e.State, e.Summary = g.Status, rootMessage(&g, "", r.o.Now()).Title
 		return e.SetData(&g)
 	})
 	return e, news, err
+}
+
+// tooLarge says the datastore refused a write for its size (etcd's request size, the
+// apiserver's 413): not retryable.
+func tooLarge(err error) bool {
+	msg := err.Error()
+	return apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(msg, "request is too large") ||
+		strings.Contains(msg, "ResourceExhausted") || strings.Contains(msg, "trying to send message larger than max")
 }
 
 // reconcile posts and edits what the entry's thread still lacks.
@@ -300,7 +321,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Deduplicated: c("deduplicated", "Deliveries (per channel) that brought nothing new: redeliveries, repeat_interval re-sends."),
 		Silences:     prometheus.NewCounter(prometheus.CounterOpts{Name: "whypending_silences_made_total", Help: "Alertmanager silences made from chat."}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "whypending_alerts_refused_total",
-			Help: "Webhook deliveries refused, by reason (unauthorized, malformed, version, too_large, receiver, method, read)."}, []string{"reason"}),
+			Help: "Webhook deliveries refused, by reason (unauthorized, malformed, version, too_large, entry_too_large, receiver, method, read)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.Refused, m.Silences)
 	return m

@@ -18,7 +18,9 @@ const maxListed = 20
 func rootMessage(g *group, thread string, now time.Time) chat.Message {
 	names := map[string]bool{}
 	for _, a := range g.Alerts {
-		names[a.Labels["alertname"]] = true
+		if !a.Hidden {
+			names[a.Labels["alertname"]] = true
+		}
 	}
 	title := strings.Join(slices.Sorted(maps.Keys(names)), ", ")
 	if title == "" {
@@ -44,7 +46,9 @@ func rootMessage(g *group, thread string, now time.Time) chat.Message {
 		} else {
 			line += " (names no Kubernetes object: not diagnosed)"
 		}
-		if a.Status == "resolved" {
+		if a.Gone {
+			line += ": no longer in the group's notifications"
+		} else if a.Status == "resolved" {
 			line += ": resolved after " + since(a.StartsAt, a.EndsAt, g.LastSeen)
 		} else {
 			line += ": firing since " + a.StartsAt.Format("15:04Z")
@@ -57,7 +61,7 @@ func rootMessage(g *group, thread string, now time.Time) chat.Message {
 	if shown := len(g.Alerts) - hidden; shown > len(lines) {
 		lines = append(lines, fmt.Sprintf("… and %d more", shown-len(lines)))
 	}
-	firing := g.firing()
+	firing := g.firing() + g.Untracked
 	if g.Status == "resolved" {
 		m.Severity = chat.SeverityOK
 		m.Title = fmt.Sprintf("Resolved: %s (fired for %s)", title, g.fired(g.LastSeen))
@@ -79,6 +83,9 @@ func rootMessage(g *group, thread string, now time.Time) chat.Message {
 	}
 	if hidden > 0 {
 		notes = append(notes, fmt.Sprintf("%d %s for a namespace this channel does not answer for (channels.namespaces) and %s not shown here.", hidden, plural2(hidden, "alert is", "alerts are"), plural2(hidden, "is", "are")))
+	}
+	if g.Untracked > 0 {
+		notes = append(notes, fmt.Sprintf("%d more firing %s counted, not tracked one by one (over %d in the group).", g.Untracked, plural2(g.Untracked, "alert is", "alerts are"), maxTracked))
 	}
 	if g.Truncated > 0 {
 		notes = append(notes, fmt.Sprintf("Alertmanager left out %d more %s (max_alerts).", g.Truncated, plural(g.Truncated, "alert")))
@@ -121,15 +128,21 @@ func silenceButtons(g *group, thread string, now time.Time) []chat.Button {
 }
 
 func statusLine(g *group, firing int) string {
-	resolved := 0
+	resolved, gone := 0, 0
 	for _, a := range g.Alerts {
 		if a.Status == "resolved" {
 			resolved++
+		}
+		if a.Gone {
+			gone++
 		}
 	}
 	s := fmt.Sprintf("%d firing", firing)
 	if resolved > 0 {
 		s += fmt.Sprintf(", %d resolved", resolved)
+	}
+	if gone > 0 {
+		s += fmt.Sprintf(" (%d no longer in the notifications)", gone)
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +20,12 @@ type group struct {
 	Alerts []alertState `json:"alerts"`
 	// Truncated is the last notification's truncatedAlerts.
 	Truncated int `json:"truncated,omitempty"`
-	// Replies are the thread's replies in the order they are posted (append only).
+	// Untracked counts the alerts past maxTracked: counted, not kept one by one.
+	Untracked int `json:"untracked,omitempty"`
+	// Replies are the thread's replies in the order they are posted (appended; the oldest
+	// posted ones are pruned past maxReplies). Seq numbers the next change reply's key.
 	Replies []reply `json:"replies"`
+	Seq     int     `json:"seq,omitempty"`
 	// FirstAt is when the group was first seen firing; ResolvedAt when it last resolved.
 	FirstAt    time.Time `json:"firstAt"`
 	ResolvedAt time.Time `json:"resolvedAt,omitzero"`
@@ -47,7 +52,22 @@ type alertState struct {
 	Object *Object `json:"object,omitempty"`
 	// Hidden says the alert is for a namespace the channel may not see.
 	Hidden bool `json:"hidden,omitempty"`
+	// Gone says the episode was marked resolved because a later untruncated notification of
+	// the group no longer had it (silenced, inhibited, or its resolve never sent), not
+	// because Alertmanager said it resolved.
+	Gone bool `json:"gone,omitempty"`
 }
+
+// The caps that keep one group's ledger entry well under etcd's request size (1.5 MiB by
+// default) however large or flappy the group: an alert kept is about 1 KiB.
+const (
+	// maxTracked is how many alerts are kept one by one; the rest are counted (Untracked).
+	maxTracked = 200
+	// maxReplies is how many replies are kept; the oldest posted ones are pruned.
+	maxReplies = 100
+	// maxDiagnoses is how many diagnosis replies one notification adds; the rest are one line.
+	maxDiagnoses = 20
+)
 
 // id is the alert's episode: fingerprint and startsAt.
 func (a alertState) id() string {
@@ -78,46 +98,79 @@ type reply struct {
 // was added; a notification that is the same as the last (a redelivery, a repeat_interval
 // re-send) changes neither, bar "last seen".
 func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string, seenEvery, remindEvery time.Duration) (changed, news bool) {
-	first := len(g.Alerts) == 0
+	first := len(g.Alerts) == 0 && g.Untracked == 0
 	if first {
 		g.Receiver, g.GroupLabels, g.FirstAt, g.RemindedAt = w.Receiver, w.GroupLabels, now, now
 	}
 	g.ExternalURL, g.Truncated = w.ExternalURL, w.TruncatedAlerts
-	var resolved []string
+	var resolved, revived []string
 	grew := false
-	for _, in := range w.Alerts {
-		a := alertState{Fingerprint: in.Fingerprint, StartsAt: in.StartsAt.UTC(), Status: in.Status, Labels: in.Labels,
-			Summary: firstOf(in.Annotations["summary"], in.Annotations["description"], in.Annotations["message"]), GeneratorURL: in.GeneratorURL}
-		if !in.EndsAt.IsZero() && in.Status == "resolved" {
-			a.EndsAt = in.EndsAt.UTC()
+	diagnosed, undiagnosed := 0, 0
+	in := map[string]bool{}
+	for _, x := range w.Alerts {
+		a := alertState{Fingerprint: x.Fingerprint, StartsAt: x.StartsAt.UTC(), Status: x.Status, Labels: x.Labels,
+			Summary: firstOf(x.Annotations["summary"], x.Annotations["description"], x.Annotations["message"]), GeneratorURL: x.GeneratorURL}
+		if !x.EndsAt.IsZero() && x.Status == "resolved" {
+			a.EndsAt = x.EndsAt.UTC()
 		}
-		if o, ok := ObjectOf(in.Labels, clusterLabel); ok {
+		// The namespace label decides what a channel may see, whether or not the labels name
+		// an object (KubeQuotaExceeded has only namespace).
+		a.Hidden = channelNS != "" && x.Labels["namespace"] != "" && x.Labels["namespace"] != channelNS
+		if o, ok := ObjectOf(x.Labels, clusterLabel); ok {
 			a.Object = &o
-			a.Hidden = channelNS != "" && o.Namespace != channelNS
 		}
+		in[a.id()] = true
 		i := g.find(a.id())
 		switch {
 		case i < 0:
+			if len(g.Alerts) >= maxTracked && !g.pruneResolved() {
+				if a.Status == "firing" {
+					g.Untracked++
+					grew = grew || !first
+				}
+				continue
+			}
 			grew = grew || !first
 			g.Alerts = append(g.Alerts, a)
-			if !a.Hidden {
+			switch {
+			case a.Hidden || a.Object == nil:
+				// Hidden alerts are counted in the root; unmapped ones listed there.
+			case diagnosed < maxDiagnoses:
 				// A joining alert's one reply is its diagnosis, titled as joining.
+				diagnosed++
 				g.Replies = append(g.Replies, reply{Key: "alert-" + a.id(), Alert: a.id(), Joined: !first})
 				news = news || !first
+			default:
+				undiagnosed++
 			}
 		case g.Alerts[i].Status == "firing" && a.Status == "resolved":
 			// An episode resolves once; a "firing" for one already resolved is an older
 			// notification delivered late (a retry, another replica) and changes nothing.
-			g.Alerts[i].Status, g.Alerts[i].EndsAt = a.Status, a.EndsAt
+			g.Alerts[i].Status, g.Alerts[i].EndsAt, g.Alerts[i].Gone = a.Status, a.EndsAt, false
 			resolved = append(resolved, a.name()+" after "+since(a.StartsAt, a.EndsAt, now))
+		case g.Alerts[i].Gone && a.Status == "firing":
+			// Back in the group's notifications (an unsilence, or a late older delivery).
+			g.Alerts[i].Status, g.Alerts[i].EndsAt, g.Alerts[i].Gone = "firing", time.Time{}, false
+			revived = append(revived, a.name())
+		case g.Alerts[i].Gone && a.Status == "resolved":
+			g.Alerts[i].Gone, g.Alerts[i].EndsAt = false, a.EndsAt
 		}
+	}
+	// Alertmanager sends every alert of the group in each notification, bar muted ones: an
+	// alert missing from an untruncated one no longer fires there.
+	var gone []string
+	if !first && w.TruncatedAlerts == 0 {
+		gone = g.markGone(in, now)
 	}
 	// The group's status is its alerts': resolved once every episode is, so a late delivery
 	// of an older notification cannot turn it back to firing.
 	wasResolved := g.Status == "resolved"
 	g.Status = "resolved"
-	if g.firing() > 0 {
+	if g.firing() > 0 || g.Untracked > 0 && w.Status == "firing" {
 		g.Status = "firing"
+	}
+	if w.Status == "resolved" {
+		g.Untracked = 0
 	}
 	switch {
 	case g.Status == "resolved" && !wasResolved:
@@ -129,23 +182,89 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	if len(resolved) > 0 {
 		lines = append(lines, "Resolved: "+strings.Join(resolved, ", "))
 	}
+	if len(gone) > 0 {
+		lines = append(lines, "No longer in the group's notifications (silenced, inhibited or resolved unsent): "+strings.Join(gone, ", "))
+	}
+	if len(revived) > 0 && !(g.Status == "firing" && wasResolved) {
+		lines = append(lines, "Back in the group's notifications: "+strings.Join(revived, ", "))
+	}
+	if undiagnosed > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more not diagnosed here: /why-pending%s --all", undiagnosed, nsFlag(channelNS, g)))
+	}
 	switch {
 	case g.Status == "resolved" && !wasResolved && !first:
 		lines = append([]string{"All resolved: the group fired for " + g.fired(now) + "."}, lines...)
-	case g.Status == "firing" && wasResolved:
+	case g.Status == "firing" && wasResolved && !first:
 		lines = append([]string{"The group fires again."}, lines...)
 	}
 	if len(lines) == 0 && !first && g.Status == "firing" && remindEvery > 0 && now.Sub(g.RemindedAt) >= remindEvery {
-		lines = append(lines, fmt.Sprintf("Still firing: %d %s, for %s.", g.firing(), plural(g.firing(), "alert"), g.fired(now)))
+		lines = append(lines, fmt.Sprintf("Still firing: %d %s, for %s.", g.firing()+g.Untracked, plural(g.firing()+g.Untracked, "alert"), g.fired(now)))
 		g.RemindedAt = now
 	}
 	seenMoved := now.Sub(g.LastSeen) >= seenEvery
 	g.LastSeen = now
-	if len(lines) > 0 && !first {
-		g.Replies = append(g.Replies, reply{Key: fmt.Sprintf("change-%d", len(g.Replies)), Text: strings.Join(lines, "\n")})
+	if len(lines) > 0 && (!first || undiagnosed > 0) {
+		g.Replies = append(g.Replies, reply{Key: fmt.Sprintf("change-%d", len(g.Replies)+g.Seq), Text: strings.Join(lines, "\n")})
 		news = true
 	}
-	return first || news || grew || seenMoved, news
+	return first || news || grew || len(gone) > 0 || seenMoved, news
+}
+
+// markGone resolves the firing episodes of g not in the notification's ids and returns their
+// names.
+func (g *group) markGone(ids map[string]bool, now time.Time) []string {
+	var out []string
+	for i := range g.Alerts {
+		a := &g.Alerts[i]
+		if a.Status != "firing" || ids[a.id()] {
+			continue
+		}
+		a.Status, a.EndsAt, a.Gone = "resolved", now, true
+		out = append(out, a.name())
+	}
+	return out
+}
+
+// pruneResolved drops the oldest resolved episode to make room; false when none is resolved.
+func (g *group) pruneResolved() bool {
+	for i, a := range g.Alerts {
+		if a.Status == "resolved" {
+			g.Alerts = slices.Delete(g.Alerts, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// prune drops the oldest posted replies past maxReplies (and their posted marks), so a
+// flapping group's entry stays bounded; Seq keeps the change keys unique.
+func (g *group) prune(posted map[string]bool, drop func(key string)) {
+	for len(g.Replies) > maxReplies && posted[g.Replies[0].Key] {
+		drop(g.Replies[0].Key)
+		g.Replies = g.Replies[1:]
+		g.Seq++
+	}
+}
+
+// nsFlag is " -n NS" for the group's namespace, when the channel's or all alerts' is one.
+func nsFlag(channelNS string, g *group) string {
+	if channelNS != "" {
+		return " -n " + channelNS
+	}
+	ns := ""
+	for _, a := range g.Alerts {
+		if a.Object == nil {
+			continue
+		}
+		if ns != "" && a.Object.Namespace != ns {
+			return ""
+		}
+		ns = a.Object.Namespace
+	}
+	if ns == "" {
+		return ""
+	}
+	return " -n " + ns
 }
 
 // fired is how long the group has fired: from its earliest alert's startsAt to the last

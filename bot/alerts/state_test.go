@@ -43,9 +43,16 @@ func TestMerge(t *testing.T) {
 	if changed, news := merge(6*time.Minute, a, b); !changed || !news || len(g.Replies) != 2 || !g.Replies[1].Joined {
 		t.Fatalf("join: changed %v news %v replies %+v, want one joining diagnosis", changed, news, g.Replies)
 	}
-	if _, news := merge(6*time.Minute+time.Second, a); news || len(g.Alerts) != 2 {
-		t.Errorf("an older notification: news %v, %d alerts", news, len(g.Alerts))
+	// A notification without web-2 (silenced, inhibited, or an older one delivered late):
+	// web-2 no longer fires there; the next notification that has it brings it back.
+	if _, news := merge(6*time.Minute+time.Second, a); !news || len(g.Alerts) != 2 || !g.Alerts[1].Gone || g.Status != "firing" {
+		t.Errorf("a notification without web-2: news %v, alerts %+v", news, g.Alerts)
 	}
+	if _, news := merge(6*time.Minute+2*time.Second, a, b); !news || g.Alerts[1].Gone || g.firing() != 2 ||
+		!strings.HasPrefix(g.Replies[3].Text, "Back in the group's notifications") {
+		t.Fatalf("web-2 back: news %v, replies %+v", news, g.Replies)
+	}
+	g.Replies = g.Replies[:2]
 	if _, news := merge(70*time.Minute, a, b); !news || !strings.HasPrefix(g.Replies[2].Text, "Still firing: 2 alerts") {
 		t.Errorf("after the remind interval: news %v replies %+v, want one reminder", news, g.Replies)
 	}
@@ -75,8 +82,8 @@ func TestMergeHidden(t *testing.T) {
 	other.Labels["namespace"] = "payments"
 	bare := Alert{Status: "firing", Labels: map[string]string{"alertname": "Watchdog"}, StartsAt: time.Now(), Fingerprint: "w"}
 	g.merge(hookOf(crashAlert("web-1", "firing", time.Now()), other, bare), time.Now(), "cluster", "shop", time.Minute, 0)
-	if len(g.Replies) != 2 {
-		t.Fatalf("replies = %+v, want the shop pod's and the bare alert's", g.Replies)
+	if len(g.Replies) != 1 {
+		t.Fatalf("replies = %+v, want the shop pod's only (the bare alert is listed in the root)", g.Replies)
 	}
 	m := rootMessage(&g, "", time.Now())
 	text := m.Title
@@ -90,6 +97,60 @@ func TestMergeHidden(t *testing.T) {
 	}
 	if strings.Contains(text, "payments") || strings.Contains(text, "db-0") {
 		t.Errorf("root shows the other namespace's alert:\n%s", text)
+	}
+}
+
+// TestMergeGone is the tester's repro: a and b fire, then a notification has only b (a was
+// silenced, or its resolve never came), then b resolves: the group resolves.
+func TestMergeGone(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var g group
+	merge := func(at time.Duration, w *Webhook) (bool, bool) {
+		return g.merge(w, t0.Add(at), "cluster", "", time.Minute, time.Hour)
+	}
+	a, b := crashAlert("a", "firing", t0), crashAlert("b", "firing", t0)
+	merge(0, hookOf(a, b))
+	if _, news := merge(time.Minute, hookOf(b)); !news || g.Status != "firing" || g.firing() != 1 ||
+		!strings.Contains(g.Replies[len(g.Replies)-1].Text, "No longer in the group's notifications") {
+		t.Fatalf("only b: news %v, status %s, replies %+v", news, g.Status, g.Replies)
+	}
+	if m := rootMessage(&g, "", t0); !strings.Contains(m.Sections[0].Fields[0].Value, "1 no longer in the notifications") {
+		t.Errorf("root status = %q", m.Sections[0].Fields[0].Value)
+	}
+	rb := crashAlert("b", "resolved", t0)
+	rh := hookOf(rb)
+	rh.Status = "resolved"
+	if _, news := merge(20*time.Minute, rh); !news || g.Status != "resolved" || g.firing() != 0 {
+		t.Fatalf("b resolved: news %v, status %s, alerts %+v", news, g.Status, g.Alerts)
+	}
+	// A truncated notification proves nothing about the alerts left out.
+	var h group
+	h.merge(hookOf(a, b), t0, "cluster", "", time.Minute, 0)
+	tr := hookOf(b)
+	tr.TruncatedAlerts = 1
+	h.merge(tr, t0.Add(time.Minute), "cluster", "", time.Minute, 0)
+	if h.firing() != 2 {
+		t.Errorf("a truncated notification resolved alerts: %+v", h.Alerts)
+	}
+}
+
+// TestMergeNamespaceLabel: an alert with a namespace label but no object label is hidden
+// from a channel of another namespace (its summary too).
+func TestMergeNamespaceLabel(t *testing.T) {
+	var g group
+	quota := Alert{Status: "firing", Labels: map[string]string{"alertname": "KubeQuotaExceeded", "namespace": "payments"},
+		Annotations: map[string]string{"summary": "payments quota 95% used"}, StartsAt: time.Now(), Fingerprint: "q"}
+	g.merge(hookOf(crashAlert("web-1", "firing", time.Now()), quota), time.Now(), "cluster", "shop", time.Minute, 0)
+	m := rootMessage(&g, "", time.Now())
+	text := m.Title
+	for _, s := range m.Sections {
+		text += "\n" + s.Text + "\n" + strings.Join(s.Lines, "\n")
+	}
+	if strings.Contains(text, "payments") || strings.Contains(text, "KubeQuotaExceeded") {
+		t.Errorf("root shows the payments alert:\n%s", text)
+	}
+	if !strings.Contains(text, "1 alert is for a namespace this channel does not answer for") {
+		t.Errorf("root does not count the hidden alert:\n%s", text)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -120,6 +121,20 @@ func (s *Store) Get(ctx context.Context, name string) (*Entry, error) {
 // progress, so a handful is plenty.
 const maxAttempts = 16
 
+// backoff waits a jittered while that grows with attempt after a conflict, so a slow fn (a
+// large group's merge) is not starved by a fast writer of the same entry (the thread's
+// posting marks).
+func backoff(ctx context.Context, attempt int) error {
+	t := time.NewTimer(rand.N(time.Duration(attempt+1) * 10 * time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // Update creates the entry for k if there is none, or reads it, and then calls fn on it and
 // writes the result with a compare-and-set on its resourceVersion. On a conflict (another
 // replica wrote in between) it reads again and calls fn again, so fn must be a function of the
@@ -148,6 +163,9 @@ func (s *Store) Update(ctx context.Context, k Key, fn func(e *Entry) error) (*En
 		}
 		out, err := s.write(ctx, e, create)
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		return out, err
@@ -169,6 +187,9 @@ func (s *Store) modify(ctx context.Context, name string, fn func(e *Entry) error
 		}
 		out, err := s.write(ctx, e, false)
 		if apierrors.IsConflict(err) {
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		return out, err

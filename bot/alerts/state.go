@@ -20,7 +20,8 @@ type group struct {
 	Alerts []alertState `json:"alerts"`
 	// Truncated is the last notification's truncatedAlerts.
 	Truncated int `json:"truncated,omitempty"`
-	// Untracked counts the alerts past maxTracked: counted, not kept one by one.
+	// Untracked counts the last notification's firing alerts past maxTracked: counted, not
+	// kept one by one.
 	Untracked int `json:"untracked,omitempty"`
 	// Replies are the thread's replies in the order they are posted (appended; the oldest
 	// posted ones are pruned past maxReplies). Seq numbers the next change reply's key.
@@ -107,6 +108,11 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	grew := false
 	diagnosed, undiagnosed := 0, 0
 	in := map[string]bool{}
+	index := map[string]int{}
+	untracked := 0
+	for i, a := range g.Alerts {
+		index[a.id()] = i
+	}
 	for _, x := range w.Alerts {
 		a := alertState{Fingerprint: x.Fingerprint, StartsAt: x.StartsAt.UTC(), Status: x.Status, Labels: x.Labels,
 			Summary: firstOf(x.Annotations["summary"], x.Annotations["description"], x.Annotations["message"]), GeneratorURL: x.GeneratorURL}
@@ -119,18 +125,25 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 		if o, ok := ObjectOf(x.Labels, clusterLabel); ok {
 			a.Object = &o
 		}
-		in[a.id()] = true
-		i := g.find(a.id())
+		id := a.id()
+		in[id] = true
+		i, known := index[id]
 		switch {
-		case i < 0:
-			if len(g.Alerts) >= maxTracked && !g.pruneResolved() {
-				if a.Status == "firing" {
-					g.Untracked++
-					grew = grew || !first
+		case !known:
+			if len(g.Alerts) >= maxTracked {
+				if !g.pruneResolved() {
+					if a.Status == "firing" {
+						untracked++
+					}
+					continue
 				}
-				continue
+				clear(index)
+				for j, b := range g.Alerts {
+					index[b.id()] = j
+				}
 			}
 			grew = grew || !first
+			index[id] = len(g.Alerts)
 			g.Alerts = append(g.Alerts, a)
 			switch {
 			case a.Hidden || a.Object == nil:
@@ -158,6 +171,8 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	}
 	// Alertmanager sends every alert of the group in each notification, bar muted ones: an
 	// alert missing from an untruncated one no longer fires there.
+	grew = grew || untracked > g.Untracked
+	g.Untracked = untracked
 	var gone []string
 	if !first && w.TruncatedAlerts == 0 {
 		gone = g.markGone(in, now)
@@ -168,9 +183,6 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	g.Status = "resolved"
 	if g.firing() > 0 || g.Untracked > 0 && w.Status == "firing" {
 		g.Status = "firing"
-	}
-	if w.Status == "resolved" {
-		g.Untracked = 0
 	}
 	switch {
 	case g.Status == "resolved" && !wasResolved:

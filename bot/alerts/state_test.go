@@ -1,6 +1,8 @@
 package alerts
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +175,68 @@ func TestObjectOf(t *testing.T) {
 		if ok != c.ok || (ok && o.String() != c.want) {
 			t.Errorf("ObjectOf(%v) = %v %v, want %q %v", c.labels, o, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestMergeCaps: a group of 3000 alerts keeps maxTracked one by one (the rest counted) and an
+// entry well under 1 MiB; one notification adds at most maxDiagnoses diagnoses plus one line
+// for the rest; a flapping group's kept replies stay bounded once posted.
+func TestMergeCaps(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var alerts []Alert
+	for i := range 3000 {
+		a := crashAlert(fmt.Sprintf("web-%d", i), "firing", t0)
+		a.Annotations = map[string]string{"summary": strings.Repeat("x", 600)}
+		alerts = append(alerts, a)
+	}
+	var g group
+	g.merge(hookOf(alerts...), t0, "cluster", "", time.Minute, 0)
+	if len(g.Alerts) != maxTracked || g.Untracked != 3000-maxTracked || g.Status != "firing" {
+		t.Fatalf("tracked %d, untracked %d, status %s", len(g.Alerts), g.Untracked, g.Status)
+	}
+	if changed, news := g.merge(hookOf(alerts...), t0.Add(time.Second), "cluster", "", time.Minute, 0); changed || news || g.Untracked != 3000-maxTracked {
+		t.Errorf("redelivery of the large group: changed %v news %v untracked %d", changed, news, g.Untracked)
+	}
+	diag := 0
+	for _, r := range g.Replies {
+		if r.Alert != "" {
+			diag++
+		}
+	}
+	if diag != maxDiagnoses || len(g.Replies) != maxDiagnoses+1 || !strings.Contains(g.Replies[maxDiagnoses].Text, "and 180 more not diagnosed here: /why-pending -n shop --all") {
+		t.Errorf("%d diagnoses, replies %+v", diag, g.Replies[len(g.Replies)-1])
+	}
+	if m := rootMessage(&g, "", t0); !strings.HasPrefix(m.Title, "Firing: KubePodCrashLooping (3000 alerts)") {
+		t.Errorf("root title = %q", m.Title)
+	}
+	b, _ := json.Marshal(&g)
+	if len(b) > 512<<10 {
+		t.Errorf("entry data is %d bytes, want well under 1 MiB", len(b))
+	}
+	// Flapping: fire and resolve one alert 300 times, marking every reply posted.
+	var f group
+	posted := map[string]bool{}
+	for i := range 300 {
+		at := t0.Add(time.Duration(i) * time.Hour)
+		a := crashAlert("flap", "firing", at)
+		f.merge(hookOf(a), at, "cluster", "", time.Minute, 0)
+		r := crashAlert("flap", "resolved", at)
+		rh := hookOf(r)
+		rh.Status = "resolved"
+		f.merge(rh, at.Add(10*time.Minute), "cluster", "", time.Minute, 0)
+		for _, rp := range f.Replies {
+			posted[rp.Key] = true
+		}
+		f.prune(posted, func(k string) { delete(posted, k) })
+	}
+	keys := map[string]bool{}
+	for _, rp := range f.Replies {
+		if keys[rp.Key] {
+			t.Fatalf("reply key %s twice", rp.Key)
+		}
+		keys[rp.Key] = true
+	}
+	if len(f.Alerts) > maxTracked || len(f.Replies) > maxReplies || len(posted) > maxReplies {
+		t.Errorf("flapping: %d alerts, %d replies, %d posted marks", len(f.Alerts), len(f.Replies), len(posted))
 	}
 }

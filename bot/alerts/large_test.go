@@ -15,9 +15,17 @@ import (
 
 // TestLargeGroup: a group of 3000 alerts (a 2.5 MB body, under the 4 MiB limit) is answered
 // 200 against the real kube-apiserver and etcd (the entry is capped, not refused for its size),
-// and its thread is posted: one root, at most 20 diagnoses and one line for the rest.
+// and its thread is posted: one root, at most 20 diagnoses and one line for the rest. An
+// empty group before it is answered 200 and posts nothing.
 func TestLargeGroup(t *testing.T) {
 	urls, bd := replicas(t, 1)
+	// An empty group first: 200 and no root (it is counted below: one root in all).
+	empty, _ := json.Marshal(alerts.Webhook{Version: "4", GroupKey: `{}:{alertname="Empty"}`, Status: "firing", Receiver: "team", Alerts: []alerts.Alert{}})
+	ereq, _ := http.NewRequest(http.MethodPost, urls[0], bytes.NewReader(empty))
+	ereq.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(ereq); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("empty group: %v %v, want 200", resp, err)
+	}
 	hook := alerts.Webhook{Version: "4", GroupKey: `{}:{alertname="KubePodCrashLooping",big="yes"}`, Status: "firing", Receiver: "team"}
 	start := time.Now().Add(-5 * time.Minute).UTC()
 	for i := range 3000 {

@@ -148,6 +148,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		refuse(http.StatusBadRequest, "malformed", "groupKey and status (firing or resolved) are required")
 		return
 	}
+	if len(hook.Alerts) == 0 {
+		// Nothing to show: no root for an empty group (it would say it fired since year 1).
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	channels, ok := r.o.Receivers[hook.Receiver]
 	if !ok {
 		refuse(http.StatusNotFound, "receiver", "receiver %q has no channels in whypending's alertmanager.receivers", hook.Receiver)
@@ -262,8 +267,11 @@ func (r *Receiver) render(e *ledger.Entry) thread.Thread {
 				return changeMessage(rp.Text), nil
 			}
 			m := r.diagnose(ctx, g.alert(rp.Alert))
-			if rp.Joined {
+			switch {
+			case rp.Joined:
 				m.Title = "Joined · " + m.Title
+			case rp.Again:
+				m.Title = "The group fires again · " + m.Title
 			}
 			return m, nil
 		}})

@@ -83,6 +83,8 @@ func (r *Receiver) Silence(ctx context.Context, who chat.Principal, channel stri
 			return err
 		}
 		switch cur := g.Silence; {
+		case g.Status != "firing":
+			return fmt.Errorf("%w: the group is resolved", errNothing)
 		case cur != nil && cur.State == "active" && cur.Until.After(now):
 			return fmt.Errorf("%w: already silenced until %s by %s", errNothing, cur.Until.Format("15:04 MST"), cur.By)
 		case cur != nil && cur.State == "creating" && now.Sub(cur.At) < creatingTTL:

@@ -87,8 +87,10 @@ type reply struct {
 	Key string `json:"key"`
 	// Alert is the id of the alert a diagnosis is about.
 	Alert string `json:"alert,omitempty"`
-	// Joined says the alert joined a group already posted.
+	// Joined says the alert joined a group already posted; Again that it fired after the
+	// group had resolved.
 	Joined bool `json:"joined,omitempty"`
+	Again  bool `json:"again,omitempty"`
 	// Text is a change's line.
 	Text string `json:"text,omitempty"`
 }
@@ -100,6 +102,7 @@ type reply struct {
 // re-send) changes neither, bar "last seen".
 func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string, seenEvery, remindEvery time.Duration) (changed, news bool) {
 	first := len(g.Alerts) == 0 && g.Untracked == 0
+	wasResolved := g.Status == "resolved"
 	if first {
 		g.Receiver, g.GroupLabels, g.FirstAt, g.RemindedAt = w.Receiver, w.GroupLabels, now, now
 	}
@@ -151,7 +154,8 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 			case diagnosed < maxDiagnoses:
 				// A joining alert's one reply is its diagnosis, titled as joining.
 				diagnosed++
-				g.Replies = append(g.Replies, reply{Key: "alert-" + a.id(), Alert: a.id(), Joined: !first})
+				// After a resolve it says the group fires again, in the same one reply.
+				g.Replies = append(g.Replies, reply{Key: "alert-" + a.id(), Alert: a.id(), Joined: !first && !wasResolved, Again: !first && wasResolved})
 				news = news || !first
 			default:
 				undiagnosed++
@@ -179,7 +183,6 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	}
 	// The group's status is its alerts': resolved once every episode is, so a late delivery
 	// of an older notification cannot turn it back to firing.
-	wasResolved := g.Status == "resolved"
 	g.Status = "resolved"
 	if g.firing() > 0 || g.Untracked > 0 && w.Status == "firing" {
 		g.Status = "firing"
@@ -206,7 +209,7 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	switch {
 	case g.Status == "resolved" && !wasResolved && !first:
 		lines = append([]string{"All resolved: the group fired for " + g.fired(now) + "."}, lines...)
-	case g.Status == "firing" && wasResolved && !first:
+	case g.Status == "firing" && wasResolved && !first && diagnosed == 0:
 		lines = append([]string{"The group fires again."}, lines...)
 	}
 	if len(lines) == 0 && !first && g.Status == "firing" && remindEvery > 0 && now.Sub(g.RemindedAt) >= remindEvery {

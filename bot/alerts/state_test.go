@@ -240,3 +240,17 @@ func TestMergeCaps(t *testing.T) {
 		t.Errorf("flapping: %d alerts, %d replies, %d posted marks", len(f.Alerts), len(f.Replies), len(posted))
 	}
 }
+
+// TestMergeFiresAgain: a new episode after the group resolved is one reply, its diagnosis
+// titled as the group firing again.
+func TestMergeFiresAgain(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var g group
+	g.merge(hookOf(crashAlert("web-1", "firing", t0)), t0, "cluster", "", time.Minute, 0)
+	g.merge(hookOf(crashAlert("web-1", "resolved", t0)), t0.Add(10*time.Minute), "cluster", "", time.Minute, 0)
+	n := len(g.Replies)
+	if _, news := g.merge(hookOf(crashAlert("web-1", "firing", t0.Add(time.Hour))), t0.Add(time.Hour), "cluster", "", time.Minute, 0); !news ||
+		len(g.Replies) != n+1 || !g.Replies[n].Again || g.Replies[n].Joined || g.Status != "firing" {
+		t.Errorf("re-fire: news %v, replies %+v", news, g.Replies[n:])
+	}
+}

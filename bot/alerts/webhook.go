@@ -3,7 +3,8 @@
 // Alertmanager group (groupKey) with each alert's fingerprint and startsAt, answers 200 only
 // once that is written, and then keeps one thread per group and channel: a root message (the
 // alert name, status, count, links), one reply per alert with the answer /why-pending gives for
-// the object its labels name, and, when the group changes, an edit of the root plus one reply
+// the object its labels name (at most 20 per notification; none for alerts naming no object),
+// and, when the group changes, an edit of the root plus one reply
 // saying what changed. Alertmanager's redeliveries and repeat_interval re-sends post nothing
 // new; the posting itself is ledger/thread's, so it happens once across retries, replicas and
 // restarts.

@@ -175,8 +175,55 @@ func (r *Receiver) unsilence(ctx context.Context, k ledger.Key, by string) chat.
 		return chat.Outcome{Notice: fmt.Sprintf("Alertmanager did not expire silence %s: %v. Expire it there.", cur.ID, err)}
 	}
 	r.o.Log.Info("audit: alert group unsilenced", slog.String("by", by), slog.String("silence", cur.ID))
+	if err := r.resolveGone(ctx, k); err != nil {
+		r.o.Log.Warn("alertmanager: read the group's alerts after unsilence", "err", err)
+	}
 	r.worker.Enqueue(k.Name())
 	return chat.Outcome{Notice: "Unsilenced: Alertmanager silence " + cur.ID + " expired."}
+}
+
+// resolveGone reads the group's alerts from Alertmanager (GET /api/v2/alerts with the group's
+// matchers) and marks resolved the firing ones it no longer has: a group that resolved while
+// silenced got no notification saying so.
+func (r *Receiver) resolveGone(ctx context.Context, k ledger.Key) error {
+	e, err := r.o.Store.Get(ctx, k.Name())
+	if err != nil {
+		return err
+	}
+	var g group
+	if err := e.DataInto(&g); err != nil {
+		return err
+	}
+	q := url.Values{}
+	for _, m := range g.matchers() {
+		q.Add("filter", fmt.Sprintf("%s=%q", m.Name, m.Value))
+	}
+	var live []struct {
+		Fingerprint string    `json:"fingerprint"`
+		StartsAt    time.Time `json:"startsAt"`
+	}
+	if err := r.am(ctx, http.MethodGet, "/api/v2/alerts?"+q.Encode(), nil, &live); err != nil {
+		return err
+	}
+	ids := map[string]bool{}
+	for _, a := range live {
+		ids[alertState{Fingerprint: a.Fingerprint, StartsAt: a.StartsAt.UTC()}.id()] = true
+	}
+	_, err = r.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
+		var g group
+		if err := e.DataInto(&g); err != nil {
+			return err
+		}
+		now := r.o.Now().UTC()
+		if !g.resolveMissing(ids, now) {
+			return ledger.ErrUnchanged
+		}
+		e.Revision++
+		e.Pending = true
+		e.State, e.Summary = g.Status, rootMessage(&g, "", now).Title
+		return e.SetData(&g)
+	})
+	return err
 }
 
 // releaseSilence drops a claim that made nothing.

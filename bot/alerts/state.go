@@ -240,6 +240,22 @@ func (g *group) markGone(ids map[string]bool, now time.Time) []string {
 	return out
 }
 
+// resolveMissing marks gone the firing episodes not in ids (what Alertmanager still has) and
+// adds one reply saying so; false when none was.
+func (g *group) resolveMissing(ids map[string]bool, now time.Time) bool {
+	gone := g.markGone(ids, now)
+	if len(gone) == 0 {
+		return false
+	}
+	lines := []string{"No longer in Alertmanager: " + strings.Join(gone, ", ")}
+	if g.firing() == 0 && g.Untracked == 0 {
+		g.Status, g.ResolvedAt = "resolved", now
+		lines = append([]string{"All resolved: the group fired for " + g.fired(now) + "."}, lines...)
+	}
+	g.Replies = append(g.Replies, reply{Key: fmt.Sprintf("change-%d", len(g.Replies)+g.Seq), Text: strings.Join(lines, "\n")})
+	return true
+}
+
 // pruneResolved drops the oldest resolved episode to make room; false when none is resolved.
 func (g *group) pruneResolved() bool {
 	for i, a := range g.Alerts {

@@ -254,3 +254,23 @@ func TestMergeFiresAgain(t *testing.T) {
 		t.Errorf("re-fire: news %v, replies %+v", news, g.Replies[n:])
 	}
 }
+
+// TestResolveMissing: after an unsilence, the alerts Alertmanager no longer has are resolved,
+// and the group with them.
+func TestResolveMissing(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var g group
+	a, b := crashAlert("a", "firing", t0), crashAlert("b", "firing", t0)
+	g.merge(hookOf(a, b), t0, "cluster", "", time.Minute, 0)
+	still := map[string]bool{g.Alerts[1].id(): true}
+	if !g.resolveMissing(still, t0.Add(time.Hour)) || g.Status != "firing" || g.firing() != 1 {
+		t.Fatalf("a gone: status %s, firing %d", g.Status, g.firing())
+	}
+	if g.resolveMissing(still, t0.Add(time.Hour)) {
+		t.Errorf("a second read changed something")
+	}
+	if !g.resolveMissing(map[string]bool{}, t0.Add(2*time.Hour)) || g.Status != "resolved" ||
+		!strings.HasPrefix(g.Replies[len(g.Replies)-1].Text, "All resolved") {
+		t.Errorf("all gone: status %s, replies %+v", g.Status, g.Replies)
+	}
+}

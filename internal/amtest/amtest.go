@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,7 +79,21 @@ receivers:
 	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	// freePort's port can be taken before Alertmanager binds it: start again on another.
+	for attempt := 1; ; attempt++ {
+		a, inUse := start(t, bin, dir, freePort(t))
+		if a != nil {
+			return a
+		}
+		if !inUse || attempt == 3 {
+			t.Fatal("alertmanager did not start")
+		}
+	}
+}
+
+// start runs Alertmanager on port; inUse says it failed because the port was taken.
+func start(t testing.TB, bin, dir string, port int) (*Alertmanager, bool) {
+	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	p, err := testenv.StartProcess("alertmanager", bin, []string{
 		"--config.file=" + filepath.Join(dir, "alertmanager.yml"), "--storage.path=" + filepath.Join(dir, "data"),
@@ -88,25 +103,32 @@ receivers:
 		t.Fatal(err)
 	}
 	a := &Alertmanager{URL: "http://" + addr, proc: p}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("alertmanager log:\n%s", p.LogTail(40))
-		}
-		if err := p.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(a.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return a
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("alertmanager log:\n%s", p.LogTail(40))
+					}
+					if err := p.Stop(); err != nil {
+						t.Error(err)
+					}
+				})
+				return a, false
 			}
 		}
+		if p.Exited() && strings.Contains(p.LogTail(20), "address already in use") {
+			_ = p.Stop()
+			t.Logf("alertmanager: port %d taken, starting again", port)
+			return nil, true
+		}
 		if p.Exited() || time.Now().After(deadline) {
-			t.Fatalf("alertmanager did not become ready: %v\n%s", err, p.LogTail(20))
+			tail := p.LogTail(20)
+			_ = p.Stop()
+			t.Fatalf("alertmanager did not become ready: %v\n%s", err, tail)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -123,6 +123,29 @@ func TestE2EAuthorization(t *testing.T) {
 			t.Errorf("the developer's sweep of %s:\n%s\nwant %s named and %s not", chattest.EmptyNamespace, text, scenarioNS, chattest.HiddenNamespace)
 		}
 	})
+	t.Run("an answer names another namespace's pod only to someone who may read it", func(t *testing.T) {
+		pending := scenarioNS + "/" + e.HostPortConflict(t, scenarioNS, "worker-1")
+		ask := func(user string) string {
+			var text string
+			chattest.WaitFor(t, 30*time.Second, "the host-port-conflict answer", func() bool {
+				_, _, path := e.command(t, user, "/why-pending", pending)
+				got := e.answer(t, path)
+				text = blocksText(got.Blocks) + got.Text
+				return strings.Contains(text, "host-port-conflict")
+			})
+			return text
+		}
+		if text := ask(bob); !strings.Contains(text, chattest.HiddenNamespace+"/"+chattest.HostPortHolder) {
+			t.Errorf("bob (get pods everywhere):\n%s\nwant the holder %s/%s named", text, chattest.HiddenNamespace, chattest.HostPortHolder)
+		}
+		text := ask(dev)
+		if strings.Contains(text, chattest.HostPortHolder) || strings.Contains(text, chattest.HiddenNamespace) {
+			t.Errorf("the developer's answer names payments or its pod:\n%s", text)
+		}
+		if !strings.Contains(text, "held by a pod in a namespace you cannot read") {
+			t.Errorf("the developer's answer:\n%s\nwant the holder called a pod in a namespace you cannot read", text)
+		}
+	})
 	t.Run("an unmapped person is told what is missing", func(t *testing.T) {
 		refused(t, nobody, "/why-pending", stuck,
 			"You are not mapped to a Kubernetes user or group, so whypending cannot check what RBAC allows you; nothing was done. "+

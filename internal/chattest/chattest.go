@@ -383,6 +383,51 @@ func (e *Env) InstallRBAC(t testing.TB, namespace, hiddenPod string) {
 	}
 }
 
+// HostPortHolder is the pod of HiddenNamespace that HostPortConflict binds to the node with
+// hostPort 80: an answer to DevUser must not name it.
+const HostPortHolder = "secret-payments-proxy"
+
+// HostPortConflict creates, on the real API server, a pod of HiddenNamespace bound to node
+// (HostPortHolder) holding hostPort 80, and a Pending pod of namespace that needs hostPort 80
+// on node (its nodeSelector), unschedulable with the scheduler's FailedScheduling event and
+// condition for that, as kube-scheduler writes them for two nodes. It returns the Pending
+// pod's name.
+func (e *Env) HostPortConflict(t testing.TB, namespace, node string) string {
+	t.Helper()
+	ctx := context.Background()
+	cs := e.Cluster.Client
+	port := []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80, Protocol: corev1.ProtocolTCP}}
+	holder := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: HostPortHolder, Namespace: HiddenNamespace},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "proxy", Image: "registry.example/proxy:1", Ports: port}}}}
+	if _, err := cs.CoreV1().Pods(HiddenNamespace).Create(ctx, holder, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector. " +
+		"preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-hostport", Namespace: namespace},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1", Ports: port}}}}
+	created, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: now}}
+	if _, err := cs.CoreV1().Pods(namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-hostport.failedscheduling", Namespace: namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: created.Name, UID: created.UID, APIVersion: "v1"},
+		Reason:         "FailedScheduling", Message: msg, Type: corev1.EventTypeWarning, Count: 3,
+		Source:         corev1.EventSource{Component: "default-scheduler"},
+		FirstTimestamp: metav1.NewTime(now.Add(-time.Minute)), LastTimestamp: now}
+	if _, err := cs.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return created.Name
+}
+
 // AuditLines returns the JSON log records in logs whose msg is msg.
 func AuditLines(t testing.TB, logs string, msg string) []map[string]any {
 	t.Helper()

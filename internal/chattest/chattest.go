@@ -20,9 +20,12 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -122,9 +125,40 @@ func (e *Env) Authorizer(o *authz.Options, log *slog.Logger) *authz.Authorizer {
 		return nil
 	}
 	ao := *o
-	ao.Clusters = map[string]authz.Reviewer{ClusterName: e.fleet}
+	if ao.Clusters[ClusterName] == nil {
+		ao.Clusters = map[string]authz.Reviewer{ClusterName: e.fleet}
+	}
 	ao.Log = log
 	return authz.New(ao)
+}
+
+// Reviewer is the test cluster's access reviewer as serve wires it (fleet.Cluster), for a
+// test that wraps it (authz.Options.Clusters[ClusterName]).
+func (e *Env) Reviewer() authz.Reviewer { return e.fleet }
+
+// ReviewerAs is a reviewer that creates SubjectAccessReviews on the test cluster as user (the
+// admin impersonating it), for a bot whose ServiceAccount the API server may refuse.
+func (e *Env) ReviewerAs(t testing.TB, user string) authz.Reviewer {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+		out, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			return authorizationv1.SubjectAccessReviewStatus{}, err
+		}
+		return out.Status, nil
+	})
+}
+
+type reviewerFunc func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error)
+
+func (f reviewerFunc) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	return f(ctx, spec)
 }
 
 // countingExecutor counts executions of approved plans.

@@ -47,7 +47,7 @@ const hiddenPod = "shop-7frd7stjbt-2kq8x"
 // ephemeral follow-up.
 func TestE2EAuthorization(t *testing.T) {
 	var logs chattest.LogBuffer
-	rv := &switchReviewer{}
+	rv := &chattest.SwitchReviewer{}
 	// The authorizer's clock: lapse makes it jump an hour (past any TTL) right after its next
 	// reading, the one that caches the decision being made.
 	var skew atomic.Int64
@@ -68,7 +68,7 @@ func TestE2EAuthorization(t *testing.T) {
 				},
 				Groups: map[string][]string{opsRole: {chattest.SREGroup}},
 			}}}})
-	rv.set(e.Reviewer())
+	rv.Set(e.Reviewer())
 	e.InstallRBAC(t, "seed-ipam-leaked", hiddenPod)
 
 	// refused checks that a command is answered at once, ephemeral, with want, and that
@@ -109,13 +109,13 @@ func TestE2EAuthorization(t *testing.T) {
 			"Missing: Discord user "+nobody.id+" is not in authorization.discord.users; you hold none of the roles in authorization.discord.roles.")
 	})
 	t.Run("a check that cannot be made is answered at once, to the asker alone", func(t *testing.T) {
-		defer rv.set(e.Reviewer())
+		defer rv.Set(e.Reviewer())
 		// The API server refuses the SubjectAccessReview itself: the bot's ServiceAccount
 		// lacks create subjectaccessreviews.
-		rv.set(e.ReviewerAs(t, "system:serviceaccount:whypending:without-reviews"))
+		rv.Set(e.ReviewerAs(t, "system:serviceaccount:whypending:without-reviews"))
 		refused(t, alice, commandData("why-pending", "", "pod", stuckPod),
 			"the bot's ServiceAccount may not create subjectaccessreviews.authorization.k8s.io there")
-		rv.set(reviewerFunc(func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+		rv.Set(chattest.ReviewerFunc(func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 			return authorizationv1.SubjectAccessReviewStatus{}, apierrors.NewServiceUnavailable("etcdserver: leader changed")
 		}))
 		refused(t, alice, commandData("ipam", "release-ips"), "whypending could not check what Kubernetes RBAC allows you on cluster test (the check failed), so nothing was done.")
@@ -123,9 +123,9 @@ func TestE2EAuthorization(t *testing.T) {
 	t.Run("a decision that lapses after the early check publishes nothing", func(t *testing.T) {
 		// The early check (Admit) is allowed; then the RoleBinding goes and the decision's TTL
 		// runs out, so the command's own check is refused.
-		defer rv.set(e.Reviewer())
+		defer rv.Set(e.Reviewer())
 		var once sync.Once
-		rv.set(reviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+		rv.Set(chattest.ReviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 			st, err := e.Reviewer().ReviewAccess(ctx, spec)
 			if err != nil || spec.User != chattest.DevUser || spec.ResourceAttributes.Namespace != chattest.EmptyNamespace {
 				return st, err
@@ -246,29 +246,4 @@ func TestE2EAuthorization(t *testing.T) {
 			}
 		}
 	})
-}
-
-// switchReviewer is the bot's access reviewer, replaceable while the test runs.
-type switchReviewer struct {
-	mu sync.Mutex
-	r  authz.Reviewer
-}
-
-func (s *switchReviewer) set(r authz.Reviewer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.r = r
-}
-
-func (s *switchReviewer) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
-	s.mu.Lock()
-	r := s.r
-	s.mu.Unlock()
-	return r.ReviewAccess(ctx, spec)
-}
-
-type reviewerFunc func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error)
-
-func (f reviewerFunc) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
-	return f(ctx, spec)
 }

@@ -146,7 +146,7 @@ func (e *Env) ReviewerAs(t testing.TB, user string) authz.Reviewer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	return ReviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 		out, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			return authorizationv1.SubjectAccessReviewStatus{}, err
@@ -155,10 +155,33 @@ func (e *Env) ReviewerAs(t testing.TB, user string) authz.Reviewer {
 	})
 }
 
-type reviewerFunc func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error)
+// ReviewerFunc is a function that answers SubjectAccessReviews (authz.Reviewer).
+type ReviewerFunc func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error)
 
-func (f reviewerFunc) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+// ReviewAccess calls f.
+func (f ReviewerFunc) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 	return f(ctx, spec)
+}
+
+// SwitchReviewer is a bot's access reviewer that a test replaces while the bot runs (Set).
+type SwitchReviewer struct {
+	mu sync.Mutex
+	r  authz.Reviewer
+}
+
+// Set makes r answer the reviews from now on.
+func (s *SwitchReviewer) Set(r authz.Reviewer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r = r
+}
+
+// ReviewAccess asks the reviewer Set last.
+func (s *SwitchReviewer) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	s.mu.Lock()
+	r := s.r
+	s.mu.Unlock()
+	return r.ReviewAccess(ctx, spec)
 }
 
 // countingExecutor counts executions of approved plans.

@@ -18,6 +18,10 @@
 //   - bot: the router and its commands, the renderers, the HTTP server (/healthz, /readyz,
 //     /metrics), and the Bot the adapters drive; bot/approval: the approval workflow of repair
 //     plans, its store and audit; bot/digest: the IPAM digest, its schedule and leader
+//     election. Both return state that bot renders. bot/alerts: the Alertmanager receiver
+//     (POST /alertmanager): one ledger entry per group and channel, and what its thread
+//     shows, each alert answered through Bot.Diagnose as /why-pending answers; its
+//     Silence buttons make Alertmanager silences (Receiver.Silence, once, via the ledger).
 //     election. Both return state that bot renders. bot/authz: per-user authorization, a
 //     chat.Principal mapped to a Kubernetes user and groups and checked with
 //     SubjectAccessReviews (cached for a TTL) before an answer, a plan, an approval, a silence
@@ -29,7 +33,9 @@
 //   - fleet: the live connection to each cluster (its collector and caches, Calico client
 //     and cache, actions runner), probed and reconnected in the background.
 //   - ledger: what the bot posts unasked (alerts, watch), kept as Notification objects in
-//     the cluster so that each post, reply and edit happens once.
+//     the cluster so that each post, reply and edit happens once; ledger/thread delivers one
+//     entry's thread (root, replies, edits of the root) through a thread.Platform, which the
+//     Slack and Discord adapters implement (their Threads).
 //
 // The engine, which knows no chat platform:
 //   - triage: why a pod or a workload is stuck, as pure rules over a Snapshot; triage/collect
@@ -40,7 +46,8 @@
 // Support:
 //   - internal/testenv: a real local control plane (etcd, kube-apiserver, kube-scheduler,
 //     kube-controller-manager) for tests and whypending demo; internal/testcluster: its
-//     go test helpers; internal/chattest: what the adapters' end-to-end tests share.
+//     go test helpers; internal/chattest: what the adapters' end-to-end tests share;
+//     internal/amtest: the real Alertmanager for tests.
 //   - internal/proc: process identity across hosts and restarts; internal/clock: a sleep
 //     that a context cuts short.
 package whypending

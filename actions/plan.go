@@ -106,6 +106,15 @@ type Plan struct {
 	Fingerprint string `json:"fingerprint"`
 	// Basis describes the state the plan was read from, e.g. "ClusterInformation rv 1234".
 	Basis string `json:"basis,omitempty"`
+	// Warning, when set, is what a reviewer must read before approving: that the datastore
+	// lock an unlock-datastore plan would lift is not this runner's (it carries no whypending
+	// marker, and may belong to calicoctl or a Calico upgrade in progress; or another
+	// owner's marker names who holds it and since when).
+	Warning string `json:"warning,omitempty"`
+	// SecondApprover, when true, makes the plan need an approver other than its requester
+	// whatever the policy's two-person rule says (Warning says why): lifting someone else's
+	// lock is never one person's decision.
+	SecondApprover bool `json:"secondApprover,omitempty"`
 	// RequestedBy names who asked, as the bot's principal string ("slack:T1/U2").
 	RequestedBy string `json:"requestedBy"`
 	// CreatedAt is when the dry run ran.

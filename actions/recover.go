@@ -49,7 +49,7 @@ func (r *Runner) Recover(ctx context.Context, p Plan) (Recovery, error) {
 		}
 	}
 	if !s.Ready {
-		rec.LockedBy = lockHolder(s)
+		rec.LockedBy = s.Holder()
 	}
 	rp, err := repairOf(p.Kind)
 	if err != nil {

@@ -107,6 +107,7 @@ func (v *ipsView) apply(ctx context.Context, r *Runner, _ Plan, items []Item, re
 	rr, err := r.IPAM.ReleaseIPs(ctx, release, calico.ReleaseOptions{})
 	if rr != nil {
 		res.Done = len(rr.Released)
+		res.Unconfirmed = len(rr.Unconfirmed)
 		for _, s := range rr.Skipped {
 			res.Skipped = append(res.Skipped, Skip{Target: s.IP, Reason: s.Reason})
 		}

@@ -31,6 +31,12 @@ type repair interface {
 }
 
 // view is the cluster as one kind saw it in one read.
+// cautioned is a view whose plan must warn its reviewer (Plan.Warning) and may need a second
+// person's approval (Plan.SecondApprover).
+type cautioned interface {
+	caution(r *Runner) (warning string, secondApprover bool)
+}
+
 type view interface {
 	// items are what a plan made now in p's scope would change, sorted by Target.
 	items(p Plan) []Item

@@ -19,6 +19,11 @@ var ErrUnknownKind = errors.New("unknown action kind")
 // not ours): nothing was changed.
 var ErrDatastoreLocked = errors.New("calico datastore is locked by someone else")
 
+// ErrLeftLocked is wrapped by an Execute error when the datastore lock the execution took
+// could not be released by the lock's deadline (the API server did not answer): the datastore
+// is still locked, and no pod of the cluster can get an address until it is unlocked.
+var ErrLeftLocked = errors.New("the calico datastore is still locked")
+
 // Result is what Execute did.
 type Result struct {
 	// PlanID is the executed plan's ID.
@@ -38,6 +43,9 @@ type Result struct {
 	// Remaining is, after the write, how many eligible items a fresh check still finds
 	// (0 when the repair is complete); -1 when verification could not run.
 	Remaining int `json:"remaining"`
+	// Unconfirmed counts items whose write was sent but whose answer never came back (the
+	// API server stopped): they may or may not have been changed; a check afterwards tells.
+	Unconfirmed int `json:"unconfirmed,omitempty"`
 	// Locked reports whether the datastore was locked during the write (lock policy).
 	Locked bool `json:"locked,omitempty"`
 	// Writes counts the write requests the execution sent.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/internal/clock"
 )
 
 // IPAM is what the actions read and write through; *calico.Client implements it.
@@ -66,10 +67,12 @@ type Runner struct {
 	// flight.
 	HandleGracePeriod time.Duration
 	// OnLock and OnUnlock, when set, are called as soon as an execution has taken the
-	// datastore lock (with its marker) and has released it: the CLI prints both as they
-	// happen. They must not block.
-	OnLock   func(calico.LockMarker)
-	OnUnlock func()
+	// datastore lock (with its marker) and has released it; OnUnlockRetry when an unlock
+	// failed and is tried again after wait. The CLI prints them as they happen. They must not
+	// block.
+	OnLock        func(calico.LockMarker)
+	OnUnlock      func()
+	OnUnlockRetry func(err error, wait time.Duration)
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
@@ -105,6 +108,9 @@ func (r *Runner) Plan(ctx context.Context, kind Kind, opts PlanOptions) (Plan, e
 		return Plan{}, err
 	}
 	p.Items, p.Excluded, p.Basis = v.items(p), v.excluded(p), v.basis()
+	if c, ok := v.(cautioned); ok {
+		p.Warning, p.SecondApprover = c.caution(r)
+	}
 	p.Total = len(p.Items)
 	limit := cmp.Or(opts.Limit, MaxItems)
 	if limit > 0 && len(p.Items) > limit {
@@ -232,7 +238,7 @@ func (r *Runner) withLock(ctx context.Context, plans []Plan, lock bool, f func(c
 		r.OnLock(l.Marker())
 	}
 	defer func() {
-		if uerr := l.Unlock(ctx); uerr != nil {
+		if uerr := r.unlock(ctx, l); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("unlock calico datastore: %w", uerr))
 			return
 		}
@@ -243,6 +249,39 @@ func (r *Runner) withLock(ctx context.Context, plans []Plan, lock bool, f func(c
 	lctx, cancel := context.WithDeadline(ctx, l.Marker().Deadline.Add(-min(5*time.Second, ttl/10)))
 	defer cancel()
 	return true, f(lctx)
+}
+
+// Back-off between attempts to release a datastore lock whose unlock failed.
+const (
+	unlockRetryMin = time.Second
+	unlockRetryMax = 10 * time.Second
+)
+
+// unlock releases l. An unlock that fails (the API server or etcd stopped answering in the
+// middle of a repair) is tried again with back-off until the lock's deadline, whatever ctx
+// says: a lock left behind makes every new pod of the cluster fail. A lock that another owner
+// replaced meanwhile (calico.ErrLockLost) is left alone. When the deadline passes first, the
+// error wraps ErrLeftLocked.
+func (r *Runner) unlock(ctx context.Context, l *calico.Lock) error {
+	ctx = context.WithoutCancel(ctx)
+	deadline := l.Marker().Deadline
+	wait := unlockRetryMin
+	for {
+		err := l.Unlock(ctx)
+		if err == nil || errors.Is(err, calico.ErrLockLost) {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w until its deadline %s passed: %w", ErrLeftLocked, deadline.UTC().Format(time.RFC3339), err)
+		}
+		wait = min(wait, left)
+		if r.OnUnlockRetry != nil {
+			r.OnUnlockRetry(err, wait)
+		}
+		_ = clock.Sleep(ctx, wait)
+		wait = min(2*wait, unlockRetryMax)
+	}
 }
 
 // lockOwner is LockOwner or its default.

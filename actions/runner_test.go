@@ -409,7 +409,7 @@ func TestRecover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Done() != 64 || rec.Remaining != 64 || rec.Unlocked || !strings.HasPrefix(rec.LockedBy, "unknown (no whypending marker") {
+		if rec.Done() != 64 || rec.Remaining != 64 || rec.Unlocked || !strings.HasPrefix(rec.LockedBy, "no whypending marker") {
 			t.Errorf("Recover = %+v, want 64 done, 64 remaining and the foreign lock reported, not released", rec)
 		}
 		if s, _ := client.LockStatus(ctx); s.Ready {

@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/whypending/whypending/calico"
 )
@@ -43,7 +44,26 @@ func (v lockView) items(Plan) []Item {
 	if v.s.Ready {
 		return nil
 	}
-	return []Item{{Target: unlockTarget, Owner: lockHolder(v.s)}}
+	return []Item{{Target: unlockTarget, Owner: v.s.Holder()}}
+}
+
+// caution warns when the lock is not r's own: one without a whypending marker may be held by
+// calicoctl (ipam release, datastore migrate) or a Calico upgrade at work, and one with
+// another owner's marker by a repair still running. Either needs a second person.
+func (v lockView) caution(r *Runner) (string, bool) {
+	switch m := v.s.Marker; {
+	case v.s.Ready:
+		return "", false
+	case m == nil:
+		return "This lock carries no whypending marker (" + v.s.Holder() + "): it may belong to calicoctl " +
+			"(ipam release, datastore migrate) or a Calico upgrade in progress, and lifting it under them can " +
+			"corrupt IPAM. Ask who locked it first. Another approver must approve.", true
+	case m.Owner != r.lockOwner():
+		return fmt.Sprintf("This lock is not this bot's: %s holds it for %s since %s, until %s, and may still be at work. "+
+			"Ask them first. Another approver must approve.", m.Owner, m.Operation,
+			m.Acquired.UTC().Format(time.DateTime+"Z"), m.Deadline.UTC().Format(time.DateTime+"Z")), true
+	}
+	return "", false
 }
 
 func (lockView) excluded(Plan) []Skip { return nil }
@@ -53,8 +73,8 @@ func (v lockView) still(_ Plan, it Item) (bool, string) {
 	switch {
 	case v.s.Ready:
 		return false, "already unlocked"
-	case lockHolder(v.s) != it.Owner:
-		return false, "the lock changed since the plan; now held by " + lockHolder(v.s)
+	case v.s.Holder() != it.Owner:
+		return false, "the lock changed since the plan; now held by " + v.s.Holder()
 	}
 	return true, ""
 }
@@ -67,12 +87,4 @@ func (lockView) apply(ctx context.Context, r *Runner, _ Plan, _ []Item, res *Res
 	}
 	res.Done = 1
 	return nil
-}
-
-// lockHolder describes who holds the lock, from its marker.
-func lockHolder(s *calico.LockStatus) string {
-	if s.Marker == nil {
-		return "unknown (no whypending marker: calicoctl or a migration)"
-	}
-	return fmt.Sprintf("%s (%s, since %s)", s.Marker.Owner, s.Marker.Operation, s.Marker.Acquired.UTC().Format("2006-01-02 15:04:05Z"))
 }

@@ -105,6 +105,9 @@ type Options struct {
 	// ChannelNamespaces maps a channel ID to the namespace /why-pending asks about in that
 	// channel when no -n is given (before the cluster's Namespace).
 	ChannelNamespaces map[string]string
+	// SilencePolicy says who may silence an alert group from chat: SilenceApprovers (the
+	// default) or SilenceChannel.
+	SilencePolicy string
 	// Metrics may be nil.
 	Metrics *Metrics
 	// Log is the operational log (nil: slog.Default()).
@@ -124,6 +127,10 @@ type Bot struct {
 	inflight  singleflight.Group // diagnoses in progress, by cluster and target
 	// channelNS maps a channel ID to its default namespace (Options.ChannelNamespaces).
 	channelNS map[string]string
+	// silencer makes Alertmanager silences (SetSilencer); silencePolicy says who may.
+	silencer        Silencer
+	silencePolicy   string
+	allowedChannels map[string][]string
 }
 
 // New builds a Bot with the /why-pending, /ipam and /whypending commands registered.
@@ -154,6 +161,8 @@ func New(o Options) *Bot {
 		clusters:  o.Clusters,
 		log:       o.Log,
 		channelNS: o.ChannelNamespaces,
+
+		silencePolicy: o.SilencePolicy, allowedChannels: o.AllowedChannels,
 	}
 	ao := approval.Options{
 		Store: o.Store, Policy: o.Policy, Directories: o.Directories, Executors: executors,
@@ -207,6 +216,12 @@ func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Con
 		return b.approvals.Decide(ctx, approval.Decision{PlanID: c.Value, Verdict: approval.VerdictDeny, Principal: c.Principal, Refusal: c.Refusal}, progress)
 	case c.Refusal != "":
 		return chat.Outcome{Notice: c.Refusal + " Nothing was done."}
+	case strings.HasPrefix(c.ActionID, chat.ActionSilencePrefix) || c.ActionID == chat.ActionUnsilence:
+		s, ok := chat.ParseSilenceButton(c.ActionID, c.Value)
+		if !ok {
+			return chat.Outcome{Notice: "Malformed silence button; nothing was done."}
+		}
+		return b.silence(ctx, c, s)
 	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):
 		p, _ := chat.ParsePlanButton(c.ActionID, c.Value)
 		req := chat.Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}

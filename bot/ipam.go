@@ -210,7 +210,7 @@ func CheckMessage(cluster string, r *calico.CheckResult) chat.Message {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Leaked IPs by node", Lines: countLines(byNode)}, chat.Section{Heading: "Leaked IPs", Table: t})
 		m.Buttons = append(m.Buttons, chat.Button{
 			ActionID: chat.ActionPlanPrefix + string(actions.KindReleaseLeakedIPs),
-			Label:    fmt.Sprintf("Release %d leaked IPs", leaked),
+			Label:    fmt.Sprintf("Release %d %s", leaked, plural(leaked, "leaked IP", "leaked IPs")),
 			Value:    string(actions.KindReleaseLeakedIPs) + ";cluster=" + cluster,
 			Style:    chat.StylePrimary,
 		})
@@ -304,7 +304,7 @@ func BlocksMessage(cluster string, u *calico.Utilization) chat.Message {
 	if releasable > 0 {
 		m.Buttons = append(m.Buttons, chat.Button{
 			ActionID: chat.ActionPlanPrefix + string(actions.KindReleaseEmptyBlocks),
-			Label:    fmt.Sprintf("Release %d empty blocks", releasable),
+			Label:    fmt.Sprintf("Release %d %s", releasable, plural(releasable, "empty block", "empty blocks")),
 			Value:    string(actions.KindReleaseEmptyBlocks) + ";cluster=" + cluster,
 			Style:    chat.StylePrimary,
 		})

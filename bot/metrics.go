@@ -26,6 +26,21 @@ type Metrics struct {
 	// Authorization counts per-user authorization's reviews (cache hits and misses) and
 	// refusals (authz.Options.Metrics).
 	Authorization *authz.Metrics
+	// platformUp is 1 while a configured chat platform is connected (its commands
+	// registered, its connection open), else 0, by platform (SetPlatformUp).
+	platformUp *prometheus.GaugeVec
+}
+
+// SetPlatformUp sets whypending_chat_platform_up{platform} to 1 (up) or 0.
+func (m *Metrics) SetPlatformUp(platform string, up bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.platformUp.WithLabelValues(platform).Set(v)
 }
 
 // ReportCaches makes /metrics export what fn returns at each scrape, as
@@ -95,9 +110,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Adapters:      chat.NewMetrics(reg),
 		caches:        newCacheCollector(),
 		Authorization: authz.NewMetrics(reg),
+		platformUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "whypending_chat_platform_up",
+			Help: "1 while a configured chat platform is connected (commands registered, connection open), 0 while serve retries it, by platform.",
+		}, []string{"platform"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.caches)
+		reg.MustRegister(m.commands, m.transitions, m.commandSeconds, m.caches, m.platformUp)
 	}
 	return m
 }

@@ -31,11 +31,14 @@ func PlanMessage(a *approval.Record, now time.Time, policy approval.Policy, lock
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Expires", Value: fmt.Sprintf("%s (in %s)",
 			p.ExpiresAt.UTC().Format("15:04:05Z"), roundDuration(p.ExpiresAt.Sub(now)))})
 		m.Sections = append(m.Sections, facts, itemsSection(p, "What would change"))
+		if p.Warning != "" {
+			m.Sections = append(m.Sections, chat.Section{Heading: "Warning", Text: p.Warning})
+		}
 		how := "Approving re-checks every item and changes only those still eligible, then checks again."
 		if lockNote != "" && p.Kind.Destructive() {
 			how += " " + lockNote
 		}
-		if policy.TwoPersonRule && p.Kind.Destructive() {
+		if p.SecondApprover || policy.TwoPersonRule && p.Kind.Destructive() {
 			how += " The requester cannot approve their own plan."
 		}
 		m.Sections = append(m.Sections, chat.Section{Text: how})
@@ -178,6 +181,11 @@ func itemsSection(p actions.Plan, heading string) chat.Section {
 		s.Table = &chat.Table{Columns: []string{"IPAMHandle", "resourceVersion"}}
 		for _, it := range p.Items {
 			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Revision)})
+		}
+	case actions.KindUnlockDatastore:
+		s.Table = &chat.Table{Columns: []string{"Lock", "Held by"}}
+		for _, it := range p.Items {
+			s.Table.Rows = append(s.Table.Rows, []string{it.Target, dash(it.Owner)})
 		}
 	default:
 		for _, it := range p.Items {

@@ -42,7 +42,7 @@ func (p *plans) Decide(ctx context.Context, d approval.Decision, progress func(c
 	out := chat.Outcome{Notice: r.Notice}
 	if r.Record != nil {
 		m := p.Message(r.Record)
-		out.Update = &m
+		out.Update, out.UpdateRef = &m, r.Record.MessageRef
 	}
 	return out
 }

@@ -155,7 +155,7 @@ func TestCRDStore(t *testing.T) {
 				cols = append(cols, c.Name)
 			}
 		}
-		if diff := cmp.Diff([]string{"Name", "Kind", "Cluster", "Requested By", "Approved By", "State", "Age"}, cols); diff != "" {
+		if diff := cmp.Diff([]string{"Name", "Kind", "Cluster", "Requested By", "Decided By", "State", "Age"}, cols); diff != "" {
 			t.Errorf("printer columns (-want +got):\n%s", diff)
 		}
 		if len(table.Rows) != 1 {
@@ -166,6 +166,41 @@ func TestCRDStore(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("row (-want +got):\n%s", diff)
 		}
+	})
+	t.Run("no column is blank, even for a pending plan of a requester without a name", func(t *testing.T) {
+		ap := newPlans(approval.Options{Store: s, Policy: approval.Policy{Approvers: slackUsers([]string{"UBOB"})},
+			Executors: map[string]approval.Executor{"prod": &fakeExecutor{}}, Log: quietLog})
+		req, err := ap.Request(ctx, testPlan(actions.KindReleaseEmptyBlocks, 1), chat.Principal{Platform: "slack", Team: "T1", ID: "U0NONAME"}, "C0OPS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/apis/whypending.io/v1alpha1/namespaces/whypending/remediationrequests").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Param("includeObject", "None").DoRaw(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table metav1.Table
+		if err := json.Unmarshal(raw, &table); err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range table.Rows {
+			if row.Cells[0] != req.Plan.ID {
+				continue
+			}
+			for i, cell := range row.Cells {
+				if name := table.ColumnDefinitions[i].Name; name == "Requested As" || name == "Decided As" {
+					continue // the Kubernetes identities of per-user authorization: none when it is off
+				}
+				if cell == nil || cell == "" {
+					t.Errorf("column %s is blank: %v", table.ColumnDefinitions[i].Name, row.Cells)
+				}
+			}
+			if row.Cells[3] != "U0NONAME" || row.Cells[4] != "-" {
+				t.Errorf("Requested By, Decided By = %v, %v; want U0NONAME and -", row.Cells[3], row.Cells[4])
+			}
+			return
+		}
+		t.Errorf("no row for %s", req.Plan.ID)
 	})
 	t.Run("a refused click is recorded in the RemediationRequest's history", func(t *testing.T) {
 		ap := newPlans(approval.Options{Store: s, Policy: approval.Policy{Approvers: slackUsers([]string{"UALICE", "UBOB"}), TwoPersonRule: true},

@@ -27,15 +27,49 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 	if err != nil {
 		return chat.Reply{}, err
 	}
+	who := ""
+	if as != nil {
+		who = as.String()
+	}
+	a, err := b.answer(ctx, c, t, who)
+	if err != nil {
+		return chat.Reply{}, err
+	}
+	if a.Code() == triage.CodeNamespaceNotFound {
+		a = b.withNamespaceNotes(ctx, req.Principal, c, req.Channel, t, a)
+	}
+	return chat.Reply{Message: AnswerMessage(a, c.Name), Public: true}, nil
+}
+
+// Diagnose is the answer /why-pending gives for target t on the cluster named cluster (""
+// is the default cluster), for features that post unasked (the Alertmanager receiver): the
+// same Answerer, the same sharing of concurrent questions, the same rendering. Nobody asked,
+// so it is answered as the bot (no per-user check) and without hints about other
+// namespaces; where it is posted decides who sees it (bot/alerts: channels.namespaces).
+func (b *Bot) Diagnose(ctx context.Context, cluster string, t triage.Target) (chat.Message, error) {
+	c, err := b.cluster(cluster)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	a, err := b.answer(ctx, c, t, "")
+	if err != nil {
+		return chat.Message{}, err
+	}
+	return AnswerMessage(a, c.Name), nil
+}
+
+// answer is c's answer for t, shared by concurrent questions about the same target; who,
+// when not empty, is the identity the answer is limited to.
+func (b *Bot) answer(ctx context.Context, c *Cluster, t triage.Target, who string) (*triage.Answer, error) {
 	if c.Answerer == nil {
-		return chat.Reply{}, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
+		return nil, userErrorf("cluster %s cannot diagnose pods (not configured)", c.Name)
 	}
 	// Concurrent questions about the same target (an incident channel) share one answer; it
 	// must not die with the first asker's context, so it gets its own deadline. An answer
 	// limited to what one identity may see is shared only by askers checked as it.
 	key := c.Name + "\x00" + t.String()
-	if as != nil {
-		key += "\x00" + as.String()
+	if who != "" {
+		key += "\x00" + who
 	}
 	v, err, _ := b.inflight.Do(key, func() (any, error) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), diagnoseTimeout)
@@ -43,13 +77,9 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 		return c.Answerer.Answer(dctx, t)
 	})
 	if err != nil {
-		return chat.Reply{}, err
+		return nil, err
 	}
-	a := v.(*triage.Answer)
-	if a.Code() == triage.CodeNamespaceNotFound {
-		a = b.withNamespaceNotes(ctx, req.Principal, c, req.Channel, t, a)
-	}
-	return chat.Reply{Message: AnswerMessage(a, c.Name), Public: true}, nil
+	return v.(*triage.Answer), nil
 }
 
 // whyPendingTarget reads the cluster and the target of a /why-pending request.

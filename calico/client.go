@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -349,6 +350,16 @@ func getRaw[T any](ctx context.Context, c *Client, resource, name string) (*T, e
 
 func isNotFound(err error) bool { return err != nil && apierrors.IsNotFound(err) }
 func isConflict(err error) bool { return err != nil && apierrors.IsConflict(err) }
+
+// mayHaveArrived reports whether a write that failed with err may still have been applied:
+// its answer never came (the connection broke, the API server stopped), as opposed to an
+// answer of the API server (a status) or a connection that was never made (a dial error,
+// such as connection refused).
+func mayHaveArrived(err error) bool {
+	var status apierrors.APIStatus
+	var op *net.OpError
+	return !errors.As(err, &status) && !(errors.As(err, &op) && op.Op == "dial")
+}
 
 func notFoundError(resource, name string) error {
 	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)

@@ -77,6 +77,40 @@ type LockStatus struct {
 	Marker *LockMarker
 	// Revision is ClusterInformation default's resourceVersion.
 	Revision string
+	// SetBy and SetAt are, from ClusterInformation default's managedFields, the field
+	// manager that last wrote spec.datastoreReady (the writing client's name, e.g.
+	// "calicoctl") and when: who holds a lock that carries no marker, and since when. Empty
+	// when the managedFields do not say.
+	SetBy string
+	SetAt time.Time
+}
+
+// Notice is one sentence saying that the datastore is locked, by whom, and what that means,
+// or "" when it is not locked: `ipam check`, `ipam show` and `why-pending` print it.
+func (s *LockStatus) Notice() string {
+	if s.Ready {
+		return ""
+	}
+	return "The Calico datastore is locked (ClusterInformation default datastoreReady=false; " + s.Holder() +
+		"): no pod can get or release an IP address until it is unlocked (whypending ipam unlock)."
+}
+
+// Holder describes who holds a lock (Ready false): the marker's owner, operation and
+// acquisition time, or that it carries no whypending marker, with the field manager that set
+// datastoreReady and when, where the managedFields say.
+func (s *LockStatus) Holder() string {
+	if s.Marker != nil {
+		return fmt.Sprintf("%s (%s, since %s, until %s)", s.Marker.Owner, s.Marker.Operation,
+			s.Marker.Acquired.UTC().Format(time.DateTime+"Z"), s.Marker.Deadline.UTC().Format(time.DateTime+"Z"))
+	}
+	h := "no whypending marker"
+	if s.SetBy != "" {
+		h += fmt.Sprintf("; datastoreReady set to false by %q", s.SetBy)
+		if !s.SetAt.IsZero() {
+			h += " at " + s.SetAt.UTC().Format(time.DateTime+"Z")
+		}
+	}
+	return h
 }
 
 // DatastoreReady reports ClusterInformation default spec.datastoreReady (true when unset).
@@ -95,7 +129,35 @@ func (c *Client) LockStatus(ctx context.Context) (*LockStatus, error) {
 		return nil, err
 	}
 	ready, _ := readyOf(obj)
-	return &LockStatus{Ready: ready, Marker: markerOf(obj), Revision: obj.GetResourceVersion()}, nil
+	s := &LockStatus{Ready: ready, Marker: markerOf(obj), Revision: obj.GetResourceVersion()}
+	s.SetBy, s.SetAt = readyWriter(obj)
+	return s, nil
+}
+
+// readyWriter returns the field manager of obj's managedFields that owns spec.datastoreReady
+// (the last to write it) and the time of its entry.
+func readyWriter(obj *unstructured.Unstructured) (manager string, at time.Time) {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Spec map[string]json.RawMessage `json:"f:spec"`
+		}
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Spec["f:datastoreReady"]; !ok {
+			continue
+		}
+		if mf.Time != nil && mf.Time.After(at) || manager == "" {
+			manager = mf.Manager
+			if mf.Time != nil {
+				at = mf.Time.Time
+			}
+		}
+	}
+	return manager, at
 }
 
 // Lock locks the Calico datastore like `calicoctl datastore migrate lock`: ClusterInformation

@@ -73,6 +73,10 @@ type ReleaseResult struct {
 	// HandlesDeleted and HandlesUpdated count IPAMHandle objects deleted (count reached zero,
 	// or leaked) and decremented.
 	HandlesDeleted, HandlesUpdated int
+	// Unconfirmed are addresses whose block write was sent but whose answer never came back
+	// (the connection broke: the API server stopped): they may or may not have been freed,
+	// and their handles were not decremented; a check afterwards tells.
+	Unconfirmed []Allocation
 	// HandleErrors are handles whose decrement failed after the block write (Calico logs
 	// these as warnings too: the next check reports them as leaked handles).
 	HandleErrors []SkippedHandle
@@ -535,6 +539,13 @@ func (r *releaser) releaseBlock(ctx context.Context, bp *blockPlan) error {
 			}
 			return nil
 		default:
+			if mayHaveArrived(err) {
+				r.mu.Lock()
+				for _, t := range write {
+					r.res.Unconfirmed = append(r.res.Unconfirmed, t.Allocation)
+				}
+				r.mu.Unlock()
+			}
 			return fmt.Errorf("update ipamblock %s: %w", bp.name, err)
 		}
 	}

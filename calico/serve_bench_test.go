@@ -376,7 +376,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 //     command line on one of the Calico-failing pods (before serve starts).
 //
 // It also checks that the cache's check (a calico.Cache in the benchmark process) finds the
-// same leaked set as a fresh `whypending ipam check -o` of the same binary, and that the
+// same leaked set as a fresh `whypending ipam check --report` of the same binary, and that the
 // bot's /ipam check answer names that count.
 func BenchmarkServe(b *testing.B) {
 	for _, size := range benchSizes {
@@ -524,11 +524,11 @@ func runServeBench(b *testing.B, ctx context.Context, e *benchEnv, s *serveSetup
 }
 
 // cacheMatchesCLI checks that a calico.Cache finds exactly the leaked set a fresh CLI check
-// (the built binary's `ipam check -o report.json`) finds, and returns its size.
+// (the built binary's `ipam check --report report.json`) finds, and returns its size.
 func cacheMatchesCLI(b *testing.B, e *benchEnv, bin string) int {
 	b.Helper()
 	report := filepath.Join(b.TempDir(), "report.json")
-	cmd := nicedCommand(bin, "ipam", "check", "-o", report)
+	cmd := nicedCommand(bin, "ipam", "check", "--report", report)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.c.KubeconfigPath)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("whypending ipam check: %v\n%s", err, out)

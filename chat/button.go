@@ -1,6 +1,9 @@
 package chat
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Action IDs of the buttons the bot puts on messages. Adapters pass them back in Click.
 const (
@@ -65,4 +68,47 @@ func ParsePlanButton(actionID, value string) (PlanButton, bool) {
 		}
 	}
 	return p, p.Kind != ""
+}
+
+// ActionSilencePrefix starts the action ID of a Silence button (see SilenceButton);
+// ActionUnsilence is the Unsilence button's.
+const (
+	ActionSilencePrefix = "silence:"
+	ActionUnsilence     = "unsilence"
+)
+
+// SilenceButton silences an alert group's thread for a while (an Alertmanager silence), or
+// ends it (Unsilence, For zero). This is the one place its wire form is written and read:
+// ActionID "silence:<duration>" or "unsilence", Value the thread's Notification name.
+type SilenceButton struct {
+	// Thread is the Notification name of the group's thread in the channel.
+	Thread string
+	// For is how long the silence lasts; zero is Unsilence.
+	For time.Duration
+}
+
+// Button is the button with label and style.
+func (s SilenceButton) Button(label string, style ButtonStyle) Button {
+	id := ActionUnsilence
+	if s.For > 0 {
+		id = ActionSilencePrefix + s.For.String()
+	}
+	return Button{ActionID: id, Label: label, Value: s.Thread, Style: style}
+}
+
+// ParseSilenceButton reads a clicked Silence or Unsilence button back; false when the action
+// ID is neither.
+func ParseSilenceButton(actionID, value string) (SilenceButton, bool) {
+	if actionID == ActionUnsilence {
+		return SilenceButton{Thread: value}, value != ""
+	}
+	d, ok := strings.CutPrefix(actionID, ActionSilencePrefix)
+	if !ok {
+		return SilenceButton{}, false
+	}
+	dur, err := time.ParseDuration(d)
+	if err != nil || dur <= 0 {
+		return SilenceButton{}, false
+	}
+	return SilenceButton{Thread: value, For: dur}, value != ""
 }

@@ -1,6 +1,9 @@
 package chat
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestPlanButtonRoundTrip: what PlanButton writes, ParsePlanButton reads back, including the
 // bare "plan:" action ID Discord sends and a value with the keys in another order.
@@ -26,5 +29,20 @@ func TestPlanButtonRoundTrip(t *testing.T) {
 	}
 	if _, ok := ParsePlanButton(ActionPlanPrefix, ""); ok {
 		t.Error("a plan button without a kind parsed")
+	}
+}
+
+func TestSilenceButtonRoundTrip(t *testing.T) {
+	for _, s := range []SilenceButton{{Thread: "alert-0123456789abcdef0123", For: time.Hour}, {Thread: "alert-0123456789abcdef0123", For: 24 * time.Hour}, {Thread: "alert-x"}} {
+		b := s.Button("x", StyleDefault)
+		got, ok := ParseSilenceButton(b.ActionID, b.Value)
+		if !ok || got != s {
+			t.Errorf("ParseSilenceButton(%q, %q) = %+v %v, want %+v", b.ActionID, b.Value, got, ok, s)
+		}
+	}
+	for _, bad := range [][2]string{{"silence:soon", "alert-x"}, {"silence:-1h", "alert-x"}, {"silence:1h", ""}, {"approve", "alert-x"}} {
+		if _, ok := ParseSilenceButton(bad[0], bad[1]); ok {
+			t.Errorf("ParseSilenceButton(%q, %q) accepted", bad[0], bad[1])
+		}
 	}
 }

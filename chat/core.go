@@ -35,6 +35,9 @@ type Outcome struct {
 	// Update, when set, replaces the message that holds the clicked button (the plan
 	// message after a decision). Nil leaves it alone.
 	Update *Message
+	// UpdateRef, when Update is a plan message, is where the plan was posted (the reference
+	// Attach recorded): an adapter that split the plan over several messages edits them all.
+	UpdateRef string
 	// Notice, when not empty, is shown to the clicker only (a refusal, "already approved").
 	Notice string
 	// Post, when set, is a new message to post in the channel (a plan made from a

@@ -50,6 +50,13 @@ func ClusterUnavailable(cluster string, since time.Time, why error) *Unavailable
 	return &UnavailableError{Text: text + ".", Err: why}
 }
 
+// ClusterDidNotAnswer is the UnavailableError for a configured cluster whose API server
+// accepted a request and sent nothing for after: "Cluster prod did not answer within 30s: the
+// Kubernetes API server at https://… did not answer within 30s (GET /api/v1/…)."
+func ClusterDidNotAnswer(cluster string, after time.Duration, why error) *UnavailableError {
+	return &UnavailableError{Text: fmt.Sprintf("Cluster %s did not answer within %s: %s.", cluster, after, JoinLines(why.Error())), Err: why}
+}
+
 // JoinLines joins the lines of s with "; ", so an error never breaks a one-line answer.
 func JoinLines(s string) string {
 	var parts []string

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -51,7 +52,8 @@ func TableLines(t *Table, maxRows, maxCell int) []string {
 	return out
 }
 
-// Cut shortens s to at most limit characters (runes), ending a cut with "…".
+// Cut shortens s to at most limit characters (runes), ending a cut with "…". It cuts after a
+// word, never in one, unless that would drop more than half of the room (one long word).
 func Cut(s string, limit int) string {
 	if utf8.RuneCountInString(s) <= limit {
 		return s
@@ -60,8 +62,33 @@ func Cut(s string, limit int) string {
 		return ""
 	}
 	r := []rune(s)
-	return string(r[:limit-1]) + "…"
+	return strings.TrimRight(string(r[:wordEnd(r, limit-1)]), " ") + "…"
 }
+
+// wordEnd is the largest i <= n at which r can be cut after a whole word (r[i] is a space,
+// or r[i-1] ends a word: a space or punctuation), if it keeps at least half of n; else n.
+func wordEnd(r []rune, n int) int {
+	for i := n; i >= max(1, n/2); i-- {
+		if i == len(r) || unicode.IsSpace(r[i]) || isBreak(r[i-1]) {
+			return i
+		}
+	}
+	return n
+}
+
+// wordStart is the smallest j >= from at which r can be resumed at the start of a word, if
+// that keeps at least half of the room from from to the end; else from.
+func wordStart(r []rune, from int) int {
+	for j := from; j <= from+(len(r)-from)/2; j++ {
+		if j == 0 || unicode.IsSpace(r[j-1]) || isBreak(r[j-1]) {
+			return j
+		}
+	}
+	return from
+}
+
+// isBreak reports whether a word may end after c.
+func isBreak(c rune) bool { return unicode.IsSpace(c) || strings.ContainsRune(",;:/)]", c) }
 
 // CutMiddle shortens s to at most limit characters (runes) by replacing its middle with "…",
 // keeping about two thirds of the room for the start and the rest for the end.
@@ -75,7 +102,9 @@ func CutMiddle(s string, limit int) string {
 	}
 	tail := (limit - 1) / 3
 	head := limit - 1 - tail
-	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+	h := wordEnd(r, head)
+	t := wordStart(r, len(r)-tail)
+	return strings.TrimRight(string(r[:h]), " ") + "…" + strings.TrimLeft(string(r[t:]), " ")
 }
 
 // OneLine turns line breaks and tabs into spaces.

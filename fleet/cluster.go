@@ -25,6 +25,10 @@ import (
 type Timing struct {
 	// ConnectTimeout bounds the first requests of a connection attempt (/version, a pod list).
 	ConnectTimeout time.Duration
+	// RequestTimeout bounds every request of a connection while the API server sends
+	// nothing (see RequestTimeout): a call through a cluster that stopped answering fails
+	// with "cluster X did not answer within N" instead of waiting forever. Zero: none.
+	RequestTimeout time.Duration
 	// SyncTimeout bounds the informer cache sync of a connection attempt (the pod, node,
 	// event and storage caches, then the Calico IPAM caches).
 	SyncTimeout time.Duration
@@ -37,8 +41,8 @@ type Timing struct {
 	// LockSweepEvery is how many probes pass between checks for a datastore lock of this
 	// bot that outlived its run (calico.Client.RecoverLocks).
 	LockSweepEvery int
-	// FirstAttempts bounds how long serve waits, before it listens, for the first attempt
-	// to connect every cluster.
+	// FirstAttempts bounds how long serve waits for the first attempt to connect every
+	// cluster before it reports that it is listening (it serves /healthz from the start).
 	FirstAttempts time.Duration
 }
 
@@ -47,6 +51,7 @@ type Timing struct {
 // pods, see calico/BENCHMARKS.md).
 var DefaultTiming = Timing{
 	ConnectTimeout: 15 * time.Second,
+	RequestTimeout: DefaultRequestTimeout,
 	SyncTimeout:    10 * time.Minute,
 	ProbeEvery:     5 * time.Second,
 	ProbeTimeout:   3 * time.Second,
@@ -196,7 +201,11 @@ func (c *Cluster) current() (*conn, error) {
 			fmt.Errorf("the bot's caches of it are still syncing (started %s)", c.syncing.UTC().Format(time.RFC3339)))
 	}
 	if c.conn == nil {
-		return nil, chat.ClusterUnavailable(c.name, c.since, c.err)
+		why := c.err
+		if why == nil { // not connected yet, or stopped: no error recorded
+			why = errors.New("not connected")
+		}
+		return nil, chat.ClusterUnavailable(c.name, c.since, why)
 	}
 	return c.conn, nil
 }
@@ -281,6 +290,8 @@ func (c *Cluster) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("misconfigured: %w", err)
 	}
+	restCfg = rest.CopyConfig(restCfg)
+	RequestTimeout(restCfg, c.timing.RequestTimeout)
 	c.mu.Lock()
 	c.restCfg = restCfg
 	c.mu.Unlock()
@@ -296,6 +307,9 @@ func (c *Cluster) connect(ctx context.Context) (*conn, error) {
 		_, err = client.CoreV1().Pods("").List(pctx, metav1.ListOptions{Limit: 1})
 	}
 	cancel()
+	if errors.Is(err, context.DeadlineExceeded) && pctx.Err() != nil {
+		return nil, fmt.Errorf("the Kubernetes API server at %s did not answer within %s", host, c.timing.ConnectTimeout)
+	}
 	if err != nil {
 		return nil, APIError(host, err)
 	}
@@ -440,13 +454,19 @@ func (c *Cluster) WaitConfig(ctx context.Context) (*rest.Config, error) {
 }
 
 // Unavailable turns a transport error of a call through the cluster (the API server stopped
-// answering before a probe noticed) into the *chat.UnavailableError naming it; other errors
-// stay as they are.
+// answering before a probe noticed, or sent nothing for Timing.RequestTimeout), or etcd's
+// failure behind it, into the *chat.UnavailableError naming it; other errors stay as they are.
 func (c *Cluster) Unavailable(err error) error {
 	var ue *chat.UnavailableError
 	var urlErr *url.Error
-	if err == nil || errors.As(err, &ue) || !errors.As(err, &urlErr) {
+	var timeout *TimeoutError
+	switch {
+	case err == nil || errors.As(err, &ue):
 		return err
+	case errors.As(err, &timeout):
+		return chat.ClusterDidNotAnswer(c.name, timeout.After, timeout)
+	case errors.As(err, &urlErr) || isEtcdError(err):
+		return chat.ClusterUnavailable(c.name, time.Time{}, APIError(c.host(), err))
 	}
-	return chat.ClusterUnavailable(c.name, time.Time{}, APIError(c.host(), err))
+	return err
 }

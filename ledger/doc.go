@@ -15,6 +15,7 @@
 //     left by a process that died (on this host, or older than the claim TTL) is resolved by
 //     asking the chat platform whether the post was made (Poster.Find), so a crash between a
 //     post and its record neither loses the post nor makes it twice.
+//     SendRevision records which revision of the entry a message (a root) was rendered from.
 //   - Edit applies a new version of a posted message once: the entry records the version each
 //     message shows, and an edit is claimed like a post, so two replicas never race each other
 //     to an older text.

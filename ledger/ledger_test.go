@@ -503,3 +503,65 @@ func TestWorkerFinishesWhatWasLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestSendRevision: a root posted from revision 2 is not edited to revision 2 again, and is
+// edited once when the entry moves on.
+func TestSendRevision(t *testing.T) {
+	client, ns := start(t)
+	b := newBoard()
+	s := New(client, ns, Options{})
+	e, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision = 2; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendRevision(t.Context(), e.Name(), RootKey, e.Revision, b.poster()); err != nil {
+		t.Fatal(err)
+	}
+	edits := 0
+	edit := func(ctx context.Context, e *Entry, ref Ref) error { edits++; return nil }
+	if err := s.Edit(t.Context(), e.Name(), RootKey, edit); err != nil {
+		t.Fatal(err)
+	}
+	if edits != 0 {
+		t.Fatalf("edits of a root posted at the current revision = %d, want 0", edits)
+	}
+	if _, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Edit(t.Context(), e.Name(), RootKey, edit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if edits != 1 {
+		t.Errorf("edits after one new revision = %d, want 1", edits)
+	}
+}
+
+// TestConnect: a store given Connect instead of a client asks it on every call, so it
+// follows the store cluster's current connection and returns its error while it is down.
+func TestConnect(t *testing.T) {
+	client, ns := start(t)
+	var down atomic.Bool
+	s := New(nil, ns, Options{Connect: func() (dynamic.Interface, error) {
+		if down.Load() {
+			return nil, errors.New("cluster prod is unavailable")
+		}
+		return client, nil
+	}})
+	e, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision = 1; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	if _, err := s.Get(t.Context(), e.Name()); err == nil || !strings.Contains(err.Error(), "cluster prod is unavailable") {
+		t.Errorf("Get while down = %v, want the connection's error", err)
+	}
+	if _, err := s.Update(t.Context(), testKey, func(e *Entry) error { e.Revision++; return nil }); err == nil {
+		t.Error("Update while down succeeded")
+	}
+	down.Store(false)
+	if got, err := s.Get(t.Context(), e.Name()); err != nil || got.Revision != 1 {
+		t.Errorf("Get after the outage = %v, %v; want revision 1", got, err)
+	}
+}

@@ -30,6 +30,14 @@ const findMargin = time.Minute
 // unknown outcome, is taken over only after Poster.Find says the message was not made (when
 // Find finds it, that message is recorded). A live claim of another process returns ErrBusy.
 func (s *Store) Send(ctx context.Context, name, key string, p Poster) (Ref, error) {
+	return s.SendRevision(ctx, name, key, 0, p)
+}
+
+// SendRevision is Send for a message rendered from revision rev of the entry (a thread's root,
+// which Edit keeps up to date): the message is recorded as showing rev, so Edit changes it
+// only once the entry's Revision passes rev. A message that Find recovers after an unfinished
+// post is recorded as showing revision 0, since nobody knows what it was rendered from.
+func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p Poster) (Ref, error) {
 	defer s.lock(name, key)()
 	e, err := s.Get(ctx, name)
 	if err != nil {
@@ -49,7 +57,7 @@ func (s *Store) Send(ctx context.Context, name, key string, p Poster) (Ref, erro
 				return Ref{}, fmt.Errorf("notification %s: find message %s after an unfinished post: %w", name, key, err)
 			}
 			if found {
-				return ref, s.record(ctx, name, key, ref)
+				return ref, s.record(ctx, name, key, ref, 0)
 			}
 		}
 		claimed, err := s.write(ctx, s.claimed(e, key), false)
@@ -71,7 +79,7 @@ func (s *Store) Send(ctx context.Context, name, key string, p Poster) (Ref, erro
 			s.markFailed(ctx, claimed, key)
 			return Ref{}, fmt.Errorf("notification %s: post message %s: %w", name, key, perr)
 		}
-		return ref, s.record(ctx, name, key, ref)
+		return ref, s.record(ctx, name, key, ref, rev)
 	}
 	return Ref{}, fmt.Errorf("notification %s: claim message %s: still conflicting after %d attempts", name, key, maxAttempts)
 }
@@ -169,10 +177,10 @@ func (s *Store) claimed(e *Entry, key string) *Entry {
 	return &c
 }
 
-// record writes the posted message key and drops its claim. It retries with back-off until
+// record writes the posted message key, showing revision shows, and drops its claim. It retries with back-off until
 // it is written or ctx ends: a post that is made but not recorded is found again by Find, but
 // only after the claim TTL.
-func (s *Store) record(ctx context.Context, name, key string, ref Ref) error {
+func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 8, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
@@ -181,7 +189,7 @@ func (s *Store) record(ctx context.Context, name, key string, ref Ref) error {
 					e.Messages = map[string]Posted{}
 				}
 				if _, ok := e.Messages[key]; !ok {
-					e.Messages[key] = Posted{Ref: ref, At: s.now().UTC()}
+					e.Messages[key] = Posted{Ref: ref, At: s.now().UTC(), Shows: shows}
 				}
 				delete(e.Claims, key)
 				return nil

@@ -47,6 +47,7 @@ const DefaultClaimTTL = 2 * time.Minute
 // Store reads and writes Notifications in one namespace.
 type Store struct {
 	client    dynamic.Interface
+	connect   func() (dynamic.Interface, error)
 	namespace string
 	self      proc.Identity
 	now       func() time.Time
@@ -64,11 +65,15 @@ type Options struct {
 	Now func() time.Time
 	// ClaimTTL (0: DefaultClaimTTL).
 	ClaimTTL time.Duration
+	// Connect, when New is given no client, returns the client of each call: the store
+	// cluster's current connection, which may be down (its error is returned) or replaced
+	// after an outage (serve passes fleet.Cluster.Dynamic).
+	Connect func() (dynamic.Interface, error)
 }
 
 // New returns a store of Notifications in namespace.
 func New(client dynamic.Interface, namespace string, opts Options) *Store {
-	s := &Store{client: client, namespace: namespace, self: opts.Self, now: opts.Now, claimTTL: opts.ClaimTTL}
+	s := &Store{client: client, connect: opts.Connect, namespace: namespace, self: opts.Self, now: opts.Now, claimTTL: opts.ClaimTTL}
 	if s.self == (proc.Identity{}) {
 		s.self = proc.Self()
 	}
@@ -84,13 +89,24 @@ func New(client dynamic.Interface, namespace string, opts Options) *Store {
 // Namespace is the namespace the store writes in.
 func (s *Store) Namespace() string { return s.namespace }
 
-func (s *Store) res() dynamic.ResourceInterface {
-	return s.client.Resource(GVR).Namespace(s.namespace)
+func (s *Store) res() (dynamic.ResourceInterface, error) {
+	client := s.client
+	if client == nil {
+		var err error
+		if client, err = s.connect(); err != nil {
+			return nil, err
+		}
+	}
+	return client.Resource(GVR).Namespace(s.namespace), nil
 }
 
 // Get reads the entry named name (ErrNotFound when there is none).
 func (s *Store) Get(ctx context.Context, name string) (*Entry, error) {
-	obj, err := s.res().Get(ctx, name, metav1.GetOptions{})
+	res, err := s.res()
+	if err != nil {
+		return nil, fmt.Errorf("get notification %s in %s: %w", name, s.namespace, err)
+	}
+	obj, err := res.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("get notification %s: %w", name, ErrNotFound)
 	}
@@ -171,11 +187,15 @@ func (s *Store) write(ctx context.Context, e *Entry, create bool) (*Entry, error
 	if err != nil {
 		return nil, err
 	}
+	res, err := s.res()
+	if err != nil {
+		return nil, fmt.Errorf("write notification %s in %s: %w", e.Name(), s.namespace, err)
+	}
 	var out *unstructured.Unstructured
 	if create {
-		out, err = s.res().Create(ctx, obj, metav1.CreateOptions{})
+		out, err = res.Create(ctx, obj, metav1.CreateOptions{})
 	} else {
-		out, err = s.res().Update(ctx, obj, metav1.UpdateOptions{})
+		out, err = res.Update(ctx, obj, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -206,7 +226,11 @@ func (s *Store) List(ctx context.Context, source string, pending bool) ([]*Entry
 	var out []*Entry
 	opts := metav1.ListOptions{LabelSelector: sel, Limit: 500}
 	for {
-		list, err := s.res().List(ctx, opts)
+		res, err := s.res()
+		if err != nil {
+			return nil, fmt.Errorf("list notifications in %s: %w", s.namespace, err)
+		}
+		list, err := res.List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("list notifications in %s: %w", s.namespace, err)
 		}
@@ -228,7 +252,11 @@ func (s *Store) List(ctx context.Context, source string, pending bool) ([]*Entry
 // Delete removes the entry named name, if it is still at the version e was read at.
 func (s *Store) Delete(ctx context.Context, e *Entry) error {
 	rv := e.version
-	err := s.res().Delete(ctx, e.Name(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	res, err := s.res()
+	if err != nil {
+		return fmt.Errorf("delete notification %s: %w", e.Name(), err)
+	}
+	err = res.Delete(ctx, e.Name(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete notification %s: %w", e.Name(), err)
 	}

@@ -3,8 +3,9 @@ package triage
 import "slices"
 
 // Code is a stable diagnosis slug from docs/triage-codes.md. Never rename one: tests, the
-// digest and users' alert rules key on them. Each constant's comment says when it applies (the
-// scheduling codes also say what the operator does next).
+// digest and users' alert rules key on them. Each constant's comment says what the operator
+// does next when it is the primary cause (the scheduling and context codes also say when
+// they apply).
 type Code string
 
 // Pending (not scheduled). Each comment says when the code applies, then what the operator
@@ -91,109 +92,113 @@ const (
 
 // ContainerCreating (sandbox or volumes).
 const (
-	// CodeCalicoIPAMExhausted (calico-ipam-exhausted): "failed to request N IPv4 addresses. IPAM allocated only 0", "pools are likely exhausted": IPAM believes the pool is used up (often leaked IPs)
+	// CodeCalicoIPAMExhausted (calico-ipam-exhausted): release Calico's leaked IPs (whypending ipam release-ips --lock); if nothing is leaked, add an IPPool.
 	CodeCalicoIPAMExhausted Code = "calico-ipam-exhausted"
-	// CodeCalicoIPAMBlockLimit (calico-ipam-block-limit): "cannot allocate new block due to per host block limit" (maxBlocksPerHost, strictAffinity)
+	// CodeCalicoIPAMBlockLimit (calico-ipam-block-limit): release the node's empty blocks (whypending ipam release-blocks), or raise maxBlocksPerHost / use larger blocks.
 	CodeCalicoIPAMBlockLimit Code = "calico-ipam-block-limit"
-	// CodeCalicoDatastoreLocked (calico-datastore-locked): "Calico is currently not ready to process requests": ClusterInformation datastoreReady=false
+	// CodeCalicoDatastoreLocked (calico-datastore-locked): make sure no IPAM repair or upgrade is running, then unlock the datastore (whypending ipam unlock, or calicoctl datastore migrate unlock).
 	CodeCalicoDatastoreLocked Code = "calico-datastore-locked"
-	// CodeCalicoNodeNotReady (calico-node-not-ready): the node's calico-node pod is not ready or crash-looping (calico-system or kube-system)
+	// CodeCalicoNodeNotReady (calico-node-not-ready): fix the node's calico-node pod: read its previous log and events.
 	CodeCalicoNodeNotReady Code = "calico-node-not-ready"
-	// CodeAWSVPCCNIIPExhausted (aws-vpc-cni-ip-exhausted): "failed to assign an IP address to container" (aws-node / ipamd)
+	// CodeCalicoWindowsStrictAffinity (calico-windows-strict-affinity): turn on IPAM strictAffinity (kubectl patch ipamconfigs default, or calicoctl ipam configure --strictaffinity=true); Calico's Windows nodes need it.
+	CodeCalicoWindowsStrictAffinity Code = "calico-windows-strict-affinity"
+	// CodeAWSVPCCNIIPExhausted (aws-vpc-cni-ip-exhausted): read aws-node's settings first: without prefix delegation, match max-pods to the ENI limit or enable it; with it, free contiguous /28s in the node's subnet (or use another subnet).
 	CodeAWSVPCCNIIPExhausted Code = "aws-vpc-cni-ip-exhausted"
-	// CodeCNINotInitialized (cni-not-initialized): "network plugin is not ready: cni config uninitialized"
+	// CodeCNINotInitialized (cni-not-initialized): get the CNI's DaemonSet pod running on the node so it writes its config to /etc/cni/net.d.
 	CodeCNINotInitialized Code = "cni-not-initialized"
-	// CodeCNIIPRangeExhausted (cni-ip-range-exhausted): a node-local IPAM range is full ("no IP addresses available in range set", host-local as used by flannel, canal, antrea and bridge): compare the pods running on the node with the range size; reservations leaked by failed CNI ADD/DEL are the usual cause
+	// CodeCNIIPRangeExhausted (cni-ip-range-exhausted): compare the CNI's range or pool with the pods that hold addresses: restart the agent or clean up leaked reservations, or give the node more addresses.
 	CodeCNIIPRangeExhausted Code = "cni-ip-range-exhausted"
-	// CodeSandboxCreationFailed (sandbox-creation-failed): any other FailedCreatePodSandBox
+	// CodeSandboxCreationFailed (sandbox-creation-failed): act on what the CNI or runtime said (the answer names the component and its words); on the node, read the kubelet and runtime journal.
 	CodeSandboxCreationFailed Code = "sandbox-creation-failed"
-	// CodeConfigMapNotFound (configmap-not-found): a volume's ConfigMap or Secret does not exist (FailedMount)
+	// CodeConfigMapNotFound (configmap-not-found): create the named ConfigMap (or fix the name in the template, or mark it optional).
 	CodeConfigMapNotFound Code = "configmap-not-found"
-	// CodeSecretNotFound (secret-not-found): a volume's ConfigMap or Secret does not exist (FailedMount)
+	// CodeSecretNotFound (secret-not-found): create the named Secret (or fix the name in the template, or mark it optional).
 	CodeSecretNotFound Code = "secret-not-found"
-	// CodeMultiAttachRWO (multi-attach-rwo): "Multi-Attach error": a ReadWriteOnce volume is still attached elsewhere
+	// CodeMultiAttachRWO (multi-attach-rwo): wait for or delete the old pod that holds the ReadWriteOnce volume on another node; for a Deployment use strategy Recreate.
 	CodeMultiAttachRWO Code = "multi-attach-rwo"
-	// CodeVolumeMountFailed (volume-mount-failed): any other FailedMount / FailedAttachVolume
+	// CodeCSIDriverNotRegistered (csi-driver-not-registered): get the CSI driver's node plugin (its node DaemonSet's pod) running on the node, fixing what its FailedCreate events say; the volume mounts once the driver registers with the kubelet.
+	CodeCSIDriverNotRegistered Code = "csi-driver-not-registered"
+	// CodeVolumeMountFailed (volume-mount-failed): act on what the kubelet or CSI driver said about the mount (the answer quotes it): the storage backend, the node's mount helpers, or the driver.
 	CodeVolumeMountFailed Code = "volume-mount-failed"
 )
 
 // Waiting (image and container config).
 const (
-	// CodeImageNotFound (image-not-found): repository or tag does not exist ("manifest unknown", "not found")
+	// CodeImageNotFound (image-not-found): point the workload at an image and tag that exist, or push the image.
 	CodeImageNotFound Code = "image-not-found"
-	// CodeImagePullUnauthorized (image-pull-unauthorized): "pull access denied", "unauthorized", "no basic auth credentials"
+	// CodeImagePullUnauthorized (image-pull-unauthorized): give the kubelet credentials for the registry: an imagePullSecret on the pod or its ServiceAccount, or pull rights for the node's identity.
 	CodeImagePullUnauthorized Code = "image-pull-unauthorized"
-	// CodeImagePullRateLimited (image-pull-rate-limited): "toomanyrequests"
+	// CodeImagePullRateLimited (image-pull-rate-limited): authenticate pulls (an imagePullSecret), or pull through a mirror or cache.
 	CodeImagePullRateLimited Code = "image-pull-rate-limited"
-	// CodeRegistryQuotaExceeded (registry-quota-exceeded): the registry refuses because a storage or pull quota is reached
+	// CodeRegistryQuotaExceeded (registry-quota-exceeded): ask the registry's owner to raise or reset the quota, or mirror the image elsewhere.
 	CodeRegistryQuotaExceeded Code = "registry-quota-exceeded"
-	// CodeImagePlatformMismatch (image-platform-mismatch): "no matching manifest for linux/…"
+	// CodeImagePlatformMismatch (image-platform-mismatch): use an image built for the node's OS/architecture (multi-arch), or keep the pod on matching nodes.
 	CodeImagePlatformMismatch Code = "image-platform-mismatch"
-	// CodeImageNotPresentPullNever (image-not-present-pull-never): ErrImageNeverPull
+	// CodeImageNotPresentPullNever (image-not-present-pull-never): load the image onto the node, or set imagePullPolicy IfNotPresent and push it to a registry.
 	CodeImageNotPresentPullNever Code = "image-not-present-pull-never"
-	// CodeInvalidImageName (invalid-image-name): InvalidImageName
+	// CodeInvalidImageName (invalid-image-name): fix the image reference in the template ([registry/]repository[:tag][@digest]).
 	CodeInvalidImageName Code = "invalid-image-name"
-	// CodeRegistryCertificateUntrusted (registry-certificate-untrusted): the runtime does not trust the registry's TLS certificate ("x509: certificate signed by unknown authority", "certificate is not valid for")
+	// CodeRegistryCertificateUntrusted (registry-certificate-untrusted): trust the registry's CA on every node (or pull by a name its certificate covers).
 	CodeRegistryCertificateUntrusted Code = "registry-certificate-untrusted"
-	// CodeRegistryUnreachable (registry-unreachable): the registry cannot be reached ("dial tcp … i/o timeout", "connection refused", "no such host", a proxy error)
+	// CodeRegistryUnreachable (registry-unreachable): fix the registry name first when it does not resolve (compare it with the registries the cluster uses), then the node's DNS, proxy or firewall path to it.
 	CodeRegistryUnreachable Code = "registry-unreachable"
-	// CodeImageShortNameAmbiguous (image-short-name-ambiguous): a short image name (no registry) that the runtime refuses to resolve, e.g. CRI-O short-name mode "enforcing" with several unqualified-search registries (ImageInspectError)
+	// CodeImageShortNameAmbiguous (image-short-name-ambiguous): use a fully qualified image name (docker.io/library/…).
 	CodeImageShortNameAmbiguous Code = "image-short-name-ambiguous"
-	// CodeImagePullFailed (image-pull-failed): any other pull failure
+	// CodeImagePullFailed (image-pull-failed): read the runtime's own error on the node (crictl pull) and act on it.
 	CodeImagePullFailed Code = "image-pull-failed"
-	// CodeSecretKeyNotFound (secret-key-not-found): CreateContainerConfigError from env/envFrom
+	// CodeSecretKeyNotFound (secret-key-not-found): add the missing key to the Secret, or fix the key name in the template.
 	CodeSecretKeyNotFound Code = "secret-key-not-found"
-	// CodeConfigMapKeyNotFound (configmap-key-not-found): CreateContainerConfigError from env/envFrom
+	// CodeConfigMapKeyNotFound (configmap-key-not-found): add the missing key to the ConfigMap, or fix the key name in the template.
 	CodeConfigMapKeyNotFound Code = "configmap-key-not-found"
-	// CodeCreateContainerError (create-container-error): any other CreateContainerError / RunContainerError
+	// CodeCreateContainerError (create-container-error): act on what the runtime said (the answer names the field it points at: a seccomp or AppArmor profile, a mount's propagation, the command); fix the workload's template.
 	CodeCreateContainerError Code = "create-container-error"
 )
 
 // Crashing or not ready.
 const (
-	// CodeOOMKilled (oom-killed): last termination OOMKilled (exit 137): show limit vs usage if known
+	// CodeOOMKilled (oom-killed): raise the container's memory limit above what it uses, or make it use less.
 	CodeOOMKilled Code = "oom-killed"
-	// CodeLivenessProbeFailed (liveness-probe-failed): kubelet kills the container after failed liveness probes
+	// CodeLivenessProbeFailed (liveness-probe-failed): fix the liveness probe (path, port, timeouts, initialDelaySeconds) or what makes the app stop answering it.
 	CodeLivenessProbeFailed Code = "liveness-probe-failed"
-	// CodeStartupProbeFailed (startup-probe-failed): same for the startup probe
+	// CodeStartupProbeFailed (startup-probe-failed): give the startup probe enough failureThreshold × periodSeconds for the app to start, or fix what it checks.
 	CodeStartupProbeFailed Code = "startup-probe-failed"
-	// CodeReadinessProbeNeverReady (readiness-probe-never-ready): Running but never Ready because the readiness probe fails
+	// CodeReadinessProbeNeverReady (readiness-probe-never-ready): fix the readiness probe or what it checks (a dependency the app waits for).
 	CodeReadinessProbeNeverReady Code = "readiness-probe-never-ready"
-	// CodeContainerExitsImmediately (container-exits-immediately): exits 0 ("Completed") and restartPolicy restarts it
+	// CodeContainerExitsImmediately (container-exits-immediately): give the container a long-running command, or run it as a Job if it is meant to finish.
 	CodeContainerExitsImmediately Code = "container-exits-immediately"
-	// CodeExecFormatError (exec-format-error): binary built for another CPU architecture
+	// CodeExecFormatError (exec-format-error): use an image built for the node's CPU architecture.
 	CodeExecFormatError Code = "exec-format-error"
-	// CodePermissionDenied (permission-denied): the process cannot read/write/exec what it needs (fsGroup, runAsUser, volume permissions)
+	// CodePermissionDenied (permission-denied): fix the file's mode or owner, or the container's runAsUser/fsGroup, so the process may read, write or execute it.
 	CodePermissionDenied Code = "permission-denied"
-	// CodeAppError (app-error): any other non-zero exit: show exit code, reason and the last log lines
+	// CodeAppError (app-error): read the container's last log lines and fix the app or its configuration.
 	CodeAppError Code = "app-error"
-	// CodeInitContainerCrashloop (init-container-crashloop): an init container fails repeatedly
+	// CodeInitContainerCrashloop (init-container-crashloop): read the init container's log and fix what it fails on.
 	CodeInitContainerCrashloop Code = "init-container-crashloop"
-	// CodeInitContainerWaitingDependency (init-container-waiting-dependency): an init container keeps running, waiting for something
+	// CodeInitContainerWaitingDependency (init-container-waiting-dependency): start or fix the dependency the init container waits for (a Service, a DNS name, a database).
 	CodeInitContainerWaitingDependency Code = "init-container-waiting-dependency"
 )
 
 // Terminating, lost, evicted.
 const (
-	// CodeFinalizerBlocking (finalizer-blocking): deletionTimestamp set and finalizers remain (name them and the controller that owns each)
+	// CodeFinalizerBlocking (finalizer-blocking): fix or start the controller that owns the finalizer; remove it by hand only when that controller is gone for good.
 	CodeFinalizerBlocking Code = "finalizer-blocking"
-	// CodeNodeUnreachableTerminating (node-unreachable-terminating): deleted, but its node is NotReady/unreachable so the kubelet never confirms
+	// CodeNodeUnreachableTerminating (node-unreachable-terminating): bring the node back, or, once it is known to be off, force-delete the pod.
 	CodeNodeUnreachableTerminating Code = "node-unreachable-terminating"
-	// CodeVolumeTeardownStuck (volume-teardown-stuck): unmount/detach errors keep the pod from finishing
+	// CodeVolumeTeardownStuck (volume-teardown-stuck): fix the unmount or detach on the node (the answer quotes it), or force-detach the volume once the node is known to be off.
 	CodeVolumeTeardownStuck Code = "volume-teardown-stuck"
-	// CodeNodeLost (node-lost): status Unknown / NodeLost
+	// CodeNodeLost (node-lost): bring the node back or remove it; its pods are recreated elsewhere once it is gone.
 	CodeNodeLost Code = "node-lost"
-	// CodeEvicted (evicted): status.reason Evicted (say which pressure: memory, disk, ephemeral-storage, pids)
+	// CodeEvicted (evicted): relieve the node's named pressure (memory, disk, ephemeral-storage, pids), or set requests and limits so the pod is not the first evicted; delete the evicted pods.
 	CodeEvicted Code = "evicted"
 )
 
 // Not stuck, or not found.
 const (
-	// CodePodHealthy (pod-healthy): Running and Ready: say so plainly
+	// CodePodHealthy (pod-healthy): nothing: the pod is Running and Ready.
 	CodePodHealthy Code = "pod-healthy"
-	// CodePodCompleted (pod-completed): Succeeded
+	// CodePodCompleted (pod-completed): nothing: the pod ran to completion.
 	CodePodCompleted Code = "pod-completed"
-	// CodePodNotFound (pod-not-found): no such pod: suggest the closest names in that and other namespaces
+	// CodePodNotFound (pod-not-found): ask again with one of the similar names the answer suggests (or the right namespace).
 	CodePodNotFound Code = "pod-not-found"
 	// CodeNamespaceNotFound (namespace-not-found): the namespace asked about (with -n, as NAMESPACE/POD, or the chat channel's) does not exist on this cluster: check the name (the closest are suggested) and the cluster (the bot names the configured clusters that have it)
 	CodeNamespaceNotFound Code = "namespace-not-found"
@@ -201,27 +206,31 @@ const (
 
 // Workloads (why-pending TYPE/NAME and --all): what a controller cannot do for its pods.
 const (
-	// CodeResourceQuotaExceeded (resource-quota-exceeded): FailedCreate: a ResourceQuota refuses the pod ("exceeded quota": what the pod asks, what is used of the hard limit), or requires requests/limits the template does not set ("failed quota: must specify")
+	// CodeResourceQuotaExceeded (resource-quota-exceeded): make room in the quota the answer names (its remaining room is given) or lower the pods' requests; for "must specify", set the named requests/limits (or a LimitRange default), never raise the quota; for an object count such as count/jobs.batch, remove finished objects (lower a CronJob's history limits, set ttlSecondsAfterFinished).
 	CodeResourceQuotaExceeded Code = "resource-quota-exceeded"
-	// CodePodSecurityViolation (pod-security-violation): FailedCreate: the namespace's Pod Security level (pod-security.kubernetes.io/enforce) rejects the pod template; name the level and each field to set
+	// CodePodSecurityViolation (pod-security-violation): set or remove the named securityContext fields in the template; for a system daemon (CSI, CNI) that needs them, label its namespace with the level it needs.
 	CodePodSecurityViolation Code = "pod-security-violation"
-	// CodeAdmissionWebhookDenied (admission-webhook-denied): FailedCreate: a validating or mutating admission webhook denied the pod (its name and message), or could not be called and its failurePolicy is Fail
+	// CodeAdmissionWebhookDenied (admission-webhook-denied): change the template to what the webhook's message asks; when the webhook cannot be called, fix its backend (and break a deadlock where the webhook refuses its own backend's pods).
 	CodeAdmissionWebhookDenied Code = "admission-webhook-denied"
-	// CodeServiceAccountNotFound (service-account-not-found): FailedCreate: the template's serviceAccountName does not exist in the namespace (suggest the closest names)
+	// CodeServiceAccountNotFound (service-account-not-found): create the ServiceAccount in the namespace (or point the template at one that exists; a same-named one in another namespace does not count).
 	CodeServiceAccountNotFound Code = "service-account-not-found"
-	// CodeLimitRangeViolation (limit-range-violation): FailedCreate: a LimitRange's min, max or limit/request ratio rejects the pod's requests or limits
+	// CodeLimitRangeViolation (limit-range-violation): set the container's requests and limits within the LimitRange's bounds (the answer gives them).
 	CodeLimitRangeViolation Code = "limit-range-violation"
-	// CodeRolloutStalled (rollout-stalled): a Deployment's Progressing condition is False with ProgressDeadlineExceeded: quote the condition and the new ReplicaSet's pod causes
+	// CodeOpenShiftSCCDenied (openshift-scc-denied): remove or change the named securityContext field so an SCC the pods' ServiceAccount may use admits it, or grant that ServiceAccount the SCC it needs (oc adm policy add-scc-to-user).
+	CodeOpenShiftSCCDenied Code = "openshift-scc-denied"
+	// CodeRolloutStalled (rollout-stalled): fix the cause the new ReplicaSet's pods show, or roll back to the previous revision.
 	CodeRolloutStalled Code = "rollout-stalled"
-	// CodeJobBackoffLimit (job-backoff-limit): a Job (or a CronJob's newest Job) failed with BackoffLimitExceeded: its pods failed spec.backoffLimit times; the pod groups say why
+	// CodeJobBackoffLimit (job-backoff-limit): fix what the Job's pods fail on, then run the Job again (a failed Job never retries).
 	CodeJobBackoffLimit Code = "job-backoff-limit"
-	// CodeJobFailed (job-failed): a Job failed for another reason (DeadlineExceeded, PodFailurePolicy, MaxFailedIndexesExceeded, …): quote its Failed condition
+	// CodeJobFailed (job-failed): fix the reason in the Job's Failed condition, then run it again.
 	CodeJobFailed Code = "job-failed"
-	// CodeDaemonSetUnplaced (daemonset-unplaced): a DaemonSet has no scheduled pod on nodes it should run on (which nodes, and each pod's reason), or, as context, skips nodes by its own rules (untolerated taints, node selector)
+	// CodeCronJobBlockedByActiveJob (cronjob-blocked-by-active-job): fix or delete the named active Job that never finishes (concurrencyPolicy Forbid skips every schedule while it runs), and give the CronJob's job template an activeDeadlineSeconds and backoffLimit so it cannot hang again.
+	CodeCronJobBlockedByActiveJob Code = "cronjob-blocked-by-active-job"
+	// CodeDaemonSetUnplaced (daemonset-unplaced): fix what keeps the DaemonSet's pods off the named nodes (each node's reason is given).
 	CodeDaemonSetUnplaced Code = "daemonset-unplaced"
-	// CodeWorkloadHealthy (workload-healthy): every pod the workload wants is Running and Ready (or its Job completed, it is scaled to zero, its CronJob is suspended or between runs)
+	// CodeWorkloadHealthy (workload-healthy): nothing: every pod the workload wants is Running and Ready, or it is between runs.
 	CodeWorkloadHealthy Code = "workload-healthy"
-	// CodeWorkloadNotFound (workload-not-found): no such Deployment, StatefulSet, DaemonSet, Job, CronJob or ReplicaSet: suggest the closest names
+	// CodeWorkloadNotFound (workload-not-found): ask again with one of the similar workload names the answer suggests.
 	CodeWorkloadNotFound Code = "workload-not-found"
 )
 
@@ -230,11 +239,11 @@ const (
 	// CodeNodeNotReady (node-not-ready): the pod's node or candidate nodes are NotReady. Next:
 	// the node's kubelet, container runtime and network (kubectl describe node).
 	CodeNodeNotReady Code = "node-not-ready"
-	// CodeKubeletVersionSkew (kubelet-version-skew): a node's kubelet is outside the supported skew of the API server
+	// CodeKubeletVersionSkew (kubelet-version-skew): upgrade the kubelet to within the supported skew of the API server, one minor version at a time.
 	CodeKubeletVersionSkew Code = "kubelet-version-skew"
-	// CodeCalicoIPAMLeaks (calico-ipam-leaks): IPAM holds allocations no pod or node uses (count them; offer the release action)
+	// CodeCalicoIPAMLeaks (calico-ipam-leaks): release the leaked allocations (whypending ipam release-ips --lock).
 	CodeCalicoIPAMLeaks Code = "calico-ipam-leaks"
-	// CodeCalicoIPAMEmptyBlocks (calico-ipam-empty-blocks): affine blocks with 0 IPs in use (count them; offer the block release action)
+	// CodeCalicoIPAMEmptyBlocks (calico-ipam-empty-blocks): release the empty blocks (whypending ipam release-blocks --all-empty) if nodes run into the block limit.
 	CodeCalicoIPAMEmptyBlocks Code = "calico-ipam-empty-blocks"
 )
 

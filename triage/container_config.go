@@ -32,6 +32,9 @@ func containerConfigRules(s *Snapshot) []Finding {
 }
 
 var (
+	// kubelet: "container has runAsNonRoot and image will run as root", "container has
+	// runAsNonRoot and image has non-numeric user (app), cannot verify user is non-root".
+	reRunAsNonRoot = regexp.MustCompile(`container has runAsNonRoot and image (?:will run as root|has non-numeric user \(([^)]*)\))`)
 	// kubelet: `couldn't find key password in Secret shop/db`.
 	reMissingKey = regexp.MustCompile(`couldn't find key (\S+) in (Secret|ConfigMap) ([^/\s]+)/([^\s"]+)`)
 )
@@ -73,10 +76,14 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 		}
 		resource := strings.ToLower(kind) + "s"
 		f.Code = CodeSecretNotFound
-		create := fmt.Sprintf("kubectl create secret generic %s %s --from-literal=<key>=<value>", shellQuote(name), nsFlag(pod))
+		literals := fromLiterals(c, kind, name)
+		create := fmt.Sprintf("kubectl create secret generic %s %s%s", shellQuote(name), nsFlag(pod), literals)
 		if kind == "ConfigMap" {
 			f.Code = CodeConfigMapNotFound
-			create = fmt.Sprintf("kubectl create configmap %s %s --from-literal=<key>=<value>", shellQuote(name), nsFlag(pod))
+			create = fmt.Sprintf("kubectl create configmap %s %s%s", shellQuote(name), nsFlag(pod), literals)
+		}
+		if literals == "" {
+			create = fmt.Sprintf("Create %s %s in namespace %s with the keys the container reads (kubectl create %s %s %s with --from-literal=KEY=VALUE or --from-env-file)", kind, name, pod.Namespace, strings.ToLower(strings.Replace(kind, "Secret", "secret generic", 1)), name, nsFlag(pod))
 		}
 		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, "")) +
 			missingObjectNote(s, resource, name)
@@ -84,10 +91,73 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 		f.Fix = missingObjectFix(s, resource, name, create+"  # or install the chart step that creates it")
 		return f
 	}
+	if m := reRunAsNonRoot.FindStringSubmatch(msg); m != nil {
+		f.Code = CodeCreateContainerError
+		user := "root (UID 0)"
+		if m[1] != "" {
+			user = fmt.Sprintf("the non-numeric user %q, which the kubelet cannot check is not root", m[1])
+		}
+		f.Summary = fmt.Sprintf("The kubelet refuses to start %s: its securityContext says runAsNonRoot: true, but the image runs as %s and the pod sets no runAsUser.", who, user)
+		f.Fix = []string{
+			fmt.Sprintf("Set securityContext.runAsUser to a non-zero UID the image can run as (for example 1000) on %s or the pod, or use an image whose USER is a numeric non-root UID.", who),
+		}
+		if target, mutable := templateTarget(pod); mutable {
+			f.Fix = append(f.Fix, patchContainerFix(pod, c, `{"securityContext":{"runAsUser":1000}}`, "runs it as UID 1000; check the image works as that user"))
+		} else {
+			f.Fix = append(f.Fix, immutableNote(target)+".")
+		}
+		return f
+	}
 	f.Code = CodeCreateContainerError
 	f.Summary = fmt.Sprintf("The kubelet cannot build the configuration of %s: %s", who, strings.TrimSpace(msg))
 	f.Fix = []string{fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), pod.Name)}
 	return f
+}
+
+// fromLiterals is " --from-literal=KEY=\"$KEY\"" for each key container c reads from kind/name
+// through env (the values from the environment, which only the operator knows), or "" when it
+// reads none by key (envFrom takes every key).
+func fromLiterals(c containerStatus, kind, name string) string {
+	if c.Spec == nil {
+		return ""
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, e := range c.Spec.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		key := ""
+		switch {
+		case kind == "Secret" && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == name:
+			key = e.ValueFrom.SecretKeyRef.Key
+		case kind == "ConfigMap" && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == name:
+			key = e.ValueFrom.ConfigMapKeyRef.Key
+		}
+		if key == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		fmt.Fprintf(&b, " --from-literal=%s=\"$%s\"", shellQuote(key), envVarName(e.Name))
+	}
+	if b.Len() > 0 {
+		b.WriteString("   # each value from the environment variable of that name: export them first")
+	}
+	return b.String()
+}
+
+// envVarName makes name a shell variable name (letters, digits and _).
+func envVarName(name string) string {
+	out := []rune(strings.ToUpper(name))
+	for i, r := range out {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			out[i] = '_'
+		}
+	}
+	if len(out) == 0 || out[0] >= '0' && out[0] <= '9' {
+		return "V_" + string(out)
+	}
+	return string(out)
 }
 
 // envRef is one place in a container spec that references a Secret or ConfigMap.

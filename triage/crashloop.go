@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // recentRestart is how long after a container's last termination a running, ready container
@@ -309,9 +310,16 @@ func oomFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTerminat
 	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl top pod %s %s --containers  # what it uses before it dies (needs metrics-server)", nsFlag(pod), shellQuote(pod.Name)),
-		setResourcesFix(pod, c.Status.Name, "--limits=memory=<more> --requests=memory=<more>", "the memory limit"),
-		"Or reduce the app's memory use (heap size flags such as -Xmx or GOMEMLIMIT below the limit).",
 	}
+	switch more := doubled(limit); {
+	case more != "":
+		f.Fix = append(f.Fix, setResourcesFix(pod, c.Status.Name, "--limits=memory="+more+" --requests=memory="+more, "the memory limit (twice the "+limit+" it exceeds; size it to what the app uses)"))
+	case request != "":
+		f.Fix = append(f.Fix, fmt.Sprintf("Give %s a memory request (and limit) of what it really uses: with no limit it was killed because the node ran out of memory, and its request (%s) is what the scheduler reserves for it.", c.who(), request))
+	default:
+		f.Fix = append(f.Fix, fmt.Sprintf("Give %s a memory request (and limit) of what it really uses: with none, the scheduler reserves nothing for it and the node runs out of memory.", c.who()))
+	}
+	f.Fix = append(f.Fix, "Or reduce the app's memory use (heap size flags such as -Xmx or GOMEMLIMIT below the limit).")
 	return f
 }
 
@@ -522,11 +530,26 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 }
 
 // setResourcesFix is the command that changes container's resources (flags such as
-// "--limits=memory=<more>"): on the owning workload, or, for a pod no controller owns, the note
+// "--limits=memory=512Mi"): on the owning workload, or, for a pod no controller owns, the note
 // that it must be recreated with the new value of what.
 func setResourcesFix(pod *corev1.Pod, container, flags, what string) string {
-	if target, owned := workloadTarget(pod); owned {
+	target, mutable := templateTarget(pod)
+	switch {
+	case mutable:
 		return fmt.Sprintf("kubectl set resources %s %s -c %s %s  # on the owning workload", target, nsFlag(pod), shellQuote(container), flags)
+	case strings.HasPrefix(target, "job/"):
+		return fmt.Sprintf("Set %s on container %s (%s): %s.", what, container, flags, immutableNote(target))
 	}
-	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise %s of %s in pod.yaml, then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod), what, container)
+	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise %s of %s in pod.yaml (%s), then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod), what, container, flags)
+}
+
+// doubled is twice quantity q ("256Mi" -> "512Mi"), for a suggested limit; "" when q does not
+// parse.
+func doubled(q string) string {
+	v, err := resource.ParseQuantity(q)
+	if err != nil || v.IsZero() {
+		return ""
+	}
+	v.Add(v)
+	return v.String()
 }

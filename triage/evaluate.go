@@ -99,6 +99,10 @@ func unknownFinding(s *Snapshot) Finding {
 	}
 	for _, e := range s.Events {
 		if e.Type == corev1.EventTypeWarning && informative(e) && len(f.Evidence) < 4 {
+			if len(f.Evidence) == 0 {
+				// The component's own words, even when no rule reads them.
+				f.Summary += fmt.Sprintf(" The newest warning is %s's %s (%s): %q.", orDefault(e.Source, "the cluster"), e.Reason, eventSeen(s, e), truncateStart(e.Message, 240))
+			}
 			f.Evidence = append(f.Evidence, EventEvidence(s.Pod, e))
 		}
 	}

@@ -345,7 +345,9 @@ func ownLimitFix(pod *corev1.Pod, e eviction) []string {
 			target, container = "limits.ephemeral-storage of "+e.limitOf, e.container
 		}
 		fix = append(fix, fmt.Sprintf("Raise %s (the limit was %s; set on %s), or write less to the container filesystem, logs and emptyDir volumes.", target, e.limit, strings.Join(limited, ", ")))
-		fix = append(fix, setResourcesFix(pod, container, "--limits=ephemeral-storage=<more>", "limits.ephemeral-storage"))
+		if more := doubled(e.limit); more != "" {
+			fix = append(fix, setResourcesFix(pod, container, "--limits=ephemeral-storage="+more, "limits.ephemeral-storage (twice the "+e.limit+" it exceeded)"))
+		}
 	}
 	return fix
 }

@@ -120,7 +120,7 @@ func TestEvictionScope(t *testing.T) {
 		{"the pod's own total limit",
 			"Pod ephemeral local storage usage exceeds the total limit of containers 10Gi. ",
 			[]podOpt{storageLimits("10Gi"), owned}, func(*Snapshot) {},
-			[]string{"its own limit (10Gi of the pod's containers together)", "not node pressure"}, "kubectl set resources deployment/shop -n shop -c app --limits=ephemeral-storage=<more>", "crictl"},
+			[]string{"its own limit (10Gi of the pod's containers together)", "not node pressure"}, "kubectl set resources deployment/shop -n shop -c app --limits=ephemeral-storage=20Gi", "crictl"},
 		{"one container's own limit",
 			`Container app exceeded its local ephemeral storage limit "2Gi". `,
 			[]podOpt{storageLimits("2Gi")}, func(*Snapshot) {},

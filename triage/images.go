@@ -80,7 +80,9 @@ var (
 	reNetwork = regexp.MustCompile(`(?i)dial tcp|no such host|i/o timeout|connection refused|no route to host|network is unreachable|TLS handshake timeout|proxyconnect|Client\.Timeout exceeded|connection reset by peer|server misbehaving|407 Proxy Authentication Required`)
 	// Docker Hub (and registries like it) give these for a repository that does not exist and
 	// for a private one pulled without credentials alike.
-	reAmbiguousDenial = regexp.MustCompile(`(?i)pull access denied|repository does not exist or may require|requested access to the resource is denied|insufficient_scope|failed to fetch anonymous token: .*(401|403)`)
+	// Google's Artifact Registry says "(or it may not exist)", Harbor "unauthorized to access
+	// repository" for a project or repository that does not exist as for a private one.
+	reAmbiguousDenial = regexp.MustCompile(`(?i)pull access denied|repository does not exist or may require|requested access to the resource is denied|insufficient_scope|failed to fetch anonymous token: .*(401|403)|or it may not exist|unauthorized to access repository`)
 )
 
 // classifyPull maps a pull failure message (and the waiting reason) to an image code.
@@ -206,7 +208,7 @@ func (p *pull) finding(code Code) Finding {
 	case CodeImagePullRateLimited:
 		f.Summary = fmt.Sprintf("The registry %s is rate-limiting pulls of %s (toomanyrequests); the kubelet keeps backing off.", ref.registry, image)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=<user> --docker-password=<token>  # authenticated pulls get a higher limit", nsFlag(pod), shellQuote(ref.registry)),
+			fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\"  # set both first; authenticated pulls get a higher limit", nsFlag(pod), shellQuote(ref.registry)),
 			"Or pull through a mirror or pull-through cache, and prefer imagePullPolicy IfNotPresent for tagged images.",
 		}
 	case CodeRegistryQuotaExceeded:
@@ -260,7 +262,7 @@ func (p *pull) finding(code Code) Finding {
 // credentialsFix is how to give the kubelet credentials for ref's registry.
 func credentialsFix(pod *corev1.Pod, ref imageReference) []string {
 	fix := []string{
-		fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=<user> --docker-password=<token>", nsFlag(pod), shellQuote(ref.registry)),
+		fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\"  # set both to an account that may pull, first", nsFlag(pod), shellQuote(ref.registry)),
 		fmt.Sprintf("kubectl patch serviceaccount %s %s -p '{\"imagePullSecrets\":[{\"name\":\"regcred\"}]}'", shellQuote(serviceAccount(pod)), nsFlag(pod)),
 	}
 	for _, sec := range pod.Spec.ImagePullSecrets {
@@ -343,6 +345,31 @@ func (p *pull) unreachableDetail(f *Finding) {
 	case containsAny(p.words, "proxyconnect", "407 Proxy Authentication Required"):
 		what = "cannot get through its HTTP proxy to"
 		fix = []string{env, fmt.Sprintf("Fix the proxy settings of %s (address, credentials), or add %s to NO_PROXY if it is reachable directly; then restart %s.", unit, hostOnly(host), unit)}
+	case reLookup.MatchString(p.words) && reLookup.FindStringSubmatch(p.words)[2] == "no such host":
+		// A name that does not resolve is a name problem before it is a network problem.
+		what = "cannot resolve the name of"
+		if hostOnly(p.ref.registry) == hostOnly(host) {
+			host = p.ref.registry // the lookup names the host without its port
+		}
+		better, why, ev := registryNameProblem(p.s, host)
+		f.Evidence = append(f.Evidence, ev...)
+		if better != "" {
+			fixed := withRegistry(p.image, better)
+			f.Summary = fmt.Sprintf("The registry host %s of image %s does not resolve on %s (no such host): a name problem, not the network. %s; the image should be %s.", host, p.image, node, why, fixed)
+			f.Summary += fmt.Sprintf(" The runtime says: %q.", truncateStart(p.words, 240))
+			f.Fix = []string{
+				setImageTo(p.pod, p.c.Status.Name, fixed),
+				fmt.Sprintf("On %s: getent hosts %s   # it resolves, unlike %s", shellQuote(node), shellQuote(hostOnly(better)), hostOnly(host)),
+				fmt.Sprintf("On %s: crictl pull %s", shellQuote(node), shellQuote(fixed)),
+			}
+			return
+		}
+		fix = []string{
+			fmt.Sprintf("Check the spelling of %s in the image name first: it does not resolve at all, which a typo or a name only known outside the cluster (localhost, a laptop's /etc/hosts) explains as well as DNS.", hostOnly(host)),
+			fmt.Sprintf("On %s: getent hosts %s  # DNS as the node (not a pod) sees it", shellQuote(node), shellQuote(hostOnly(host))),
+			fmt.Sprintf("Fix the node's resolver (/etc/resolv.conf, systemd-resolved) or the registry name; with a proxy, %s resolves it only if the proxy is set for %s.", hostOnly(host), unit),
+			env,
+		}
 	case reLookup.MatchString(p.words):
 		what = "cannot resolve the name of"
 		fix = []string{
@@ -368,6 +395,9 @@ func (p *pull) unreachableDetail(f *Finding) {
 		via = fmt.Sprintf(" (the image's registry is %s; the runtime was sent to %s for its token or layers)", p.ref.registry, host)
 	}
 	f.Summary = fmt.Sprintf("The container runtime on %s %s %s%s, so it cannot pull %s for %s: a proxy, NO_PROXY, DNS or firewall problem between the node and the registry, not the image.", node, what, host, via, p.image, p.who)
+	if m := reLookup.FindStringSubmatch(p.words); m != nil && m[2] == "no such host" {
+		f.Summary = fmt.Sprintf("The registry host %s%s does not resolve on %s (no such host), so the container runtime cannot pull %s for %s: a misspelt registry name, or one known only outside the cluster, before the node's DNS.", host, via, node, p.image, p.who)
+	}
 	if p.words != "" {
 		f.Summary += fmt.Sprintf(" The runtime says: %q.", truncateStart(p.words, 240))
 	}
@@ -696,15 +726,22 @@ func workloadTarget(pod *corev1.Pod) (target string, owned bool) {
 // place). The image is the one value only the operator can know.
 func setImageFix(pod *corev1.Pod, container string) string {
 	target, owned := workloadTarget(pod)
-	note := "a bare pod: also fix the manifest it was created from"
-	if owned {
-		note = "fix the tag in the owning workload"
+	if strings.HasPrefix(target, "job/") {
+		return fmt.Sprintf("Point container %s at an image and tag that exist: %s.", container, immutableNote(target))
 	}
-	return fmt.Sprintf("kubectl set image %s %s=<existing image:tag> %s  # %s", target, shellQuote(container), nsFlag(pod), note)
+	if owned {
+		return fmt.Sprintf("Point container %s of %s at an image and tag that exist (the crane ls above lists the repository's tags); the workload rolls the change out.", container, target)
+	}
+	return fmt.Sprintf("Point container %s at an image and tag that exist (the crane ls above lists the repository's tags): a bare pod's image can be changed in place, and fix the manifest it was created from too.", container)
 }
 
-// setImageTo is the command that points container at image, on the owning workload or the pod.
+// setImageTo is the command that points container at image, on the owning workload or the pod
+// (a pod's image may be changed in place); for a Job, whose template is immutable, where to
+// change it instead.
 func setImageTo(pod *corev1.Pod, container, image string) string {
 	target, _ := workloadTarget(pod)
+	if strings.HasPrefix(target, "job/") {
+		return fmt.Sprintf("Set the image of container %s to %s: %s.", container, image, immutableNote(target))
+	}
 	return fmt.Sprintf("kubectl set image %s %s %s", target, shellQuote(container+"="+image), nsFlag(pod))
 }

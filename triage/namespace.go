@@ -358,7 +358,7 @@ func sharedState(pods []PodLine) string {
 func sweepSummary(d *NamespaceDiagnosis) string {
 	if len(d.Causes) == 0 {
 		return fmt.Sprintf("Nothing is stuck in namespace %s: %d of %d %s Running and Ready, %d Completed, across %d %s.",
-			d.Namespace, d.Ready, d.Pods, plural(d.Pods, "pod is", "pods are"), d.Completed, d.Workloads, plural(d.Workloads, "workload", "workloads"))
+			d.Namespace, d.Ready, d.Pods, ofPods(d.Ready, d.Pods, "pod", "pods"), d.Completed, d.Workloads, plural(d.Workloads, "workload", "workloads"))
 	}
 	var top []string
 	for i, c := range d.Causes {
@@ -373,5 +373,11 @@ func sweepSummary(d *NamespaceDiagnosis) string {
 		missing = fmt.Sprintf(", %d more %s wanted but not created,", d.Missing, plural(d.Missing, "pod is", "pods are"))
 	}
 	return fmt.Sprintf("In namespace %s, %d of %d %s stuck%s and %d of %d %s failing: %s.",
-		d.Namespace, d.Stuck, d.Pods, plural(d.Pods, "pod is", "pods are"), missing, d.Failing, d.Workloads, plural(d.Workloads, "workload is", "workloads are"), strings.Join(top, ", "))
+		d.Namespace, d.Stuck, d.Pods, ofPods(d.Stuck, d.Pods, "pod", "pods"), missing, d.Failing, d.Workloads, ofPods(d.Failing, d.Workloads, "workload", "workloads"), strings.Join(top, ", "))
+}
+
+// ofPods is the noun and verb of "n of total pods is/are": the noun agrees with total, the
+// verb with n ("1 of 75 pods is", "3 of 75 pods are", "1 of 1 pod is").
+func ofPods(n, total int, one, many string) string {
+	return plural(total, one, many) + " " + plural(n, "is", "are")
 }

@@ -29,7 +29,7 @@ func NeedsIPAM(s *Snapshot) bool {
 	}
 	for _, e := range eventsWithReason(s, "FailedCreatePodSandBox", "FailedCreatePodSandbox") {
 		switch sandboxCode(e.Message) {
-		case CodeCalicoIPAMExhausted, CodeCalicoIPAMBlockLimit, CodeCalicoDatastoreLocked, CodeCalicoNodeNotReady:
+		case CodeCalicoIPAMExhausted, CodeCalicoIPAMBlockLimit, CodeCalicoDatastoreLocked, CodeCalicoNodeNotReady, CodeCalicoWindowsStrictAffinity:
 			return true
 		}
 		if containsAny(e.Message, "calico") {

@@ -51,13 +51,23 @@ func networkRules(s *Snapshot) []Finding {
 	return out
 }
 
-// awaitingSandbox reports whether the pod is scheduled but has no running sandbox now: Pending,
-// its PodReadyToStartContainers condition not True, and no container running or terminated
-// now (all waiting, usually in ContainerCreating or PodInitializing). Only the current state
+// awaitingSandbox reports whether the pod is scheduled but has no running sandbox now: Pending
+// (or Running, for a pod whose node restarted it in place), its PodReadyToStartContainers
+// condition not True, and no container running or terminated now (all waiting, usually in
+// ContainerCreating or PodInitializing). Only the current state
 // counts: a lastState.terminated from before a node reboot or a sandbox re-creation is
 // history, and the sandbox the pod waits for now is what blocks it.
 func awaitingSandbox(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodPending {
+	switch pod.Status.Phase {
+	case corev1.PodPending:
+	case corev1.PodRunning:
+		// A pod restarted in place (its node rebooted or was recreated) keeps phase Running
+		// while the kubelet builds it a new sandbox: its containers wait in ContainerCreating
+		// again, with the old run in lastState.
+		if len(containerStatuses(pod)) == 0 {
+			return false
+		}
+	default:
 		return false
 	}
 	if c := podCondition(pod, corev1.PodReadyToStartContainers); c != nil && c.Status == corev1.ConditionTrue {
@@ -77,6 +87,11 @@ func awaitingSandbox(pod *corev1.Pod) bool {
 var (
 	// Calico's CNI/IPAM: "failed to request 1 IPv4 addresses. IPAM allocated only 0".
 	reIPAMAllocatedOnly = regexp.MustCompile(`(?i)failed to request \d+ IPv[46] addresses\. IPAM allocated only \d+`)
+	// Another CNI's IPAM with no address left for the node: host-local ("no IP addresses
+	// available in range set"), Cilium's cluster-pool ("range is full"), multi-pool ("all CIDR
+	// ranges are exhausted") and ENI/Azure modes ("No more IPs available"), Azure CNI ("No
+	// available addresses"), whereabouts ("Could not allocate IP in range").
+	reCNIRangeExhausted = regexp.MustCompile(`(?i)no IP addresses available|all CIDR ranges are exhausted|range is full|no more IPs available|no available addresses|could not allocate IP in range|ip(?:v4|v6)? pool (?:is )?exhausted`)
 )
 
 // classifySandbox picks the code of the most telling sandbox event: the newest event that names
@@ -99,6 +114,8 @@ func classifySandbox(events []Event) (Code, Event, bool) {
 // the shapes Calico, the AWS VPC CNI, containerd and CRI-O write.
 func sandboxCode(msg string) Code {
 	switch {
+	case containsAny(msg, "strict affinity should not be false for Windows", "strictaffinity") && containsAny(msg, "windows"):
+		return CodeCalicoWindowsStrictAffinity
 	case containsAny(msg, "per host block limit"):
 		return CodeCalicoIPAMBlockLimit
 	case reIPAMAllocatedOnly.MatchString(msg), containsAny(msg, "pools are likely exhausted", "no more free affine blocks", "no configured Calico pools", "IPAM allocated only 0"):
@@ -111,7 +128,7 @@ func sandboxCode(msg string) Code {
 		return CodeCNINotInitialized
 	case containsAny(msg, "/var/lib/calico/nodename", "check that the calico/node container is running"):
 		return CodeCalicoNodeNotReady
-	case containsAny(msg, "no IP addresses available in range set"):
+	case reCNIRangeExhausted.MatchString(msg):
 		return CodeCNIIPRangeExhausted
 	}
 	return CodeSandboxCreationFailed
@@ -140,8 +157,7 @@ func sandboxFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 		f.Summary = fmt.Sprintf("The Calico datastore is locked (ClusterInformation default datastoreReady=false), so the CNI refuses every new pod network (FailedCreatePodSandBox %s).", seen)
 		datastoreLockedDetail(s, &f)
 	case CodeAWSVPCCNIIPExhausted:
-		f.Summary = fmt.Sprintf("The AWS VPC CNI (ipamd) on %s has no free secondary IP for the pod (FailedCreatePodSandBox %s): the node's ENIs are full.", node, seen)
-		awsDetail(s, &f)
+		awsDetail(s, e, &f)
 	case CodeCNINotInitialized:
 		f.Summary = fmt.Sprintf("The container runtime on %s has no working CNI configuration, so no pod network can be set up (%s %s).", node, e.Reason, seen)
 		f.Fix = []string{
@@ -159,11 +175,18 @@ func sandboxFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 		}
 	case CodeCNIIPRangeExhausted:
 		rangeExhaustedDetail(s, e, &f)
+	case CodeCalicoWindowsStrictAffinity:
+		windowsStrictAffinityDetail(s, e, &f)
 	default:
-		f.Summary = fmt.Sprintf("The kubelet on %s cannot create the pod's sandbox (FailedCreatePodSandBox %s).", node, seen)
+		// A CNI plugin's request to the Kubernetes API is read by cniAPIDetail; the table
+		// reads the other messages that name their cause.
+		if !reAPIURL.MatchString(e.Message) && explainSandbox(s, e, &f) {
+			break
+		}
+		f.Summary = genericSandboxSummary(s, e)
 		f.Fix = []string{
 			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)),
-			fmt.Sprintf("On %s: journalctl -u kubelet -u containerd | grep -i sandbox | tail", shellQuote(node)),
+			fmt.Sprintf("On %s: journalctl -u kubelet -u %s | grep -i sandbox | tail", shellQuote(node), runtimeUnit(s)),
 		}
 		cniAPIDetail(s, e, &f)
 	}
@@ -259,6 +282,15 @@ func ipamBlockLimitDetail(s *Snapshot, f *Finding) {
 func datastoreLockedDetail(s *Snapshot, f *Finding) {
 	if s.IPAM != nil && s.IPAM.DatastoreReady != nil {
 		f.Evidence = append(f.Evidence, Evidence{Object: "ClusterInformation default", Field: "spec.datastoreReady", Message: fmt.Sprintf("%t", *s.IPAM.DatastoreReady)})
+		if *s.IPAM.DatastoreReady {
+			// Read the object the message is about: the lock is gone now, so unlocking is no fix.
+			f.Summary = fmt.Sprintf("Calico's CNI refused the pod network while the Calico datastore was locked (FailedCreatePodSandBox %s), but ClusterInformation default now says datastoreReady true: the lock is lifted, so the kubelet's next sandbox retry (with back-off) should succeed.", eventSeen(s, s.newestSandboxEvent()))
+			f.Fix = []string{
+				fmt.Sprintf("kubectl get events %s --field-selector involvedObject.name=%s -w   # a new FailedCreatePodSandBox means the cause is elsewhere", nsFlag(s.Pod), shellQuote(s.Pod.Name)),
+				"If it keeps failing with the same words, restart calico-node on the pod's node: it caches the datastore state.",
+			}
+			return
+		}
 	} else if s.IPAM == nil {
 		f.Evidence = append(f.Evidence, ipamUnavailable(s))
 	}
@@ -268,31 +300,6 @@ func datastoreLockedDetail(s *Snapshot, f *Finding) {
 		"Make sure no IPAM repair or upgrade migration is still running, then:",
 		"whypending ipam unlock",
 		"calicoctl datastore migrate unlock",
-	}
-}
-
-// awsDetail counts the pods on the node that hold a VPC IP against its pod capacity.
-func awsDetail(s *Snapshot, f *Finding) {
-	pod := s.Pod
-	node := s.Node(pod.Spec.NodeName)
-	withIP := 0
-	for _, p := range s.PodsByNode[pod.Spec.NodeName] {
-		if !p.Spec.HostNetwork && p.Status.PodIP != "" {
-			withIP++
-		}
-	}
-	if node != nil {
-		capacity := node.Status.Capacity.Pods().Value()
-		msg := fmt.Sprintf("%d pods on the node hold a VPC IP; kubelet max-pods is %d", withIP, capacity)
-		if it := node.Labels[corev1.LabelInstanceTypeStable]; it != "" {
-			msg += "; instance type " + it
-		}
-		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node.Name), Field: "status.capacity.pods", Message: msg})
-	}
-	f.Fix = []string{
-		"kubectl get daemonset aws-node -n kube-system -o jsonpath='{.spec.template.spec.containers[0].env}'",
-		fmt.Sprintf("On %s: grep 'IP pool stats' /var/log/aws-routed-eni/ipamd.log | tail -1", shellQuote(pod.Spec.NodeName)),
-		"Set the kubelet's max-pods to the ENI limit of the instance type (eni-max-pods.txt), or enable prefix delegation: kubectl set env daemonset aws-node -n kube-system ENABLE_PREFIX_DELEGATION=true",
 	}
 }
 
@@ -512,4 +519,37 @@ func freeAddresses(ipam *IPAMState) int {
 		}
 	}
 	return free
+}
+
+// windowsStrictAffinityDetail explains calico-windows-strict-affinity: Calico's IPAM hands a
+// Windows node addresses only from blocks affine to it, so strictAffinity must be true. It
+// reads IPAMConfig default (IPAMState.StrictAffinity) to say whether that is still so.
+func windowsStrictAffinityDetail(s *Snapshot, e Event, f *Finding) {
+	node := s.Pod.Spec.NodeName
+	f.Summary = fmt.Sprintf("Calico's CNI on Windows node %s refuses to set up the pod network because IPAM strictAffinity is false (%s %s): Windows nodes may only use address blocks affine to them, so Calico requires strictAffinity true in IPAMConfig default.", node, e.Reason, eventSeen(s, e))
+	switch {
+	case s.IPAM == nil:
+		f.Evidence = append(f.Evidence, ipamUnavailable(s))
+	case s.IPAM.StrictAffinity:
+		f.Summary += " IPAMConfig default now says strictAffinity true, so the setting was changed since: the kubelet's next sandbox retry should succeed (restart calico-node on the node if it does not)."
+		f.Evidence = append(f.Evidence, Evidence{Object: "IPAMConfig default", Field: "spec.strictAffinity", Message: "true"})
+	default:
+		f.Evidence = append(f.Evidence, Evidence{Object: "IPAMConfig default", Field: "spec.strictAffinity", Message: "false"})
+	}
+	if n := s.Node(node); n != nil {
+		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "status.nodeInfo.operatingSystem", Message: orUnknown(n.Status.NodeInfo.OperatingSystem)})
+	}
+	f.Fix = []string{
+		"kubectl patch ipamconfigs.crd.projectcalico.org default --type=merge -p '{\"spec\":{\"strictAffinity\":true}}'   # or: calicoctl ipam configure --strictaffinity=true",
+		"With the Tigera operator, set it where the operator keeps it (Installation spec.calicoNetwork, or the IPAMConfiguration resource), or it is set back.",
+		fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -i calico   # restart calico-node on the Windows node if the retry still fails", shellQuote(node)),
+	}
+}
+
+// newestSandboxEvent is the newest FailedCreatePodSandBox event of the pod (zero when none).
+func (s *Snapshot) newestSandboxEvent() Event {
+	for _, e := range eventsWithReason(s, "FailedCreatePodSandBox", "FailedCreatePodSandbox") {
+		return e
+	}
+	return Event{}
 }

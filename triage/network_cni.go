@@ -17,10 +17,95 @@ import (
 // reRangeSet matches host-local's "no IP addresses available in range set: 10.244.1.1-10.244.1.254".
 var reRangeSet = regexp.MustCompile(`range set: ?([0-9a-fA-F.:]+)-([0-9a-fA-F.:]+)`)
 
-// rangeExhaustedDetail explains cni-ip-range-exhausted: the size of the node's range (from the
-// message, else the node's spec.podCIDR) against the pods that really hold an address on the
-// node. Far fewer pods than addresses means reservations leaked by failed CNI ADD/DEL calls.
+// rangeExhaustedDetail explains cni-ip-range-exhausted in the words of the CNI that wrote it:
+// Cilium's agent (ciliumExhaustedDetail), another agent-based IPAM (agentExhaustedDetail), or
+// host-local's node range (hostLocalExhaustedDetail).
 func rangeExhaustedDetail(s *Snapshot, e Event, f *Finding) {
+	plugin := cniPluginOf(e.Message)
+	switch {
+	case reRangeSet.MatchString(e.Message) || containsAny(e.Message, "in range set") || plugin == "host-local" || plugin == "bridge" || plugin == "flannel":
+		hostLocalExhaustedDetail(s, e, f)
+	case strings.Contains(plugin, "cilium"):
+		ciliumExhaustedDetail(s, e, f)
+	default:
+		agentExhaustedDetail(s, e, plugin, f)
+	}
+}
+
+// ipamWords is the IPAM's own answer in a sandbox message: the part after the last
+// "failed (add): " or the gRPC prefix.
+func ipamWords(msg string) string {
+	if i := strings.LastIndex(msg, "failed (add): "); i >= 0 {
+		return strings.TrimSpace(msg[i+len("failed (add): "):])
+	}
+	return strings.TrimSpace(reSandboxPrefix.ReplaceAllString(msg, ""))
+}
+
+// ciliumExhaustedDetail explains a Cilium agent that has no address left for the node: its
+// allocator's CIDRs (cluster-pool podCIDRs, multi-pool pools, ENI/Azure interfaces) against the
+// pods that hold an address there. The agent answers the CNI; the CiliumNode holds what the
+// operator assigned to the node, and the two disagree when the agent released a CIDR it never
+// took back.
+func ciliumExhaustedDetail(s *Snapshot, e Event, f *Finding) {
+	pod := s.Pod
+	node := pod.Spec.NodeName
+	using := podsHoldingIP(s.PodsByNode[node])
+	words := ipamWords(e.Message)
+	f.Summary = fmt.Sprintf("The Cilium agent on %s has no free pod address for the node: it answers every CNI ADD with %q (%s %s), while %d other %s on the node hold a pod IP.",
+		node, truncateStart(words, 160), e.Reason, eventSeen(s, e), using, plural(using, "pod", "pods"))
+	switch {
+	case containsAny(words, "all CIDR ranges are exhausted"):
+		f.Summary += " That is multi-pool IPAM: every CIDR the agent holds for this node is full. When the CiliumNode still lists more pool CIDRs than the agent uses, the agent released a CIDR and never took it back (fixed in later Cilium releases); restarting the agent rebuilds its allocator from the CiliumNode."
+	case containsAny(words, "range is full"):
+		f.Summary += " That is cluster-pool IPAM: the node's podCIDR from the operator is full."
+	case containsAny(words, "No more IPs available"):
+		f.Summary += " In ENI or Azure mode the agent has no free address on the node's interfaces and the operator has not attached more."
+	}
+	agentEvidence(s, "cilium", f)
+	f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "pods", Message: fmt.Sprintf("%d pods bound to the node have a pod IP in status.podIP (hostNetwork pods excluded)", using)})
+	agent := nodeAgent(s, "cilium")
+	f.Fix = nil
+	if agent != nil {
+		ns, name := shellQuote(agent.Namespace), shellQuote(agent.Name)
+		f.Fix = append(f.Fix,
+			fmt.Sprintf("kubectl exec -n %s %s -c cilium-agent -- cilium-dbg status --all-addresses   # the agent's CIDRs and the addresses it handed out (cilium status on releases before 1.15)", ns, name),
+		)
+	}
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get ciliumnode %s -o jsonpath='{.spec.ipam}{\"\\n\"}{.status.ipam}'   # what the operator assigned to the node: compare with the agent's view", shellQuote(node)))
+	if agent != nil {
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl delete pod -n %s %s   # stop-gap: the DaemonSet restarts the agent, which rebuilds its allocator from the CiliumNode", shellQuote(agent.Namespace), shellQuote(agent.Name)))
+	} else {
+		f.Fix = append(f.Fix, fmt.Sprintf("Restart the Cilium agent on %s (delete its pod; the DaemonSet recreates it) as a stop-gap.", node))
+	}
+	f.Fix = append(f.Fix,
+		"Upgrade Cilium if the agent holds fewer CIDRs than the CiliumNode lists (released CIDRs are reclaimed in later releases).",
+		"If the node really uses every address: add CIDRs to the pool (CiliumPodIPPool spec.ipv4.cidrs, or clusterPoolIPv4PodCIDRList), give nodes a larger mask, or lower the kubelet's maxPods.",
+	)
+}
+
+// agentExhaustedDetail explains another CNI's IPAM with no address left (Azure CNI,
+// whereabouts, Kube-OVN, …): its own words, its node agent, and the pods holding addresses.
+func agentExhaustedDetail(s *Snapshot, e Event, plugin string, f *Finding) {
+	node := s.Pod.Spec.NodeName
+	using := podsHoldingIP(s.PodsByNode[node])
+	who := "The CNI's IPAM"
+	if plugin != "" {
+		who = fmt.Sprintf("The IPAM of CNI plugin %q", plugin)
+	}
+	f.Summary = fmt.Sprintf("%s has no free pod address for %s: it says %q (%s %s); %d other %s on the node hold a pod IP.",
+		who, node, truncateStart(ipamWords(e.Message), 160), e.Reason, eventSeen(s, e), using, plural(using, "pod", "pods"))
+	f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "pods", Message: fmt.Sprintf("%d pods bound to the node have a pod IP in status.podIP (hostNetwork pods excluded)", using)})
+	f.Fix = []string{
+		fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s   # the pods that hold addresses, and the CNI's own agent on the node", shellQuote(node)),
+		"Compare the pool or subnet the CNI allocates from with the pods that really use it: leaked reservations (pods gone, addresses kept) need the CNI's own cleanup; a pool that is really full needs more addresses or fewer pods per node.",
+	}
+}
+
+// hostLocalExhaustedDetail explains host-local's full node range: the size of the node's range
+// (from the message, else the node's spec.podCIDR) against the pods that really hold an
+// address on the node. Far fewer pods than addresses means reservations leaked by failed CNI
+// ADD/DEL calls.
+func hostLocalExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 	pod := s.Pod
 	node := pod.Spec.NodeName
 	size, source := 0, ""
@@ -67,6 +152,18 @@ func podsWithAddress(pods []*corev1.Pod) int {
 	n := 0
 	for _, p := range pods {
 		if !p.Spec.HostNetwork && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// podsHoldingIP counts the pods that have a pod-network address now: status.podIP set, not
+// hostNetwork, not finished.
+func podsHoldingIP(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if !p.Spec.HostNetwork && p.Status.PodIP != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			n++
 		}
 	}

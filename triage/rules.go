@@ -42,9 +42,11 @@ var rules = []rule{
 
 // workloadRules lists the workload-level rule families in priority order: a controller the API
 // server refuses pods to is the root cause of a failed Job, a stalled rollout or a DaemonSet
-// short of nodes, so it comes first.
+// short of nodes, so it comes first; a CronJob whose schedules an active Job blocks comes
+// before the Job's own failure.
 var workloadRules = []workloadRule{
 	{"failed-create", failedCreateRules},
+	{"cronjob", cronJobRules},
 	{"job", jobRules},
 	{"rollout", rolloutRules},
 	{"daemonset", daemonSetRules},

@@ -108,17 +108,25 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	}
 	// The cluster as the rollout leaves it: the workload's own pods gone.
 	s := *v.snap
+	// A node without the workload's pods keeps its summed requests (Snapshot.RequestedByNode,
+	// shared read-only); the others are summed again from the pods left (cluster.usedOn).
 	s.PodsByNode = make(map[string][]*corev1.Pod, len(v.snap.PodsByNode))
-	s.RequestedByNode = nil
+	s.RequestedByNode = make(map[string]corev1.ResourceList, len(v.snap.RequestedByNode))
 	var running []string
 	for node, pods := range v.snap.PodsByNode {
-		kept := slices.DeleteFunc(slices.Clone(pods), own)
+		if !slices.ContainsFunc(pods, own) {
+			s.PodsByNode[node] = pods
+			if used, ok := v.snap.RequestedByNode[node]; ok {
+				s.RequestedByNode[node] = used
+			}
+			continue
+		}
 		for _, p := range pods {
 			if own(p) {
 				running = append(running, p.Name)
 			}
 		}
-		s.PodsByNode[node] = kept
+		s.PodsByNode[node] = slices.DeleteFunc(slices.Clone(pods), own)
 	}
 	sort.Strings(running)
 	without := newCluster(&s)

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,26 @@ type Snapshot struct {
 	// NamesInNamespace when that owner is a Job: a Helm hook Job carries the helm.sh/hook
 	// annotation. Nil otherwise.
 	Controller *metav1.PartialObjectMetadata
+	// CSIPlugin is what explains a CSI driver the pod's node has no registration for (its node
+	// DaemonSet, that DaemonSet's events, the node's CSINode), read when a mount event says so
+	// (NeedsCSIPlugin); nil otherwise.
+	CSIPlugin *CSIPlugin
+	// AWSNode is the AWS VPC CNI's DaemonSet kube-system/aws-node (its env says whether prefix
+	// delegation, custom networking and warm targets are on), read when a sandbox event is the
+	// CNI's IP exhaustion (NeedsAWSNode); nil when not read or absent, AWSNodeErr says why it
+	// could not be read.
+	AWSNode    *appsv1.DaemonSet
+	AWSNodeErr error
+	// AWSNodePod is the aws-node pod on the pod's node, read whole with AWSNode
+	// (AWSNodePodName): its env is what the node's ipamd runs with, so it wins over the
+	// DaemonSet's template; nil when not read or absent.
+	AWSNodePod *corev1.Pod
+	// RegistryHosting is the local registry the cluster publishes (ConfigMap
+	// kube-public/local-registry-hosting), read when an image's registry host does not resolve
+	// (NeedsRegistryHosting); nil when not read or not published, RegistryHostingErr says why it
+	// could not be read.
+	RegistryHosting    *RegistryHosting
+	RegistryHostingErr error
 	// CalicoNodePods are the calico-node pods (k8s-app=calico-node) in calico-system and
 	// kube-system; empty when Calico is not installed that way.
 	CalicoNodePods []*corev1.Pod

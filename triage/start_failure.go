@@ -3,6 +3,7 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -353,8 +354,13 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 	}
 	target := sf.target
 	editField := editSpecFix(pod, c)
+	cause := sf.cause
+	if !sf.fromProcess && cause == startCommandNotFound && containsAny(sf.message, "apparmor_parser") {
+		// The runtime's own helper is missing on the node, not the container's command.
+		cause = startCauseUnknown
+	}
 
-	switch sf.cause {
+	switch cause {
 	case startCommandNotFound:
 		if sf.fromProcess {
 			f.Summary = fmt.Sprintf("%s exits with code 127%s: its shell could not find %s (127 is a shell's \"command not found\").%s", capitalize(who), restarts, orQuoted(target, "a command it was told to run"), said)
@@ -408,6 +414,13 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 		f.Summary = fmt.Sprintf("A lifecycle hook of %s failed%s, so the kubelet does not let it run.%s", who, restarts, said)
 		f.Fix = []string{fmt.Sprintf("Fix the lifecycle hook (%s) so it succeeds, or remove it.", c.specField("lifecycle"))}
 	default:
+		if explainRuntime(s, c, sf.message, &f) {
+			f.Summary += said
+			if editField != "" && strings.HasPrefix(editField, "kubectl edit") && slices.ContainsFunc(f.Fix, func(l string) bool { return strings.HasPrefix(l, "kubectl patch") }) {
+				editField = "" // the patch is the edit
+			}
+			break
+		}
 		f.Uncertain = true
 		f.Summary = fmt.Sprintf("The container runtime on %s cannot create or start %s%s; no rule recognises its error, so its own words are the evidence.%s", node, who, restarts, said)
 		f.Fix = []string{fmt.Sprintf("On %s: journalctl -u kubelet -u %s --since -15min | grep -i %s | tail", shellQuote(node), runtimeUnit(s), shellQuote(c.Status.Name))}
@@ -505,8 +518,12 @@ func mountTypeFix(c containerStatus, path string) []string {
 
 // editSpecFix is the command that opens the spec to change: the owning workload, or the pod.
 func editSpecFix(pod *corev1.Pod, c containerStatus) string {
-	if target, owned := workloadTarget(pod); owned {
+	target, mutable := templateTarget(pod)
+	switch {
+	case mutable:
 		return fmt.Sprintf("kubectl edit %s %s  # containers[%s] in the pod template", target, nsFlag(pod), c.Status.Name)
+	case strings.HasPrefix(target, "job/"):
+		return fmt.Sprintf("Change containers[%s] in the pod template: %s.", c.Status.Name, immutableNote(target))
 	}
 	return ""
 }

@@ -31,6 +31,9 @@ func volumeRules(s *Snapshot) []Finding {
 		}
 	}
 	bestCode := volumeCode(best.Message)
+	if bestCode == CodeCSIDriverNotRegistered {
+		return []Finding{csiNotRegisteredFinding(s, best, events)}
+	}
 	if bestCode == CodeVolumeMountFailed {
 		if f, ok := claimMountFinding(s, best, events); ok {
 			return []Finding{f}
@@ -132,6 +135,8 @@ func volumeCode(msg string) Code {
 	switch {
 	case containsAny(msg, "Multi-Attach error"):
 		return CodeMultiAttachRWO
+	case reCSINotRegistered.MatchString(msg):
+		return CodeCSIDriverNotRegistered
 	case quoted(msg, "configmap ") != "" && containsAny(msg, "not found"):
 		return CodeConfigMapNotFound
 	case quoted(msg, "secret ") != "" && containsAny(msg, "not found"):
@@ -196,7 +201,14 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 			"For a Deployment with a RWO volume use strategy Recreate, so the old pod is gone before the new one starts.",
 		}
 	default:
+		if explainMount(s, e, volume, &f) {
+			f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)))
+			break
+		}
 		f.Summary = fmt.Sprintf("The kubelet on %s cannot mount volume %s, so %s (%s %s).", pod.Spec.NodeName, orUnknownVolume(volume), blocked, e.Reason, seen)
+		if words := mountWordsOf(e.Message); words != "" {
+			f.Summary += fmt.Sprintf(" It says: %q.", truncateStart(words, 240))
+		}
 		f.Fix = []string{
 			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)),
 			fmt.Sprintf("kubectl get pvc %s; kubectl get volumeattachments -o wide | grep %s", nsFlag(pod), shellQuote(pod.Spec.NodeName)),
@@ -221,4 +233,16 @@ func orUnknownVolume(v string) string {
 		return "(unnamed in the event)"
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// mountWordsOf is the driver's or mount helper's own words in a mount event: what follows the
+// kubelet's "… failed for volume "x" : " prefix, or "" for the kubelet's generic timeout.
+func mountWordsOf(msg string) string {
+	if reGenericMount.MatchString(msg) {
+		return ""
+	}
+	if i := strings.Index(msg, `" : `); i >= 0 {
+		return strings.TrimSpace(msg[i+4:])
+	}
+	return strings.TrimSpace(msg)
 }

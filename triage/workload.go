@@ -86,6 +86,14 @@ type WorkloadSnapshot struct {
 	// a FailedCreate says the pods' ServiceAccount does not exist
 	// (NeedsServiceAccountNames), for "did you mean"; nil otherwise.
 	ServiceAccountNames []string
+	// ServiceAccountElsewhere are the other namespaces that have a ServiceAccount of the name
+	// the pods ask for, sorted, read with ServiceAccountNames; nil otherwise.
+	ServiceAccountElsewhere []string
+	// WebhookServices maps "namespace/name" of the Service behind a webhook that a current
+	// FailedCreate says could not be called to the Service (nil: it does not exist), read when
+	// NeedsWebhookServices names it, to tell whether the refused pods are its own backend; a
+	// Service that could not be read is absent.
+	WebhookServices map[string]*corev1.Service
 	// SimilarWorkloads holds "kind/name" of workloads in the namespace whose names are closest
 	// to the one asked for; filled only when the workload does not exist.
 	SimilarWorkloads []string
@@ -540,6 +548,9 @@ func workloadHealthyFinding(v *workloadView, d *WorkloadDiagnosis) Finding {
 	case v.ws.CronJob != nil && v.ws.CronJob.Spec.Suspend != nil && *v.ws.CronJob.Spec.Suspend:
 		f.Summary = fmt.Sprintf("%s is suspended (spec.suspend): it starts no Jobs until it is resumed.", ref)
 	case v.ws.CronJob != nil:
+		if missed, ok := cronJobMissedRun(v.ws); ok {
+			return missed // a CronJob that stopped starting Jobs is not "between runs"
+		}
 		f.Summary = fmt.Sprintf("%s is not stuck: none of its Jobs failed and %d %s running now.", ref, len(v.ws.CronJob.Status.Active), plural(len(v.ws.CronJob.Status.Active), "is", "are"))
 	case v.ws.DaemonSet != nil && d.Desired != nil && *d.Desired == 0 && v.ws.NodesErr != nil:
 		// A DaemonSet has no replicas: 0 desired means no node passes its rules, and without
@@ -551,7 +562,7 @@ func workloadHealthyFinding(v *workloadView, d *WorkloadDiagnosis) Finding {
 	case d.Desired != nil && *d.Desired == 0:
 		f.Summary = fmt.Sprintf("%s is scaled to zero (spec.replicas 0): it wants no pods.", ref)
 	default:
-		f.Summary = fmt.Sprintf("%s is not stuck: %d of %d %s Running and Ready.", ref, d.Ready, d.Pods, plural(d.Pods, "pod is", "pods are"))
+		f.Summary = fmt.Sprintf("%s is not stuck: %d of %d %s Running and Ready.", ref, d.Ready, d.Pods, ofPods(d.Ready, d.Pods, "pod", "pods"))
 	}
 	f.Evidence = []Evidence{{Object: ref.String(), Field: "status", Message: workloadStatusLine(v.ws)}}
 	f.Fix = []string{fmt.Sprintf("kubectl get %s -o wide", ref.kubectl())}

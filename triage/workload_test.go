@@ -188,7 +188,7 @@ func TestFailedCreateCauses(t *testing.T) {
 			"kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o custom-columns=CONFIG:.metadata.name,WEBHOOKS:.webhooks[*].name | grep -F mutate.istio.io"},
 		{"a missing ServiceAccount, with the closest existing names",
 			`pods "checkout-7d9f8b6c4-" is forbidden: error looking up service account shop/checkout-sa: serviceaccount "checkout-sa" not found`,
-			CodeServiceAccountNotFound, false, "Namespace shop", "kubectl create serviceaccount -n shop checkout-sa  # if the workload should have its own"},
+			CodeServiceAccountNotFound, false, "Namespace shop", "kubectl create serviceaccount -n shop checkout-sa   # the controller's next retry creates the pods"},
 		{"a LimitRange bound",
 			`pods "checkout-7d9f8b6c4-" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, minimum memory usage per Container is 64Mi, but request is 32Mi]`,
 			CodeLimitRangeViolation, false, "LimitRange shop/bounds", "kubectl describe limitrange -n shop"},
@@ -550,12 +550,52 @@ func TestQuotaThatRequiresFieldsFixesTheTemplate(t *testing.T) {
 	}
 	want := []string{
 		"kubectl describe resourcequota -n q2 mem",
-		"kubectl set resources deploy/checkout -n q2 -c c --limits=memory=<memory> --requests=cpu=<cpu>  # set what the quota requires on container c",
+		"Set limits.memory and requests.cpu on container c to what it needs: it sets no other bound of that resource and no LimitRange gives a value to copy.",
 		"kubectl set resources deploy/checkout -n q2 -c side --limits=memory=64Mi  # set what the quota requires on container side",
-		"Or give every container in q2 that sets none a default: a LimitRange of type Container with default.memory and defaultRequest.cpu (kubectl apply -n q2 -f limitrange.yaml).",
+		"Or give every container in q2 that sets none a default: a LimitRange of type Container with default.memory and defaultRequest.cpu, applied to namespace q2.",
 	}
 	if diff := cmp.Diff(want, p.Fix); diff != "" {
 		t.Errorf("fix mismatch (-want +got):\n%s", diff)
+	}
+	for _, l := range p.Fix {
+		if strings.Contains(l, "resourcequota") && !strings.HasPrefix(l, "kubectl describe") || strings.Contains(l, "Free room") {
+			t.Errorf("a quota that requires fields is fixed by setting them, never by freeing or raising it: %q", l)
+		}
+	}
+
+	// A LimitRange's bounds are values the answer knows: they replace the guess.
+	ws.LimitRanges = []*corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Namespace: "q2", Name: "bounds"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{"memory": resource.MustParse("1Gi"), "cpu": resource.MustParse("2")}, DefaultRequest: corev1.ResourceList{"cpu": resource.MustParse("100m")},
+	}}}}}
+	p = EvaluateWorkload(ws).Primary()
+	if got, want := p.Fix[1], "kubectl set resources deploy/checkout -n q2 -c c --limits=memory=1Gi --requests=cpu=100m  # set what the quota requires on container c"; got != want {
+		t.Errorf("fix with a LimitRange = %q, want %q", got, want)
+	}
+}
+
+// TestQuotaThatRequiresFieldsOfAnInjectedSidecar: a "must specify" quota that names a container
+// the template lacks (Istio's istio-proxy) is answered with the injector, never with a kubectl
+// set resources for a container the template does not have (kubectl would refuse it), while the
+// template's own containers keep their fix.
+func TestQuotaThatRequiresFieldsOfAnInjectedSidecar(t *testing.T) {
+	ws := deploymentWS(1)
+	ws.Deployment.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": resource.MustParse("64Mi")}}}}
+	ws.Events["uid-rs"] = []Event{failedCreate(`pods "checkout-7d9f8b6c4-x" is forbidden: failed quota: mem: must specify limits.memory for: app,istio-proxy; limits.cpu for: istio-proxy`, 5, time.Minute)}
+	p := EvaluateWorkload(ws).Primary()
+	if p.Code != CodeResourceQuotaExceeded {
+		t.Fatalf("primary = %s, want resource-quota-exceeded", p.Code)
+	}
+	fix := strings.Join(p.Fix, "\n")
+	for _, want := range []string{`container "istio-proxy" is not in the pod template`, "Istio's sidecar injector added it to the pod"} {
+		if !strings.Contains(p.Summary+fix, want) {
+			t.Errorf("answer lacks %q:\n%s\n%s", want, p.Summary, fix)
+		}
+	}
+	if !strings.Contains(fix, "kubectl set resources deploy/checkout -n shop -c app --limits=memory=64Mi") {
+		t.Errorf("the template's own container lost its fix:\n%s", fix)
+	}
+	if strings.Contains(fix, "-c istio-proxy") || strings.Contains(fix, "on container istio-proxy") {
+		t.Errorf("a fix edits the injected container in the template that lacks it:\n%s", fix)
 	}
 }
 

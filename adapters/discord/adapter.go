@@ -240,13 +240,16 @@ func (a *Adapter) answerCommand(ctx context.Context, i *discordgo.Interaction, r
 		a.log.WarnContext(ctx, "deliver answer", slog.String("command", req.Command), slog.Any("err", err))
 		return
 	}
+	var more []*discordgo.Message
 	for _, p := range pages[1:] {
-		if _, err := a.followup(ctx, i, p, ephemeral); err != nil {
+		m, err := a.followup(ctx, i, p, ephemeral)
+		if err != nil {
 			a.log.WarnContext(ctx, "deliver answer page", slog.String("command", req.Command), slog.Any("err", err))
 		}
+		more = append(more, m)
 	}
 	if reply.PlanID != "" {
-		a.attach(ctx, reply.PlanID, i.ChannelID, msg)
+		a.attach(ctx, reply.PlanID, i.ChannelID, msg, more...)
 	}
 }
 
@@ -290,6 +293,7 @@ func (a *Adapter) handleClick(ctx context.Context, i *discordgo.Interaction, cli
 	out := a.core.Click(ctx, click, update)
 	if out.Update != nil {
 		update(ctx, *out.Update)
+		a.editContinuations(ctx, out.UpdateRef, *out.Update)
 	}
 	switch {
 	case c.confirmed && out.Notice != "":
@@ -309,17 +313,21 @@ func (a *Adapter) handleClick(ctx context.Context, i *discordgo.Interaction, cli
 			a.logErr(ctx, "post message", err)
 			return
 		}
+		var more []*discordgo.Message
 		for _, p := range pages[1:] {
-			_, err := a.followup(ctx, i, p, !out.Post.Public)
+			m, err := a.followup(ctx, i, p, !out.Post.Public)
 			a.logErr(ctx, "post message page", err)
+			more = append(more, m)
 		}
 		if out.Post.PlanID != "" {
-			a.attach(ctx, out.Post.PlanID, i.ChannelID, msg)
+			a.attach(ctx, out.Post.PlanID, i.ChannelID, msg, more...)
 		}
 	}
 }
 
-func (a *Adapter) attach(ctx context.Context, planID, channel string, msg *discordgo.Message) {
+// attach records where a plan was posted: msg, and the messages more that continue it (a plan
+// split over several messages), so that every one of them is edited when the plan changes.
+func (a *Adapter) attach(ctx context.Context, planID, channel string, msg *discordgo.Message, more ...*discordgo.Message) {
 	if msg == nil || msg.ID == "" {
 		a.log.WarnContext(ctx, "plan message has no ID; it cannot be updated later", slog.String("plan", planID))
 		return
@@ -327,7 +335,13 @@ func (a *Adapter) attach(ctx context.Context, planID, channel string, msg *disco
 	if msg.ChannelID != "" {
 		channel = msg.ChannelID
 	}
-	if err := a.core.Attach(ctx, planID, ref(channel, msg.ID)); err != nil {
+	ids := []string{msg.ID}
+	for _, m := range more {
+		if m != nil && m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+	}
+	if err := a.core.Attach(ctx, planID, ref(channel, ids...)); err != nil {
 		a.log.WarnContext(ctx, "attach plan message", slog.String("plan", planID), slog.Any("err", err))
 	}
 }
@@ -344,18 +358,43 @@ func (a *Adapter) observeAck(kind string, start time.Time) {
 	}
 }
 
-// ref formats a message reference for approval.Record.MessageRef.
-func ref(channel, message string) string { return Platform + ":" + channel + "/" + message }
+// ref formats a message reference for approval.Record.MessageRef:
+// "discord:<channel>/<message>", with ",<message>" for each message that continues it.
+func ref(channel string, messages ...string) string {
+	return Platform + ":" + channel + "/" + strings.Join(messages, ",")
+}
 
-func parseRef(r string) (channel, message string, err error) {
+// parseRef reads a reference ref made: the channel, the first message and the messages that
+// continue it.
+func parseRef(r string) (channel, message string, more []string, err error) {
 	rest, ok := strings.CutPrefix(r, Platform+":")
+	var ids string
 	if ok {
-		channel, message, ok = strings.Cut(rest, "/")
+		channel, ids, ok = strings.Cut(rest, "/")
 	}
-	if !ok || channel == "" || message == "" {
-		return "", "", fmt.Errorf("%q is not a discord message reference", r)
+	parts := strings.Split(ids, ",")
+	if !ok || channel == "" || parts[0] == "" {
+		return "", "", nil, fmt.Errorf("%q is not a discord message reference", r)
 	}
-	return channel, message, nil
+	return channel, parts[0], parts[1:], nil
+}
+
+// editContinuations edits the messages that continue a plan message (see attach) when the
+// plan changes: the first message holds the whole new version (RenderOne), so each
+// continuation becomes one line pointing at it, and a decided plan's second message never
+// still says "Approval needed … (continued)".
+func (a *Adapter) editContinuations(ctx context.Context, r string, m chat.Message) {
+	if r == "" {
+		return
+	}
+	channel, _, more, err := parseRef(r)
+	if err != nil {
+		return
+	}
+	for _, id := range more {
+		p := textPage(chat.OneLine(m.Title) + " (continued): see the message above.")
+		a.logErr(ctx, "update a plan message's continuation", a.editChannelMessage(ctx, channel, id, p))
+	}
 }
 
 // HTTPClient is the client NewSession uses when given none: REST calls time out after 15 s.

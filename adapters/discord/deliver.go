@@ -66,11 +66,15 @@ var _ chat.Platform = (*Adapter)(nil)
 // UpdateMessage replaces a message the adapter posted, given the reference it attached
 // ("discord:<channel>/<message>"), with the bot token. The expiry sweeper uses it.
 func (a *Adapter) UpdateMessage(ctx context.Context, r string, m chat.Message) error {
-	channel, id, err := parseRef(r)
+	channel, id, _, err := parseRef(r)
 	if err != nil {
 		return err
 	}
-	return a.editChannelMessage(ctx, channel, id, RenderOne(m))
+	if err := a.editChannelMessage(ctx, channel, id, RenderOne(m)); err != nil {
+		return err
+	}
+	a.editContinuations(ctx, r, m)
+	return nil
 }
 
 // PostMessage posts m to a channel with the bot token (Create Message), in as many messages

@@ -251,9 +251,13 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	approve := button(t, plan, "?approve|")
 	planID := strings.TrimPrefix(approve.CustomID, "?approve|")
 	chattest.WaitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.Record(t, planID).MessageRef != "" })
-	if rec := e.Record(t, planID); rec.State != approval.StatePending || rec.MessageRef != "discord:"+channelID+"/"+plan.ID || len(rec.Plan.Items) != 181 {
+	rec := e.Record(t, planID)
+	if rec.State != approval.StatePending || !strings.HasPrefix(rec.MessageRef, "discord:"+channelID+"/"+plan.ID) || len(rec.Plan.Items) != 181 {
 		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, discord:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channelID, plan.ID)
 	}
+	// The plan's continuation messages (a 181-IP plan takes two), edited with it (issue 22).
+	_, more, _ := strings.Cut(strings.TrimPrefix(rec.MessageRef, "discord:"+channelID+"/"+plan.ID), ",")
+	continuations := strings.FieldsFunc(more, func(r rune) bool { return r == ',' })
 	goAhead := "!approve|" + planID + "|" + plan.ID
 
 	refusals := []struct {
@@ -358,6 +362,18 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		if len(buttonsOf(final.Message)) != 0 {
 			t.Errorf("final message still has buttons")
+		}
+		for _, id := range continuations {
+			edits := e.fake.channelEdits(id)
+			if len(edits) == 0 || !strings.Contains(messageText(edits[len(edits)-1].Message), "Done: released 181 of 181") ||
+				strings.Contains(messageText(edits[len(edits)-1].Message), "Approval needed") {
+				t.Errorf("continuation %s of the plan after the decision: %d edits, last %q", id, len(edits), func() string {
+					if len(edits) == 0 {
+						return ""
+					}
+					return messageText(edits[len(edits)-1].Message)
+				}())
+			}
 		}
 		// One go-ahead closes its confirmation with the outcome, the other says it already ran.
 		var notices []string

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,16 @@ type fakeDiscord struct {
 	limit    map[string]int                             // route -> 429 answers still to give
 	acked    map[string]bool                            // interaction IDs with a response
 	nextID   atomic.Int64
+
+	// What the bot token posted, as Discord keeps it: messages by channel (a thread is a
+	// channel whose ID is its root message's), the threads started, and the nonces seen.
+	stored  map[string][]*discordgo.Message
+	msgIDs  map[string]bool               // IDs of every stored message
+	threads map[string]string             // thread ID -> the channel of its root message
+	nonces  map[string]*discordgo.Message // "<channel>/<nonce>" -> the message it made
+	// loseAnswers makes the next N channel-send calls store the message and answer 500, as
+	// when the answer is lost on its way back.
+	loseAnswers atomic.Int32
 }
 
 // restCall is one recorded request.
@@ -63,9 +74,12 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 	f := &fakeDiscord{
 		commands: map[string][]*discordgo.ApplicationCommand{}, commIDs: map[string]string{},
 		channels: map[string]string{}, original: map[string]string{}, limit: map[string]int{}, byToken: map[string][]int{},
-		acked: map[string]bool{},
+		acked: map[string]bool{}, stored: map[string][]*discordgo.Message{}, msgIDs: map[string]bool{},
+		threads: map[string]string{}, nonces: map[string]*discordgo.Message{},
 	}
-	f.nextID.Store(1400000000000000000)
+	// IDs are snowflakes of the fake's start (Discord epoch 2015), as Discord's carry the time
+	// they were made: Find reads a channel back "after" a time's snowflake.
+	f.nextID.Store((time.Now().UnixMilli() - 1420070400000) << 22)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", f.handle("callback", false, f.callback))
 	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/{msg}", f.handle("webhook-edit", false, f.webhookEdit))
@@ -73,6 +87,9 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 	mux.HandleFunc("DELETE /api/v9/webhooks/{app}/{token}/messages/{msg}", f.handle("webhook-delete", false, f.webhookDelete))
 	mux.HandleFunc("PATCH /api/v9/channels/{channel}/messages/{msg}", f.handle("channel-edit", true, f.channelEdit))
 	mux.HandleFunc("POST /api/v9/channels/{channel}/messages", f.handle("channel-send", true, f.channelSend))
+	mux.HandleFunc("GET /api/v9/channels/{channel}/messages", f.handle("channel-read", true, f.channelRead))
+	mux.HandleFunc("GET /api/v9/channels/{channel}/messages/{msg}", f.handle("message-get", true, f.messageGet))
+	mux.HandleFunc("POST /api/v9/channels/{channel}/messages/{msg}/threads", f.handle("thread-start", true, f.threadStart))
 	mux.HandleFunc("PUT /api/v9/applications/{app}/guilds/{guild}/commands", f.handle("commands", true, f.putCommands))
 	mux.HandleFunc("PUT /api/v9/applications/{app}/commands", f.handle("commands", true, f.putCommands))
 	f.srv = httptest.NewServer(mux)
@@ -251,15 +268,121 @@ func (f *fakeDiscord) channelEdit(r *http.Request, body []byte) (int, any, *disc
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
 	}
+	f.mu.Lock()
+	for _, old := range f.stored[m.ChannelID] {
+		if old.ID == m.ID {
+			old.Embeds, old.Components = m.Embeds, m.Components
+		}
+	}
+	f.mu.Unlock()
 	return http.StatusOK, m, m
 }
 
+// unknownChannel is Discord's answer for a channel that does not exist, such as the thread of
+// a message nobody started one on.
+var unknownChannel = map[string]any{"message": "Unknown Channel", "code": 10003}
+
+// channelSend is Create Message: a message ID as the channel is a thread, which must have
+// been started; with enforce_nonce, a nonce this channel saw returns that message and makes
+// none.
 func (f *fakeDiscord) channelSend(r *http.Request, body []byte) (int, any, *discordgo.Message) {
-	m, err := f.message(f.id(), r.PathValue("channel"), body, 0)
+	channel := r.PathValue("channel")
+	var marks struct {
+		Nonce        string `json:"nonce"`
+		EnforceNonce bool   `json:"enforce_nonce"`
+	}
+	if err := json.Unmarshal(body, &marks); err != nil {
+		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
+	}
+	f.mu.Lock()
+	if f.msgIDs[channel] && f.threads[channel] == "" {
+		f.mu.Unlock()
+		return http.StatusNotFound, unknownChannel, nil
+	}
+	if m := f.nonces[channel+"/"+marks.Nonce]; marks.EnforceNonce && marks.Nonce != "" && m != nil {
+		f.mu.Unlock()
+		return http.StatusOK, m, nil
+	}
+	f.mu.Unlock()
+	m, err := f.message(f.id(), channel, body, 0)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
 	}
+	f.mu.Lock()
+	f.stored[channel] = append(f.stored[channel], m)
+	f.msgIDs[m.ID] = true
+	if marks.Nonce != "" {
+		f.nonces[channel+"/"+marks.Nonce] = m
+	}
+	f.mu.Unlock()
+	if f.loseAnswers.Load() > 0 {
+		f.loseAnswers.Add(-1)
+		return http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0}, m
+	}
 	return http.StatusOK, m, m
+}
+
+// channelRead is Get Channel Messages with after and limit: the limit oldest messages after
+// the given ID, newest first, as Discord returns them.
+func (f *fakeDiscord) channelRead(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	channel := r.PathValue("channel")
+	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit <= 0 || limit > 100 {
+		limit = 50
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.msgIDs[channel] && f.threads[channel] == "" {
+		return http.StatusNotFound, unknownChannel, nil
+	}
+	out := []*discordgo.Message{}
+	for _, m := range f.stored[channel] {
+		if id, _ := strconv.ParseUint(m.ID, 10, 64); id > after && len(out) < limit {
+			out = append(out, m)
+		}
+	}
+	slices.Reverse(out)
+	return http.StatusOK, out, nil
+}
+
+// messageGet is Get Channel Message.
+func (f *fakeDiscord) messageGet(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.stored[r.PathValue("channel")] {
+		if m.ID == r.PathValue("msg") {
+			return http.StatusOK, m, nil
+		}
+	}
+	return http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008}, nil
+}
+
+// threadStart is Start Thread from Message: the thread's ID is the message's; a message has at
+// most one thread.
+func (f *fakeDiscord) threadStart(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	var start discordgo.ThreadStart
+	if err := json.Unmarshal(body, &start); err != nil || start.Name == "" || len(start.Name) > 100 {
+		return http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035}, nil
+	}
+	channel, id := r.PathValue("channel"), r.PathValue("msg")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.ContainsFunc(f.stored[channel], func(m *discordgo.Message) bool { return m.ID == id }) {
+		return http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008}, nil
+	}
+	if f.threads[id] != "" {
+		return http.StatusBadRequest, map[string]any{"message": "A thread has already been created for this message", "code": 160004}, nil
+	}
+	f.threads[id] = channel
+	return http.StatusCreated, map[string]any{"id": id, "type": 11, "parent_id": channel, "name": start.Name, "guild_id": guildID}, nil
+}
+
+// thread returns the messages of a channel or thread, oldest first.
+func (f *fakeDiscord) thread(channel string) []*discordgo.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.stored[channel])
 }
 
 // putCommands is Bulk Overwrite: the set becomes exactly the body's commands; a command

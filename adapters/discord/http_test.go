@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -434,5 +435,80 @@ func TestLongAnswerContinuesInFollowUps(t *testing.T) {
 	}
 	if rows != 40 {
 		t.Errorf("rows shown across %d messages = %d, want all 40", len(calls), rows)
+	}
+}
+
+// planCore answers every command with a plan as long as longCore's: Render splits it over
+// several messages.
+type planCore struct {
+	longCore
+	mu   sync.Mutex
+	refs []string
+}
+
+// Attach records the plan message reference.
+func (c *planCore) Attach(_ context.Context, _, ref string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refs = append(c.refs, ref)
+	return nil
+}
+
+// Attached returns the references Attach got.
+func (c *planCore) Attached() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.refs...)
+}
+
+func (c *planCore) Command(ctx context.Context, req chat.Request) chat.Reply {
+	r := c.longCore.Command(ctx, req)
+	r.PlanID = "rr-split"
+	r.Message.Title = "Approval needed: release 40 leaked IPs on prod"
+	return r
+}
+
+// TestSplitPlanIsEditedWhole is issue 22 item 10's last point: a plan posted in several
+// messages is attached with all of them, and when it is decided every continuation is
+// edited too; it used to keep "Approval needed … (continued)" after the repair was done.
+func TestSplitPlanIsEditedWhole(t *testing.T) {
+	f := newFakeDiscord(t)
+	s := newSigner(t)
+	core := &planCore{}
+	a := discord.New(discord.Options{Core: core, Session: f.session(t), ApplicationID: appID, PublicKey: s.pub, Log: chattest.QuietLog})
+	url := chattest.Serve(t, a).URL + "/discord/interactions"
+	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("ipam", "release-ips"), alice, nil)
+	f.expect(token, channelID)
+	s.post(t, http.DefaultClient, url, body)
+	var ref string
+	chattest.WaitFor(t, 10*time.Second, "the plan to be attached", func() bool {
+		refs := core.Attached()
+		if len(refs) == 0 {
+			return false
+		}
+		ref = refs[0]
+		return true
+	})
+	calls := f.callsFor(token)
+	if len(calls) < 2 {
+		t.Fatalf("the plan took %d messages, want several", len(calls))
+	}
+	ids := strings.Split(strings.TrimPrefix(ref, "discord:"+channelID+"/"), ",")
+	if len(ids) != len(calls) {
+		t.Fatalf("attached %q for %d messages, want every message's ID", ref, len(calls))
+	}
+	done := chat.Message{Title: "Done: released 40 of 40 leaked IPs on prod", Severity: "ok"}
+	if err := a.UpdateMessage(t.Context(), ref, done); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		edits := f.channelEdits(id)
+		if len(edits) != 1 {
+			t.Fatalf("message %d (%s) edited %d times, want once", i, id, len(edits))
+		}
+		text := messageText(edits[0].Message)
+		if !strings.Contains(text, "Done: released 40 of 40 leaked IPs on prod") || strings.Contains(text, "Approval needed") {
+			t.Errorf("message %d after the decision = %q", i, text)
+		}
 	}
 }

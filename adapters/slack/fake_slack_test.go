@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,36 +23,55 @@ import (
 )
 
 // fakeSlack is the Slack Web API for tests: slacktest plus recording handlers for what it
-// lacks or does not record (chat.postMessage, chat.update, usergroups.users.list).
+// lacks or does not record (chat.postMessage with thread_ts and message metadata, chat.update,
+// conversations.history and conversations.replies with include_all_metadata,
+// usergroups.users.list). Each call is form-encoded and carries the bot token, as Slack's are;
+// a call without it gets {"ok": false, "error": "not_authed"}.
 type fakeSlack struct {
 	srv *slacktest.Server
 
 	mu      sync.Mutex
-	posts   []webMessage // chat.postMessage calls, in order
+	posts   []webMessage // chat.postMessage calls, in order (roots and thread replies)
 	updates []webMessage // chat.update calls, in order
+	reads   []string     // conversations.history and conversations.replies calls, by method
 	groups  map[string][]string
 	// emails are the verified emails of users' profiles (users.info); others have none.
 	emails map[string]string
 	seq    atomic.Int64
 	// limitUpdates makes the next N chat.update calls answer 429 with Retry-After: 1.
 	limitUpdates atomic.Int32
-	changed      chan struct{} // signalled (non-blocking) on every recorded call
+	// loseAnswers makes the next N chat.postMessage calls post the message and then answer
+	// 500, as when the answer is lost on its way back.
+	loseAnswers atomic.Int32
+	// refusePosts makes the next N chat.postMessage calls post nothing and answer 503 (an
+	// outage).
+	refusePosts atomic.Int32
+	changed     chan struct{} // signalled (non-blocking) on every recorded call
 }
 
 // webMessage is one recorded chat.postMessage or chat.update call.
 type webMessage struct {
 	Channel, TS, Text string
-	Blocks            slack.Blocks
+	// ThreadTS is the root's ts of a thread reply ("" for a root).
+	ThreadTS string
+	// Mark is the metadata payload's mark of a thread message ("" for others).
+	Mark   string
+	Blocks slack.Blocks
 }
+
+// fakeToken is the bot token the fake accepts.
+const fakeToken = "xoxb-test-token"
 
 func newFakeSlack(t testing.TB, groups map[string][]string) *fakeSlack {
 	t.Helper()
 	f := &fakeSlack{groups: groups, changed: make(chan struct{}, 1)}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
-		c.Handle("/chat.postMessage", f.record(&f.posts, false))
-		c.Handle("/chat.update", f.record(&f.updates, true))
-		c.Handle("/usergroups.users.list", f.groupMembers)
-		c.Handle("/users.info", f.userInfo)
+		c.Handle("/chat.postMessage", f.authed(f.record(&f.posts, false)))
+		c.Handle("/chat.update", f.authed(f.record(&f.updates, true)))
+		c.Handle("/conversations.history", f.authed(f.history))
+		c.Handle("/conversations.replies", f.authed(f.replies))
+		c.Handle("/usergroups.users.list", f.authed(f.groupMembers))
+		c.Handle("/users.info", f.authed(f.userInfo))
 	})
 	f.srv.Start()
 	t.Cleanup(f.srv.Stop)
@@ -60,7 +80,23 @@ func newFakeSlack(t testing.TB, groups map[string][]string) *fakeSlack {
 
 // api returns a Web API client pointed at the fake.
 func (f *fakeSlack) api() *slack.Client {
-	return slack.New("xoxb-test-token", slack.OptionAPIURL(f.srv.GetAPIURL()))
+	return slack.New(fakeToken, slack.OptionAPIURL(f.srv.GetAPIURL()))
+}
+
+// authed parses the form and refuses a call without the bot token, as Slack does.
+func (f *fakeSlack) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+fakeToken && r.PostForm.Get("token") != fakeToken {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok": false, "error": "not_authed"}`)
+			return
+		}
+		h(w, r)
+	}
 }
 
 func (f *fakeSlack) record(into *[]webMessage, isUpdate bool) http.HandlerFunc {
@@ -71,31 +107,104 @@ func (f *fakeSlack) record(into *[]webMessage, isUpdate bool) http.HandlerFunc {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
-		if err := r.ParseForm(); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if !isUpdate && f.refusePosts.Load() > 0 {
+			f.refusePosts.Add(-1)
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		m := webMessage{Channel: r.PostForm.Get("channel"), TS: r.PostForm.Get("ts"), Text: r.PostForm.Get("text")}
+		m := webMessage{Channel: r.PostForm.Get("channel"), TS: r.PostForm.Get("ts"), Text: r.PostForm.Get("text"),
+			ThreadTS: r.PostForm.Get("thread_ts")}
 		if b := r.PostForm.Get("blocks"); b != "" {
 			if err := json.Unmarshal([]byte(b), &m.Blocks); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
 		}
+		if md := r.PostForm.Get("metadata"); md != "" {
+			var meta slack.SlackMetadata
+			if err := json.Unmarshal([]byte(md), &meta); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			m.Mark, _ = meta.EventPayload["mark"].(string)
+		}
 		if !isUpdate {
-			m.TS = fmt.Sprintf("1764504000.%06d", f.seq.Add(1))
+			m.TS = fmt.Sprintf("%d.%06d", time.Now().Unix(), f.seq.Add(1)%1000000)
 		}
 		f.mu.Lock()
 		*into = append(*into, m)
 		f.mu.Unlock()
 		f.signal()
+		if !isUpdate && f.loseAnswers.Load() > 0 {
+			f.loseAnswers.Add(-1)
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text})
 	}
 }
 
+// history is conversations.history: the channel's top-level messages (roots, not replies)
+// no older than oldest, newest first, with their metadata when include_all_metadata is set.
+func (f *fakeSlack) history(w http.ResponseWriter, r *http.Request) {
+	f.read("conversations.history")
+	f.messages(w, r, func(m webMessage) bool { return m.ThreadTS == "" }, true)
+}
+
+// replies is conversations.replies: the thread's root and replies no older than oldest,
+// oldest first.
+func (f *fakeSlack) replies(w http.ResponseWriter, r *http.Request) {
+	f.read("conversations.replies")
+	ts := r.PostForm.Get("ts")
+	f.messages(w, r, func(m webMessage) bool { return m.TS == ts || m.ThreadTS == ts }, false)
+}
+
+func (f *fakeSlack) read(method string) {
+	f.mu.Lock()
+	f.reads = append(f.reads, method)
+	f.mu.Unlock()
+}
+
+// messages answers a history read of the channel's messages that keep holds.
+func (f *fakeSlack) messages(w http.ResponseWriter, r *http.Request, keep func(webMessage) bool, newestFirst bool) {
+	channel, oldest := r.PostForm.Get("channel"), r.PostForm.Get("oldest")
+	withMeta := r.PostForm.Get("include_all_metadata") == "1"
+	f.mu.Lock()
+	var out []map[string]any
+	for _, m := range f.posts {
+		if m.Channel != channel || !keep(m) || (oldest != "" && tsBefore(m.TS, oldest)) {
+			continue
+		}
+		msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "bot_id": "B0BOT"}
+		if m.ThreadTS != "" {
+			msg["thread_ts"] = m.ThreadTS
+		}
+		if withMeta && m.Mark != "" {
+			msg["metadata"] = map[string]any{"event_type": "whypending_notification", "event_payload": map[string]any{"mark": m.Mark}}
+		}
+		out = append(out, msg)
+	}
+	f.mu.Unlock()
+	if newestFirst {
+		slices.Reverse(out)
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": out, "has_more": false,
+		"response_metadata": map[string]any{"next_cursor": ""}})
+}
+
+// tsBefore reports whether Slack timestamp a is before b.
+func tsBefore(a, b string) bool {
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x < y
+}
+
 func (f *fakeSlack) groupMembers(w http.ResponseWriter, r *http.Request) {
-	_ = r.ParseForm()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "users": f.groups[r.PostForm.Get("usergroup")]})
 }

@@ -197,22 +197,31 @@ type rrSpec struct {
 	AllowLast   bool            `json:"allowLastBlock,omitempty"`
 	Fingerprint string          `json:"fingerprint"`
 	Basis       string          `json:"basis,omitempty"`
+	Warning     string          `json:"warning,omitempty"`
+	Second      bool            `json:"secondApprover,omitempty"`
 	Total       int             `json:"total"`
 	CreatedAt   time.Time       `json:"createdAt"`
 	ExpiresAt   time.Time       `json:"expiresAt"`
 	RequestedBy chat.Principal  `json:"requestedBy"`
 	RequestedAs *authz.Identity `json:"requestedAs,omitempty"`
-	Channel     string          `json:"channel,omitempty"`
-	Items       []actions.Item  `json:"items,omitempty"`
+	// Requester is RequestedBy's display name or ID, for kubectl's column: never blank.
+	Requester string         `json:"requester"`
+	Channel   string         `json:"channel,omitempty"`
+	Items     []actions.Item `json:"items,omitempty"`
 }
 
 // rrStatus is RemediationRequest.status: decisions, result and history.
 type rrStatus struct {
-	State       State             `json:"state"`
-	ApprovedBy  *chat.Principal   `json:"approvedBy,omitempty"`
-	DeniedBy    *chat.Principal   `json:"deniedBy,omitempty"`
-	DecidedAs   *authz.Identity   `json:"decidedAs,omitempty"`
-	DecidedAt   *time.Time        `json:"decidedAt,omitempty"`
+	State      State           `json:"state"`
+	ApprovedBy *chat.Principal `json:"approvedBy,omitempty"`
+	DeniedBy   *chat.Principal `json:"deniedBy,omitempty"`
+	DecidedAs  *authz.Identity `json:"decidedAs,omitempty"`
+	DecidedAt  *time.Time      `json:"decidedAt,omitempty"`
+	// Decider is the approver's or denier's display name or ID, "-" while nobody decided:
+	// kubectl's Decided By column is never blank.
+	Decider string `json:"decidedBy"`
+	// Done is Result.Done, 0 before the plan ran: kubectl's Done column is never blank.
+	Done        int               `json:"done"`
 	MessageRef  string            `json:"messageRef,omitempty"`
 	Error       string            `json:"error,omitempty"`
 	FailureCode string            `json:"failureCode,omitempty"`
@@ -226,12 +235,15 @@ type rrStatus struct {
 func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 	spec := rrSpec{
 		Kind: a.Plan.Kind, Cluster: a.Plan.Cluster, Node: a.Plan.Node, Blocks: a.Plan.Blocks, AllowLast: a.Plan.AllowLastBlock,
-		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis,
+		Fingerprint: a.Plan.Fingerprint, Basis: a.Plan.Basis, Warning: a.Plan.Warning, Second: a.Plan.SecondApprover,
 		Total: a.Plan.Total, CreatedAt: a.Plan.CreatedAt, ExpiresAt: a.Plan.ExpiresAt,
-		RequestedBy: a.RequestedBy, RequestedAs: a.RequestedAs, Channel: a.Channel, Items: a.Plan.Items,
+		RequestedBy: a.RequestedBy, RequestedAs: a.RequestedAs, Requester: a.RequestedBy.Display(), Channel: a.Channel, Items: a.Plan.Items,
 	}
 	status := rrStatus{State: a.State, MessageRef: a.MessageRef, Error: a.Error, FailureCode: a.FailureCode,
-		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History, DecidedAs: a.DecidedAs}
+		Result: a.Result, Heartbeat: a.Heartbeat, Recovery: a.Recovery, History: a.History, DecidedAs: a.DecidedAs, Decider: "-"}
+	if a.Result != nil {
+		status.Done = a.Result.Done
+	}
 	if a.DecidedBy != nil {
 		if a.State == StateDenied {
 			status.DeniedBy = a.DecidedBy
@@ -240,6 +252,7 @@ func toObject(a *Record, namespace string) (*unstructured.Unstructured, error) {
 		}
 		t := a.DecidedAt
 		status.DecidedAt = &t
+		status.Decider = a.DecidedBy.Display()
 	}
 	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
 	if err != nil {
@@ -282,8 +295,9 @@ func fromObject(obj *unstructured.Unstructured) (*Record, error) {
 		Plan: actions.Plan{
 			ID: obj.GetName(), Kind: spec.Kind, Cluster: spec.Cluster, Node: spec.Node, Blocks: spec.Blocks, AllowLastBlock: spec.AllowLast,
 			Items: spec.Items, Total: spec.Total,
-			Fingerprint: spec.Fingerprint, Basis: spec.Basis, RequestedBy: spec.RequestedBy.String(),
-			CreatedAt: spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
+			Fingerprint: spec.Fingerprint, Basis: spec.Basis, Warning: spec.Warning, SecondApprover: spec.Second,
+			RequestedBy: spec.RequestedBy.String(),
+			CreatedAt:   spec.CreatedAt, ExpiresAt: spec.ExpiresAt,
 		},
 		State: status.State, RequestedBy: spec.RequestedBy, RequestedAs: spec.RequestedAs, DecidedAs: status.DecidedAs,
 		Channel: spec.Channel, MessageRef: status.MessageRef,

@@ -404,6 +404,10 @@ func (ap *Workflow) approve(ctx context.Context, a *Record, who chat.Principal, 
 		return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), who, VerdictApprove, "self-approval of a destructive plan (two-person rule)"),
 			"You requested this plan; another approver must approve it (two-person rule). Nothing was changed.")
 	}
+	if a.Plan.SecondApprover && who.Same(a.RequestedBy) {
+		return ap.refuse(ctx, a.Plan.ID, refusal(ap.now().UTC(), who, VerdictApprove, "self-approval of a plan that needs a second person"),
+			"You requested this plan; another approver must approve it, whatever the two-person rule says: "+a.Plan.Warning+" Nothing was changed.")
+	}
 	as, out, ok := ap.allowed(ctx, a, who, VerdictApprove)
 	if !ok {
 		return out
@@ -656,4 +660,11 @@ func durationOr(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// IsApprover reports whether who is an approver under the policy (directly, or through a
+// group; via says which), for decisions other than plans that the approval policy governs
+// (a silence from chat).
+func (w *Workflow) IsApprover(ctx context.Context, who chat.Principal) (ok bool, via string, err error) {
+	return w.policy.isApprover(ctx, w.directories, who)
 }

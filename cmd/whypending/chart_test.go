@@ -418,9 +418,9 @@ func TestChartSchemaCoversConfig(t *testing.T) {
 	}
 	defs, _ := schema["definitions"].(map[string]any)
 	props, _ := schema["properties"].(map[string]any)
-	// Rendered from the top-level discord values, not set under config.
+	// Rendered from the top-level discord and alertmanager values, not set under config.
 	compareSchema(t, "config", props["config"], reflect.TypeOf(Config{}), defs,
-		map[string]bool{"config.discord": true, "config.approvals.approvers.discord": true})
+		map[string]bool{"config.discord": true, "config.approvals.approvers.discord": true, "config.alertmanager": true})
 }
 
 // compareSchema compares the object schema s at path with the JSON fields of Go type typ,

@@ -42,7 +42,9 @@ type fakeSlack struct {
 // slackMessage is one chat.postMessage or chat.update call.
 type slackMessage struct {
 	Method, Channel, TS, Text string
-	Blocks                    slackgo.Blocks
+	// ThreadTS is a reply's root ts; Mark the metadata payload's mark of a thread message.
+	ThreadTS, Mark string
+	Blocks         slackgo.Blocks
 }
 
 // hookPost is one message posted to a response_url.
@@ -61,6 +63,8 @@ func newFakeSlack(t *testing.T, groups map[string][]string) *fakeSlack {
 		c.Handle("/chat.postMessage", f.message("chat.postMessage"))
 		c.Handle("/chat.update", f.message("chat.update"))
 		c.Handle("/usergroups.users.list", f.groupMembers)
+		c.Handle("/conversations.history", f.history("conversations.history"))
+		c.Handle("/conversations.replies", f.history("conversations.replies"))
 	})
 	f.api.Start()
 	t.Cleanup(f.api.Stop)
@@ -88,7 +92,16 @@ func (f *fakeSlack) message(method string) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		m := slackMessage{Method: method, Channel: r.PostForm.Get("channel"), TS: r.PostForm.Get("ts"), Text: r.PostForm.Get("text")}
+		m := slackMessage{Method: method, Channel: r.PostForm.Get("channel"), TS: r.PostForm.Get("ts"), Text: r.PostForm.Get("text"),
+			ThreadTS: r.PostForm.Get("thread_ts")}
+		if md := r.PostForm.Get("metadata"); md != "" {
+			var meta slackgo.SlackMetadata
+			if err := json.Unmarshal([]byte(md), &meta); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			m.Mark, _ = meta.EventPayload["mark"].(string)
+		}
 		if b := r.PostForm.Get("blocks"); b != "" {
 			if err := json.Unmarshal([]byte(b), &m.Blocks); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -96,7 +109,7 @@ func (f *fakeSlack) message(method string) http.HandlerFunc {
 			}
 		}
 		if method == "chat.postMessage" {
-			m.TS = fmt.Sprintf("1764504000.%06d", f.seq.Add(1))
+			m.TS = fmt.Sprintf("%d.%06d", time.Now().Unix(), f.seq.Add(1)%1000000)
 		}
 		f.mu.Lock()
 		f.methods[method]++
@@ -104,6 +117,34 @@ func (f *fakeSlack) message(method string) http.HandlerFunc {
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text})
+	}
+}
+
+// history answers conversations.history (a channel's roots) and conversations.replies (a
+// thread: its root and replies), with each message's metadata when include_all_metadata is
+// set, from the messages posted so far.
+func (f *fakeSlack) history(method string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		channel, ts := r.PostForm.Get("channel"), r.PostForm.Get("ts")
+		withMeta := r.PostForm.Get("include_all_metadata") == "1"
+		f.mu.Lock()
+		f.methods[method]++
+		out := []map[string]any{}
+		for _, m := range f.messages {
+			in := m.ThreadTS == "" && method == "conversations.history" || method == "conversations.replies" && (m.TS == ts || m.ThreadTS == ts)
+			if m.Method != "chat.postMessage" || m.Channel != channel || !in {
+				continue
+			}
+			msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+			if withMeta && m.Mark != "" {
+				msg["metadata"] = map[string]any{"event_type": "whypending_notification", "event_payload": map[string]any{"mark": m.Mark}}
+			}
+			out = append(out, msg)
+		}
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": out, "has_more": false})
 	}
 }
 

@@ -52,6 +52,9 @@ type Config struct {
 	Digest DigestConfig `json:"digest"`
 	// Store is where approval records live.
 	Store StoreConfig `json:"store"`
+	// Alertmanager makes the bot an Alertmanager webhook receiver (POST /alertmanager) when
+	// present.
+	Alertmanager *AlertmanagerConfig `json:"alertmanager"`
 	// Authorization checks each person against Kubernetes RBAC (off by default).
 	Authorization AuthorizationConfig `json:"authorization"`
 
@@ -245,6 +248,36 @@ type StoreConfig struct {
 	Cluster string `json:"cluster"`
 	// Namespace holds the RemediationRequests (default "whypending").
 	Namespace string `json:"namespace"`
+}
+
+// AlertmanagerConfig is the Alertmanager receiver: Alertmanager posts each group's
+// notifications to POST /alertmanager on the listener, and the bot answers each alert in
+// its group's thread (one per group and channel, kept in Notification objects in
+// store.namespace of store.cluster).
+type AlertmanagerConfig struct {
+	// Token is the bearer token Alertmanager sends (its webhook_configs'
+	// http_config.authorization.credentials); required, {env: …} or {file: …}.
+	Token Secret `json:"token"`
+	// Receivers maps an Alertmanager receiver name to the channel IDs its groups are posted
+	// in (Slack and Discord IDs may be mixed); required.
+	Receivers map[string][]string `json:"receivers"`
+	// ClusterLabel is the alert label naming the configured cluster an alert is about
+	// (default "cluster"); an alert without it is answered from the first cluster, one
+	// naming a cluster that is not configured is shown and not diagnosed (never answered
+	// from another cluster).
+	ClusterLabel string `json:"clusterLabel"`
+	// RemindEvery is the least time between two "still firing" replies in a group's thread
+	// when Alertmanager re-sends it unchanged (repeat_interval); default "4h", "0s" turns
+	// reminders off.
+	RemindEvery *Duration `json:"remindEvery"`
+	// URL is Alertmanager's base URL for silences (API v2); when set, a firing group's root
+	// has Silence 1h / 4h / 24h buttons, and a silenced one Unsilence.
+	URL string `json:"url"`
+	// Authorization is an optional bearer token for that API ({env: …} or {file: …}).
+	Authorization Secret `json:"authorization"`
+	// Silencers says who may silence from chat: "approvers" (approvals.approvers; default)
+	// or "channel" (anyone in a channel the bot answers in, channels.allowed).
+	Silencers string `json:"silencers"`
 }
 
 // AuthorizationConfig is per-user authorization: who a chat user is in Kubernetes, and which
@@ -618,6 +651,17 @@ func (c *Config) applyDefaults() {
 	if c.Listen == "" {
 		c.Listen = ":8080"
 	}
+	if am := c.Alertmanager; am != nil {
+		if am.ClusterLabel == "" {
+			am.ClusterLabel = "cluster"
+		}
+		if am.RemindEvery == nil {
+			am.RemindEvery = &Duration{Duration: 4 * time.Hour}
+		}
+		if am.Silencers == "" {
+			am.Silencers = "approvers"
+		}
+	}
 	if c.Slack.Mode == "" {
 		c.Slack.Mode = "http"
 	}
@@ -796,6 +840,7 @@ func (c *Config) Validate() error {
 	if len(validation.IsDNS1123Label(c.Store.Namespace)) > 0 {
 		bad("store.namespace", "%q is not a namespace name", c.Store.Namespace)
 	}
+	c.validateAlertmanager(&probs)
 	c.validateAuthorization(&probs)
 	return errors.Join(probs...)
 }
@@ -815,6 +860,74 @@ type problems []error
 
 func (p *problems) add(path, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+// validateAlertmanager checks the alertmanager section.
+func (c *Config) validateAlertmanager(p *problems) {
+	am := c.Alertmanager
+	if am == nil {
+		return
+	}
+	switch {
+	case am.Token.inline:
+		p.add("alertmanager.token", "secrets must not be written in the config file; use {env: NAME} or {file: PATH}")
+	case am.Token.Env != "" && am.Token.File != "":
+		p.add("alertmanager.token", "give env or file, not both")
+	case !am.Token.set():
+		p.add("alertmanager.token", "required: the bearer token Alertmanager sends, {env: NAME} or {file: PATH}")
+	}
+	if len(am.Receivers) == 0 {
+		p.add("alertmanager.receivers", "required: Alertmanager receiver name -> channel IDs")
+	}
+	for _, name := range slices.Sorted(maps.Keys(am.Receivers)) {
+		if len(am.Receivers[name]) == 0 {
+			p.add("alertmanager.receivers."+name, "no channels")
+		}
+		for i, id := range am.Receivers[name] {
+			switch platform := chat.ChannelPlatform(id); {
+			case platform == "":
+				p.add(fmt.Sprintf("alertmanager.receivers.%s[%d]", name, i), "%q is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)", id)
+			case !c.enabled(platform):
+				p.add(fmt.Sprintf("alertmanager.receivers.%s[%d]", name, i), "%q is a %s channel, but the config has no %s section", id, platform, platform)
+			}
+		}
+	}
+	if am.ClusterLabel != "" && !regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`).MatchString(am.ClusterLabel) {
+		p.add("alertmanager.clusterLabel", "%q is not a Prometheus label name", am.ClusterLabel)
+	}
+	if u, err := url.Parse(am.URL); am.URL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		p.add("alertmanager.url", "%q: want Alertmanager's http(s) base URL, e.g. http://alertmanager.monitoring:9093", am.URL)
+	}
+	switch {
+	case am.Authorization.inline:
+		p.add("alertmanager.authorization", "secrets must not be written in the config file; use {env: NAME} or {file: PATH}")
+	case am.Authorization.Env != "" && am.Authorization.File != "":
+		p.add("alertmanager.authorization", "give env or file, not both")
+	}
+	switch am.Silencers {
+	case "approvers", "channel":
+	default:
+		p.add("alertmanager.silencers", "%q: want approvers or channel", am.Silencers)
+	}
+	if am.RemindEvery != nil && !am.RemindEvery.invalid && am.RemindEvery.Duration < 0 {
+		p.add("alertmanager.remindEvery", "must not be negative")
+	}
+	if c.Store.Backend != "kubernetes" {
+		p.add("alertmanager", "needs store.backend kubernetes: the alert threads are kept in Notification objects so that nothing is posted twice")
+	}
+}
+
+// ResolveAlertmanager reads the receiver's bearer token and, when set, the silences API's.
+func (c *Config) ResolveAlertmanager(getenv func(string) (string, bool), readFile func(string) ([]byte, error)) (token, api string, err error) {
+	if token, err = c.Alertmanager.Token.Resolve(getenv, readFile); err != nil {
+		return "", "", fmt.Errorf("alertmanager.token: %w", err)
+	}
+	if c.Alertmanager.Authorization.set() {
+		if api, err = c.Alertmanager.Authorization.Resolve(getenv, readFile); err != nil {
+			return "", "", fmt.Errorf("alertmanager.authorization: %w", err)
+		}
+	}
+	return token, api, nil
 }
 
 // validateDiscord checks the discord section (its secrets are checked with the others).

@@ -157,6 +157,42 @@ approvals:
 			},
 		},
 		{
+			name: "alertmanager: every invalid value gets its own line",
+			yaml: `
+clusters: [{name: a}]
+approvals: {approvers: {users: [U1A]}}
+store: {backend: memory}
+alertmanager:
+  token: am-literal-token
+  receivers: {team: [general, "1180000000000000001"], empty: []}
+  clusterLabel: "cluster-name"
+  remindEvery: soon
+  url: alertmanager:9093
+  authorization: {env: A, file: /b}
+  silencers: everyone
+`,
+			want: []string{
+				"alertmanager.remindEvery: \"soon\" is not a duration (e.g. \"15m\")",
+				"alertmanager.token: secrets must not be written in the config file; use {env: NAME} or {file: PATH}",
+				"alertmanager.receivers.empty: no channels",
+				`alertmanager.receivers.team[0]: "general" is not a Slack channel ID (C…, G… or D…) or a Discord channel ID (a snowflake, 17 to 20 digits)`,
+				`alertmanager.receivers.team[1]: "1180000000000000001" is a discord channel, but the config has no discord section`,
+				`alertmanager.clusterLabel: "cluster-name" is not a Prometheus label name`,
+				`alertmanager.url: "alertmanager:9093": want Alertmanager's http(s) base URL, e.g. http://alertmanager.monitoring:9093`,
+				"alertmanager.authorization: give env or file, not both",
+				`alertmanager.silencers: "everyone": want approvers or channel`,
+				"alertmanager: needs store.backend kubernetes: the alert threads are kept in Notification objects so that nothing is posted twice",
+			},
+		},
+		{
+			name: "alertmanager: the token and receivers are required",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\nalertmanager: {}\n",
+			want: []string{
+				"alertmanager.token: required: the bearer token Alertmanager sends, {env: NAME} or {file: PATH}",
+				"alertmanager.receivers: required: Alertmanager receiver name -> channel IDs",
+			},
+		},
+		{
 			name: "a discord section needs the application ID",
 			yaml: "clusters: [{name: a}]\ndiscord: {}\napprovals: {approvers: {discord: {roles: [\"1180000000000000001\"]}}}\n",
 			want: []string{"discord.applicationID: required (the Application ID on the application's General Information page)"},

@@ -117,6 +117,9 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 		return err
 	}
 	fmt.Fprintf(stderr, "demo: %d scenario(s), each in its own local control plane (etcd + kube-apiserver + kube-scheduler)\n", len(scenarios))
+	if len(only) == 0 && len(scenarios) > 3 {
+		fmt.Fprintf(stderr, "demo: for a quick look, start a few: --only seed-frontend-cpu,seed-ipam-leaked\n")
+	}
 	if _, err := testenv.BinDir(ctx, stderr); err != nil {
 		return fmt.Errorf("build the local control plane: %w", err)
 	}
@@ -248,7 +251,7 @@ func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, paral
 			}
 			dc.bot = botCluster(fc, scenarioNamespace(s))
 			mu.Lock()
-			fmt.Fprintf(progress, "demo: %-26s ready (%s)\n", s.Name, time.Since(t0).Round(100*time.Millisecond))
+			fmt.Fprintf(progress, "demo: %-26s ready (%s)  KUBECONFIG=%s\n", s.Name, time.Since(t0).Round(100*time.Millisecond), c.KubeconfigPath)
 			mu.Unlock()
 		}()
 	}
@@ -276,6 +279,9 @@ func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.S
 	}
 	if fields[0] == "/help" {
 		return []chat.Message{demoHelp(clusters)}
+	}
+	if fields[0] == "/kubeconfig" {
+		return []chat.Message{demoKubeconfig(clusters, fields[1:])}
 	}
 	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) >= 2 {
 		ns := demoNamespace(fields[1:])
@@ -322,6 +328,27 @@ func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
 	return nil
 }
 
+// demoKubeconfig answers "/kubeconfig SCENARIO": the scenario cluster's kubeconfig path, so
+// the CLI (whypending why-pending, ipam), kubectl or serve can be pointed at it while the demo
+// runs; without an argument, every scenario's.
+func demoKubeconfig(clusters []*demoCluster, args []string) chat.Message {
+	t := &chat.Table{Columns: []string{"SCENARIO", "KUBECONFIG"}}
+	for _, c := range clusters {
+		if len(args) == 0 || args[0] == c.scenario.Name {
+			t.Rows = append(t.Rows, []string{c.scenario.Name, c.cluster.KubeconfigPath})
+		}
+	}
+	if len(t.Rows) == 0 {
+		return chat.Message{Title: fmt.Sprintf("no demo scenario %q", args[0]), Severity: chat.SeverityWarning,
+			Sections: []chat.Section{{Text: "/kubeconfig alone lists every scenario's."}}}
+	}
+	if len(t.Rows) == 1 {
+		return chat.Message{Title: "KUBECONFIG=" + t.Rows[0][1], Severity: chat.SeverityInfo,
+			Sections: []chat.Section{{Text: "Valid while the demo runs, e.g. KUBECONFIG=" + t.Rows[0][1] + " whypending ipam check"}}}
+	}
+	return chat.Message{Title: "The demo clusters' kubeconfigs (valid while the demo runs)", Severity: chat.SeverityInfo, Sections: []chat.Section{{Table: t}}}
+}
+
 func demoHelp(clusters []*demoCluster) chat.Message {
 	t := &chat.Table{Columns: []string{"TRY", "EXPECTED"}}
 	for _, c := range clusters {
@@ -338,6 +365,7 @@ func demoHelp(clusters []*demoCluster) chat.Message {
 				"/ipam release-ips --cluster seed-ipam-leaked plan the release; the plan has Approve/Deny buttons",
 				"/click N [confirm]                            press button N of the last message",
 				"/as bob                                       switch user: alice asks, bob approves (two-person rule)",
+				"/kubeconfig SCENARIO                          the scenario cluster's kubeconfig, for the CLI, kubectl or serve",
 				"/whypending help                              the bot's own help",
 			}},
 		},

@@ -37,16 +37,20 @@ that the cluster is clean.`,
 			if err != nil {
 				return err
 			}
-			cl, err := calico.NewClient(cmd.Context(), cfg)
+			ctx, cancel := kube.withDeadline(cmd.Context())
+			defer cancel()
+			cl, err := calico.NewClient(ctx, cfg)
 			if err != nil {
-				return fleet.APIError(cfg.Host, err)
+				return commandError(ctx, cfg, err)
 			}
 			if name == "" {
 				name = kube.clusterName(cfg.Host)
 			}
-			r, err := digest.Collect(cmd.Context(), name, cl, time.Now())
+			r, err := slowStep(ctx, cmd.ErrOrStderr(), "reading Calico IPAM", cfg.Host, func(ctx context.Context) (digest.Report, error) {
+				return digest.Collect(ctx, name, cl, time.Now())
+			})
 			if err != nil {
-				return fleet.APIError(cfg.Host, err)
+				return commandError(ctx, cfg, err)
 			}
 			return console.Render(cmd.OutOrStdout(), bot.RenderDigest(r))
 		},

@@ -6,16 +6,22 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 )
 
 // ipamFlags are the flags shared by the ipam subcommands, and the client they share.
@@ -23,7 +29,9 @@ type ipamFlags struct {
 	kube   *kubeFlags
 	owner  string
 	client *calico.Client
-	host   string // the API server the client talks to
+	cfg    *rest.Config       // the API server the client talks to
+	host   string             // cfg.Host
+	cancel context.CancelFunc // ends the command's context (--timeout)
 }
 
 // calico returns the command's Calico client, connecting on first use.
@@ -35,12 +43,30 @@ func (f *ipamFlags) calico(ctx context.Context) (*calico.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.cfg, f.host = cfg, cfg.Host
 	cl, err := calico.NewClient(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+		return nil, err
 	}
-	f.client, f.host = cl, cfg.Host
+	f.client = cl
 	return cl, nil
+}
+
+// explain turns a failed call to the API server into the one line naming the server
+// (commandError); other errors, and exit codes, stay as they are.
+func (f *ipamFlags) explain(ctx context.Context, err error) error {
+	var ee exitError
+	var urlErr *url.Error
+	var timeout *fleet.TimeoutError
+	var status apierrors.APIStatus
+	var d *deadlineError
+	switch {
+	case err == nil || errors.As(err, &ee) || f.cfg == nil:
+		return err
+	case errors.As(err, &urlErr), errors.As(err, &timeout), errors.As(err, &status), errors.As(context.Cause(ctx), &d):
+		return commandError(ctx, f.cfg, err)
+	}
+	return err
 }
 
 // defaultLockOwner names this user on this host: the CLI's lock owner, stable across runs so
@@ -60,7 +86,7 @@ func newIPAMCommand(kube *kubeFlags) *cobra.Command {
 	f := &ipamFlags{kube: kube}
 	cmd := &cobra.Command{
 		Use:   "ipam",
-		Args:  cobra.NoArgs, // an unknown subcommand is an error, not a help page with exit 0
+		Args:  subcommandArgs, // an unknown subcommand is an error, not a help page with exit 0
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		Short: "Check and repair Calico IPAM (leaked IPs, empty blocks, datastore lock)",
 		Long: `Check and repair Calico IPAM through the Kubernetes API (Calico's Kubernetes datastore),
@@ -74,13 +100,16 @@ process gone) is undone when any ipam command starts.`,
 			if !cmd.HasParent() || cmd.Name() == "ipam" {
 				return nil // "whypending ipam" alone only prints help
 			}
-			cl, err := f.calico(cmd.Context())
+			ctx, cancel := kube.withDeadline(cmd.Context())
+			f.cancel = cancel // the context lives as long as the command
+			cmd.SetContext(ctx)
+			cl, err := slowStep(ctx, cmd.ErrOrStderr(), "connecting", kube.server(), f.calico)
 			if err != nil {
-				return err
+				return f.explain(ctx, err)
 			}
-			recovered, err := cl.RecoverLocks(cmd.Context(), f.owner)
+			recovered, err := cl.RecoverLocks(ctx, f.owner)
 			if err != nil {
-				return err
+				return f.explain(ctx, err)
 			}
 			if recovered {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Undid a datastore lock of %s left behind by an earlier run (datastoreReady is true again).\n", f.owner)
@@ -94,44 +123,86 @@ process gone) is undone when any ipam command starts.`,
 		newIPAMShowCommand(f),
 		newIPAMReleaseIPsCommand(f),
 		newIPAMReleaseBlocksCommand(f),
+		newIPAMReleaseHandlesCommand(f),
 		newIPAMLockCommand(f),
 		newIPAMUnlockCommand(f),
 	)
+	for _, sub := range cmd.Commands() {
+		run := sub.RunE
+		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			return f.explain(cmd.Context(), run(cmd, args))
+		}
+	}
 	return cmd
 }
 
 func newIPAMCheckCommand(f *ipamFlags) *cobra.Command {
-	var output string
+	var output, report string
 	var showProblems, showAll bool
 	cmd := &cobra.Command{
-		Use:   "check [-o report.json]",
+		Use:   "check [-o text|json] [--report report.json]",
 		Short: "Find leaked IPs, in-use IPs with no allocation, and leaked or missing handles",
 		Long: `Compare IPAM allocations with what pods, nodes (tunnel addresses) and LoadBalancer
-services use, like calicoctl ipam check. -o writes calicoctl's report schema, which both
-"whypending ipam release-ips --from-report" and "calicoctl ipam release --from-report" accept.`,
+services use, like calicoctl ipam check. -o json prints the report as JSON on stdout instead
+of the text, in calicoctl's report schema; --report FILE also writes it to FILE (what
+calicoctl's -o does). Both "whypending ipam release-ips --from-report" and "calicoctl ipam
+release --from-report" accept the report.`,
+		Example: `  whypending ipam check
+  whypending ipam check -o json | jq '.leakedIPs | length'
+  whypending ipam check --report report.json`,
 		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("unknown output format %q: use -o text or -o json (the report on stdout); --report %s writes the report to a file, as calicoctl's -o does", output, output)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := f.calico(cmd.Context())
+			res, err := f.check(cmd)
 			if err != nil {
 				return err
 			}
-			res, err := cl.Check(cmd.Context(), calico.CheckOptions{})
-			if err != nil {
-				return err
+			if output == "json" {
+				if err := res.WriteReport(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				f.mentionLock(cmd.Context(), cmd.ErrOrStderr())
+			} else {
+				if err := res.WriteText(cmd.OutOrStdout(), detail(showProblems, showAll)); err != nil {
+					return err
+				}
+				f.mentionLock(cmd.Context(), cmd.OutOrStdout())
 			}
-			if err := res.WriteText(cmd.OutOrStdout(), detail(showProblems, showAll)); err != nil {
-				return err
-			}
-			if output != "" {
-				return writeReportFile(output, res)
+			if report != "" {
+				return writeReportFile(report, res)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write the calicoctl-schema JSON report to this file")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, or json (the calicoctl-schema report on stdout)")
+	cmd.Flags().StringVar(&report, "report", "", "also write the calicoctl-schema JSON report to this file (calicoctl ipam check -o FILE)")
 	cmd.Flags().BoolVar(&showProblems, "show-problem-ips", false, "print every leaked or unallocated address")
 	cmd.Flags().BoolVar(&showAll, "show-all-ips", false, "print every allocation")
 	return cmd
+}
+
+// mentionLock prints the lock's LockStatus.Notice when the datastore is locked. A failed read
+// prints nothing: the command's own reads already answered.
+func (f *ipamFlags) mentionLock(ctx context.Context, w io.Writer) {
+	if s, err := f.client.LockStatus(ctx); err == nil && !s.Ready {
+		fmt.Fprintln(w, s.Notice())
+	}
+}
+
+// check is the IPAM check, with progress lines while it runs.
+func (f *ipamFlags) check(cmd *cobra.Command) (*calico.CheckResult, error) {
+	if _, err := f.calico(cmd.Context()); err != nil {
+		return nil, err
+	}
+	return slowStep(cmd.Context(), cmd.ErrOrStderr(), "checking Calico IPAM (blocks, handles, pods, nodes, services)", f.host,
+		func(ctx context.Context) (*calico.CheckResult, error) {
+			return f.client.Check(ctx, calico.CheckOptions{})
+		})
 }
 
 func detail(problems, all bool) calico.Detail {
@@ -167,11 +238,15 @@ func newIPAMShowCommand(f *ipamFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			u, err := cl.Utilization(cmd.Context())
+			u, err := slowStep(cmd.Context(), cmd.ErrOrStderr(), "reading Calico IPAM blocks and pools", f.host, cl.Utilization)
 			if err != nil {
 				return err
 			}
-			return u.WriteText(cmd.OutOrStdout(), showBlocks)
+			if err := u.WriteText(cmd.OutOrStdout(), showBlocks); err != nil {
+				return err
+			}
+			f.mentionLock(cmd.Context(), cmd.OutOrStdout())
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&showBlocks, "show-blocks", false, "also show each block, its node and the node's block count against maxBlocksPerHost")
@@ -200,14 +275,32 @@ func (l *lockedFlags) check() error {
 }
 
 // runner is the actions.Runner a repair command plans and executes through, the one the bot's
-// approvals use: the CLI's lock owner and lock flags, with the lock steps printed as they happen.
-func (f *ipamFlags) runner(cl *calico.Client, lf lockedFlags, out io.Writer) *actions.Runner {
+// approvals use: the CLI's lock owner and lock flags, with the lock steps printed as they
+// happen (a retried unlock on stderr).
+func (f *ipamFlags) runner(cl *calico.Client, lf lockedFlags, cmd *cobra.Command) *actions.Runner {
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var deadline time.Time
+	var retries int
 	r := &actions.Runner{Cluster: f.kube.clusterName(f.host), IPAM: cl, LockPolicy: actions.LockNever, LockTTL: lf.ttl, LockOwner: f.owner,
 		OnLock: func(m calico.LockMarker) {
+			deadline = m.Deadline
 			fmt.Fprintf(out, "Locked the Calico datastore (owner %s, until %s). New pods cannot start until it is unlocked.\n",
 				m.Owner, m.Deadline.Local().Format(time.TimeOnly))
 		},
-		OnUnlock: func() { fmt.Fprintln(out, "Unlocked the Calico datastore.") },
+		OnUnlockRetry: func(err error, wait time.Duration) {
+			// The first failure, then one line every few attempts (about every 30 s).
+			if retries++; retries == 1 || retries%4 == 0 {
+				fmt.Fprintf(errOut, "whypending: the unlock failed (%v); trying again until %s, the lock's deadline\n",
+					fleet.APIError(f.host, err), deadline.Local().Format(time.TimeOnly))
+			}
+		},
+		OnUnlock: func() {
+			if retries > 0 {
+				fmt.Fprintf(out, "Unlocked the Calico datastore (after %d failed attempts).\n", retries)
+				return
+			}
+			fmt.Fprintln(out, "Unlocked the Calico datastore.")
+		},
 	}
 	if lf.lock {
 		r.LockPolicy = actions.LockAlways
@@ -261,14 +354,70 @@ func executeRepairs(ctx context.Context, r *actions.Runner, plans []actions.Plan
 }
 
 // touched reports whether an execution that failed had read or changed anything before it
-// stopped: what it did is printed before the error.
-func touched(results []actions.Result) bool {
+// stopped, or left the datastore locked: what it did is printed before the error.
+func touched(results []actions.Result, err error) bool {
+	if errors.Is(err, actions.ErrLeftLocked) {
+		return true
+	}
 	for _, r := range results {
 		if r.Done > 0 || len(r.Skipped) > 0 || r.Writes != (actions.Writes{}) {
 			return true
 		}
 	}
 	return false
+}
+
+// failed ends a repair that stopped part way, after what it did was printed: the error in one
+// line naming the server, then what a check finds now (when the API server answers again),
+// and, when the datastore lock could not be released, a last line in capitals that says so
+// and gives the command that unlocks it.
+func (f *ipamFlags) failed(cmd *cobra.Command, err error, checkAfter func(ctx context.Context) error) error {
+	ctx, errOut := cmd.Context(), cmd.ErrOrStderr()
+	fmt.Fprintf(errOut, "error: the repair stopped part way: %v\n", chat.JoinLines(commandError(ctx, f.cfg, err).Error()))
+	if errors.Is(err, actions.ErrLeftLocked) {
+		fmt.Fprintf(errOut, "THE CALICO DATASTORE IS STILL LOCKED: no pod can get an IP address until it is unlocked. Unlock it with: %s\n", f.unlockCommand())
+		return exitError{code: 1}
+	}
+	// The check runs even when --timeout has passed: it only reads, each request bounded by
+	// --request-timeout.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if cerr := checkAfter(cctx); cerr != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "Check afterwards could not run: %v\n", fleet.APIError(f.host, cerr))
+	}
+	return exitError{code: 1}
+}
+
+// unlockCommand is the command that unlocks the datastore lock this run took: ipam unlock
+// with this run's kubeconfig, context and owner.
+func (f *ipamFlags) unlockCommand() string {
+	args := []string{"whypending", "ipam", "unlock"}
+	if f.kube.kubeconfig != "" {
+		args = append(args, "--kubeconfig", shellWord(f.kube.kubeconfig))
+	}
+	if f.kube.context != "" {
+		args = append(args, "--context", shellWord(f.kube.context))
+	}
+	if f.owner != defaultLockOwner() {
+		args = append(args, "--owner", shellWord(f.owner))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but letters, digits and
+// -_./:@=,+.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@=,+", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // cliPrincipal names the CLI's user as a plan's requester and approver.
@@ -280,18 +429,34 @@ func cliPrincipal() string {
 	return "cli:" + name
 }
 
+// maxLeftLines caps the "left" lines printSkips prints: a control plane that stops mid-repair
+// leaves one per handle, all with the same cause.
+const maxLeftLines = 5
+
 // printSkips prints what an execution left alone (kept) or behind (left), what is new since the
 // plan and untouched, with noun naming the kind's items.
 func printSkips(w io.Writer, res actions.Result, prefix, noun string) {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(w, "  kept %s%s: %s\n", prefix, s.Target, s.Reason)
 	}
-	for _, s := range res.Leftovers {
+	for i, s := range res.Leftovers {
+		if i == maxLeftLines && len(res.Leftovers) > maxLeftLines+1 {
+			fmt.Fprintf(w, "  … and %d more left the same way or alike (the next check lists them)\n", len(res.Leftovers)-i)
+			break
+		}
 		fmt.Fprintf(w, "  left %s: %s\n", s.Target, s.Reason)
 	}
 	if res.NewSince > 0 {
 		fmt.Fprintf(w, "  %d more %s appeared after the plan was made; they were not touched (run the command again).\n", res.NewSince, noun)
 	}
+}
+
+// count is n and the noun in the form n takes: "1 IP", "181 IPs".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // remaining says what the check afterwards found: n, or that it could not run.
@@ -340,20 +505,20 @@ calicoctl's documented procedure does.`,
 					return err
 				}
 			} else {
-				if opts.Check, err = cl.Check(ctx, calico.CheckOptions{}); err != nil {
+				if opts.Check, err = f.check(cmd); err != nil {
 					return err
 				}
 				res := opts.Check
 				fmt.Fprintf(out, "Check: %d allocations, %d leaked IPs, %d leaked handles, %d problems.\n",
 					len(res.Allocations), len(res.LeakedIPs), len(res.LeakedHandles), res.Problems)
 			}
-			r := f.runner(cl, lf, out)
+			r := f.runner(cl, lf, cmd)
 			plans, err := planRepairs(ctx, r, opts, actions.KindReleaseLeakedIPs, actions.KindReleaseLeakedHandles)
 			if err != nil {
 				return err
 			}
 			ips, handles := plans[0], plans[1]
-			fmt.Fprintf(out, "Plan: release %d IPs%s and delete %d leaked handles.\n", len(ips.Items), inBlocks(ips.Items), len(handles.Items))
+			fmt.Fprintf(out, "Plan: release %s%s and delete %s.\n", count(len(ips.Items), "IP", "IPs"), inBlocks(ips.Items), count(len(handles.Items), "leaked handle", "leaked handles"))
 			if err := printPlans(out, plans); err != nil {
 				return err
 			}
@@ -361,8 +526,10 @@ calicoctl's documented procedure does.`,
 				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
 				return nil
 			}
-			results, err := executeRepairs(ctx, r, plans)
-			if results == nil || err != nil && !touched(results) {
+			results, err := slowStep(ctx, cmd.ErrOrStderr(), "releasing", f.host, func(ctx context.Context) ([]actions.Result, error) {
+				return executeRepairs(ctx, r, plans)
+			})
+			if results == nil || err != nil && !touched(results, err) {
 				return err
 			}
 			ipRes, hRes := results[0], results[1]
@@ -373,11 +540,26 @@ calicoctl's documented procedure does.`,
 			w.Handles += hRes.Writes.Handles
 			w.HandlesDeleted += hRes.Writes.HandlesDeleted
 			w.HandlesDecremented += hRes.Writes.HandlesDecremented
-			fmt.Fprintf(out, "Released %d IPs (kept %d) with %d block writes; %d handles deleted, %d decremented (%d handle writes); %s.\n",
-				ipRes.Done, len(ipRes.Skipped), w.Blocks, w.HandlesDeleted, w.HandlesDecremented, w.Handles,
-				ipRes.FinishedAt.Sub(ipRes.StartedAt).Round(time.Millisecond))
+			when := ""
 			if err != nil {
-				return err
+				when = " before the failure"
+			}
+			fmt.Fprintf(out, "Released %s (kept %d) with %d block writes%s; %d handles deleted, %d decremented (%d handle writes); %s.\n",
+				count(ipRes.Done, "IP", "IPs"), len(ipRes.Skipped), w.Blocks, when, w.HandlesDeleted, w.HandlesDecremented, w.Handles,
+				ipRes.FinishedAt.Sub(ipRes.StartedAt).Round(time.Millisecond))
+			if n := ipRes.Unconfirmed; n > 0 {
+				fmt.Fprintf(out, "  %s more were in block writes whose answer never came back: whether they were released, a check tells.\n", count(n, "IP", "IPs"))
+			}
+			if err != nil {
+				return f.failed(cmd, err, func(ctx context.Context) error {
+					res, err := cl.Check(ctx, calico.CheckOptions{})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "Check afterwards: %d leaked IPs and %d leaked handles remain (%d IPs were planned); run the command again to release them.\n",
+						len(res.LeakedIPs), len(res.LeakedHandles), len(ips.Items))
+					return nil
+				})
 			}
 			fmt.Fprintf(out, "Check afterwards: %s leaked IPs and %s leaked handles remain.\n", remaining(ipRes.Remaining), remaining(hRes.Remaining))
 			if !lf.lock {
@@ -392,7 +574,7 @@ calicoctl's documented procedure does.`,
 		},
 	}
 	lf.add(cmd)
-	cmd.Flags().StringVar(&fromReport, "from-report", "", "release the leaked addresses and handles of this report (ipam check -o, or calicoctl ipam check -o)")
+	cmd.Flags().StringVar(&fromReport, "from-report", "", "release the leaked addresses and handles of this report (ipam check --report or -o json, or calicoctl ipam check -o)")
 	return cmd
 }
 
@@ -473,7 +655,7 @@ plan (read again, release the planned blocks still empty, check what remains).`,
 			if err != nil {
 				return err
 			}
-			r := f.runner(cl, lf, out)
+			r := f.runner(cl, lf, cmd)
 			plans, err := planRepairs(ctx, r, opts, actions.KindReleaseEmptyBlocks)
 			if err != nil {
 				return err
@@ -485,15 +667,28 @@ plan (read again, release the planned blocks still empty, check what remains).`,
 				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
 				return nil
 			}
-			results, err := executeRepairs(ctx, r, plans)
-			if results == nil || err != nil && !touched(results) {
+			results, err := slowStep(ctx, cmd.ErrOrStderr(), "releasing", f.host, func(ctx context.Context) ([]actions.Result, error) {
+				return executeRepairs(ctx, r, plans)
+			})
+			if results == nil || err != nil && !touched(results, err) {
 				return err
 			}
 			res := results[0]
 			printSkips(out, res, "", "releasable empty blocks")
-			fmt.Fprintf(out, "Released %d blocks (kept %d) with %d writes.\n", res.Done, len(res.Skipped), res.Writes.Blocks)
+			when := ""
 			if err != nil {
-				return err
+				when = " before the failure"
+			}
+			fmt.Fprintf(out, "Released %s (kept %d) with %d writes%s.\n", count(res.Done, "block", "blocks"), len(res.Skipped), res.Writes.Blocks, when)
+			if err != nil {
+				return f.failed(cmd, err, func(ctx context.Context) error {
+					u, err := cl.Utilization(ctx)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "Check afterwards: %d empty blocks in the cluster; run the command again to release the rest of the plan.\n", len(u.EmptyBlocks))
+					return nil
+				})
 			}
 			fmt.Fprintf(out, "Check afterwards: %s releasable empty blocks remain in the plan's scope.\n", remaining(res.Remaining))
 			return nil
@@ -502,6 +697,72 @@ plan (read again, release the planned blocks still empty, check what remains).`,
 	lf.add(cmd)
 	cmd.Flags().BoolVar(&allEmpty, "all-empty", false, "release every empty affine block")
 	cmd.Flags().BoolVar(&allowLast, "allow-last-block", false, "also release a node's last affine block")
+	return cmd
+}
+
+func newIPAMReleaseHandlesCommand(f *ipamFlags) *cobra.Command {
+	var lf lockedFlags
+	cmd := &cobra.Command{
+		Use:   "release-handles [--yes] [--lock]",
+		Short: "Delete leaked IPAM handles (no block holds an address for them), like the bot's /ipam release-handles",
+		Long: `Delete the IPAMHandle objects that no block allocation refers to (leaked handles), older
+than a minute: a handle younger than that may belong to a CNI ADD still in flight. Each
+handle is deleted only if its resourceVersion is unchanged since the plan.
+
+The plan is printed as the bot shows it in chat; --yes runs it as the bot runs an approved
+plan (read again, delete the planned handles still leaked, check what remains).`,
+		Example: `  whypending ipam release-handles          # print the plan
+  whypending ipam release-handles --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			if err := lf.check(); err != nil {
+				return err
+			}
+			cl, err := f.calico(ctx)
+			if err != nil {
+				return err
+			}
+			r := f.runner(cl, lf, cmd)
+			plans, err := planRepairs(ctx, r, actions.PlanOptions{Limit: -1}, actions.KindReleaseLeakedHandles)
+			if err != nil {
+				return err
+			}
+			if err := printPlans(out, plans); err != nil {
+				return err
+			}
+			if !lf.yes {
+				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to delete.")
+				return nil
+			}
+			results, err := slowStep(ctx, cmd.ErrOrStderr(), "deleting leaked handles", f.host, func(ctx context.Context) ([]actions.Result, error) {
+				return executeRepairs(ctx, r, plans)
+			})
+			if results == nil || err != nil && !touched(results, err) {
+				return err
+			}
+			res := results[0]
+			printSkips(out, res, "", "leaked handles")
+			when := ""
+			if err != nil {
+				when = " before the failure"
+			}
+			fmt.Fprintf(out, "Deleted %s (kept %d) with %d handle writes%s.\n", count(res.Done, "leaked handle", "leaked handles"), len(res.Skipped), res.Writes.Handles, when)
+			if err != nil {
+				return f.failed(cmd, err, func(ctx context.Context) error {
+					res, err := cl.Check(ctx, calico.CheckOptions{})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "Check afterwards: %d leaked handles remain; run the command again to delete them.\n", len(res.LeakedHandles))
+					return nil
+				})
+			}
+			fmt.Fprintf(out, "Check afterwards: %s leaked handles remain.\n", remaining(res.Remaining))
+			return nil
+		},
+	}
+	lf.add(cmd)
 	return cmd
 }
 
@@ -529,7 +790,7 @@ whypending ipam command of the same owner unlocks it.`,
 				return err
 			}
 			m := l.Marker()
-			fmt.Fprintf(cmd.OutOrStdout(), "Locked the Calico datastore (owner %s, until %s). Run \"whypending ipam unlock\" when done.\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "Locked the Calico datastore (owner %s, until %s). No pod can get or release an IP address until it is unlocked: run \"whypending ipam unlock\" as soon as you are done.\n",
 				m.Owner, m.Deadline.UTC().Format(time.RFC3339))
 			return nil
 		},

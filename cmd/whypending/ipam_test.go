@@ -48,7 +48,7 @@ func TestIPAMCheckReleaseLocked(t *testing.T) {
 	kc := c.KubeconfigPath
 
 	report := filepath.Join(t.TempDir(), "report.json")
-	out := mustRunIPAM(t, kc, "check", "-o", report)
+	out := mustRunIPAM(t, kc, "check", "--report", report)
 	if !strings.Contains(out, "Found 181 IPs that are allocated in IPAM but not actually in use.") ||
 		!strings.HasSuffix(out, "Check complete; found 181 problems.\n") {
 		t.Errorf("check output:\n%s", out)
@@ -151,7 +151,7 @@ func TestIPAMReleaseFromReport(t *testing.T) {
 	c := testcluster.Start(t, testenv.Options{})
 	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
 	report := filepath.Join(t.TempDir(), "report.json")
-	mustRunIPAM(t, c.KubeconfigPath, "check", "-o", report)
+	mustRunIPAM(t, c.KubeconfigPath, "check", "--report", report)
 	out := mustRunIPAM(t, c.KubeconfigPath, "release-ips", "--from-report", report, "--yes")
 	if !strings.Contains(out, "Released 181 IPs (kept 0)") {
 		t.Errorf("release output:\n%s", out)
@@ -169,7 +169,7 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 		t.Errorf("plan:\n%s", out)
 	}
 	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "--all-empty", "--yes", "--lock")
-	if !strings.Contains(out, "Released 1 blocks (kept 0) with 5 writes.") || !strings.Contains(out, "Unlocked the Calico datastore.") {
+	if !strings.Contains(out, "Released 1 block (kept 0) with 5 writes.") || !strings.Contains(out, "Unlocked the Calico datastore.") {
 		t.Errorf("release:\n%s", out)
 	}
 	if out := mustRunIPAM(t, c.KubeconfigPath, "show", "--show-blocks"); !strings.Contains(out, "Empty affine blocks: 0") || !strings.Contains(out, "3/4") {
@@ -263,4 +263,51 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// TestIPAMReleaseHandles is issue 22 item 10's `ipam release-handles`, the CLI twin of the
+// bot's /ipam release-handles through the same actions.Runner: a leaked handle younger than the
+// grace period is left out of the plan, and once it is older it is deleted with --yes, while the
+// handles of allocated addresses stay.
+func TestIPAMReleaseHandles(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, filepath.Join(repoRoot(t), "testdata", "scenarios", "seed-ipam-leaked"))
+	kc := c.KubeconfigPath
+	const leaked = "k8s-pod-network.0000dead"
+	handles := schema.GroupVersionResource{Group: "crd.projectcalico.org", Version: "v1", Resource: "ipamhandles"}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "crd.projectcalico.org/v1", "kind": "IPAMHandle",
+		"metadata": map[string]any{"name": leaked},
+		"spec":     map[string]any{"handleID": leaked, "block": map[string]any{"172.16.0.128/26": int64(1)}},
+	}}
+	if _, err := c.Dynamic.Resource(handles).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Dynamic.Resource(handles).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustRunIPAM(t, kc, "release-handles")
+	for _, want := range []string{"Plan: delete 0 leaked IPAM handles on ", "- " + leaked + ": younger than 1m0s", "Dry run: nothing changed."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("young handle: plan lacks %q:\n%s", want, out)
+		}
+	}
+	time.Sleep(61 * time.Second) // past the grace period
+	out = mustRunIPAM(t, kc, "release-handles", "--yes")
+	for _, want := range []string{"Plan: delete 1 leaked IPAM handle on ", "Deleted 1 leaked handle (kept 0) with 1 handle writes.", "Check afterwards: 0 leaked handles remain."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("release lacks %q:\n%s", want, out)
+		}
+	}
+	after, err := c.Dynamic.Resource(handles).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != len(before.Items)-1 {
+		t.Errorf("handles %d -> %d, want exactly the leaked one deleted", len(before.Items), len(after.Items))
+	}
+	if _, err := c.Dynamic.Resource(handles).Get(t.Context(), leaked, metav1.GetOptions{}); err == nil {
+		t.Errorf("the leaked handle %s is still there", leaked)
+	}
 }

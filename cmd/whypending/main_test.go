@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -167,7 +168,7 @@ func writeFile(t *testing.T, path, content string) {
 // answered, then the approval flow on the leaked-IP scenario, then the piped commands.
 func TestDemoWithoutTerminal(t *testing.T) {
 	var out, progress bytes.Buffer
-	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/why-pending nosuchns/frontend\n/ipam check --cluster seed-ipam-leaked\n")
+	stdin := strings.NewReader("/why-pending seed-frontend-cpu/nosuchpod\n/why-pending nosuchns/frontend\n/ipam check --cluster seed-ipam-leaked\n/kubeconfig seed-ipam-leaked\n")
 	err := runDemo(t.Context(), whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu", "seed-ipam-leaked", "workload-quota"}, 2, nil, stdin, &out, &progress)
 	if err != nil {
 		t.Fatalf("runDemo: %v\nprogress:\n%s", err, progress.String())
@@ -187,6 +188,13 @@ func TestDemoWithoutTerminal(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
+	}
+	// Each scenario's kubeconfig is printed when its cluster is ready, and /kubeconfig gives it.
+	m := regexp.MustCompile(`demo: seed-ipam-leaked +ready \([^)]*\)  KUBECONFIG=(\S+)`).FindStringSubmatch(progress.String())
+	if m == nil {
+		t.Errorf("progress does not give seed-ipam-leaked's kubeconfig:\n%s", progress.String())
+	} else if !strings.Contains(got, "KUBECONFIG="+m[1]) {
+		t.Errorf("/kubeconfig seed-ipam-leaked does not answer %s", m[1])
 	}
 	if n := strings.Count(got, "Calico IPAM on seed-ipam-leaked: no problems found"); n != 2 {
 		t.Errorf("clean checks after the repair = %d, want 2 (scripted and piped)\n%s", n, got)

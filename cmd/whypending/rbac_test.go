@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,6 +56,9 @@ const rbacValues = `config:
     slack:
       users: {U0ALICE: {user: alice@example.com}}
       groups: {S0OPS: [sre]}
+alertmanager:
+  enabled: true
+  receivers: {team: [C0OPS]}
 `
 
 // ipamRepairers is what the people of the bot flow need in Kubernetes RBAC to plan and
@@ -213,6 +217,7 @@ func TestChartRBAC(t *testing.T) {
 	// The chart's environment variables, as its Secret would provide them (serve reads them).
 	t.Setenv("SLACK_SIGNING_SECRET", "rbac-test-signing-secret")
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-rbac-test")
+	t.Setenv("WHYPENDING_ALERTMANAGER_TOKEN", amToken)
 
 	root := repoRoot(t)
 	all, err := testenv.ScenarioDirs(filepath.Join(root, "testdata", "scenarios"))
@@ -229,8 +234,10 @@ func TestChartRBAC(t *testing.T) {
 		}
 	}
 	// The seed scenarios have no volumes: cases add a pending claim (StorageClasses), a bound
-	// one, CSI attach limits (CSINodes) and a missing ConfigMap (names in the namespace).
-	for _, c := range []string{"case-22", "case-51", "case-58", "case-45"} {
+	// one, CSI attach limits (CSINodes), a missing ConfigMap (names in the namespace) and a CSI
+	// driver that is not registered (every namespace's DaemonSets, one DaemonSet's events, its
+	// Namespace, the node's CSINode by name).
+	for _, c := range []string{"case-22", "case-51", "case-58", "case-45", "case-85"} {
 		dirs = append(dirs, filepath.Join(root, "testdata", "cases", c))
 	}
 	var log accessLog
@@ -506,6 +513,19 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 			{rwRelease, "worker-1", approval.StateSucceeded, "Done: "},
 		} {
 			client := e.serve(t, tc.r, slack)
+			// An Alertmanager notification: its Notification is created, claimed and
+			// recorded (get, create, update; the worker lists pending ones at start).
+			roots := len(slack.alertRoots())
+			hook := fmt.Appendf(nil, `{"version":"4","groupKey":"{}:{alertname=\"KubePodCrashLooping\"}","status":"firing","receiver":"team",
+"alerts":[{"status":"firing","labels":{"alertname":"KubePodCrashLooping","namespace":%q,"pod":%q},"startsAt":"2026-12-01T00:00:00Z","fingerprint":"f1"}]}`,
+				strings.Split(e.scenario.Expected.Pod, "/")[0], strings.Split(e.scenario.Expected.Pod, "/")[1])
+			if code, text := postAlert(t, client.base+"/alertmanager", amToken, hook); code != http.StatusOK {
+				t.Fatalf("%s: alert = %d %s", tc.r.name, code, text)
+			}
+			waitUntil(t, 60*time.Second, "the alert's thread", func() bool {
+				rs := slack.alertRoots()
+				return len(rs) == roots+1 && len(slack.threadReplies(rs[len(rs)-1])) == 1
+			})
 			// Per-user authorization: carol is mapped to nobody, so her plan is refused to
 			// her alone, saying so; nothing is stored.
 			path := client.command(t, "U0CAROL", "/ipam", "release-ips --node "+tc.node)
@@ -581,7 +601,7 @@ func (e *rbacCluster) ipamFlows(t *testing.T) {
 func (e *rbacCluster) blockFlows(t *testing.T) {
 	e.refused(t, "ipam", "release-blocks", "--all-empty", "--yes")
 	out := e.mustCLI(t, rwRelease, "ipam", "release-blocks", "--all-empty", "--yes", "--lock")
-	if !strings.Contains(out, "Released 1 blocks (kept 0)") {
+	if !strings.Contains(out, "Released 1 block (kept 0)") {
 		t.Errorf("release-blocks:\n%s", out)
 	}
 }

@@ -21,15 +21,20 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/bot/alerts"
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
+	"github.com/whypending/whypending/internal/proc"
+	"github.com/whypending/whypending/ledger"
+	"github.com/whypending/whypending/ledger/thread"
 )
 
 // sweepEvery is how often pending plans past their expiry are marked Expired, Running plans
@@ -91,10 +96,17 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	klog.SetSlogLogger(log.With(slog.String("from", "client-go")))
 	setGoMemLimit(log, memlimit.FromCgroup)
 	var secrets SlackSecrets
 	if cfg.SlackEnabled() {
 		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
+			return fmt.Errorf("config %s:\n%w", configPath, err)
+		}
+	}
+	var alertToken, silenceToken string
+	if cfg.Alertmanager != nil {
+		if alertToken, silenceToken, err = cfg.ResolveAlertmanager(os.LookupEnv, os.ReadFile); err != nil {
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
@@ -104,6 +116,15 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			return fmt.Errorf("config %s:\n%w", configPath, err)
 		}
 	}
+
+	// Listen before anything connects: a bad listen address fails at once, and /healthz
+	// answers while a cluster or a chat platform is still connecting.
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -147,7 +168,6 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	defer fl.Wait()
 	defer stopClusters()
 	metrics.ReportCaches(fl.CacheStats)
-	fl.WaitFirstAttempts(ctx, fleet.DefaultTiming.FirstAttempts)
 
 	opts := []slackgo.Option{slackgo.OptionHTTPClient(&http.Client{Timeout: 15 * time.Second})}
 	if cfg.Slack.APIURL != "" {
@@ -169,49 +189,78 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		Authorizer:  newAuthorizer(cfg, live, dir, metrics, log),
 		LockNote:    lockNote, AllowedChannels: cfg.AllowedChannels(),
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
+		SilencePolicy: silencePolicy(cfg),
 	})
 	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
-	server := bot.NewServer(reg, log, checks...)
+	// Each chat platform comes up on its own: one that is down (Discord's API unreachable,
+	// Socket Mode refused) is retried with back-off and shown in /readyz and /metrics, and
+	// never stops the other.
 	platforms := chat.Platforms{}
+	var slackState, discordState *platformState
 	if cfg.SlackEnabled() {
 		platforms["slack"] = adapter
-		if cfg.Slack.Mode == "http" {
-			adapter.Mount(server)
-		}
+		slackState = newPlatformState("slack", metrics, log)
+		checks = append(checks, bot.ReadyCheck{Name: "slack", Group: "chat platforms", Check: slackState.Check})
 	}
 	var discordAdapter *discord.Adapter
 	if cfg.DiscordEnabled() {
-		if discordAdapter, err = startDiscord(ctx, cfg, discordSecrets, b, metrics, log); err != nil {
+		if discordAdapter, err = newDiscord(cfg, discordSecrets, b, metrics, log); err != nil {
 			return err
 		}
 		platforms[discord.Platform] = discordAdapter
-		if cfg.Discord.Mode == "http" {
-			discordAdapter.Mount(server)
+		discordState = newPlatformState(discord.Platform, metrics, log)
+		checks = append(checks, bot.ReadyCheck{Name: "discord", Group: "chat platforms", Check: discordState.Check})
+	}
+	server := bot.NewServer(reg, log, checks...)
+	if cfg.SlackEnabled() && cfg.Slack.Mode == "http" {
+		adapter.Mount(server)
+		slackState.up() // nothing to connect: Slack calls us
+	}
+	if discordAdapter != nil && cfg.Discord.Mode == "http" {
+		discordAdapter.Mount(server)
+	}
+	var receiver *alerts.Receiver
+	if cfg.Alertmanager != nil {
+		receiver = newReceiver(cfg, alertToken, silenceToken, b, adapter, discordAdapter, storeCluster(liveStore), reg, log)
+		server.Handle(alerts.Path, receiver)
+		if cfg.Alertmanager.URL != "" {
+			b.SetSilencer(receiver)
 		}
-	}
-
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
-	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", platformMode(cfg.SlackEnabled(), cfg.Slack.Mode)),
-		slog.String("discord", platformMode(cfg.DiscordEnabled(), cfg.Discord.Mode)),
-		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend), slog.String("authorization", string(cfg.Authorization.Mode)))
-	if listening != nil {
-		listening <- ln.Addr().String()
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Serve(gctx, ln) })
+	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", platformMode(cfg.SlackEnabled(), cfg.Slack.Mode)),
+		slog.String("discord", platformMode(cfg.DiscordEnabled(), cfg.Discord.Mode)),
+		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend), slog.String("authorization", string(cfg.Authorization.Mode)))
 	if cfg.SlackEnabled() {
 		g.Go(func() error { return adapter.Run(gctx) })
 	}
 	if discordAdapter != nil {
 		g.Go(func() error { return discordAdapter.Run(gctx) })
-		if cfg.Discord.Mode == "gateway" {
-			g.Go(func() error { return discordAdapter.RunGateway(gctx) })
-		}
+		g.Go(func() error {
+			if err := discordState.retry(gctx, func(ctx context.Context) error {
+				return registerDiscord(ctx, discordAdapter, cfg.Discord.APIURL)
+			}); err != nil {
+				return nil // serve is stopping
+			}
+			if cfg.Discord.Mode == "gateway" {
+				return discordState.keep(gctx, func(ctx context.Context) error {
+					err := discordAdapter.RunGateway(ctx)
+					return discordURLError(err, cfg.Discord.APIURL)
+				})
+			}
+			return nil
+		})
+	}
+	// Commands may arrive at once; the first answers wait for each cluster's first attempt
+	// (bounded) only in tests that read listening.
+	fl.WaitFirstAttempts(ctx, fleet.DefaultTiming.FirstAttempts)
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+	if receiver != nil {
+		g.Go(func() error { receiver.Run(gctx); return nil })
 	}
 	if cfg.Digest.Schedule != "" {
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
@@ -229,7 +278,13 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	})
 	if cfg.SlackEnabled() && cfg.Slack.Mode == "socket" {
 		g.Go(func() error {
-			return adapter.RunSocketMode(gctx, socketmode.New(api))
+			return slackState.keep(gctx, func(ctx context.Context) error {
+				// Socket Mode reports no "connected" to us: mark Slack up once the
+				// connection has lasted a few seconds, down when it ends.
+				t := time.AfterFunc(5*time.Second, slackState.up)
+				defer t.Stop()
+				return adapter.RunSocketMode(ctx, socketmode.New(api))
+			})
 		})
 	}
 	err = g.Wait()
@@ -237,6 +292,53 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return nil
 	}
 	return err
+}
+
+// silencePolicy is alertmanager.silencers as bot's SilencePolicy.
+func silencePolicy(cfg *Config) string {
+	if cfg.Alertmanager != nil && cfg.Alertmanager.Silencers == "channel" {
+		return bot.SilenceChannel
+	}
+	return bot.SilenceApprovers
+}
+
+// ledgerIdentity names this process in the ledger's claims (tests run two replicas in one
+// process and give each its own).
+var ledgerIdentity = proc.Self
+
+// alertResync is how often a replica looks for alert threads another left unfinished (0:
+// the ledger worker's default; tests shorten it).
+var alertResync time.Duration
+
+// newReceiver builds the Alertmanager receiver: its threads kept in Notification objects on
+// the store cluster (through its current connection), posted through the Slack and Discord
+// adapters' Threads, each alert answered by b as /why-pending answers.
+func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, store *fleet.Cluster,
+	reg prometheus.Registerer, log *slog.Logger) *alerts.Receiver {
+	platforms := thread.Platforms{}
+	if cfg.SlackEnabled() {
+		platforms["slack"] = sl.Threads()
+	}
+	if dc != nil {
+		platforms[discord.Platform] = dc.Threads()
+	}
+	receivers := map[string][]alerts.Channel{}
+	for name, ids := range cfg.Alertmanager.Receivers {
+		for _, id := range ids {
+			receivers[name] = append(receivers[name], alerts.Channel{Platform: chat.ChannelPlatform(id), ID: id})
+		}
+	}
+	var silences *alerts.Silences
+	if cfg.Alertmanager.URL != "" {
+		silences = &alerts.Silences{URL: cfg.Alertmanager.URL, Token: silenceToken}
+	}
+	return alerts.New(alerts.Options{Silences: silences,
+		Token: token, Receivers: receivers, ClusterLabel: cfg.Alertmanager.ClusterLabel,
+		ChannelNamespaces: cfg.Channels.Namespaces,
+		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
+		Platforms:         platforms, Diagnose: b.Diagnose, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
+		Resync: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
+	})
 }
 
 // clusterConfig builds the REST config of one configured cluster: the in-cluster config, or

@@ -111,6 +111,7 @@ store: {backend: memory}
 	}
 	base := "http://" + addr
 
+	waitUntil(t, 60*time.Second, "the Discord commands to be registered", func() bool { mu.Lock(); defer mu.Unlock(); return len(registered) > 0 })
 	mu.Lock()
 	if len(registered) != 1 || auth[0] != "Bot "+token || !strings.Contains(registered[0], `"name":"why-pending"`) {
 		t.Errorf("registrations = %q with auth %q, want one PUT of the commands with the bot token", registered, auth)

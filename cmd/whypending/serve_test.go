@@ -72,6 +72,9 @@ type served struct {
 	slack  *fakeSlack
 	client *slackClient
 	logs   *syncBuffer
+	// stop stops serve (as a crash or a rollout would) and checks it stopped cleanly; it
+	// runs at cleanup too.
+	stop func()
 }
 
 // startServe runs serve with config (YAML, without the slack section, which it adds: the
@@ -80,8 +83,14 @@ type served struct {
 // logged no secret.
 func startServe(t *testing.T, config string) *served {
 	t.Helper()
+	return startServeOn(t, config, newFakeSlack(t, nil))
+}
+
+// startServeOn is startServe with the Web API on fake (replicas of one bot share it).
+func startServeOn(t *testing.T, config string, fake *fakeSlack) *served {
+	t.Helper()
 	const secret, token = "serve-test-signing-secret", "xoxb-serve-test-token"
-	s := &served{slack: newFakeSlack(t, nil), logs: &syncBuffer{}}
+	s := &served{slack: fake, logs: &syncBuffer{}}
 	t.Setenv("WP_TEST_SIGNING_SECRET", secret)
 	tokenFile := filepath.Join(t.TempDir(), "bot-token")
 	writeFile(t, tokenFile, token+"\n")
@@ -104,7 +113,12 @@ func startServe(t *testing.T, config string) *served {
 		t.Fatal("serve did not start listening")
 	}
 	s.client = &slackClient{base: s.base, secret: secret, channel: "C0OPS", slack: s.slack}
-	t.Cleanup(func() {
+	stopped := false
+	s.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -119,7 +133,8 @@ func startServe(t *testing.T, config string) *served {
 				t.Errorf("logs contain a secret:\n%s", s.logs.String())
 			}
 		}
-	})
+	}
+	t.Cleanup(s.stop)
 	return s
 }
 

@@ -30,7 +30,16 @@ var slackScopes = map[string]string{
 	"chat.postMessage":      "chat:write",
 	"chat.update":           "chat:write",
 	"usergroups.users.list": "usergroups:read",
+	"conversations.history": "channels:history",
+	"conversations.replies": "channels:history",
 }
+
+// threadReadScopes are the scopes of the reads a thread's Find makes after a post whose
+// answer was lost (conversations.history and conversations.replies with include_all_metadata;
+// adapters/slack TestThreads records them): channels:history for public channels and
+// groups:history for private ones. A serve run without such a loss never calls them, so they
+// are required here rather than from the recorded calls.
+var threadReadScopes = []string{"channels:history", "groups:history"}
 
 // readSlackManifest decodes slack-app-manifest.yaml strictly into slack-go's manifest type, so a
 // key Slack's format does not have is an error.
@@ -133,7 +142,7 @@ func TestSlackAppManifest(t *testing.T) {
 // bot called need (plus commands, for its slash commands).
 func checkSlackScopes(t *testing.T, called []string) {
 	t.Helper()
-	need := []string{"commands"}
+	need := append([]string{"commands"}, threadReadScopes...)
 	for _, method := range called {
 		scope, ok := slackScopes[method]
 		if !ok {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -9,7 +10,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
-	"github.com/whypending/whypending/fleet"
+	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
@@ -74,9 +75,18 @@ rests on what could be read and lists each refused read and the permission that 
 			if err != nil {
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
 			}
-			a, err := collect.Answer(cmd.Context(), collect.New(client).WithCalico(cfg), t)
+			ctx, cancel := kube.withDeadline(cmd.Context())
+			defer cancel()
+			a, err := slowStep(ctx, cmd.ErrOrStderr(), "reading what the answer needs", cfg.Host, func(ctx context.Context) (*triage.Answer, error) {
+				return collect.Answer(ctx, collect.New(client).WithCalico(cfg), t)
+			})
 			if err != nil {
-				return fleet.APIError(cfg.Host, err)
+				return commandError(ctx, cfg, err)
+			}
+			if cl, err := calico.NewClient(ctx, cfg); err == nil {
+				if s, err := cl.LockStatus(ctx); err == nil && !s.Ready {
+					a.Notes = append(a.Notes, s.Notice())
+				}
 			}
 			if output == "json" {
 				for _, n := range a.Notes {

@@ -36,8 +36,10 @@ import (
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
+	"github.com/whypending/whypending/internal/proc"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/ledger"
 	"github.com/whypending/whypending/triage/collect"
 )
 
@@ -373,6 +375,29 @@ func Burst(t testing.TB, client *http.Client, reqs []*http.Request) (starts []ti
 		t.Fatal(err)
 	}
 	return starts, acks
+}
+
+// Ledgers starts a real control plane with the chart's CRDs and the store namespace, and
+// returns the ledger store of the replica named host there (each host its own identity in
+// claims), for the thread tests of the adapters.
+func Ledgers(t testing.TB) func(host string) *ledger.Store {
+	t.Helper()
+	c := testcluster.Start(t, testenv.Options{})
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.InstallCRDs(ctx, os.DirFS(filepath.Join(root, "charts", "whypending", "crds")), "."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: StoreNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return func(host string) *ledger.Store {
+		return ledger.New(c.Dynamic, StoreNamespace, ledger.Options{Self: proc.Identity{Host: host, PID: 1, Start: 1}})
+	}
 }
 
 // The Kubernetes identities of the per-user authorization tests (InstallRBAC).

@@ -87,19 +87,39 @@ const HelmEnv = "WHYPENDING_HELM"
 // <repo>/.cache/helm/<version key>/helm on first use (about 4 minutes on 2 idle cores) and
 // returns at once when the cache is warm. Progress lines go to progress (may be nil).
 func Helm(ctx context.Context, progress io.Writer) (string, error) {
-	path := os.Getenv(HelmEnv)
+	return builtBinary(ctx, HelmEnv, "hack/helm/build.sh", "helm", progress)
+}
+
+// KubectlEnv names the environment variable that, when set, is the path of a kubectl binary;
+// Kubectl then skips hack/kubectl/build.sh.
+const KubectlEnv = "WHYPENDING_KUBECTL"
+
+// Kubectl returns the absolute path of a kubectl binary of the local control plane's Kubernetes
+// version. If $WHYPENDING_KUBECTL is set it must name an executable; otherwise Kubectl runs
+// <repo>/hack/kubectl/build.sh, which builds k8s.io/kubernetes/cmd/kubectl from the Go module
+// proxy into <repo>/.cache/kubectl/<version key>/kubectl on first use (about 3 minutes on 2
+// idle cores) and returns at once when the cache is warm. Progress lines go to progress (may
+// be nil). Tests use it to run the kubectl commands a diagnosis suggests, as a user pastes them.
+func Kubectl(ctx context.Context, progress io.Writer) (string, error) {
+	return builtBinary(ctx, KubectlEnv, "hack/kubectl/build.sh", "kubectl", progress)
+}
+
+// builtBinary returns the absolute path of the executable $env names, else of the one the
+// repository script builds (and caches), checked to be executable.
+func builtBinary(ctx context.Context, env, script, name string, progress io.Writer) (string, error) {
+	path := os.Getenv(env)
 	if path == "" {
 		var err error
-		if path, err = runBuildScript(ctx, "hack/helm/build.sh", progress); err != nil {
-			return "", fmt.Errorf("build helm: %w", err)
+		if path, err = runBuildScript(ctx, script, progress); err != nil {
+			return "", fmt.Errorf("build %s: %w", name, err)
 		}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("helm: %w", err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if err := checkExecutable(abs); err != nil {
-		return "", fmt.Errorf("helm: %w", err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return abs, nil
 }
@@ -164,4 +184,29 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		t.buf.Next(over)
 	}
 	return len(p), nil
+}
+
+// AlertmanagerEnv names the environment variable that, when set, is the path of an
+// alertmanager binary; Alertmanager then skips hack/alertmanager/build.sh.
+const AlertmanagerEnv = "WHYPENDING_ALERTMANAGER"
+
+// Alertmanager returns the absolute path of the pinned Alertmanager binary
+// (github.com/prometheus/alertmanager v0.31.1, hack/alertmanager/go.mod), built into the
+// cache by hack/alertmanager/build.sh on first use, as Helm does for helm.
+func Alertmanager(ctx context.Context, progress io.Writer) (string, error) {
+	path := os.Getenv(AlertmanagerEnv)
+	if path == "" {
+		var err error
+		if path, err = runBuildScript(ctx, "hack/alertmanager/build.sh", progress); err != nil {
+			return "", fmt.Errorf("build alertmanager: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("alertmanager: %w", err)
+	}
+	if err := checkExecutable(abs); err != nil {
+		return "", fmt.Errorf("alertmanager: %w", err)
+	}
+	return abs, nil
 }

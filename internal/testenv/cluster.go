@@ -441,6 +441,31 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return nil
 }
 
+// PauseAPIServer stops the cluster's kube-apiserver with SIGSTOP (ResumeAPIServer continues
+// it): its port still accepts connections, but nothing answers, not even the TLS handshake,
+// as with a hung server or a black-holed network. Clients wait until their own timeouts.
+func (c *Cluster) PauseAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apiserver.pause(true)
+}
+
+// ResumeAPIServer continues a kube-apiserver PauseAPIServer stopped.
+func (c *Cluster) ResumeAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apiserver.pause(false)
+}
+
+// PauseEtcd stops the shared etcd behind every cluster of the process with SIGSTOP
+// (ResumeEtcd continues it): the kube-apiservers still answer, but every read and write that
+// needs etcd waits, and /readyz reports etcd failed. Tests that pause it must not run in
+// parallel with other tests of the package.
+func (c *Cluster) PauseEtcd() error { return c.etcd.proc.pause(true) }
+
+// ResumeEtcd continues the etcd PauseEtcd stopped.
+func (c *Cluster) ResumeEtcd() error { return c.etcd.proc.pause(false) }
+
 // PIDs returns the process IDs of the cluster's kube-apiserver and of the shared etcd (0 for
 // one that is not running), for benchmarks that read their CPU time from /proc or renice them.
 func (c *Cluster) PIDs() (apiserver, etcd int) {

@@ -31,7 +31,9 @@ const loadParallelism = 16
 //
 //  1. cluster-scoped objects (plus any Namespace a namespaced object needs but the file lacks),
 //     then namespaced objects (owners before the objects they own: a Deployment before its
-//     ReplicaSets), then pods bound to a node (spec.nodeName set), then unbound pods; an
+//     ReplicaSets), then ResourceQuotas (so their status.used, as the file gives it, already
+//     counts those objects, and quota admission adds only the pods), then pods bound to a node
+//     (spec.nodeName set), then unbound pods; an
 //     ownerReference to an object of the file (or to a live one) gets that object's uid, so
 //     the Deployment → ReplicaSet → Pod chain matches by UID as it does in a real cluster;
 //     after each object is created its status is written through the status
@@ -59,7 +61,7 @@ func (c *Cluster) Load(ctx context.Context, s *Scenario) error {
 	}
 	groups := [][]*loadItem{l.cluster}
 	groups = append(groups, ownerLevels(l.namespaced)...)
-	groups = append(groups, l.boundPods, l.unboundPods)
+	groups = append(groups, l.quotas, l.boundPods, l.unboundPods)
 	for _, g := range groups {
 		if err := l.createGroup(ctx, g); err != nil {
 			return fmt.Errorf("load scenario %s: %w", s.Name, err)
@@ -96,7 +98,7 @@ type loader struct {
 	c     *Cluster
 	shift time.Duration
 
-	cluster, namespaced, boundPods, unboundPods, events []*loadItem
+	cluster, namespaced, quotas, boundPods, unboundPods, events []*loadItem
 
 	mu   sync.Mutex
 	uids map[objKey]string
@@ -172,6 +174,12 @@ func (l *loader) plan(ctx context.Context, objs []*unstructured.Unstructured) er
 				delete(obj.Object, "status")
 				l.unboundPods = append(l.unboundPods, it)
 			}
+		case gk == (schema.GroupKind{Kind: "ResourceQuota"}):
+			// After the other namespaced objects, before the pods: a quota's status.used in
+			// the file counts the namespace's objects (a CronJob's Jobs under count/jobs.batch),
+			// and quota admission adds only the pods created after it.
+			neededNS[obj.GetNamespace()] = true
+			l.quotas = append(l.quotas, it)
 		case namespaced:
 			neededNS[obj.GetNamespace()] = true
 			l.namespaced = append(l.namespaced, it)

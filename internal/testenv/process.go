@@ -84,6 +84,19 @@ func (p *process) stop() error {
 	}
 }
 
+// pause stops the process group with SIGSTOP (pause) or continues it with SIGCONT: a paused
+// server keeps its listening socket, so the kernel still accepts connections, and answers
+// nothing, as a hung process would.
+func (p *process) pause(pause bool) error {
+	if p == nil || p.exited() {
+		return fmt.Errorf("pause %s: not running", p.name)
+	}
+	if err := pauseGroup(p.pid, pause); err != nil {
+		return fmt.Errorf("pause %s (pid %d): %w", p.name, p.pid, err)
+	}
+	return nil
+}
+
 // logTail returns the last n lines of the process log, for error messages.
 func (p *process) logTail(n int) string {
 	data, err := os.ReadFile(p.logPath)
@@ -110,3 +123,25 @@ func childEnv() []string {
 	}
 	return env
 }
+
+// Process is a child started like the control plane's (its own process group, killed with
+// the thread that started it), for test support that runs another real binary.
+type Process struct{ p *process }
+
+// StartProcess starts path with args, its output appended to logPath.
+func StartProcess(name, path string, args []string, logPath string) (*Process, error) {
+	p, err := startProcess(name, path, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p}, nil
+}
+
+// Stop kills the process and waits for it (idempotent).
+func (p *Process) Stop() error { return p.p.stop() }
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool { return p.p.exited() }
+
+// LogTail is the last n lines of its log.
+func (p *Process) LogTail(n int) string { return p.p.logTail(n) }

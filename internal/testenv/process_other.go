@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -18,3 +19,6 @@ func killGroup(pid int) {
 // processAlive reports whether a process with this pid exists; off Linux it assumes yes, so
 // stale temp dirs are never swept there.
 func processAlive(pid int) bool { return true }
+
+// pauseGroup is Linux-only.
+func pauseGroup(int, bool) error { return errors.New("pausing a process is only supported on Linux") }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,9 +38,11 @@ type Expected struct {
 	// why-pending: "deploy/checkout", "sts/ledger", a bare "checkout" (a pod, else the workload
 	// of that name), in Namespace. Pod then names the pod the scheduler must judge first, if any.
 	Target string `json:"target,omitempty"`
-	// Namespace is the namespace a Target is asked in.
+	// Namespace is the namespace a Target is asked in; a Target written
+	// "namespace/type/name" with no Namespace is read as "type/name" in that namespace.
 	Namespace string `json:"namespace,omitempty"`
-	// Pod is the pod under test as "namespace/name".
+	// Pod is the pod under test as "namespace/name" ("" for a Target with no pod; a
+	// "namespace/type/name" here is read as the Target).
 	Pod string `json:"pod"`
 	// Code is the primary triage code (a slug from triage-codes.md): the pod's Findings[0], or
 	// the workload's for a Target.
@@ -99,6 +102,19 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 	s.ExpectedYAML = expected
 	if err := yaml.Unmarshal(expected, &s.Expected); err != nil {
 		return nil, fmt.Errorf("read scenario %s: expected.yaml: %w", s.Name, err)
+	}
+	// "namespace/type/name" (as the shared cases write a target, and repeat it as the pod) is
+	// Target "type/name" in Namespace, and names no pod.
+	if e := &s.Expected; strings.Count(e.Pod, "/") == 2 {
+		if e.Target == "" {
+			e.Target = e.Pod
+		}
+		e.Pod = ""
+	}
+	if e := &s.Expected; e.Namespace == "" {
+		if ns, rest, ok := strings.Cut(e.Target, "/"); ok && strings.Contains(rest, "/") {
+			e.Namespace, e.Target = ns, rest
+		}
 	}
 	return s, nil
 }

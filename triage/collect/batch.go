@@ -133,6 +133,7 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 		b.c.collectStorage(ctx, s)
 		b.collectWorkloadReplicas(ctx, s)
 		b.c.collectExtras(ctx, s)
+		b.c.collectComponents(ctx, s)
 		b.c.collectNames(ctx, s)
 	}
 	return s

@@ -119,6 +119,7 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	c.collectWorkloadReplicas(ctx, s)
 	s.ServerVersion = c.read.serverVersion()
 	c.collectExtras(ctx, s)
+	c.collectComponents(ctx, s)
 	c.collectNames(ctx, s)
 	s.Refused = refused.refused()
 	return s, nil

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -231,10 +232,91 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 	if triage.NeedsWorkloadReplicas(s) {
 		s.WorkloadReplicas = offlineReplicas(metav1.GetControllerOf(s.Pod), workloads)
 	}
+	offlineComponents(t, sc, s)
 	if len(calicoObjs) > 0 && triage.NeedsIPAM(s) {
 		s.IPAM = offlineIPAM(t, calicoObjs, pods, nodes)
 	}
 	return s
+}
+
+// offlineComponents fills the parts collectComponents reads (component_reads.go) from the
+// manifests: a CSI driver's node DaemonSets with their events and namespaces and the node's
+// CSINode, the aws-node DaemonSet, the published local registry.
+func offlineComponents(t testing.TB, sc *testenv.Scenario, s *triage.Snapshot) {
+	t.Helper()
+	var dss []*appsv1.DaemonSet
+	events := map[string][]triage.Event{} // "Kind namespace/name" -> events
+	namespaces := map[string]*corev1.Namespace{}
+	var csiNodes []*storagev1.CSINode
+	var configMaps []*corev1.ConfigMap
+	for _, u := range sc.Objects {
+		switch u.GetKind() {
+		case "DaemonSet":
+			ds := &appsv1.DaemonSet{}
+			fromUnstructured(t, u, ds)
+			ds.UID = types.UID("uid-ds-" + ds.Namespace + "-" + ds.Name)
+			dss = append(dss, ds)
+		case "Namespace":
+			n := &corev1.Namespace{}
+			fromUnstructured(t, u, n)
+			namespaces[n.Name] = n
+		case "CSINode":
+			n := &storagev1.CSINode{}
+			fromUnstructured(t, u, n)
+			csiNodes = append(csiNodes, n)
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			fromUnstructured(t, u, cm)
+			configMaps = append(configMaps, cm)
+		case "Event":
+			e := &corev1.Event{}
+			fromUnstructured(t, u, e)
+			key := e.InvolvedObject.Kind + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+			events[key] = append(events[key], eventFromCore(e))
+		}
+	}
+	if driver := triage.NeedsCSIPlugin(s); driver != "" {
+		p := &triage.CSIPlugin{Driver: driver, Events: map[types.UID][]triage.Event{}, Namespaces: map[string]*corev1.Namespace{}}
+		p.DaemonSets = triage.CSIPluginDaemonSets(dss, driver)
+		for _, ds := range p.DaemonSets {
+			evs := events["DaemonSet "+ds.Namespace+"/"+ds.Name]
+			triage.SortEvents(evs)
+			p.Events[ds.UID] = evs
+			if n := namespaces[ds.Namespace]; n != nil {
+				p.Namespaces[ds.Namespace] = n
+			}
+		}
+		for _, n := range csiNodes {
+			if n.Name == s.Pod.Spec.NodeName {
+				p.CSINode = n
+			}
+		}
+		s.CSIPlugin = p
+	}
+	if triage.NeedsAWSNode(s) {
+		for _, ds := range dss {
+			if ds.Namespace == "kube-system" && ds.Name == "aws-node" {
+				s.AWSNode = ds
+			}
+		}
+		if name := triage.AWSNodePodName(s); name != "" {
+			for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+				if p.Namespace == "kube-system" && p.Name == name {
+					s.AWSNodePod = p
+				}
+			}
+		}
+	}
+	if triage.NeedsRegistryHosting(s) {
+		for _, cm := range configMaps {
+			if cm.Namespace == "kube-public" && cm.Name == "local-registry-hosting" {
+				var err error
+				if s.RegistryHosting, err = triage.ParseRegistryHosting(cm.Data); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 }
 
 func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {

@@ -88,6 +88,15 @@ type reader interface {
 	// metadata only (no Secret data crosses the wire).
 	names(ctx context.Context, namespace, resource string) ([]string, error)
 
+	// configMap and service return one object of namespace, read with a name-selected list
+	// (the chart grants list on ConfigMaps and Services, not get); nil without error when it
+	// does not exist. serviceAccountNamespaces returns the sorted namespaces that have a
+	// ServiceAccount named name (one metadata-only list across namespaces). The cache keeps
+	// none of these kinds: both ask the API server.
+	configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+	service(ctx context.Context, namespace, name string) (*corev1.Service, error)
+	serviceAccountNamespaces(ctx context.Context, name string) ([]string, error)
+
 	// serverVersion returns the API server's /version, nil when it cannot be read.
 	serverVersion() *version.Info
 

@@ -393,6 +393,41 @@ func (r apiReader) names(ctx context.Context, namespace, resource string) ([]str
 	return names, nil
 }
 
+// byName lists the objects of namespace named name through list (a typed client's List) with
+// a metadata.name field selector; nil without error when there is none.
+func byName[T any](ctx context.Context, name string, list func(context.Context, metav1.ListOptions) (runtime.Object, error)) (*T, error) {
+	items, err := listAll[T](ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}, list)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	return items[0], nil
+}
+
+func (r apiReader) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return byName[corev1.ConfigMap](ctx, name, listFunc(r.client.CoreV1().ConfigMaps(namespace).List))
+}
+
+func (r apiReader) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	return byName[corev1.Service](ctx, name, listFunc(r.client.CoreV1().Services(namespace).List))
+}
+
+func (r apiReader) serviceAccountNamespaces(ctx context.Context, name string) ([]string, error) {
+	var list metav1.PartialObjectMetadataList
+	err := r.client.CoreV1().RESTClient().Get().Resource("serviceaccounts").
+		Param("fieldSelector", fields.OneTermEqualSelector("metadata.name", name).String()).
+		SetHeader("Accept", partialMetadataList).
+		Do(ctx).Into(&list)
+	if err != nil {
+		return nil, fmt.Errorf("list serviceaccounts named %s: %w", name, err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, it := range list.Items {
+		out = append(out, it.Namespace)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (r apiReader) serverVersion() *version.Info {
 	v, err := r.client.Discovery().ServerVersion()
 	if err != nil {

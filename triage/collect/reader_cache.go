@@ -334,7 +334,12 @@ func (r *cacheReader) csiNodes(context.Context) ([]*storagev1.CSINode, error) {
 
 // workload falls back to the API server for a workload the cache has not seen yet (one
 // created a moment ago).
+// workload reads a ReplicaSet or a Job whole from the API server: the cache drops their pod
+// templates (stripWorkloadForCache), and the rules read the template of the workload asked about.
 func (r *cacheReader) workload(ctx context.Context, kind triage.Kind, namespace, name string) (runtime.Object, error) {
+	if kind == triage.KindReplicaSet || kind == triage.KindJob {
+		return r.apiReader.workload(ctx, kind, namespace, name)
+	}
 	if o, err := r.workloads.get(kind, namespace, name); err == nil {
 		return o, nil
 	}

@@ -19,7 +19,8 @@ import (
 // refusals is a reader that notes every read the API server refuses (403 Forbidden) during one
 // question, so the answer can say it is partial and what would complete it. Each question gets
 // its own (Collector.recording). Reads that only feed "did you mean" suggestions (names,
-// podRefs, workloadsNamed, podExists) are not noted: without them the answer is as complete.
+// podRefs, workloadsNamed, podExists, serviceAccountNamespaces) are not noted: without them
+// the answer is as complete.
 type refusals struct {
 	reader
 	mu   sync.Mutex
@@ -216,4 +217,16 @@ func (r *refusals) limitRanges(ctx context.Context, namespace string) ([]*corev1
 	l, err := r.reader.limitRanges(ctx, namespace)
 	r.note(err, "list", "limitranges", namespace)
 	return l, err
+}
+
+func (r *refusals) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	c, err := r.reader.configMap(ctx, namespace, name)
+	r.note(err, "list", "configmaps", namespace)
+	return c, err
+}
+
+func (r *refusals) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	s, err := r.reader.service(ctx, namespace, name)
+	r.note(err, "list", "services", namespace)
+	return s, err
 }

@@ -43,6 +43,17 @@ func TestScenarios(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Fatal("no scenario folders under testdata")
 	}
+	t.Cleanup(func() {
+		// After every scenario (subtests run in parallel, cleanups after them): the figure of
+		// the dry-run check (fixes_dryrun_test.go).
+		d := &dryRunTally
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		t.Logf("dry-run: %d kubectl write fixes accepted by the API server with --dry-run=server over %d scenarios; %d kubectl edit targets exist; %d writes name an object the scenario does not model", d.checked, d.runs, d.edits, d.notModelled)
+		if d.runs == len(dirs) && d.checked == 0 {
+			t.Error("the dry-run check ran no kubectl write over every scenario")
+		}
+	})
 	for _, dir := range dirs {
 		sc, err := testenv.LoadScenarioDir(dir)
 		if err != nil {
@@ -87,6 +98,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		} else if diff := cmp.Diff(a, warm, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("the cached collector (lean pod cache) answers %s differently (-direct +cached):\n%s", exp.Target, diff)
 		}
+		checkFixesDryRun(t, c, sc, answerFindings(a))
 		return
 	}
 	d, err := Diagnose(ctx, direct, ns, name)
@@ -126,6 +138,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	if triage.Code(exp.Code).Pending() {
 		checkVerdictsAgree(t, d)
 	}
+	checkFixesDryRun(t, c, sc, d.Findings)
 }
 
 // checkTarget asks about the scenario's Target the way the CLI does (collect.Answer) and

@@ -93,6 +93,7 @@ func (c *Collector) CollectWorkload(ctx context.Context, ref triage.WorkloadRef)
 			ws.ServiceAccountNames = names
 		}
 	}
+	c.collectWorkloadComponents(ctx, ws)
 	diagnose := triage.PodsToDiagnose(ws)
 	b := c.newPodBatch(ctx, ns, diagnose, nsEvents, ws.EventsErr)
 	ws.PodSnapshots = b.snapshots(ctx, diagnose, true)

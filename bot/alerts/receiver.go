@@ -1,0 +1,327 @@
+package alerts
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/ledger"
+	"github.com/whypending/whypending/ledger/thread"
+	"github.com/whypending/whypending/triage"
+)
+
+// Source is the ledger source of alert threads.
+const Source = "alert"
+
+// Path is where Alertmanager posts.
+const Path = "/alertmanager"
+
+// DefaultMaxBody is the largest body accepted (Alertmanager's max_alerts bounds it; an
+// unbounded group of a few thousand alerts is far below this).
+const DefaultMaxBody = 4 << 20
+
+// Channel is one chat channel a receiver's groups are posted to.
+type Channel struct {
+	// Platform is "slack" or "discord".
+	Platform string
+	// ID is the platform's channel ID.
+	ID string
+}
+
+// Diagnoser is the answer /why-pending gives for target t on cluster ("" is the default).
+type Diagnoser func(ctx context.Context, cluster string, t triage.Target) (chat.Message, error)
+
+// Options configures a Receiver.
+type Options struct {
+	// Token is the bearer token Alertmanager sends (http_config.authorization).
+	Token string
+	// Receivers maps an Alertmanager receiver name to the channels its groups go to.
+	Receivers map[string][]Channel
+	// ClusterLabel is the label naming the configured cluster of an alert ("" : the default
+	// cluster for every alert).
+	ClusterLabel string
+	// ChannelNamespaces is channels.namespaces: a channel with an entry is answered only
+	// for alerts of that namespace.
+	ChannelNamespaces map[string]string
+	// Store is the ledger; Platforms the connected chat platforms.
+	Store     *ledger.Store
+	Platforms thread.Platforms
+	// Diagnose answers an alert's object.
+	Diagnose Diagnoser
+	// RemindEvery is the least time between two "still firing" replies (0: no reminders).
+	RemindEvery time.Duration
+	// SeenEvery is the least time between two edits of the root that only move its "last
+	// seen" (0: one minute), so a redelivery edits nothing.
+	SeenEvery time.Duration
+	// MaxBody is the largest body accepted (0: DefaultMaxBody).
+	MaxBody int64
+	// Silences, when set, puts Silence buttons on firing groups' roots (Receiver.Silence).
+	Silences *Silences
+	// Resync is how often pending threads are looked for (0: the ledger worker's default).
+	Resync  time.Duration
+	Metrics *Metrics
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Receiver is the Alertmanager webhook receiver and the worker that keeps its threads.
+type Receiver struct {
+	o      Options
+	worker *ledger.Worker
+}
+
+// New returns a Receiver; Run must run for the threads to be posted.
+func New(o Options) *Receiver {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	if o.SeenEvery <= 0 {
+		o.SeenEvery = time.Minute
+	}
+	r := &Receiver{o: o}
+	r.worker = &ledger.Worker{Store: o.Store, Source: Source, Reconcile: r.reconcile, Resync: o.Resync, Workers: 4, Log: o.Log}
+	return r
+}
+
+// Run posts and edits the threads until ctx ends, finishing what any replica left pending.
+func (r *Receiver) Run(ctx context.Context) { r.worker.Run(ctx) }
+
+// ServeHTTP takes one webhook delivery. It answers 200 once the ledger entry of every
+// channel is written, 4xx (counted, with the reason in the body) for a delivery a retry
+// cannot make acceptable, and 503 when the ledger write failed (Alertmanager retries).
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	refuse := func(code int, reason, format string, args ...any) {
+		r.o.Metrics.refused(reason)
+		http.Error(w, fmt.Sprintf(format, args...), code)
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		refuse(http.StatusMethodNotAllowed, "method", "POST the Alertmanager webhook body")
+		return
+	}
+	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if !ok || r.o.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(r.o.Token)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="whypending"`)
+		refuse(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token (set http_config.authorization.credentials to alertmanager.token)")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, r.o.MaxBody+1))
+	if err != nil {
+		refuse(http.StatusBadRequest, "read", "read the body: %v", err)
+		return
+	}
+	if int64(len(body)) > r.o.MaxBody {
+		refuse(http.StatusRequestEntityTooLarge, "too_large", "body over %d bytes; lower max_alerts in webhook_configs", r.o.MaxBody)
+		return
+	}
+	var hook Webhook
+	if err := json.Unmarshal(body, &hook); err != nil {
+		refuse(http.StatusBadRequest, "malformed", "not an Alertmanager webhook body: %v", err)
+		return
+	}
+	switch {
+	case hook.Version != "4":
+		refuse(http.StatusBadRequest, "version", "webhook payload version %q is not supported (want \"4\")", hook.Version)
+		return
+	case hook.GroupKey == "" || (hook.Status != "firing" && hook.Status != "resolved"):
+		refuse(http.StatusBadRequest, "malformed", "groupKey and status (firing or resolved) are required")
+		return
+	}
+	channels, ok := r.o.Receivers[hook.Receiver]
+	if !ok {
+		refuse(http.StatusNotFound, "receiver", "receiver %q has no channels in whypending's alertmanager.receivers", hook.Receiver)
+		return
+	}
+	r.o.Metrics.received(&hook, r.o.ClusterLabel)
+	ctx := req.Context()
+	for _, ch := range channels {
+		e, news, err := r.record(ctx, ch, &hook)
+		if err != nil {
+			r.o.Log.Error("alertmanager: ledger write failed; Alertmanager will retry", "groupKey", hook.GroupKey, "channel", ch.ID, "err", err)
+			http.Error(w, "could not record the notification; retry", http.StatusServiceUnavailable)
+			return
+		}
+		if e.Pending {
+			r.worker.Enqueue(e.Name())
+		}
+		if !news {
+			r.o.Metrics.Deduplicated.Inc()
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// record merges hook into the entry of its group in channel ch. news is false when the
+// delivery brought nothing to post (a redelivery, a repeat_interval re-send).
+func (r *Receiver) record(ctx context.Context, ch Channel, hook *Webhook) (*ledger.Entry, bool, error) {
+	var news bool
+	k := ledger.Key{Source: Source, Platform: ch.Platform, Channel: ch.ID, Subject: hook.GroupKey}
+	e, err := r.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
+		var g group
+		if err := e.DataInto(&g); err != nil {
+			return err
+		}
+		first := len(g.Alerts) == 0
+		changed, n := g.merge(hook, r.o.Now().UTC(), r.o.ClusterLabel, r.o.ChannelNamespaces[ch.ID], r.o.SeenEvery, r.o.RemindEvery)
+		news = n || first
+		if !changed {
+			// A redelivery or a re-send within SeenEvery: the entry already says all of it.
+			return ledger.ErrUnchanged
+		}
+		e.Revision++
+		e.Pending = true
+		e.State, e.Summary = g.Status, rootMessage(&g, "", r.o.Now()).Title
+		return e.SetData(&g)
+	})
+	return e, news, err
+}
+
+// reconcile posts and edits what the entry's thread still lacks.
+func (r *Receiver) reconcile(ctx context.Context, e *ledger.Entry) error {
+	err := thread.Deliver(ctx, r.o.Store, r.o.Platforms, e, r.render)
+	if err != nil {
+		return err
+	}
+	fresh, err := r.o.Store.Get(ctx, e.Name())
+	if err != nil {
+		return err
+	}
+	if !fresh.Pending || !thread.Done(fresh, r.render(fresh)) {
+		if fresh.Pending {
+			return fmt.Errorf("notification %s: not done yet", fresh.Name())
+		}
+		return nil
+	}
+	_, err = r.o.Store.Update(ctx, fresh.Key, func(e *ledger.Entry) error {
+		if thread.Done(e, r.render(e)) {
+			e.Pending = false
+		}
+		return nil
+	})
+	return err
+}
+
+// render is what the thread of e shows.
+func (r *Receiver) render(e *ledger.Entry) thread.Thread {
+	var g group
+	if err := e.DataInto(&g); err != nil {
+		r.o.Log.Error("alertmanager: unreadable notification", "name", e.Name(), "err", err)
+	}
+	th := thread.Thread{Root: thread.Message{Key: ledger.RootKey, Render: func(context.Context) (chat.Message, error) {
+		m := rootMessage(&g, e.Name(), r.o.Now())
+		if r.o.Silences != nil {
+			m.Buttons = silenceButtons(&g, e.Name(), r.o.Now())
+		}
+		return m, nil
+	}}}
+	for _, rp := range g.Replies {
+		rp := rp
+		th.Replies = append(th.Replies, thread.Message{Key: rp.Key, Render: func(ctx context.Context) (chat.Message, error) {
+			r.o.Metrics.Posted.Inc()
+			if rp.Alert == "" {
+				return changeMessage(rp.Text), nil
+			}
+			m := r.diagnose(ctx, g.alert(rp.Alert))
+			if rp.Joined {
+				m.Title = "Joined · " + m.Title
+			}
+			return m, nil
+		}})
+	}
+	return th
+}
+
+// diagnose is the reply about one alert: the /why-pending answer for its object, or why
+// there is none.
+func (r *Receiver) diagnose(ctx context.Context, a *alertState) chat.Message {
+	if a == nil || a.Object == nil {
+		return chat.Message{Title: "Not diagnosed", Severity: chat.SeverityInfo,
+			Sections: []chat.Section{{Text: "The alert's labels name no Kubernetes object."}}}
+	}
+	t, err := triage.ParseTarget(a.Object.Arg(), a.Object.Namespace, false)
+	if err == nil {
+		t.NamespaceGiven = true
+		var m chat.Message
+		if m, err = r.o.Diagnose(ctx, a.Object.Cluster, t); err == nil {
+			return diagnosisTitle(a, m)
+		}
+	}
+	var ue *chat.UserError
+	text := "The diagnosis failed: " + err.Error()
+	if errors.As(err, &ue) {
+		text = ue.Error()
+	}
+	return chat.Message{Title: a.Labels["alertname"] + " · " + a.Object.String() + ": no diagnosis", Severity: chat.SeverityWarning,
+		Sections: []chat.Section{{Text: text}}}
+}
+
+// Metrics are the receiver's counters.
+type Metrics struct {
+	Received     prometheus.Counter
+	Mapped       prometheus.Counter
+	Unmapped     prometheus.Counter
+	Posted       prometheus.Counter
+	Deduplicated prometheus.Counter
+	Silences     prometheus.Counter
+	Refused      *prometheus.CounterVec
+}
+
+// NewMetrics registers the receiver's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	c := func(name, help string) prometheus.Counter {
+		x := prometheus.NewCounter(prometheus.CounterOpts{Name: "whypending_alerts_" + name + "_total", Help: help})
+		reg.MustRegister(x)
+		return x
+	}
+	m := &Metrics{
+		Received:     c("received", "Alerts received from Alertmanager (each alert of each accepted delivery)."),
+		Mapped:       c("mapped", "Received alerts whose labels name a Kubernetes object."),
+		Unmapped:     c("unmapped", "Received alerts whose labels name no Kubernetes object (shown, not diagnosed)."),
+		Posted:       c("posted", "Thread replies rendered for posting (diagnoses and change lines)."),
+		Deduplicated: c("deduplicated", "Deliveries (per channel) that brought nothing new: redeliveries, repeat_interval re-sends."),
+		Silences:     prometheus.NewCounter(prometheus.CounterOpts{Name: "whypending_silences_made_total", Help: "Alertmanager silences made from chat."}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "whypending_alerts_refused_total",
+			Help: "Webhook deliveries refused, by reason (unauthorized, malformed, version, too_large, receiver, method, read)."}, []string{"reason"}),
+	}
+	reg.MustRegister(m.Refused, m.Silences)
+	return m
+}
+
+func (m *Metrics) refused(reason string) {
+	if m != nil {
+		m.Refused.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) received(h *Webhook, clusterLabel string) {
+	if m == nil {
+		return
+	}
+	for _, a := range h.Alerts {
+		m.Received.Inc()
+		if _, ok := ObjectOf(a.Labels, clusterLabel); ok {
+			m.Mapped.Inc()
+		} else {
+			m.Unmapped.Inc()
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// freeAddr returns a loopback address nothing listens on (a port just released).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestServeStartsWithDiscordDown is issue 22 item 3: with Slack and Discord both configured
+// and Discord's API unreachable at start, serve used to exit 1 after a second, naming
+// Discord's default URL. Now it serves Slack, says in /readyz and /metrics that Discord is
+// down (naming the configured apiURL), retries, and registers the commands once Discord
+// answers. Its listener opens before any cluster answers: /healthz works while the one
+// cluster hangs (accepts TLS, never replies).
+func TestServeStartsWithDiscordDown(t *testing.T) {
+	_, hung := silentServer(t)
+	discordAddr := freeAddr(t)
+	listen := freeAddr(t)
+	const appID, guildID = "1100000000000000001", "1200000000000000001"
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DISCORD_BOT_TOKEN", "discord-down-test-token")
+	t.Setenv("DISCORD_PUBLIC_KEY", hex.EncodeToString(pub))
+	fs := newFakeSlack(t, nil)
+	t.Setenv("WP_TEST_SIGNING_SECRET", "serve-test-signing-secret")
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, fmt.Sprintf(`listen: %s
+clusters: [{name: hung, kubeconfig: %s}]
+slack:
+  signingSecret: {env: WP_TEST_SIGNING_SECRET}
+  apiURL: %s/
+discord:
+  applicationID: %s
+  guilds: [%s]
+  apiURL: http://%s/
+approvals: {approvers: {users: [U0BOB]}}
+store: {backend: memory}
+`, listen, hung, strings.TrimSuffix(fs.apiURL(), "/"), appID, guildID, discordAddr))
+
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- runServe(ctx, path, logs, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("serve did not stop within 60s")
+		}
+	})
+	get := func(p string) (int, string) {
+		resp, err := http.Get("http://" + listen + p)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitUntil(t, 10*time.Second, "/healthz while the cluster hangs", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v\n%s", err, logs.String())
+		default:
+		}
+		code, _ := get("/healthz")
+		return code == 200
+	})
+	t.Logf("/healthz answered %s after start", time.Since(start).Round(time.Millisecond))
+	wantDown := "discord: register discord commands in guild " + guildID + ": register commands: Put \"http://" + discordAddr + "/api/v9/applications/"
+	var last string
+	deadline := time.Now().Add(30 * time.Second)
+	for _, last = get("/readyz"); !strings.Contains(last, wantDown); _, last = get("/readyz") {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz does not say %q:\n%s", wantDown, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, body := get("/readyz")
+	if !strings.Contains(body, "slack: ok") || !strings.Contains(body, "(retrying at ") || strings.Contains(body, "discord.com") {
+		t.Errorf("/readyz = %s, want slack ok and discord down at the configured apiURL, retrying", body)
+	}
+	if _, m := get("/metrics"); !strings.Contains(m, `whypending_chat_platform_up{platform="discord"} 0`) ||
+		!strings.Contains(m, `whypending_chat_platform_up{platform="slack"} 1`) {
+		t.Errorf("/metrics lacks the platforms' up gauges:\n%s", grepLines(m, "platform_up"))
+	}
+
+	// Discord comes back: the commands are registered, and /readyz says so.
+	var mu sync.Mutex
+	var registered int
+	ln, err := net.Listen("tcp", discordAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPut && r.URL.Path == "/api/v9/applications/"+appID+"/guilds/"+guildID+"/commands" {
+			mu.Lock()
+			registered++
+			mu.Unlock()
+			_, _ = w.Write(b)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message": "404: Not Found", "code": 0}`)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	waitUntil(t, 90*time.Second, "the commands to be registered once Discord is back", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return registered == 1
+	})
+	waitUntil(t, 10*time.Second, "/readyz to say Discord is up", func() bool {
+		_, body := get("/readyz")
+		return strings.Contains(body, "discord: ok")
+	})
+	if _, m := get("/metrics"); !strings.Contains(m, `whypending_chat_platform_up{platform="discord"} 1`) {
+		t.Errorf("/metrics after Discord is back:\n%s", grepLines(m, "platform_up"))
+	}
+}
+
+// TestServeBadListenFailsAtOnce is issue 22 item 3's last point: a listen address that
+// cannot be used fails serve at once, even while the cluster hangs.
+func TestServeBadListenFailsAtOnce(t *testing.T) {
+	_, hung := silentServer(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	t.Setenv("WP_TEST_SIGNING_SECRET", "serve-test-signing-secret")
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, fmt.Sprintf(`listen: %s
+clusters: [{name: hung, kubeconfig: %s}]
+slack: {signingSecret: {env: WP_TEST_SIGNING_SECRET}}
+approvals: {approvers: {users: [U0BOB]}}
+store: {backend: memory}
+`, busy.Addr(), hung))
+	start := time.Now()
+	err = runServe(t.Context(), path, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("serve = %v, want a listen error naming the address", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("serve took %s to fail, want at once", took)
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

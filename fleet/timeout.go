@@ -1,0 +1,129 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// DefaultRequestTimeout is how long a request may wait for the API server to answer (the
+// CLI's --request-timeout default, and Timing.RequestTimeout's).
+const DefaultRequestTimeout = 30 * time.Second
+
+// TimeoutError says that the API server accepted a request but sent nothing for After: no
+// response within After of sending it, or no byte of the body for After while reading it.
+type TimeoutError struct {
+	// Host is the API server URL; Method and Path the request that waited.
+	Host, Method, Path string
+	// After is the request timeout that ran out.
+	After time.Duration
+}
+
+// Error names the server, the wait and the request.
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the Kubernetes API server at %s did not answer within %s (%s %s)", e.Host, e.After, e.Method, e.Path)
+}
+
+// RequestTimeout makes every request sent through cfg give up when the API server sends
+// nothing for d: no response within d of sending the request (a server that accepts the
+// connection, even the TLS handshake, and never replies), or no byte of the body for d
+// while it is read. A large list that keeps streaming is never cut, however long it takes,
+// and a watch is only held to d for its response headers (an idle watch sends nothing for
+// minutes). The request then fails with a *TimeoutError (inside client-go's *url.Error).
+// d <= 0 changes nothing, as kubectl's --request-timeout=0 does.
+func RequestTimeout(cfg *rest.Config, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	host := cfg.Host
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return &stallTransport{next: next, after: d, host: host}
+	})
+}
+
+// errStalled is the cancellation cause of a request whose server sent nothing for too long.
+var errStalled = errors.New("request stalled")
+
+// stallTransport is the http.RoundTripper of RequestTimeout.
+type stallTransport struct {
+	next  http.RoundTripper
+	after time.Duration
+	host  string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(t.after, func() { cancel(errStalled) })
+	stalled := func(err error) error {
+		if errors.Is(context.Cause(ctx), errStalled) {
+			return &TimeoutError{Host: t.host, Method: req.Method, Path: req.URL.Path, After: t.after}
+		}
+		return err
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		timer.Stop()
+		cancel(nil)
+		return nil, stalled(err)
+	}
+	if req.URL.Query().Get("watch") == "true" {
+		// A watch may rightly be silent for minutes; its context ends with the response.
+		timer.Stop()
+		resp.Body = &closeBody{ReadCloser: resp.Body, done: func() { cancel(nil) }}
+		return resp, nil
+	}
+	timer.Reset(t.after)
+	resp.Body = &stallBody{ReadCloser: resp.Body, timer: timer, after: t.after, cancel: cancel, stalled: stalled}
+	return resp, nil
+}
+
+// stallBody restarts the stall timer whenever bytes arrive, and turns a read cut by it into
+// the *TimeoutError.
+type stallBody struct {
+	io.ReadCloser
+	timer   *time.Timer
+	after   time.Duration
+	cancel  context.CancelCauseFunc
+	stalled func(error) error
+	once    sync.Once
+}
+
+func (b *stallBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.after)
+	}
+	if err != nil && err != io.EOF {
+		err = b.stalled(err)
+	}
+	return n, err
+}
+
+func (b *stallBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() {
+		b.timer.Stop()
+		b.cancel(nil)
+	})
+	return err
+}
+
+// closeBody ends the request's context when its body is closed.
+type closeBody struct {
+	io.ReadCloser
+	done func()
+	once sync.Once
+}
+
+func (b *closeBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
+}

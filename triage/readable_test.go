@@ -76,3 +76,29 @@ func TestAnswersNameOtherNamespacesOnlyWhenReadable(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownRegistriesNameOnlyReadablePods checks that a registry learnt from another
+// namespace's pod on the node names that pod and its image only when Readable allows.
+func TestKnownRegistriesNameOnlyReadablePods(t *testing.T) {
+	pod := boundTo("n1", "web")
+	other := boundTo("n1", "secret-payments-proxy")
+	other.Namespace = "payments"
+	other.Spec.Containers[0].Image = "registry.payments.internal/proxy:1"
+	s := snap(pod, []*corev1.Node{node("n1")}, []*corev1.Pod{other})
+	source := func() string {
+		for _, c := range knownRegistries(s) {
+			if c.host == "registry.payments.internal" {
+				return c.source
+			}
+		}
+		t.Fatalf("registry.payments.internal not among %+v", knownRegistries(s))
+		return ""
+	}
+	if got := source(); got != "image registry.payments.internal/proxy:1 of pod payments/secret-payments-proxy on the node" {
+		t.Errorf("Readable nil: source %q, want the pod and image named", got)
+	}
+	s.Readable = map[string]bool{}
+	if got := source(); got != "an image of "+UnreadablePod+" on the node" {
+		t.Errorf("payments not readable: source %q, want the pod unnamed", got)
+	}
+}

@@ -194,3 +194,29 @@ func TestRepairWithoutLockRefusesAHeldLock(t *testing.T) {
 		})
 	}
 }
+
+// TestLockTwiceSaysItIsYours: `ipam lock` while this owner's lock is held said "locked by
+// someone else … (pid 0 …)". It now says the datastore is already locked by this owner,
+// since when, and how to unlock it.
+func TestLockTwiceSaysItIsYours(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
+	kc := c.KubeconfigPath
+	mustRunIPAM(t, kc, "lock", "--ttl", "5m")
+	defer mustRunIPAM(t, kc, "unlock")
+	out, err := runIPAM(t, kc, "lock", "--ttl", "5m")
+	if !errors.Is(err, calico.ErrDatastoreLocked) {
+		t.Fatalf("a second ipam lock: err = %v, want ErrDatastoreLocked\n%s", err, out)
+	}
+	msg := err.Error()
+	for _, want := range []string{"already locked by this owner, whypending-cli:", "(manual, since ", "on host ", "whypending ipam unlock"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not say %q: %s", want, msg)
+		}
+	}
+	for _, bad := range []string{"someone else", "pid 0"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("the refusal says %q: %s", bad, msg)
+		}
+	}
+}

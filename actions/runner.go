@@ -111,6 +111,15 @@ func (r *Runner) Plan(ctx context.Context, kind Kind, opts PlanOptions) (Plan, e
 	if c, ok := v.(cautioned); ok {
 		p.Warning, p.SecondApprover = c.caution(r)
 	}
+	if rp.locks() {
+		s, err := r.IPAM.LockStatus(ctx)
+		if err != nil {
+			return Plan{}, fmt.Errorf("read the datastore lock: %w", err)
+		}
+		if !s.Ready {
+			p.Warning = "The Calico datastore is locked by " + lockHolder(s) + ": this repair cannot run until it is unlocked. " + inspectLock
+		}
+	}
 	p.Total = len(p.Items)
 	limit := cmp.Or(opts.Limit, MaxItems)
 	if limit > 0 && len(p.Items) > limit {
@@ -187,12 +196,21 @@ func (r *Runner) ExecuteAll(ctx context.Context, aps ...Approved) ([]Result, err
 	defer r.mu.Unlock()
 	locked, err := r.withLock(ctx, plans, repairs[0].locks(), func(ctx context.Context) error {
 		rd := &reads{ipam: r.IPAM, again: true}
+		checked := !repairs[0].locks() || r.LockPolicy != LockNever // holding this run's lock, or an unlock
 		for i, p := range plans {
 			v, err := repairs[i].read(ctx, r, rd)
 			if err != nil {
 				return err
 			}
 			if items := compare(p, v, &results[i]); len(items) > 0 {
+				// Without this run's own lock, anyone else's lock forbids the writes: checked
+				// right before the first one.
+				if !checked {
+					if err := r.refuseLocked(ctx); err != nil {
+						return err
+					}
+					checked = true
+				}
 				if err := v.apply(ctx, r, p, items, &results[i]); err != nil {
 					return err
 				}
@@ -300,4 +318,40 @@ func lockOperation(plans ...Plan) string {
 		ops[i] = string(p.Kind) + " " + p.ID
 	}
 	return strings.Join(ops, ", ")
+}
+
+// inspectLock says how to look at a datastore lock.
+const inspectLock = "Inspect it with: whypending ipam check (or kubectl get clusterinformations.crd.projectcalico.org default -o yaml)."
+
+// refuseLocked returns an error wrapping ErrDatastoreLocked, naming the holder, when the
+// datastore is locked: a repair that runs without taking the lock itself (LockNever) must not
+// write while anyone else holds it.
+func (r *Runner) refuseLocked(ctx context.Context) error {
+	s, err := r.IPAM.LockStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("read the datastore lock before the writes: %w", err)
+	}
+	if s.Ready {
+		return nil
+	}
+	return fmt.Errorf("%w: the Calico datastore is locked by %s, so nothing was changed; the repair cannot run until it is unlocked. %s",
+		ErrDatastoreLocked, lockHolder(s), inspectLock)
+}
+
+// lockHolder names who holds a lock: the marker's owner and since when, or that it carries no
+// whypending marker, with the field manager that set datastoreReady and when.
+func lockHolder(s *calico.LockStatus) string {
+	if m := s.Marker; m != nil {
+		return fmt.Sprintf("%s (%s, since %s, until %s)", m.Owner, m.Operation,
+			m.Acquired.UTC().Format(time.DateTime+"Z"), m.Deadline.UTC().Format(time.DateTime+"Z"))
+	}
+	h := "a lock with no whypending marker"
+	if s.SetBy != "" {
+		h += fmt.Sprintf(" (set by %q", s.SetBy)
+		if !s.SetAt.IsZero() {
+			h += " at " + s.SetAt.UTC().Format(time.DateTime+"Z")
+		}
+		h += ")"
+	}
+	return h + ", which may be calicoctl or a Calico upgrade"
 }

@@ -162,6 +162,25 @@ func TestExecuteRefusals(t *testing.T) {
 		if s, _ := client.LockStatus(ctx); s.Ready {
 			t.Errorf("datastore unlocked by a refused execution; want the other owner's lock kept")
 		}
+		// Without its own lock (LockNever), a repair refuses too, and its plan says so.
+		never := &actions.Runner{Cluster: r.Cluster, IPAM: r.IPAM, LockOwner: r.LockOwner}
+		never.LockPolicy = actions.LockNever
+		for _, kind := range []actions.Kind{actions.KindReleaseLeakedIPs, actions.KindReleaseEmptyBlocks, actions.KindReleaseLeakedHandles} {
+			np, err := never.Plan(ctx, kind, actions.PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(np.Warning, "The Calico datastore is locked by ") || !strings.Contains(np.Warning, "cannot run until it is unlocked") {
+				t.Errorf("%s plan warning = %q, want that the datastore is locked and the repair cannot run", kind, np.Warning)
+			}
+		}
+		_, err = never.Execute(ctx, approve(p, time.Now()))
+		if !errors.Is(err, actions.ErrDatastoreLocked) || !strings.Contains(err.Error(), "no whypending marker") {
+			t.Errorf("LockNever Execute error = %v, want ErrDatastoreLocked naming the holder", err)
+		}
+		if n := leakedCount(t, client); n != 181 {
+			t.Errorf("leaked IPs after a LockNever execution = %d, want 181 (untouched)", n)
+		}
 	})
 
 	t.Run("unlock plans and clears a foreign lock", func(t *testing.T) {

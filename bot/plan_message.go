@@ -100,6 +100,9 @@ func PlanPreview(p actions.Plan) chat.Message {
 		facts.Fields = append(facts.Fields, chat.Field{Name: "Requested by", Value: p.RequestedBy})
 	}
 	m.Sections = append(m.Sections, facts, itemsSection(p, "What would change"))
+	if p.Warning != "" {
+		m.Sections = append(m.Sections, chat.Section{Heading: "Warning", Text: p.Warning})
+	}
 	if len(p.Excluded) > 0 {
 		left := chat.Section{Heading: "Left alone"}
 		for _, x := range p.Excluded {

@@ -187,9 +187,13 @@ func (c *Client) Lock(ctx context.Context, opts LockOptions) (*Lock, error) {
 			if m == nil {
 				return nil, fmt.Errorf("lock datastore: datastoreReady is false with no whypending marker (calicoctl or a migration?): %w", ErrDatastoreLocked)
 			}
-			if m.Owner != opts.Owner || m.live(time.Now()) {
-				return nil, fmt.Errorf("lock datastore: held by %s for %s until %s (pid %d on %s): %w",
-					m.Owner, m.Operation, m.Deadline.Format(time.RFC3339), m.PID, m.Host, ErrDatastoreLocked)
+			if m.Owner == opts.Owner && m.live(time.Now()) {
+				return nil, &heldError{fmt.Sprintf("lock datastore: already locked by this owner, %s (%s, since %s, until %s%s); unlock it first (whypending ipam unlock --owner %s)",
+					m.Owner, m.Operation, m.Acquired.UTC().Format(time.RFC3339), m.Deadline.UTC().Format(time.RFC3339), m.where(), m.Owner)}
+			}
+			if m.Owner != opts.Owner {
+				return nil, fmt.Errorf("lock datastore: held by %s for %s since %s, until %s%s: %w",
+					m.Owner, m.Operation, m.Acquired.UTC().Format(time.RFC3339), m.Deadline.UTC().Format(time.RFC3339), m.where(), ErrDatastoreLocked)
 			}
 			// Our own stale lock: take it over.
 		}
@@ -398,3 +402,22 @@ func (m *LockMarker) live(now time.Time) bool {
 	}
 	return !m.Identity.Gone()
 }
+
+// where names the marker's host, and its process when it has one (a Detached lock has none):
+// ", on host h" or ", pid 123 on host h"; "" when the marker names no host.
+func (m LockMarker) where() string {
+	switch {
+	case m.Host == "":
+		return ""
+	case m.PID == 0:
+		return ", on host " + m.Host
+	}
+	return fmt.Sprintf(", pid %d on host %s", m.PID, m.Host)
+}
+
+// heldError is the ErrDatastoreLocked of a lock that the caller's own owner holds: its text
+// says so instead of "locked by someone else".
+type heldError struct{ text string }
+
+func (e *heldError) Error() string        { return e.text }
+func (e *heldError) Is(target error) bool { return target == ErrDatastoreLocked }

@@ -54,14 +54,22 @@ func APIError(host string, err error) error {
 }
 
 // Explain is APIError for a call through cfg that failed, and it tells etcd's failure from
-// the API server's: when the API server sent nothing for the request timeout or answered
-// with a server error, Explain asks its /readyz (within 3 s, ignoring ctx's end), and when
-// the etcd check there fails the line says "etcd behind the Kubernetes API server at … is
+// the API server's: when the API server sent nothing for the request timeout, the /readyz
+// that RequestTimeout asked halfway through the wait says; when it answered with a server
+// error, Explain asks its /readyz (within 3 s, ignoring ctx's end). When the etcd check there
+// fails the line says "etcd behind the Kubernetes API server at … is
 // not answering".
 func Explain(ctx context.Context, cfg *rest.Config, err error) error {
 	line := APIError(cfg.Host, err)
 	var timeout *TimeoutError
-	if isEtcdError(err) || !errors.As(err, &timeout) && !isServerError(err) {
+	if errors.As(err, &timeout) {
+		// Asked while the request waited, within its timeout: no wait beyond it.
+		if timeout.EtcdFailing {
+			return &apiError{fmt.Sprintf("etcd behind the Kubernetes API server at %s is not answering (the API server's /readyz says etcd failed): %s", cfg.Host, line), err}
+		}
+		return line
+	}
+	if isEtcdError(err) || !isServerError(err) {
 		return line
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)

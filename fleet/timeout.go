@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -23,6 +25,9 @@ type TimeoutError struct {
 	Host, Method, Path string
 	// After is the request timeout that ran out.
 	After time.Duration
+	// EtcdFailing says that the API server's /readyz, asked while the request waited,
+	// answered within the same timeout and listed its etcd check as failed.
+	EtcdFailing bool
 }
 
 // Error names the server, the wait and the request.
@@ -61,13 +66,19 @@ type stallTransport struct {
 func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	timer := time.AfterFunc(t.after, func() { cancel(errStalled) })
+	// Halfway through the wait for the response, /readyz is asked (within the rest of the
+	// wait), so that a timeout can tell a hung etcd from a hung API server without waiting
+	// any longer than the request timeout.
+	var etcd atomic.Bool
+	probe := time.AfterFunc(t.after/2, func() { etcd.Store(t.etcdFailing(ctx, req)) })
 	stalled := func(err error) error {
 		if errors.Is(context.Cause(ctx), errStalled) {
-			return &TimeoutError{Host: t.host, Method: req.Method, Path: req.URL.Path, After: t.after}
+			return &TimeoutError{Host: t.host, Method: req.Method, Path: req.URL.Path, After: t.after, EtcdFailing: etcd.Load()}
 		}
 		return err
 	}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	probe.Stop()
 	if err != nil {
 		timer.Stop()
 		cancel(nil)
@@ -126,4 +137,26 @@ func (b *closeBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.done)
 	return err
+}
+
+// etcdFailing asks the API server's /readyz?verbose, with req's headers (its credentials),
+// until ctx ends, and reports whether it lists its etcd check as failed ("[-]etcd ").
+func (t *stallTransport) etcdFailing(ctx context.Context, req *http.Request) bool {
+	if req.URL.Path == "/readyz" {
+		return false
+	}
+	u := *req.URL
+	u.Path, u.RawQuery = "/readyz", "verbose=true"
+	pr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false
+	}
+	pr.Header = req.Header.Clone()
+	resp, err := t.next.RoundTrip(pr)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return strings.Contains(string(body), "[-]etcd ")
 }

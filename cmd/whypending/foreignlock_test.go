@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/approval"
+	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/testcluster"
@@ -130,5 +132,91 @@ func TestCLIMentionsAHeldLock(t *testing.T) {
 	_, out, errOut := runCLI(t, "ipam", "check", "--kubeconfig", kc)
 	if !strings.Contains(out+errOut, `no whypending marker; datastoreReady set to false by "calicoctl"`) {
 		t.Errorf("ipam check does not say a marker-less lock is held:\n%s%s", out, errOut)
+	}
+}
+
+// TestRepairWithoutLockRefusesAHeldLock: `ipam release-ips --yes` without --lock (lock policy
+// never) wrote to Calico IPAM while someone else held the datastore lock, calicoctl's (no
+// marker) or another owner's. The plan now says the datastore is locked by whom and that the
+// repair cannot run; the execution refuses with the holder and changes nothing.
+func TestRepairWithoutLockRefusesAHeldLock(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
+	kc := c.KubeconfigPath
+	ipam := calicoClient(t, c)
+	before, err := ipam.Check(t.Context(), calico.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.LeakedIPs) == 0 {
+		t.Fatal("the scenario has no leaked IP to release")
+	}
+	for _, tc := range []struct {
+		name  string
+		lock  func(t *testing.T)
+		holds []string
+	}{
+		{"calicoctl", func(t *testing.T) { lockAsCalicoctl(t, c) }, []string{"no whypending marker", `set by "calicoctl" at `, "may be calicoctl or a Calico upgrade"}},
+		{"another owner", func(t *testing.T) { mustRunIPAM(t, kc, "lock", "--owner", "someone-else", "--ttl", "5m") }, []string{"someone-else (manual, since "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.lock(t)
+			defer mustRunIPAM(t, kc, "unlock", "--force")
+			dry := mustRunIPAM(t, kc, "release-ips")
+			for _, want := range append([]string{"The Calico datastore is locked by ", "this repair cannot run until it is unlocked"}, tc.holds...) {
+				if !strings.Contains(dry, want) {
+					t.Errorf("the plan does not say %q:\n%s", want, dry)
+				}
+			}
+			out, err := runIPAM(t, kc, "release-ips", "--yes")
+			if !errors.Is(err, actions.ErrDatastoreLocked) {
+				t.Fatalf("release-ips --yes under a held lock: err = %v, want ErrDatastoreLocked\n%s", err, out)
+			}
+			msg := err.Error()
+			for _, want := range append([]string{"nothing was changed", "whypending ipam check"}, tc.holds...) {
+				if !strings.Contains(msg, want) {
+					t.Errorf("the refusal does not say %q: %s", want, msg)
+				}
+			}
+			if strings.Contains(out, "Released") || strings.Contains(out, "could not run") {
+				t.Errorf("the refused repair printed a result:\n%s", out)
+			}
+			after, err := ipam.Check(t.Context(), calico.CheckOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after.LeakedIPs) != len(before.LeakedIPs) || len(after.LeakedHandles) != len(before.LeakedHandles) {
+				t.Errorf("leaked IPs %d -> %d, handles %d -> %d: the refused repair wrote", len(before.LeakedIPs), len(after.LeakedIPs), len(before.LeakedHandles), len(after.LeakedHandles))
+			}
+			if s, err := ipam.LockStatus(t.Context()); err != nil || s.Ready {
+				t.Errorf("lock status = %+v, %v; want still locked", s, err)
+			}
+		})
+	}
+}
+
+// TestLockTwiceSaysItIsYours: `ipam lock` while this owner's lock is held said "locked by
+// someone else … (pid 0 …)". It now says the datastore is already locked by this owner,
+// since when, and how to unlock it.
+func TestLockTwiceSaysItIsYours(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, "seed-ipam-leaked")
+	kc := c.KubeconfigPath
+	mustRunIPAM(t, kc, "lock", "--ttl", "5m")
+	defer mustRunIPAM(t, kc, "unlock")
+	out, err := runIPAM(t, kc, "lock", "--ttl", "5m")
+	if !errors.Is(err, calico.ErrDatastoreLocked) {
+		t.Fatalf("a second ipam lock: err = %v, want ErrDatastoreLocked\n%s", err, out)
+	}
+	msg := err.Error()
+	for _, want := range []string{"already locked by this owner, whypending-cli:", "(manual, since ", "on host ", "whypending ipam unlock"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not say %q: %s", want, msg)
+		}
+	}
+	for _, bad := range []string{"someone else", "pid 0"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("the refusal says %q: %s", bad, msg)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -127,6 +128,75 @@ func TestWhyPendingWithOnlyGetPods(t *testing.T) {
 		for _, want := range []string{"events: forbidden", "nodes: forbidden", "kubectl auth can-i"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// TestWhyPendingBareNameWithOnlyGetPods asks about a bare name that is a Deployment, not a
+// pod, as a user who may only get pods: the workload lookups are refused. The answer must not
+// say that no workload has that name: it is partial (exitPartial), lists each refused
+// workload read with its kubectl auth can-i check and a grant with its binding, and says the
+// workload may exist.
+func TestWhyPendingBareNameWithOnlyGetPods(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	const ns = "workload-grouped"
+	ctx := t.Context()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "checkout"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "checkout"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/checkout:1"}}},
+			},
+		},
+	}
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := restrictedKubeconfig(t, c, ns, "pod-getter", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+	})
+
+	t.Run("text", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "checkout")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d (a partial answer: the workload reads were refused)", code, exitPartial)
+		}
+		if strings.Contains(out, "either") || strings.Contains(out, "No Deployment") {
+			t.Errorf("output says no workload has the name, though its reads were refused:\n%s", out)
+		}
+		for _, want := range []string{"deployments.apps: forbidden", "kubectl auth can-i get deployments.apps -n workload-grouped", "may exist"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "checkout", "-o", "json")
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d", code, exitPartial)
+		}
+		var d triage.Diagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode -o json: %v\n%s", err, out)
+		}
+		if !d.Partial || !d.Primary().Uncertain {
+			t.Errorf("partial = %v, primary uncertain = %v, want both true", d.Partial, d.Primary().Uncertain)
+		}
+		refused := map[string]bool{}
+		for _, r := range d.Refused {
+			refused[r.Verb+" "+r.Resource+" "+r.Namespace] = true
+		}
+		for _, want := range []string{"get deployments.apps " + ns, "get statefulsets.apps " + ns, "get cronjobs.batch " + ns} {
+			if !refused[want] {
+				t.Errorf("refused = %+v, want %q among them", d.Refused, want)
 			}
 		}
 	})

@@ -201,3 +201,63 @@ func TestWhyPendingBareNameWithOnlyGetPods(t *testing.T) {
 		}
 	})
 }
+
+// TestWhyPendingAllWithLimitedRights sweeps a namespace as users with limited rights. One who
+// may list pods but no workload gets a partial sweep (exitPartial) from the pods, listing the
+// refused workload reads, and never "namespace is empty"; one who may only get pods, so that
+// nothing of the sweep can be read, gets one clear line naming the missing permission.
+func TestWhyPendingAllWithLimitedRights(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	const ns = "sweep-limited"
+	ctx := t.Context()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/web:1"}}}}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("list pods only", func(t *testing.T) {
+		kubeconfig := restrictedKubeconfig(t, c, ns, "pod-lister", []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		})
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "--all", "-o", "json")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d (a partial sweep)", code, exitPartial)
+		}
+		var d triage.NamespaceDiagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode -o json: %v\n%s", err, out)
+		}
+		if !d.Partial || d.Empty || d.Pods != 1 {
+			t.Errorf("partial = %v, empty = %v, pods = %d, want partial, not empty, 1 pod read", d.Partial, d.Empty, d.Pods)
+		}
+		refused := map[string]bool{}
+		for _, r := range d.Refused {
+			refused[r.Verb+" "+r.Resource] = true
+		}
+		for _, want := range []string{"list deployments.apps", "list cronjobs.batch"} {
+			if !refused[want] {
+				t.Errorf("refused = %+v, want %q among them", d.Refused, want)
+			}
+		}
+		if strings.Contains(d.Summary, "Nothing is stuck") {
+			t.Errorf("summary = %q, want it to say it rests on what could be read", d.Summary)
+		}
+	})
+	t.Run("get pods only", func(t *testing.T) {
+		kubeconfig := restrictedKubeconfig(t, c, ns, "pod-getter", []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		})
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "--all")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != 1 {
+			t.Errorf("exit code = %d, want 1 (nothing could be read)", code)
+		}
+		if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "kubectl auth can-i list pods -n "+ns) {
+			t.Errorf("stderr = %q, want one line naming the missing permission (list pods)", errOut)
+		}
+	})
+}

@@ -125,9 +125,18 @@ func TestWhyPendingWithOnlyGetPods(t *testing.T) {
 		if !strings.Contains(first, string(triage.CodeInsufficientCPU)) {
 			t.Errorf("first line = %q, want the code from the condition", first)
 		}
-		for _, want := range []string{"events: forbidden", "nodes: forbidden", "kubectl auth can-i"} {
+		for _, want := range []string{"events: forbidden", "nodes: forbidden", "kubectl auth can-i",
+			"kubectl create clusterrolebinding whypending-read --clusterrole=whypending-read --serviceaccount=" + ns + ":pod-reader"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		// No table to speak of, and no raw API error pasted into the cause (one line per
+		// refused read is the evidence).
+		cause := strings.SplitN(strings.SplitN(out, "CAUSE\n", 2)[1], "\n\n", 2)[0]
+		for _, bad := range []string{"node table shows no node", "is forbidden: User"} {
+			if strings.Contains(cause, bad) {
+				t.Errorf("CAUSE contains %q:\n%s", bad, cause)
 			}
 		}
 	})
@@ -172,7 +181,8 @@ func TestWhyPendingBareNameWithOnlyGetPods(t *testing.T) {
 		if strings.Contains(out, "either") || strings.Contains(out, "No Deployment") {
 			t.Errorf("output says no workload has the name, though its reads were refused:\n%s", out)
 		}
-		for _, want := range []string{"deployments.apps: forbidden", "kubectl auth can-i get deployments.apps -n workload-grouped", "may exist"} {
+		for _, want := range []string{"deployments.apps: forbidden", "kubectl auth can-i get deployments.apps -n workload-grouped", "may exist",
+			"kubectl create rolebinding whypending-read -n workload-grouped --clusterrole=whypending-read --serviceaccount=workload-grouped:pod-getter"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}

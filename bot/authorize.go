@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 
@@ -133,12 +134,23 @@ func (b *Bot) Admit(ctx context.Context, req chat.Request) *chat.Reply {
 		}
 	}
 	var ref *authz.Refusal
+	var failed *authz.CheckError
 	switch {
 	case errors.As(err, &ref):
 		return &chat.Reply{Message: refusalMessage(ref)}
 	case ctx.Err() != nil:
 		return &chat.Reply{Message: chat.Message{Title: "Checking what Kubernetes RBAC allows you took too long; nothing was done. Please try again in a moment.",
 			Severity: chat.SeverityWarning}}
+	case errors.As(err, &failed):
+		b.log.WarnContext(ctx, "authorization check failed", slog.String("command", req.Command),
+			slog.String("user", req.Principal.String()), slog.Any("err", err))
+		return &chat.Reply{Message: checkFailedMessage(failed)}
 	}
 	return nil
+}
+
+// checkFailedMessage is what a person sees when what RBAC allows them could not be checked
+// (only they, like a refusal).
+func checkFailedMessage(e *authz.CheckError) chat.Message {
+	return chat.Message{Title: "Could not check your permissions", Severity: chat.SeverityWarning, Sections: []chat.Section{{Text: e.Text()}}}
 }

@@ -101,6 +101,7 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 	var ue *chat.UserError
 	var unavailable *chat.UnavailableError
 	var refusal *authz.Refusal
+	var checkFailed *authz.CheckError
 	switch {
 	case err == nil:
 		r.count(req.Command, "ok", start)
@@ -109,7 +110,12 @@ func (r *Router) Serve(ctx context.Context, req chat.Request) chat.Reply {
 		// Per-user authorization: for the asker only, with no usage hint and nothing about
 		// the namespace beyond what was denied (the refusal is already audited).
 		r.count(req.Command, "refused", start)
-		return chat.Reply{Message: refusalMessage(refusal)}
+		return chat.Reply{Message: refusalMessage(refusal), Private: true}
+	case errors.As(err, &checkFailed):
+		r.count(req.Command, "error", start)
+		r.log.WarnContext(ctx, "authorization check failed", slog.String("command", req.Command),
+			slog.String("user", req.Principal.String()), slog.Any("err", err))
+		return chat.Reply{Message: checkFailedMessage(checkFailed), Private: true}
 	case errors.As(err, &unavailable):
 		r.count(req.Command, "unavailable", start)
 		return chat.Reply{Message: chat.Message{Title: unavailable.Text + " Nothing was done.", Severity: chat.SeverityWarning}}

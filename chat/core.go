@@ -53,6 +53,10 @@ type Reply struct {
 	// asked sees it where the platform allows (Slack ephemeral). Discord fixes visibility
 	// when it acknowledges, before the answer exists: see adapters/discord.
 	Public bool
+	// Private marks an answer that must reach the person only, even where the platform made
+	// the acknowledgement public (Discord): an authorization refusal, or a check that could
+	// not be made. Such an adapter deletes the public acknowledgement and answers privately.
+	Private bool
 	// PlanID is set when Message shows a plan awaiting approval: the adapter posts it where
 	// it can update it later and records where with Bot.Attach.
 	PlanID string

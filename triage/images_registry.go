@@ -92,7 +92,10 @@ func knownRegistries(s *Snapshot) []registryCandidate {
 	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
 		for _, c := range append(append(p.Spec.InitContainers[:0:0], p.Spec.InitContainers...), p.Spec.Containers...) {
 			if r := imageRef(c.Image); r.explicitHost && byHost[r.registry] == "" {
-				byHost[r.registry] = fmt.Sprintf("image %s of pod %s/%s on the node", c.Image, p.Namespace, p.Name)
+				byHost[r.registry] = fmt.Sprintf("image %s of %s on the node", c.Image, s.PodName(p))
+				if !s.MayName(p.Namespace) {
+					byHost[r.registry] = "an image of " + UnreadablePod + " on the node"
+				}
 				others = append(others, r.registry)
 			}
 		}

@@ -47,8 +47,8 @@ func interPodReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
 			if holder := c.firstMatchingPod(pod, term, func(node *corev1.Node) bool { return node.Labels[term.TopologyKey] == value }); holder != nil {
 				out = append(out, NodeReason{
 					Code: CodePodAntiAffinityUnsatisfiable,
-					Message: fmt.Sprintf("pod anti-affinity: pod %s/%s matches %s in the same %s=%s domain",
-						holder.Namespace, holder.Name, selectorString(term.LabelSelector), term.TopologyKey, value),
+					Message: fmt.Sprintf("pod anti-affinity: %s matches %s in the same %s=%s domain",
+						c.snap.PodName(holder), selectorString(term.LabelSelector), term.TopologyKey, value),
 				})
 			}
 		}
@@ -61,11 +61,11 @@ func interPodReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
 			if !ok || other.Labels[term.TopologyKey] != value || !termMatches(p, term, pod) {
 				continue
 			}
-			out = append(out, NodeReason{
-				Code: CodePodAntiAffinityUnsatisfiable,
-				Message: fmt.Sprintf("existing pod %s/%s's anti-affinity rejects this pod in the %s=%s domain",
-					p.Namespace, p.Name, term.TopologyKey, value),
-			})
+			msg := fmt.Sprintf("existing pod %s/%s's anti-affinity rejects this pod in the %s=%s domain", p.Namespace, p.Name, term.TopologyKey, value)
+			if !c.snap.MayName(p.Namespace) {
+				msg = fmt.Sprintf("the anti-affinity of %s rejects this pod in the %s=%s domain", UnreadablePod, term.TopologyKey, value)
+			}
+			out = append(out, NodeReason{Code: CodePodAntiAffinityUnsatisfiable, Message: msg})
 		}
 	}
 	return out
@@ -206,6 +206,15 @@ func (v *schedulingView) antiAffinityFixes(nodes []string, reasons map[string][]
 				}
 			}
 		}
+	}
+	hidden := false
+	for _, n := range nodes {
+		for _, r := range reasons[n] {
+			hidden = hidden || strings.HasPrefix(r.Message, "the anti-affinity of "+UnreadablePod)
+		}
+	}
+	if hidden {
+		out = append(out, "The anti-affinity of a running pod in a namespace you cannot read rejects this pod: ask that namespace's owners or the cluster's admins, or run this pod where it does not run.")
 	}
 	if len(holders) > 0 {
 		out = append(out, fmt.Sprintf("The anti-affinity of %s (running pods) rejects this pod: change their rule (their workload's podAntiAffinity), or run this pod where they do not run.", joinLimited(holders, 3)))

@@ -43,7 +43,7 @@ func hostPortReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
 			if held, ok := holdsPort(p, want); ok {
 				out = append(out, NodeReason{
 					Code:    CodeHostPortConflict,
-					Message: fmt.Sprintf("hostPort %s held by pod %s/%s", portString(held), p.Namespace, p.Name),
+					Message: fmt.Sprintf("hostPort %s held by %s", portString(held), c.snap.PodName(p)),
 				})
 				break
 			}

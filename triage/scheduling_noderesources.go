@@ -334,7 +334,7 @@ func (v *schedulingView) describeResource(f *Finding) {
 	// bigger than any node.
 	if big := v.biggestConsumer(best.Node, name); big.name != "" && big.amount > 0 && !sf.TooBig &&
 		v.fitsWithRequest(best.Node, name, max(sf.Requested-big.amount, 0)) {
-		f.Fix = append(f.Fix, scaleDownFix(big, ns, formatAmount(name, big.amount), res, best.Node))
+		f.Fix = append(f.Fix, scaleDownFix(big, ns, formatAmount(name, big.amount), res, best.Node, v.snap.MayName(big.namespace)))
 	}
 	if v.pinned != "" {
 		f.Fix = append(f.Fix, fmt.Sprintf("Free %s on %s (move or shrink the pods there), or give %s more allocatable %s: a new node gets its own pod of the DaemonSet and does not help this one.", res, v.pinned, v.pinned, res))
@@ -421,8 +421,12 @@ func (v *schedulingView) biggestConsumer(node string, res corev1.ResourceName) c
 // scaleDownFix suggests scaling big down to free amount of res on node for a pod in namespace
 // ns. It names no replica count: the pods on nodes are not spec.replicas (some may be Pending),
 // so --current-replicas or a computed --replicas could be refused or scale too far. A workload
-// in another namespace is another team's, and the line says so.
-func scaleDownFix(big consumer, ns, amount, res, node string) string {
+// in another namespace is another team's, and the line says so; one in a namespace the asker
+// cannot read (named false) is not named at all.
+func scaleDownFix(big consumer, ns, amount, res, node string, named bool) string {
+	if !named {
+		return fmt.Sprintf("A workload in a namespace you cannot read has pods requesting %s of %s on %s, and without them the pod fits there: ask the cluster's admins whether it can be scaled down.", amount, res, node)
+	}
 	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s, and without them the pod fits there; a scale-down removes its Pending pods first, so go below the number of its scheduled pods (kubectl get pods -n %s -o wide)",
 		big.kind, shellQuote(big.name), shellQuote(big.namespace), amount, res, node, shellQuote(big.namespace))
 	if big.namespace != ns {

@@ -117,6 +117,30 @@ type Snapshot struct {
 	// SimilarPods holds "namespace/name" of existing pods whose names are closest to the one
 	// asked for; filled only when Pod is nil (pod-not-found).
 	SimilarPods []string
+	// Readable, when not nil, holds the other namespaces whose objects the answer may name
+	// (per-user authorization: those the asker may read); any other namespace's pod or
+	// workload is named only as "in a namespace you cannot read" (MayName, PodName). Nil
+	// names everything.
+	Readable map[string]bool
+}
+
+// UnreadablePod is how an answer names a pod of a namespace the asker cannot read.
+const UnreadablePod = "a pod in a namespace you cannot read"
+
+// MayName reports whether the answer may name an object of namespace: the pod's own
+// namespace, or any namespace when Readable is nil, or one Readable holds. It is the one
+// place the rules ask.
+func (s *Snapshot) MayName(namespace string) bool {
+	return s == nil || s.Readable == nil || namespace == s.Requested.Namespace || s.Readable[namespace]
+}
+
+// PodName names p in the answer: "pod NAMESPACE/NAME", or UnreadablePod when the answer may
+// not name p's namespace (MayName).
+func (s *Snapshot) PodName(p *corev1.Pod) string {
+	if !s.MayName(p.Namespace) {
+		return UnreadablePod
+	}
+	return "pod " + p.Namespace + "/" + p.Name
 }
 
 // Event is one pod event, normalised from core/v1 Event or events.k8s.io/v1 Event.

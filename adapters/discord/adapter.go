@@ -231,6 +231,10 @@ func principalOf(i *discordgo.Interaction) chat.Principal {
 func (a *Adapter) answerCommand(ctx context.Context, i *discordgo.Interaction, req chat.Request, ephemeral bool) {
 	reply := a.core.Command(ctx, req)
 	pages := Render(reply.Message)
+	if !ephemeral && reply.Private {
+		a.answerPrivately(ctx, i, req, pages)
+		return
+	}
 	msg, err := a.editOriginal(ctx, i, pages[0])
 	if err != nil {
 		a.log.WarnContext(ctx, "deliver answer", slog.String("command", req.Command), slog.Any("err", err))
@@ -246,6 +250,26 @@ func (a *Adapter) answerCommand(ctx context.Context, i *discordgo.Interaction, r
 	}
 	if reply.PlanID != "" {
 		a.attach(ctx, reply.PlanID, i.ChannelID, msg, more...)
+	}
+}
+
+// answerPrivately shows pages, an answer only the person may see (a refusal, a check that
+// could not be made: Reply.Private), for a command whose deferred response is public (its visibility
+// was fixed when it was acknowledged): the deferred response is deleted, so nothing is
+// published, and the pages are ephemeral follow-ups. A check the early Admit passed can still
+// refuse here (a decision's TTL ran out in between).
+func (a *Adapter) answerPrivately(ctx context.Context, i *discordgo.Interaction, req chat.Request, pages []Page) {
+	if err := a.deliver.Do(ctx, "delete the interaction response", func() error {
+		return a.session.InteractionResponseDelete(i, discordgo.WithContext(ctx))
+	}); err != nil {
+		// The public "thinking" response stays; never put the private answer in it.
+		a.log.WarnContext(ctx, "delete the deferred response of a private answer", slog.String("command", req.Command), slog.Any("err", err))
+	}
+	for _, p := range pages {
+		if _, err := a.followup(ctx, i, p, true); err != nil {
+			a.log.WarnContext(ctx, "deliver private answer", slog.String("command", req.Command), slog.Any("err", err))
+			return
+		}
 	}
 }
 

@@ -1,11 +1,18 @@
 package discord_test
 
 import (
+	"context"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/bot/authz"
@@ -32,16 +39,36 @@ const hiddenPod = "shop-7frd7stjbt-2kq8x"
 // not about payments; an unmapped member is told what is missing; the developer may neither
 // plan nor approve, and is told the verb; bob, through opsRole mapped to group sre, approves
 // alice's plan and it runs; every refusal is audited.
+//
+// A check that cannot be made (the API server refuses the bot's SubjectAccessReview, or
+// answers 503) is answered at once and ephemeral too, saying so; a decision that lapses
+// between that early check and the command's own (its TTL ran out, a RoleBinding was
+// removed) publishes nothing: the public deferred response is deleted and the refusal is an
+// ephemeral follow-up.
 func TestE2EAuthorization(t *testing.T) {
 	var logs chattest.LogBuffer
+	rv := &chattest.SwitchReviewer{}
+	// The authorizer's clock: lapse makes it jump an hour (past any TTL) right after its next
+	// reading, the one that caches the decision being made.
+	var skew atomic.Int64
+	var lapse atomic.Bool
+	clock := func() time.Time {
+		now := time.Now().Add(time.Duration(skew.Load()))
+		if lapse.CompareAndSwap(true, false) {
+			skew.Add(int64(time.Hour))
+		}
+		return now
+	}
 	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", approvers: []string{dev.id}, log: logs.Logger(),
-		authz: &authz.Options{Mode: authz.ModeAll, Mappings: map[string]authz.Mapping{"discord": {
-			Users: map[string]authz.Identity{
-				alice.id: {User: chattest.RequesterUser},
-				dev.id:   {User: chattest.DevUser},
-			},
-			Groups: map[string][]string{opsRole: {chattest.SREGroup}},
-		}}}})
+		authz: &authz.Options{Mode: authz.ModeAll, Clusters: map[string]authz.Reviewer{chattest.ClusterName: rv},
+			Now: clock, Mappings: map[string]authz.Mapping{"discord": {
+				Users: map[string]authz.Identity{
+					alice.id: {User: chattest.RequesterUser},
+					dev.id:   {User: chattest.DevUser},
+				},
+				Groups: map[string][]string{opsRole: {chattest.SREGroup}},
+			}}}})
+	rv.Set(e.Reviewer())
 	e.InstallRBAC(t, "seed-ipam-leaked", hiddenPod)
 
 	// refused checks that a command is answered at once, ephemeral, with want, and that
@@ -80,6 +107,79 @@ func TestE2EAuthorization(t *testing.T) {
 	t.Run("an unmapped member is told what is missing", func(t *testing.T) {
 		refused(t, nobody, commandData("why-pending", "", "pod", stuckPod),
 			"Missing: Discord user "+nobody.id+" is not in authorization.discord.users; you hold none of the roles in authorization.discord.roles.")
+	})
+	t.Run("a check that cannot be made is answered at once, to the asker alone", func(t *testing.T) {
+		defer rv.Set(e.Reviewer())
+		// The API server refuses the SubjectAccessReview itself: the bot's ServiceAccount
+		// lacks create subjectaccessreviews.
+		rv.Set(e.ReviewerAs(t, "system:serviceaccount:whypending:without-reviews"))
+		refused(t, alice, commandData("why-pending", "", "pod", stuckPod),
+			"the bot's ServiceAccount may not create subjectaccessreviews.authorization.k8s.io there")
+		rv.Set(chattest.ReviewerFunc(func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+			return authorizationv1.SubjectAccessReviewStatus{}, apierrors.NewServiceUnavailable("etcdserver: leader changed")
+		}))
+		refused(t, alice, commandData("ipam", "release-ips"), "whypending could not check what Kubernetes RBAC allows you on cluster test (the check failed), so nothing was done.")
+	})
+	t.Run("a decision that lapses after the early check publishes nothing", func(t *testing.T) {
+		// The early check (Admit) is allowed; then the RoleBinding goes and the decision's TTL
+		// runs out, so the command's own check is refused.
+		defer rv.Set(e.Reviewer())
+		var once sync.Once
+		rv.Set(chattest.ReviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+			st, err := e.Reviewer().ReviewAccess(ctx, spec)
+			if err != nil || spec.User != chattest.DevUser || spec.ResourceAttributes.Namespace != chattest.EmptyNamespace {
+				return st, err
+			}
+			once.Do(func() {
+				if err := e.Cluster.Client.RbacV1().RoleBindings(chattest.EmptyNamespace).Delete(ctx, "dev-reads-pods", metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+					if now, err := e.Reviewer().ReviewAccess(ctx, spec); err == nil && !now.Allowed {
+						break
+					}
+				}
+				lapse.Store(true)
+			})
+			return st, err
+		}))
+		token, resp, raw := e.command(t, dev, commandData("why-pending", "", "pod", chattest.EmptyNamespace+"/web"))
+		if resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != 0 {
+			t.Fatalf("response = %s, want the public deferred response of an admitted command", raw)
+		}
+		want := "Kubernetes RBAC does not allow you to get pods in namespace " + chattest.EmptyNamespace
+		var calls []restCall
+		deadline := time.Now().Add(60 * time.Second)
+		for calls = e.fake.callsFor(token); len(calls) == 0 || calls[len(calls)-1].Route != "followup"; calls = e.fake.callsFor(token) {
+			if time.Now().After(deadline) {
+				for _, c := range calls {
+					t.Logf("%s %s %d %s", c.Method, c.Path, c.Status, c.Body)
+				}
+				t.Fatal("no follow-up for the command")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		calls = e.fake.callsFor(token)
+		var routes []string
+		for _, c := range calls {
+			routes = append(routes, c.Route)
+			switch c.Route {
+			case "webhook-delete":
+				if c.Status != http.StatusNoContent || !strings.HasSuffix(c.Path, "/messages/@original") {
+					t.Errorf("delete %s = %d, want the deferred response deleted", c.Path, c.Status)
+				}
+			case "followup":
+				if c.Message == nil || c.Message.Flags&discordgo.MessageFlagsEphemeral == 0 || !strings.Contains(messageText(c.Message), want) {
+					t.Errorf("follow-up %s, want an ephemeral refusal with %q", c.Body, want)
+				}
+			default:
+				t.Errorf("REST call %s %s %s: only the deletion of the deferred response and an ephemeral follow-up may be sent", c.Method, c.Path, c.Body)
+			}
+		}
+		if strings.Join(routes, ",") != "webhook-delete,followup" {
+			t.Errorf("REST calls %v, want webhook-delete,followup", routes)
+		}
 	})
 	t.Run("the developer may not plan a repair", func(t *testing.T) {
 		refused(t, dev, commandData("ipam", "release-ips"),

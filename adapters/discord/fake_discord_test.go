@@ -84,6 +84,7 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", f.handle("callback", false, f.callback))
 	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/{msg}", f.handle("webhook-edit", false, f.webhookEdit))
 	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", f.handle("followup", false, f.followup))
+	mux.HandleFunc("DELETE /api/v9/webhooks/{app}/{token}/messages/{msg}", f.handle("webhook-delete", false, f.webhookDelete))
 	mux.HandleFunc("PATCH /api/v9/channels/{channel}/messages/{msg}", f.handle("channel-edit", true, f.channelEdit))
 	mux.HandleFunc("POST /api/v9/channels/{channel}/messages", f.handle("channel-send", true, f.channelSend))
 	mux.HandleFunc("GET /api/v9/channels/{channel}/messages", f.handle("channel-read", true, f.channelRead))
@@ -232,6 +233,17 @@ func (f *fakeDiscord) webhookEdit(r *http.Request, body []byte) (int, any, *disc
 		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
 	}
 	return http.StatusOK, m, m
+}
+
+// webhookDelete deletes a message of the interaction (@original: its response), as Discord
+// answers: 204 No Content.
+func (f *fakeDiscord) webhookDelete(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.channels[r.PathValue("token")] == "" {
+		return http.StatusNotFound, map[string]any{"message": "Unknown Webhook", "code": 10015}, nil
+	}
+	return http.StatusNoContent, nil, nil
 }
 
 func (f *fakeDiscord) followup(r *http.Request, body []byte) (int, any, *discordgo.Message) {

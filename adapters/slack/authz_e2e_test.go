@@ -45,8 +45,9 @@ func TestE2EAuthorization(t *testing.T) {
 	var logs chattest.LogBuffer
 	reg := prometheus.NewRegistry()
 	metrics := authz.NewMetrics(reg)
+	rv := &chattest.SwitchReviewer{}
 	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", approvers: []string{dev}, log: logs.Logger(),
-		authz: &authz.Options{Mode: authz.ModeAll, TTL: ttl, Metrics: metrics, Mappings: map[string]authz.Mapping{"slack": {
+		authz: &authz.Options{Mode: authz.ModeAll, TTL: ttl, Metrics: metrics, Clusters: map[string]authz.Reviewer{chattest.ClusterName: rv}, Mappings: map[string]authz.Mapping{"slack": {
 			Users: map[string]authz.Identity{
 				alice: {User: chattest.RequesterUser},
 				dev:   {User: chattest.DevUser},
@@ -57,6 +58,7 @@ func TestE2EAuthorization(t *testing.T) {
 	e.slack.mu.Lock()
 	e.slack.emails = map[string]string{erin: chattest.DevUser}
 	e.slack.mu.Unlock()
+	rv.Set(e.Reviewer())
 	e.InstallRBAC(t, scenarioNS, hiddenPod)
 
 	// refused checks that a command's answer is the ephemeral refusal want, and that
@@ -122,6 +124,37 @@ func TestE2EAuthorization(t *testing.T) {
 		if !strings.Contains(text, scenarioNS) || strings.Contains(text, chattest.HiddenNamespace) {
 			t.Errorf("the developer's sweep of %s:\n%s\nwant %s named and %s not", chattest.EmptyNamespace, text, scenarioNS, chattest.HiddenNamespace)
 		}
+	})
+	t.Run("an answer names another namespace's pod only to someone who may read it", func(t *testing.T) {
+		pending := scenarioNS + "/" + e.HostPortConflict(t, scenarioNS, "worker-1")
+		ask := func(user string) string {
+			var text string
+			chattest.WaitFor(t, 30*time.Second, "the host-port-conflict answer", func() bool {
+				_, _, path := e.command(t, user, "/why-pending", pending)
+				got := e.answer(t, path)
+				text = blocksText(got.Blocks) + got.Text
+				return strings.Contains(text, "host-port-conflict")
+			})
+			return text
+		}
+		if text := ask(bob); !strings.Contains(text, chattest.HiddenNamespace+"/"+chattest.HostPortHolder) {
+			t.Errorf("bob (get pods everywhere):\n%s\nwant the holder %s/%s named", text, chattest.HiddenNamespace, chattest.HostPortHolder)
+		}
+		text := ask(dev)
+		if strings.Contains(text, chattest.HostPortHolder) || strings.Contains(text, chattest.HiddenNamespace) {
+			t.Errorf("the developer's answer names payments or its pod:\n%s", text)
+		}
+		if !strings.Contains(text, "held by a pod in a namespace you cannot read") {
+			t.Errorf("the developer's answer:\n%s\nwant the holder called a pod in a namespace you cannot read", text)
+		}
+	})
+	t.Run("a check that cannot be made is told to the asker alone", func(t *testing.T) {
+		defer rv.Set(e.Reviewer())
+		// The API server refuses the bot's SubjectAccessReview: its ServiceAccount lacks
+		// create subjectaccessreviews. (A namespace not asked about before: decisions are cached
+		// by identity, and erin is chattest.DevUser.)
+		rv.Set(e.ReviewerAs(t, "system:serviceaccount:whypending:without-reviews"))
+		refused(t, erin, "/why-pending", chattest.EmptyNamespace+"/web", "the bot's ServiceAccount may not create subjectaccessreviews.authorization.k8s.io there")
 	})
 	t.Run("an unmapped person is told what is missing", func(t *testing.T) {
 		refused(t, nobody, "/why-pending", stuck,

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/whypending/whypending/chat"
@@ -104,6 +106,8 @@ type Authorizer struct {
 	log         *slog.Logger
 	cache       *cache.LRUExpireCache
 	inflight    singleflight.Group
+	// brokenGroups holds the "platform/group: error" of group lookups already logged.
+	brokenGroups sync.Map
 }
 
 // New returns an Authorizer, or nil for ModeOff (or an empty Mode).
@@ -184,9 +188,31 @@ func (a *Authorizer) Allow(ctx context.Context, r Request) (*Identity, error) {
 		return nil, err
 	case err != nil:
 		a.metrics.refused(r.Scope, "error")
-		return nil, fmt.Errorf("check what %s may do on cluster %s: %w", r.Who, r.Cluster, err)
+		return nil, &CheckError{Cluster: r.Cluster, Err: fmt.Errorf("check what %s may do on cluster %s: %w", r.Who, r.Cluster, err)}
 	}
 	return &id, nil
+}
+
+// CheckError is a question Allow could not answer: a SubjectAccessReview failed (the API
+// server did not answer, or the bot's ServiceAccount may not create them) or the person's
+// identity could not be read. Nothing may go on; Text says so, for the person only.
+type CheckError struct {
+	Cluster string
+	Err     error
+}
+
+func (e *CheckError) Error() string { return e.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// Text is what the person is told: the check could not be made, and, when the API server
+// refused the SubjectAccessReview itself, what the bot's ServiceAccount lacks.
+func (e *CheckError) Text() string {
+	if apierrors.IsForbidden(e.Err) {
+		return fmt.Sprintf("whypending could not check what Kubernetes RBAC allows you on cluster %s, so nothing was done: "+
+			"the bot's ServiceAccount may not create subjectaccessreviews.authorization.k8s.io there "+
+			"(the chart grants it when authorization.mode is not off). Ask the bot's admins.", e.Cluster)
+	}
+	return fmt.Sprintf("whypending could not check what Kubernetes RBAC allows you on cluster %s (the check failed), so nothing was done. Please try again in a moment.", e.Cluster)
 }
 
 // Visible reports whether who may get pods in namespace of cluster, without an audit record:
@@ -336,6 +362,8 @@ type Metrics struct {
 	reviews *prometheus.CounterVec
 	// refusals counts refused requests by scope and reason ("unmapped", "denied", "error").
 	refusals *prometheus.CounterVec
+	// groupErrors counts platform group lookups that failed and were skipped, by platform.
+	groupErrors *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -349,9 +377,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "whypending_authorization_refusals_total",
 			Help: "Requests refused by per-user authorization, by scope (read, change) and reason (unmapped, denied, error).",
 		}, []string{"scope", "reason"}),
+		groupErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "whypending_authorization_group_lookup_errors_total",
+			Help: "Lookups of a mapped platform group (Slack usergroups.users.list) that failed and were skipped, by platform.",
+		}, []string{"platform"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reviews, m.refusals)
+		reg.MustRegister(m.reviews, m.refusals, m.groupErrors)
 	}
 	return m
 }
@@ -359,6 +391,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) reviewed(source, decision string) {
 	if m != nil {
 		m.reviews.WithLabelValues(source, decision).Inc()
+	}
+}
+
+func (m *Metrics) groupFailed(platform string) {
+	if m != nil {
+		m.groupErrors.WithLabelValues(platform).Inc()
 	}
 }
 

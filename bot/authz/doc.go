@@ -7,8 +7,11 @@
 // cluster-wide. Decisions are cached for a short TTL (DefaultTTL) and counted (Metrics).
 //
 // It only ever asks: whatever is allowed, the bot still acts with its own ServiceAccount, so
-// nobody's rights are widened and nobody is impersonated. RBAC only narrows what the bot's
-// own rules (approver lists, the two-person rule, allowed channels) already allow.
+// nobody can change what their RBAC does not allow and nobody is impersonated. RBAC only
+// narrows what the bot's own rules (approver lists, the two-person rule, allowed channels)
+// already allow. An answer is read with the bot's account, so it shows what the README's "What
+// an answer shows" lists; of another namespace it names only what the person may read
+// (Authorizer.Visible, which the triage collector turns into Snapshot.Readable).
 //
 // Authorizer.Allow is the one question every feature asks ("may this person do X in
 // namespace N of cluster C"): the bot before an answer, a plan and an approval, and the

@@ -2,7 +2,9 @@ package authz
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -108,12 +110,19 @@ func (a *Authorizer) identify(ctx context.Context, who chat.Principal) (Identity
 		}
 	}
 	dir := a.directories[who.Platform]
+	var groupErrs []error
 	for _, g := range slices.Sorted(maps.Keys(m.Groups)) {
 		member := slices.Contains(who.Groups, g)
 		if !member && dir != nil && who.ID != "" {
 			members, err := dir.GroupMembers(ctx, g)
 			if err != nil {
-				return Identity{}, fmt.Errorf("map %s: list members of %s group %s: %w", who, who.Platform, g, err)
+				// A stale or broken group (deleted, no_such_subteam) must not break the
+				// mapping of everyone else: skip it. Groups only add rights, so skipping
+				// one never widens anything.
+				err = fmt.Errorf("map %s: list members of %s group %s: %w", who, who.Platform, g, err)
+				a.groupFailed(ctx, who.Platform, g, err)
+				groupErrs = append(groupErrs, err)
+				continue
 			}
 			member = slices.Contains(members, who.ID)
 		}
@@ -124,10 +133,23 @@ func (a *Authorizer) identify(ctx context.Context, who chat.Principal) (Identity
 		}
 	}
 	id.Groups = slices.Sorted(maps.Keys(groups))
+	if id.empty() && len(groupErrs) > 0 {
+		// Maybe in a group that could not be read: the mapping is undecided, not empty.
+		return Identity{}, errors.Join(groupErrs...)
+	}
 	if id.empty() {
 		return Identity{}, &Refusal{Reason: ReasonUnmapped, Principal: who, Text: unmappedText(who, m, emailWhy)}
 	}
 	return id, nil
+}
+
+// groupFailed counts a failed group lookup and logs it, once per group and error.
+func (a *Authorizer) groupFailed(ctx context.Context, platform, group string, err error) {
+	a.metrics.groupFailed(platform)
+	if _, logged := a.brokenGroups.LoadOrStore(platform+"/"+group+": "+errors.Unwrap(err).Error(), true); !logged {
+		a.log.WarnContext(ctx, "authorization: skipping a mapped group whose members cannot be read",
+			slog.String("platform", platform), slog.String("group", group), slog.Any("err", errors.Unwrap(err)))
+	}
 }
 
 // unmappedText tells a person nothing maps what is missing.

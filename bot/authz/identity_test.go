@@ -3,9 +3,13 @@ package authz
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/whypending/whypending/chat"
 )
@@ -15,7 +19,7 @@ type directory map[string][]string
 
 func (d directory) GroupMembers(_ context.Context, group string) ([]string, error) {
 	if group == "S0BROKEN" {
-		return nil, errors.New("slack: ratelimited")
+		return nil, errors.New("no_such_subteam") // slack-go's SlackErrorResponse reads as its error code
 	}
 	return d[group], nil
 }
@@ -143,5 +147,41 @@ func TestModeChecks(t *testing.T) {
 	}
 	if New(Options{Mode: ModeOff}) != nil {
 		t.Error("New(ModeOff) is not nil")
+	}
+}
+
+// TestIdentifySkipsABrokenGroup checks that one mapped group whose members cannot be read (a
+// stale Slack user group: no_such_subteam) is skipped, logged once and counted: people are
+// still mapped from the users table and from the other groups. Only someone nothing else
+// maps gets an error (the mapping is undecided), never a refusal saying they are unmapped.
+func TestIdentifySkipsABrokenGroup(t *testing.T) {
+	var logs strings.Builder
+	reg := prometheus.NewRegistry()
+	a := New(Options{Mode: ModeApprovals, Metrics: NewMetrics(reg), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Mappings: map[string]Mapping{"slack": {
+			Users:  map[string]Identity{"U0ALICE": {User: "alice@example.com"}},
+			Groups: map[string][]string{"S0BROKEN": {"broken"}, "S0SRE": {"sre"}},
+		}},
+		Directories: map[string]Directory{"slack": directory{"S0SRE": {"U0BOB"}}}})
+	for range 2 {
+		id, err := a.identify(t.Context(), chat.Principal{Platform: "slack", ID: "U0ALICE"})
+		if err != nil || id.User != "alice@example.com" || len(id.Groups) != 0 {
+			t.Errorf("alice = %+v, %v; want alice@example.com from the users table", id, err)
+		}
+		id, err = a.identify(t.Context(), chat.Principal{Platform: "slack", ID: "U0BOB"})
+		if err != nil || strings.Join(id.Groups, ",") != "sre" {
+			t.Errorf("bob = %+v, %v; want group sre from S0SRE", id, err)
+		}
+	}
+	_, err := a.identify(t.Context(), chat.Principal{Platform: "slack", ID: "U0CAROL"})
+	var ref *Refusal
+	if err == nil || errors.As(err, &ref) {
+		t.Errorf("carol (maybe in the broken group) = %v, want an error that is no refusal", err)
+	}
+	if n := strings.Count(logs.String(), `"group":"S0BROKEN"`); n != 1 {
+		t.Errorf("the broken group is logged %d times, want once:\n%s", n, logs.String())
+	}
+	if got := testutil.ToFloat64(a.metrics.groupErrors.WithLabelValues("slack")); got != 5 {
+		t.Errorf("group lookup errors = %v, want 5 (one per lookup)", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -357,6 +358,7 @@ type Duration struct {
 	time.Duration
 
 	invalid bool // the YAML held something else (reported by ParseConfig with its path)
+	set     bool // the YAML held a duration (so "0s" is not taken as unset)
 }
 
 // UnmarshalJSON parses a duration string. A malformed value is remembered, not returned, so
@@ -372,7 +374,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		*d = Duration{invalid: true}
 		return nil
 	}
-	*d = Duration{Duration: v}
+	*d = Duration{Duration: v, set: true}
 	return nil
 }
 
@@ -420,10 +422,18 @@ func ParseConfig(data []byte) (*Config, error) {
 		if err := json.Unmarshal(js, &c); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				err = fmt.Errorf("%s: want %s, got %s", te.Field, te.Type, te.Value)
+				if len(problems) > 0 {
+					// checkKeys named the value of the wrong shape with its path.
+					return nil, errors.Join(problems...)
+				}
+				err = fmt.Errorf("%s: want %s, got a YAML %s", displayPath(te.Field), te.Type.Kind(), te.Value)
 			}
 			return nil, errors.Join(append(problems, err)...)
 		}
+	}
+	if msg := modeAsWritten(data); msg != "" {
+		problems = append(problems, errors.New("authorization.mode: "+msg))
+		c.Authorization.Mode = AuthorizationMode(authz.ModeOff) // reported above, not again by Validate
 	}
 	if m, ok := tree.(map[string]any); ok {
 		_, c.slackSet = m["slack"]
@@ -437,6 +447,45 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, errors.Join(problems...)
 	}
 	return &c, nil
+}
+
+// yaml11Bools are the plain scalars YAML 1.1 (sigs.k8s.io/yaml) reads as booleans.
+var yaml11Bools = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "true": true, "True": true, "TRUE": true, "on": true, "On": true, "ON": true,
+	"n": false, "N": false, "no": false, "No": false, "NO": false, "false": false, "False": false, "FALSE": false,
+}
+
+// modeAsWritten says what is wrong with authorization.mode as written in the YAML data, ""
+// when nothing is (or it is absent): an unquoted YAML 1.1 boolean other than off (on, yes,
+// no, true, …: the YAML boolean, not the word) or an empty value (null).
+func modeAsWritten(data []byte) string {
+	var doc yamlv3.Node
+	if yamlv3.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return ""
+	}
+	n := doc.Content[0]
+	for _, key := range []string{"authorization", "mode"} {
+		var next *yamlv3.Node
+		for i := 0; n.Kind == yamlv3.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return ""
+		}
+		n = next
+	}
+	if n.Kind != yamlv3.ScalarNode || n.Style&(yamlv3.SingleQuotedStyle|yamlv3.DoubleQuotedStyle) != 0 {
+		return ""
+	}
+	if v, ok := yaml11Bools[n.Value]; ok {
+		return fmt.Sprintf("%s unquoted is the YAML boolean %t, not a mode; write one of \"off\", \"approvals\" or \"all\", quoted", n.Value, v)
+	}
+	if n.Tag == "!!null" {
+		return `is empty (YAML null); write one of "off", "approvals" or "all", quoted`
+	}
+	return ""
 }
 
 var durationType = reflect.TypeOf(Duration{})
@@ -509,7 +558,39 @@ func checkKeys(tree any, t reflect.Type, path string, problems *[]error) {
 				checkKeys(m[k], t.Elem(), joinPath(path, k), problems)
 			}
 		}
+	case reflect.String:
+		if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+			return // reads more than strings (AuthorizationMode); Validate reports the rest
+		}
+		switch tree.(type) {
+		case string, json.Number:
+		default:
+			*problems = append(*problems, fmt.Errorf("%s: want a string, got %s", displayPath(path), yamlKind(tree)))
+		}
+	case reflect.Bool:
+		if _, ok := tree.(bool); !ok {
+			*problems = append(*problems, fmt.Errorf("%s: want true or false, got %s", displayPath(path), yamlKind(tree)))
+		}
 	}
+}
+
+var jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+// yamlKind names the kind of a YAML value as a config's author sees it.
+func yamlKind(v any) string {
+	switch v := v.(type) {
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	case bool:
+		return fmt.Sprintf("the boolean %t", v)
+	case json.Number:
+		return "the number " + v.String()
+	case string:
+		return fmt.Sprintf("%q", v)
+	}
+	return "an empty value"
 }
 
 // numbersToStrings returns tree with every number that sits where t wants a string turned
@@ -621,7 +702,7 @@ func (c *Config) applyDefaults() {
 	if c.Authorization.Mode == "" {
 		c.Authorization.Mode = AuthorizationMode(authz.ModeOff)
 	}
-	if c.Authorization.CacheTTL.Duration == 0 && !c.Authorization.CacheTTL.invalid {
+	if c.Authorization.CacheTTL.Duration == 0 && !c.Authorization.CacheTTL.invalid && !c.Authorization.CacheTTL.set {
 		c.Authorization.CacheTTL.Duration = authz.DefaultTTL
 	}
 	if c.Store.Backend == "" {
@@ -933,11 +1014,15 @@ func (c *Config) validateAuthorization(p *problems) {
 				bad(path, "key %q is not %s", id, what)
 			}
 			k := users[id]
+			blank := func(v string) bool { return strings.TrimSpace(v) == "" }
 			if k.User == "" && len(k.Groups) == 0 {
 				bad(path+"."+id, "name a Kubernetes user or at least one group")
 			}
-			if slices.Contains(k.Groups, "") {
-				bad(path+"."+id+".groups", "a group name is empty")
+			if k.User != "" && (blank(k.User) || strings.TrimSpace(k.User) != k.User) {
+				bad(path+"."+id+".user", "%q has blank space around or in place of a name (RBAC compares user names exactly)", k.User)
+			}
+			if slices.ContainsFunc(k.Groups, blank) {
+				bad(path+"."+id+".groups", "a group name is empty or blank")
 			}
 		}
 	}
@@ -946,7 +1031,7 @@ func (c *Config) validateAuthorization(p *problems) {
 			if !shape.MatchString(id) {
 				bad(path, "key %q is not %s", id, what)
 			}
-			if len(m[id]) == 0 || slices.Contains(m[id], "") {
+			if len(m[id]) == 0 || slices.ContainsFunc(m[id], func(g string) bool { return strings.TrimSpace(g) == "" }) {
 				bad(path+"."+id, "list the Kubernetes groups its members get (none may be empty)")
 			}
 		}

@@ -230,6 +230,47 @@ authorization:
 			want: []string{"authorization: mode approvals checks every person, but nobody is mapped to Kubernetes: map users, groups or roles (or verifiedEmail), or everyone is refused"},
 		},
 		{
+			name: "authorization.mode: a YAML boolean other than off is refused, saying what was written",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\nauthorization: {mode: on}\n",
+			want: []string{`authorization.mode: on unquoted is the YAML boolean true, not a mode; write one of "off", "approvals" or "all", quoted`},
+		},
+		{
+			name: "authorization.mode: no is ambiguous, not off",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\nauthorization: {mode: no}\n",
+			want: []string{`authorization.mode: no unquoted is the YAML boolean false, not a mode; write one of "off", "approvals" or "all", quoted`},
+		},
+		{
+			name: "authorization.mode: empty is refused",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\nauthorization:\n  mode:\n",
+			want: []string{`authorization.mode: is empty (YAML null); write one of "off", "approvals" or "all", quoted`},
+		},
+		{
+			name: "values of the wrong type are reported once each, with their path and what YAML read",
+			yaml: `
+clusters: [{name: a}]
+approvals: {approvers: {users: [U1A]}}
+slack: {}
+authorization:
+  mode: all
+  cacheTTL: 0s
+  slack:
+    users: {U1A: {user: "  "}, U1B: {user: [b]}}
+    verifiedEmail: maybe
+`,
+			want: []string{
+				"authorization.slack.users.U1B.user: want a string, got a list",
+				`authorization.slack.verifiedEmail: want true or false, got "maybe"`,
+			},
+		},
+		{
+			name: "authorization: a blank user and a 0s TTL",
+			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}}\nslack: {}\nauthorization: {mode: all, cacheTTL: 0s, slack: {users: {U1A: {user: \"  \"}}}}\n",
+			want: []string{
+				"authorization.cacheTTL: 0s is outside 1s..10m",
+				`authorization.slack.users.U1A.user: "  " has blank space around or in place of a name (RBAC compares user names exactly)`,
+			},
+		},
+		{
 			name: "a malformed duration names its key",
 			yaml: "clusters: [{name: a}]\napprovals: {approvers: {users: [U1A]}, expiry: soon}\n",
 			want: []string{`approvals.expiry: "soon" is not a duration (e.g. "15m")`},

@@ -20,9 +20,12 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -124,9 +127,63 @@ func (e *Env) Authorizer(o *authz.Options, log *slog.Logger) *authz.Authorizer {
 		return nil
 	}
 	ao := *o
-	ao.Clusters = map[string]authz.Reviewer{ClusterName: e.fleet}
+	if ao.Clusters[ClusterName] == nil {
+		ao.Clusters = map[string]authz.Reviewer{ClusterName: e.fleet}
+	}
 	ao.Log = log
 	return authz.New(ao)
+}
+
+// Reviewer is the test cluster's access reviewer as serve wires it (fleet.Cluster), for a
+// test that wraps it (authz.Options.Clusters[ClusterName]).
+func (e *Env) Reviewer() authz.Reviewer { return e.fleet }
+
+// ReviewerAs is a reviewer that creates SubjectAccessReviews on the test cluster as user (the
+// admin impersonating it), for a bot whose ServiceAccount the API server may refuse.
+func (e *Env) ReviewerAs(t testing.TB, user string) authz.Reviewer {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ReviewerFunc(func(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+		out, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			return authorizationv1.SubjectAccessReviewStatus{}, err
+		}
+		return out.Status, nil
+	})
+}
+
+// ReviewerFunc is a function that answers SubjectAccessReviews (authz.Reviewer).
+type ReviewerFunc func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error)
+
+// ReviewAccess calls f.
+func (f ReviewerFunc) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	return f(ctx, spec)
+}
+
+// SwitchReviewer is a bot's access reviewer that a test replaces while the bot runs (Set).
+type SwitchReviewer struct {
+	mu sync.Mutex
+	r  authz.Reviewer
+}
+
+// Set makes r answer the reviews from now on.
+func (s *SwitchReviewer) Set(r authz.Reviewer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r = r
+}
+
+// ReviewAccess asks the reviewer Set last.
+func (s *SwitchReviewer) ReviewAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
+	s.mu.Lock()
+	r := s.r
+	s.mu.Unlock()
+	return r.ReviewAccess(ctx, spec)
 }
 
 // countingExecutor counts executions of approved plans.
@@ -406,6 +463,51 @@ func (e *Env) InstallRBAC(t testing.TB, namespace, hiddenPod string) {
 			{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: SREGroup}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// HostPortHolder is the pod of HiddenNamespace that HostPortConflict binds to the node with
+// hostPort 80: an answer to DevUser must not name it.
+const HostPortHolder = "secret-payments-proxy"
+
+// HostPortConflict creates, on the real API server, a pod of HiddenNamespace bound to node
+// (HostPortHolder) holding hostPort 80, and a Pending pod of namespace that needs hostPort 80
+// on node (its nodeSelector), unschedulable with the scheduler's FailedScheduling event and
+// condition for that, as kube-scheduler writes them for two nodes. It returns the Pending
+// pod's name.
+func (e *Env) HostPortConflict(t testing.TB, namespace, node string) string {
+	t.Helper()
+	ctx := context.Background()
+	cs := e.Cluster.Client
+	port := []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80, Protocol: corev1.ProtocolTCP}}
+	holder := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: HostPortHolder, Namespace: HiddenNamespace},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "proxy", Image: "registry.example/proxy:1", Ports: port}}}}
+	if _, err := cs.CoreV1().Pods(HiddenNamespace).Create(ctx, holder, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector. " +
+		"preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-hostport", Namespace: namespace},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1", Ports: port}}}}
+	created, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	created.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: now}}
+	if _, err := cs.CoreV1().Pods(namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-hostport.failedscheduling", Namespace: namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: created.Name, UID: created.UID, APIVersion: "v1"},
+		Reason:         "FailedScheduling", Message: msg, Type: corev1.EventTypeWarning, Count: 3,
+		Source:         corev1.EventSource{Component: "default-scheduler"},
+		FirstTimestamp: metav1.NewTime(now.Add(-time.Minute)), LastTimestamp: now}
+	if _, err := cs.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return created.Name
 }
 
 // AuditLines returns the JSON log records in logs whose msg is msg.

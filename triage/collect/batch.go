@@ -32,6 +32,8 @@ type podBatch struct {
 	nodesErr error
 	// requested is triage.RequestsByNode(bound), computed once for every unscheduled pod.
 	requested map[string]corev1.ResourceList
+	// readable is Snapshot.Readable for bound (readableNamespaces), checked once.
+	readable map[string]bool
 
 	// events are the namespace's events by involved object UID (namespaceEvents: one list for
 	// the direct backend, the indexes of the cached one); nil when they could not be read.
@@ -65,6 +67,7 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 	b.nodes, nodesErr = c.allNodes(ctx)
 	b.bound, boundErr = c.allBoundPods(ctx)
 	b.nodesErr = errors.Join(nodesErr, boundErr)
+	b.readable = readableNamespaces(ctx, namespace, b.bound)
 	b.nodeByName = make(map[string]*corev1.Node, len(b.nodes))
 	for _, n := range b.nodes {
 		b.nodeByName[n.Name] = n
@@ -95,7 +98,7 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *triage.Snapshot {
 	s := &triage.Snapshot{Now: b.now, Requested: triage.PodRef{Namespace: pod.Namespace, Name: pod.Name}, Pod: pod}
 	s.Events, s.EventsErr = b.podEvents(pod)
-	s.NodesErr = b.nodesErr
+	s.NodesErr, s.Readable = b.nodesErr, b.readable
 	if pod.Spec.NodeName == "" {
 		// The pod is not bound, so it is in no list: every unscheduled pod shares them.
 		s.Nodes, s.PodsByNode, s.RequestedByNode = b.nodes, b.bound, b.requested

@@ -113,6 +113,7 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	s.Nodes, nodesErr = c.listNodes(ctx, pod)
 	s.PodsByNode, podsErr = c.boundPods(ctx, pod)
 	s.NodesErr = errors.Join(nodesErr, podsErr)
+	s.Readable = readableNamespaces(ctx, namespace, s.PodsByNode)
 	s.PVCs, s.PVs = c.volumes(ctx, pod)
 	c.collectStorage(ctx, s)
 	c.collectWorkloadReplicas(ctx, s)

@@ -2,9 +2,12 @@ package collect
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/triage"
@@ -77,6 +80,30 @@ func visibleNames(ctx context.Context, namespace string, names []string, n int) 
 func visibleNamespaces(ctx context.Context, namespace string, namespaces []string, n int) (out []string, hidden bool) {
 	out = keepVisible(ctx, namespace, namespaces, n, func(ns string) string { return ns })
 	return out, len(out) < min(n, len(namespaces))
+}
+
+// readableNamespaces returns Snapshot.Readable for pods (Snapshot.PodsByNode) of a question
+// about namespace: the other namespaces among theirs that the question may name
+// (Target.Visible, carried by ctx), each asked about once; nil when every namespace may be
+// named (no Target.Visible: authorization is off).
+func readableNamespaces(ctx context.Context, namespace string, pods map[string][]*corev1.Pod) map[string]bool {
+	visible, _ := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
+	if visible == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	asked := map[string]bool{namespace: true}
+	for _, node := range slices.Sorted(maps.Keys(pods)) {
+		for _, p := range pods[node] {
+			if !asked[p.Namespace] {
+				asked[p.Namespace] = true
+				if visible(ctx, p.Namespace) {
+					out[p.Namespace] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // keepVisible returns up to n of items whose namespace (nsOf) is namespace or visible to the

@@ -59,8 +59,13 @@ func (a Answer) Partial() bool {
 	return false
 }
 
-// NotFound reports whether the pod, workload or namespace asked about does not exist.
+// NotFound reports whether the pod, workload or namespace asked about does not exist. A
+// not-found answer whose lookups the API server refused (its finding Uncertain) is not: the
+// object may exist.
 func (a Answer) NotFound() bool {
 	c := a.Code()
+	if a.Pod != nil && a.Pod.Primary().Uncertain || a.Workload != nil && a.Workload.Primary().Uncertain {
+		return false
+	}
 	return c == CodePodNotFound || c == CodeWorkloadNotFound || c == CodeNamespaceNotFound
 }

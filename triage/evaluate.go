@@ -132,6 +132,11 @@ func notFoundFinding(s *Snapshot) Finding {
 		Severity: SeverityBlocker,
 		Summary:  fmt.Sprintf("There is no pod %q in namespace %q.", s.Requested.Name, s.Requested.Namespace),
 	}
+	if len(s.Refused) > 0 {
+		// The lookups that would have found a workload of that name were refused: it may exist.
+		f.Uncertain = true
+		f.Summary += fmt.Sprintf(" The API server refused the reads that look for a workload named %q, so one may exist: whypending cannot tell.", s.Requested.Name)
+	}
 	if len(s.SimilarPods) > 0 {
 		f.Summary += " Did you mean " + strings.Join(s.SimilarPods, ", ") + "?"
 		for _, p := range s.SimilarPods {

@@ -98,8 +98,11 @@ func classifyPull(reason, msg string) (code Code, ambiguous bool) {
 	case "InvalidImageName":
 		return CodeInvalidImageName, false
 	}
+	// The kubelet's back-off message carries the last pull's error after its prefix
+	// ("Back-off pulling image "x": ErrImagePull: … not found"): those are the runtime's words.
+	msg = reBackOff.ReplaceAllString(strings.TrimSpace(msg), "")
 	switch {
-	case strings.TrimSpace(msg) == "" || strings.HasPrefix(msg, "Back-off pulling image"):
+	case strings.TrimSpace(msg) == "":
 		return CodeImagePullFailed, false
 	case reQuota.MatchString(msg):
 		return CodeRegistryQuotaExceeded, false
@@ -179,12 +182,15 @@ func newPull(s *Snapshot, c containerStatus, used pullFailure) *pull {
 	return p
 }
 
+// reBackOff is the kubelet's ImagePullBackOff prefix of a waiting message.
+var reBackOff = regexp.MustCompile(`^Back-off pulling image "[^"]*"(?::\s*(?:ErrImagePull:\s*)?)?`)
+
 var reRPCPrefix = regexp.MustCompile(`^(?:Failed to (?:pull|inspect) image "[^"]*": )?(?:rpc error: code = \w+ desc = )?`)
 
 // runtimeWords strips the kubelet's and gRPC's prefixes from a pull failure message, leaving
 // the runtime's own error.
 func runtimeWords(msg string) string {
-	return strings.TrimSpace(reRPCPrefix.ReplaceAllString(strings.TrimSpace(msg), ""))
+	return strings.TrimSpace(reRPCPrefix.ReplaceAllString(reBackOff.ReplaceAllString(strings.TrimSpace(msg), ""), ""))
 }
 
 // finding builds the finding for code.

@@ -40,6 +40,7 @@ func TestClassifyPull(t *testing.T) {
 		{"a token request that never reached the registry is not a refusal", "ErrImagePull", `failed to authorize: failed to fetch anonymous token: Get "https://auth.docker.io/token?scope=repository%3Alibrary%2Fredis%3Apull&service=registry.docker.io": dial tcp 199.59.148.222:443: i/o timeout`, CodeRegistryUnreachable, false},
 		{"CRI-O short name", "ImageInspectError", `short-name "kubeovn/kube-ovn:v1.11.0" did not resolve to an alias and no unqualified-search registries are defined in "/etc/containers/registries.conf"`, CodeImageShortNameAmbiguous, false},
 		{"back-off only", "ImagePullBackOff", `Back-off pulling image "x:1"`, CodeImagePullFailed, false},
+		{"back-off with the last pull's error (kubelet 1.30+)", "ImagePullBackOff", `Back-off pulling image "registry.example/app:v9": ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image "registry.example/app:v9": failed to resolve reference "registry.example/app:v9": registry.example/app:v9: not found`, CodeImageNotFound, false},
 		{"a registry outage is not modelled", "ErrImagePull", `received unexpected HTTP status: 503 Service Unavailable`, CodeImagePullFailed, false},
 	}
 	for _, tt := range tests {
@@ -63,6 +64,7 @@ func TestImageRules(t *testing.T) {
 		{"running containers have no image problem", testSnapshot(testPod()), nil},
 		{"the cause comes from the older Failed event, not the newer Error line", testSnapshot(backoff, failed, errLine), []Code{CodeRegistryQuotaExceeded}},
 		{"with no pull event the answer is the generic pull failure", testSnapshot(backoff), []Code{CodeImagePullFailed}},
+		{"with no pull event the waiting message's runtime words are read", testSnapshot(testPod(pending("ImagePullBackOff", `Back-off pulling image "registry.example/app:v9": ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image "registry.example/app:v9": failed to resolve reference "registry.example/app:v9": registry.example/app:v9: not found`))), []Code{CodeImageNotFound}},
 		{"an init container's pull failure", testSnapshot(testPod(initContainer("init", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: "not present with pull policy of Never"}}, 0))), []Code{CodeImageNotPresentPullNever}},
 	}
 	for _, tt := range tests {

@@ -239,8 +239,13 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 		return d.Causes[i].Code < d.Causes[j].Code
 	})
 	d.Summary = sweepSummary(d)
+	if len(d.Causes) == 0 && len(ns.Refused) > 0 {
+		// Refused lists: nothing stuck among what could be read, not "nothing is stuck".
+		d.Summary = fmt.Sprintf("Nothing stuck among what could be read in namespace %s: %d of %d %s Running and Ready, %d Completed, across %d %s.",
+			d.Namespace, d.Ready, d.Pods, ofPods(d.Ready, d.Pods, "pod", "pods"), d.Completed, d.Workloads, plural(d.Workloads, "workload", "workloads"))
+	}
 	if len(d.Causes) == 0 {
-		d.Empty = len(ns.Workloads) == 0 && len(ns.Pods) == 0
+		d.Empty = len(ns.Workloads) == 0 && len(ns.Pods) == 0 && len(ns.Refused) == 0
 		if d.Empty {
 			d.Summary = fmt.Sprintf("Namespace %s is empty: it has no pods and no workloads, so nothing in it can be stuck.", d.Namespace)
 		}

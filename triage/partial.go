@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -73,7 +74,34 @@ func markRefused(f *Finding, refused []RefusedRead) {
 	for _, r := range refused {
 		f.Fix = append(f.Fix, r.canI())
 	}
-	f.Fix = append(f.Fix, "Every read whypending makes is in the ClusterRole of its Helm chart (charts/whypending/templates/rbac.yaml); an admin can grant just these: "+grantCommand(refused))
+	f.Fix = append(f.Fix, "Every read whypending makes is in the ClusterRole of its Helm chart (charts/whypending/templates/rbac.yaml); an admin can grant just these: "+grantCommand(refused),
+		"Bind it to the user: "+bindCommand(refused))
+}
+
+// reRefusedUser is the user an API server's Forbidden message names: `User "dev" cannot …`.
+var reRefusedUser = regexp.MustCompile(`User "([^"]+)" cannot`)
+
+// bindCommand binds the ClusterRole of grantCommand to the user the refusals name (YOU when
+// they name none): a RoleBinding when every refused read was in one namespace, else a
+// ClusterRoleBinding.
+func bindCommand(refused []RefusedRead) string {
+	subject := "--user=YOU"
+	namespaces := map[string]bool{}
+	for _, r := range refused {
+		if m := reRefusedUser.FindStringSubmatch(r.Message); m != nil {
+			if sa, ok := strings.CutPrefix(m[1], "system:serviceaccount:"); ok {
+				subject = "--serviceaccount=" + shellQuote(sa)
+			} else {
+				subject = "--user=" + shellQuote(m[1])
+			}
+		}
+		namespaces[r.Namespace] = true
+	}
+	if len(namespaces) == 1 && !namespaces[""] {
+		ns := sortedKeys(namespaces)[0]
+		return fmt.Sprintf("kubectl create rolebinding whypending-read -n %s --clusterrole=whypending-read %s", shellQuote(ns), subject)
+	}
+	return "kubectl create clusterrolebinding whypending-read --clusterrole=whypending-read " + subject
 }
 
 // refusedList is "list events in namespace shop, list nodes cluster-wide".

@@ -547,8 +547,19 @@ func (v *schedulingView) messageOnlyFinding() (Finding, bool) {
 		return Finding{}, false
 	}
 	f := v.describe(code, tally(nil))
-	f.Summary += fmt.Sprintf(" The nodes could not be read (%v), so there is no per-node table; this rests on the scheduler's message alone.", v.snap.NodesErr)
+	f.Summary += fmt.Sprintf(" The nodes could not be read (%s), so there is no per-node table; this rests on the scheduler's message alone.", oneLineErr(v.snap.NodesErr, v.snap.Refused))
 	return f, true
+}
+
+// oneLineErr is err on one line for a summary: "refused by the API server, see below" when
+// the reads were refused (their messages are the evidence, one line each), else err's lines
+// joined with "; ".
+func oneLineErr(err error, refused []RefusedRead) string {
+	msg := err.Error()
+	if len(refused) > 0 && strings.Contains(msg, "forbidden") {
+		return "the API server refused the reads; each is listed below"
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 }
 
 // secondaryFindings reports each other blocking code of the table as a warning, so a person

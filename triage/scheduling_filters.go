@@ -257,7 +257,7 @@ func (v *schedulingView) describe(code Code, t codeTally) Finding {
 	default:
 		v.describeGeneric(&f)
 	}
-	if t.anywhere[code] == 0 && v.hasMsg {
+	if t.anywhere[code] == 0 && v.hasMsg && v.snap.NodesErr == nil { // no table: messageOnlyFinding says so
 		f.Summary += " (The node table shows no node with this reason; it rests on the scheduler's message.)"
 	}
 	return f

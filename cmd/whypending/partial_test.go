@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -124,10 +125,149 @@ func TestWhyPendingWithOnlyGetPods(t *testing.T) {
 		if !strings.Contains(first, string(triage.CodeInsufficientCPU)) {
 			t.Errorf("first line = %q, want the code from the condition", first)
 		}
-		for _, want := range []string{"events: forbidden", "nodes: forbidden", "kubectl auth can-i"} {
+		for _, want := range []string{"events: forbidden", "nodes: forbidden", "kubectl auth can-i",
+			"kubectl create clusterrolebinding whypending-read --clusterrole=whypending-read --serviceaccount=" + ns + ":pod-reader"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
+		}
+		// No table to speak of, and no raw API error pasted into the cause (one line per
+		// refused read is the evidence).
+		cause := strings.SplitN(strings.SplitN(out, "CAUSE\n", 2)[1], "\n\n", 2)[0]
+		for _, bad := range []string{"node table shows no node", "is forbidden: User"} {
+			if strings.Contains(cause, bad) {
+				t.Errorf("CAUSE contains %q:\n%s", bad, cause)
+			}
+		}
+	})
+}
+
+// TestWhyPendingBareNameWithOnlyGetPods asks about a bare name that is a Deployment, not a
+// pod, as a user who may only get pods: the workload lookups are refused. The answer must not
+// say that no workload has that name: it is partial (exitPartial), lists each refused
+// workload read with its kubectl auth can-i check and a grant with its binding, and says the
+// workload may exist.
+func TestWhyPendingBareNameWithOnlyGetPods(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	const ns = "workload-grouped"
+	ctx := t.Context()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "checkout"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "checkout"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/checkout:1"}}},
+			},
+		},
+	}
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := restrictedKubeconfig(t, c, ns, "pod-getter", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+	})
+
+	t.Run("text", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "checkout")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d (a partial answer: the workload reads were refused)", code, exitPartial)
+		}
+		if strings.Contains(out, "either") || strings.Contains(out, "No Deployment") {
+			t.Errorf("output says no workload has the name, though its reads were refused:\n%s", out)
+		}
+		for _, want := range []string{"deployments.apps: forbidden", "kubectl auth can-i get deployments.apps -n workload-grouped", "may exist",
+			"kubectl create rolebinding whypending-read -n workload-grouped --clusterrole=whypending-read --serviceaccount=workload-grouped:pod-getter"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "checkout", "-o", "json")
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d", code, exitPartial)
+		}
+		var d triage.Diagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode -o json: %v\n%s", err, out)
+		}
+		if !d.Partial || !d.Primary().Uncertain {
+			t.Errorf("partial = %v, primary uncertain = %v, want both true", d.Partial, d.Primary().Uncertain)
+		}
+		refused := map[string]bool{}
+		for _, r := range d.Refused {
+			refused[r.Verb+" "+r.Resource+" "+r.Namespace] = true
+		}
+		for _, want := range []string{"get deployments.apps " + ns, "get statefulsets.apps " + ns, "get cronjobs.batch " + ns} {
+			if !refused[want] {
+				t.Errorf("refused = %+v, want %q among them", d.Refused, want)
+			}
+		}
+	})
+}
+
+// TestWhyPendingAllWithLimitedRights sweeps a namespace as users with limited rights. One who
+// may list pods but no workload gets a partial sweep (exitPartial) from the pods, listing the
+// refused workload reads, and never "namespace is empty"; one who may only get pods, so that
+// nothing of the sweep can be read, gets one clear line naming the missing permission.
+func TestWhyPendingAllWithLimitedRights(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	const ns = "sweep-limited"
+	ctx := t.Context()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/web:1"}}}}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("list pods only", func(t *testing.T) {
+		kubeconfig := restrictedKubeconfig(t, c, ns, "pod-lister", []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+		})
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "--all", "-o", "json")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d (a partial sweep)", code, exitPartial)
+		}
+		var d triage.NamespaceDiagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("decode -o json: %v\n%s", err, out)
+		}
+		if !d.Partial || d.Empty || d.Pods != 1 {
+			t.Errorf("partial = %v, empty = %v, pods = %d, want partial, not empty, 1 pod read", d.Partial, d.Empty, d.Pods)
+		}
+		refused := map[string]bool{}
+		for _, r := range d.Refused {
+			refused[r.Verb+" "+r.Resource] = true
+		}
+		for _, want := range []string{"list deployments.apps", "list cronjobs.batch"} {
+			if !refused[want] {
+				t.Errorf("refused = %+v, want %q among them", d.Refused, want)
+			}
+		}
+		if strings.Contains(d.Summary, "Nothing is stuck") {
+			t.Errorf("summary = %q, want it to say it rests on what could be read", d.Summary)
+		}
+	})
+	t.Run("get pods only", func(t *testing.T) {
+		kubeconfig := restrictedKubeconfig(t, c, ns, "pod-getter", []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		})
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "--all")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != 1 {
+			t.Errorf("exit code = %d, want 1 (nothing could be read)", code)
+		}
+		if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "kubectl auth can-i list pods -n "+ns) {
+			t.Errorf("stderr = %q, want one line naming the missing permission (list pods)", errOut)
 		}
 	})
 }

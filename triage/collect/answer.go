@@ -68,18 +68,19 @@ func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer,
 
 // bareName answers a bare NAME: the pod, else a workload of that name.
 func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer, error) {
-	d, err := Diagnose(ctx, c, t.Namespace, t.Name)
+	s, err := c.Collect(ctx, t.Namespace, t.Name)
 	if err != nil {
 		return nil, err
 	}
-	if d.Primary().Code != triage.CodePodNotFound { // namespace-not-found too: no workload either
-		return &triage.Answer{Pod: d}, nil
+	if s.Pod != nil || s.MissingNamespace != nil { // namespace-not-found: no workload either
+		return &triage.Answer{Pod: triage.Evaluate(s)}, nil
 	}
+	rc, refused := c.recording()
 	var found []triage.Kind
 	var first *triage.WorkloadSnapshot
 	for _, k := range triage.WorkloadKinds {
 		ws := &triage.WorkloadSnapshot{Requested: triage.WorkloadRef{Kind: k, Namespace: t.Namespace, Name: t.Name}}
-		ok, err := c.getWorkload(ctx, ws)
+		ok, err := rc.getWorkload(ctx, ws)
 		if err != nil && !apierrors.IsForbidden(err) {
 			return nil, fmt.Errorf("get %s %s/%s: %w", k, t.Namespace, t.Name, err)
 		}
@@ -91,7 +92,12 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 		}
 	}
 	if first == nil {
-		return &triage.Answer{Pod: d, Notes: []string{noWorkloadNote(ctx, c, t)}}, nil
+		// A refused lookup is no answer: the pod-not-found answer is then partial and
+		// uncertain (the workload may exist), and says nothing of workloads it could not read.
+		if s.Refused = append(s.Refused, refused.refused()...); len(s.Refused) > 0 {
+			return &triage.Answer{Pod: triage.Evaluate(s)}, nil
+		}
+		return &triage.Answer{Pod: triage.Evaluate(s), Notes: []string{noWorkloadNote(ctx, c, t)}}, nil
 	}
 	wd, err := DiagnoseWorkload(ctx, c, first.Requested)
 	if err != nil {

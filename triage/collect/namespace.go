@@ -2,8 +2,10 @@ package collect
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,13 +39,19 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 	now := c.now()
 	out := &triage.NamespaceSnapshot{Now: now, Namespace: namespace}
 	defer func() { out.Refused = refused.refused() }()
-	w, err := c.workloadsIn(ctx, namespace)
-	if err != nil {
-		return nil, err
+	// A refused list (RBAC) leaves its kind out and makes the sweep partial; when every list
+	// of pods and workloads is refused there is nothing to answer from.
+	w, wErr := c.workloadsIn(ctx, namespace)
+	if wErr != nil && !onlyForbidden(wErr) {
+		return nil, wErr
 	}
 	pods, err := c.read.pods(ctx, namespace, labels.Everything())
-	if err != nil {
+	if err != nil && !onlyForbidden(err) {
 		return nil, err
+	}
+	if err != nil && wErr != nil && len(w.refs()) == 0 {
+		return nil, fmt.Errorf("the API server refused every read of namespace %s (list pods and list %s: forbidden); a sweep needs at least list pods there: check with kubectl auth can-i list pods -n %s",
+			namespace, strings.Join(refusedWorkloadLists(namespace, refused.refused()), ", "), namespace)
 	}
 	nsEvents, eventsErr := c.read.namespaceEvents(ctx, namespace)
 	admission := &triage.WorkloadSnapshot{}

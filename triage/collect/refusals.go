@@ -84,6 +84,32 @@ func forbidden(err error) (apierrors.APIStatus, bool) {
 	return status, true
 }
 
+// onlyForbidden reports whether err, and every error joined in it, is the API server's 403
+// Forbidden.
+func onlyForbidden(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyForbidden(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	_, ok := forbidden(err)
+	return ok
+}
+
+// refusedWorkloadLists are the workload resources whose list in namespace was refused.
+func refusedWorkloadLists(namespace string, refused []triage.RefusedRead) []string {
+	var out []string
+	for _, r := range refused {
+		if r.Verb == "list" && r.Namespace == namespace && strings.Contains(r.Resource, ".") {
+			out = append(out, r.Resource)
+		}
+	}
+	return out
+}
+
 // workloadResource is the resource of a workload kind with its API group: "deployments.apps".
 func workloadResource(kind triage.Kind) string {
 	group := "apps"

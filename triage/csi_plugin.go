@@ -156,6 +156,10 @@ func csiGenericFix(s *Snapshot, driver string) []string {
 // (its newest FailedCreate).
 func nodePluginState(s *Snapshot, plug *CSIPlugin, ds *appsv1.DaemonSet) (string, []Evidence, []string) {
 	node := s.Node(s.Pod.Spec.NodeName)
+	if !s.MayName(ds.Namespace) {
+		return fmt.Sprintf("Its node DaemonSet runs in a namespace you cannot read, so its state on %s is not shown.", s.Pod.Spec.NodeName),
+			nil, []string{fmt.Sprintf("Ask the cluster's admins why the node plugin of CSI driver %s has no registered pod on %s.", plug.Driver, s.Pod.Spec.NodeName)}
+	}
 	ref := WorkloadRef{Kind: KindDaemonSet, Namespace: ds.Namespace, Name: ds.Name}
 	name := ds.Namespace + "/" + ds.Name
 	st := ds.Status

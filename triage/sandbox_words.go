@@ -212,8 +212,17 @@ func noSpaceWords(s *Snapshot, e Event, m []string, f *Finding) {
 }
 
 // nodeAgent returns the pod of a node agent (a CNI's DaemonSet pod) on the pod's node whose
-// name or k8s-app/app label contains agent, or nil.
+// name or k8s-app/app label contains agent, or nil; nil too when the answer may not name its
+// namespace (Snapshot.MayName), so fixes never name it.
 func nodeAgent(s *Snapshot, agent string) *corev1.Pod {
+	if p := anyNodeAgent(s, agent); p != nil && s.MayName(p.Namespace) {
+		return p
+	}
+	return nil
+}
+
+// anyNodeAgent is nodeAgent whatever the pod's namespace.
+func anyNodeAgent(s *Snapshot, agent string) *corev1.Pod {
 	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
 		if strings.Contains(p.Name, "operator") {
 			continue
@@ -228,7 +237,11 @@ func nodeAgent(s *Snapshot, agent string) *corev1.Pod {
 // agentEvidence adds the state of the node agent's pod on the pod's node, or says none runs.
 func agentEvidence(s *Snapshot, agent string, f *Finding) {
 	node := s.Pod.Spec.NodeName
-	p := nodeAgent(s, agent)
+	p := anyNodeAgent(s, agent)
+	if p != nil && !s.MayName(p.Namespace) {
+		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "pods", Message: fmt.Sprintf("a %s agent pod runs on the node in a namespace you cannot read, so its state is not shown: ask the cluster's admins", agent)})
+		return
+	}
 	if p == nil {
 		if s.NodesErr == nil {
 			f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "pods", Message: fmt.Sprintf("no %s pod is bound to the node", agent)})

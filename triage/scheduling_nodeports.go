@@ -111,7 +111,7 @@ func (v *schedulingView) describeHostPorts(f *Finding) {
 	sameWorkload := false
 	for _, n := range nodes {
 		for _, p := range v.cluster.podsByNode[n] {
-			if k, o := workloadOf(p); owner != "" && k == kind && o == owner {
+			if k, o := workloadOf(p); owner != "" && p.Namespace == v.pod.Namespace && k == kind && o == owner {
 				sameWorkload = true
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -364,6 +365,11 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			t.Errorf("final message still has buttons")
 		}
 		for _, id := range continuations {
+			// The continuations are edited after the first message: wait for their edit.
+			chattest.WaitFor(t, 30*time.Second, "the continuation's edit", func() bool {
+				edits := e.fake.channelEdits(id)
+				return len(edits) > 0 && strings.Contains(messageText(edits[len(edits)-1].Message), "Done: released 181 of 181")
+			})
 			edits := e.fake.channelEdits(id)
 			if len(edits) == 0 || !strings.Contains(messageText(edits[len(edits)-1].Message), "Done: released 181 of 181") ||
 				strings.Contains(messageText(edits[len(edits)-1].Message), "Approval needed") {
@@ -463,6 +469,8 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 				answer = c.Message
 			}
 		}
+		// The refused second callback and the answer race each other: compare without order.
+		sort.Strings(got)
 		if strings.Join(got, ", ") != "callback 204, callback 400, webhook-edit 200" || !strings.Contains(messageText(answer), "calico-ipam-exhausted") {
 			t.Errorf("gateway calls = %v, want one accepted response, one refused, and one answer with the diagnosis", got)
 		}

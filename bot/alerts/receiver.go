@@ -70,6 +70,9 @@ type Options struct {
 	MaxBody int64
 	// Silences, when set, puts Silence buttons on firing groups' roots (Receiver.Silence).
 	Silences *Silences
+	// SilenceCheck is how often silences made from chat are compared with Alertmanager's
+	// (0: DefaultSilenceCheck).
+	SilenceCheck time.Duration
 	// Resync is how often pending threads are looked for (0: the ledger worker's default).
 	Resync  time.Duration
 	Metrics *Metrics
@@ -101,13 +104,34 @@ func New(o Options) *Receiver {
 	if o.SeenEvery <= 0 {
 		o.SeenEvery = time.Minute
 	}
+	if o.SilenceCheck <= 0 {
+		o.SilenceCheck = DefaultSilenceCheck
+	}
 	r := &Receiver{o: o}
 	r.worker = &ledger.Worker{Store: o.Store, Source: Source, Reconcile: r.reconcile, Resync: o.Resync, Workers: 4, Log: o.Log}
 	return r
 }
 
 // Run posts and edits the threads until ctx ends, finishing what any replica left pending.
-func (r *Receiver) Run(ctx context.Context) { r.worker.Run(ctx) }
+// With Silences set it also ends, every SilenceCheck, the silences that ended in
+// Alertmanager (checkSilences).
+func (r *Receiver) Run(ctx context.Context) {
+	if r.o.Silences != nil {
+		go func() {
+			t := time.NewTicker(r.o.SilenceCheck)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					r.checkSilences(ctx)
+				}
+			}
+		}()
+	}
+	r.worker.Run(ctx)
+}
 
 // ServeHTTP takes one webhook delivery. It answers 200 once the ledger entry of every
 // channel is written, 4xx (counted, with the reason in the body) for a delivery a retry

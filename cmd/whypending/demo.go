@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -74,7 +75,12 @@ Block Kit message.`,
 				return fmt.Errorf("--render %q: want text, discord or slack", render)
 			}
 			defer testenv.Shutdown() // the shared etcd and the temp dir
-			return runDemo(cmd.Context(), fsys, root, only, parallel, renderer, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := runDemo(cmd.Context(), fsys, root, only, parallel, renderer, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if errors.Is(err, context.Canceled) && cmd.Context().Err() != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "demo: interrupted; every cluster is stopped")
+				return exitError{130}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&dir, "scenarios", "", "load scenarios from this folder instead of the embedded ones (each subfolder: manifests.yaml, expected.yaml)")

@@ -11,7 +11,7 @@ import (
 )
 
 // maxTableRows is how many table rows a terminal answer shows; the rest are counted.
-const maxTableRows = 25
+const maxTableRows = 40
 
 // Render writes m as plain text for a terminal. Every string from the cluster or the user goes
 // through Escape, so object text cannot inject terminal control sequences.

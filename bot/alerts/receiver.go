@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/whypending/whypending/chat"
@@ -85,6 +86,9 @@ type Receiver struct {
 	o      Options
 	worker *ledger.Worker
 	recent recent
+	// refusedLog bounds the log lines of refused deliveries (a misconfigured Alertmanager
+	// retries for hours): a burst of 5, then one a minute; the metric counts every one.
+	refusedLog *rate.Limiter
 }
 
 // New returns a Receiver; Run must run for the threads to be posted.
@@ -107,7 +111,7 @@ func New(o Options) *Receiver {
 	if o.SilenceCheck <= 0 {
 		o.SilenceCheck = DefaultSilenceCheck
 	}
-	r := &Receiver{o: o}
+	r := &Receiver{o: o, refusedLog: rate.NewLimiter(rate.Every(time.Minute), 5)}
 	r.worker = &ledger.Worker{Store: o.Store, Source: Source, Reconcile: r.reconcile, Resync: o.Resync, Workers: 4, Log: o.Log}
 	return r
 }
@@ -139,7 +143,13 @@ func (r *Receiver) Run(ctx context.Context) {
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	refuse := func(code int, reason, format string, args ...any) {
 		r.o.Metrics.refused(reason)
-		http.Error(w, fmt.Sprintf(format, args...), code)
+		msg := fmt.Sprintf(format, args...)
+		if r.refusedLog.Allow() {
+			// The reason and the answer only: never the body or the Authorization header.
+			r.o.Log.Warn("alertmanager: webhook delivery refused", "status", code, "reason", reason, "answer", chat.Cut(msg, 200),
+				"remote", req.RemoteAddr, "user_agent", req.UserAgent())
+		}
+		http.Error(w, msg, code)
 	}
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)

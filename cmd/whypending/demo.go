@@ -68,6 +68,9 @@ Block Kit message.`,
 			var fsys fs.FS = whypending.Scenarios
 			root := "testdata/scenarios"
 			if dir != "" {
+				if _, err := os.Stat(dir); err != nil {
+					return fmt.Errorf("--scenarios %s: %w", dir, err)
+				}
 				fsys, root = os.DirFS(dir), "."
 			}
 			renderer, ok := demoRenderers[render]
@@ -164,7 +167,12 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 			fmt.Fprintln(stdout)
 		}
 	}
-	return runConsole(ctx, stdin, stdout, "", handle, render)
+	// Piped commands are echoed as the script's are, so each answer can be told apart.
+	echo := func(ctx context.Context, line string) []chat.Message {
+		fmt.Fprintf(stdout, "%s> %s\n", session.User(), line)
+		return handle(ctx, line)
+	}
+	return runConsole(ctx, stdin, stdout, "", echo, render)
 }
 
 // runConsole is console.Run that also ends when ctx is done (Ctrl-C), even while it waits for
@@ -193,7 +201,9 @@ func readScenarios(fsys fs.FS, root string, only []string) ([]*testenv.Scenario,
 	}
 	want, found := map[string]bool{}, map[string]bool{}
 	for _, o := range only {
-		want[o] = true
+		if o = strings.ToLower(strings.TrimSpace(o)); o != "" { // "--only a," names a; names are lower-case
+			want[o] = true
+		}
 	}
 	var out []*testenv.Scenario
 	for _, e := range entries {
@@ -215,7 +225,19 @@ func readScenarios(fsys fs.FS, root string, only []string) ([]*testenv.Scenario,
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return nil, fmt.Errorf("no such scenario: %s", strings.Join(missing, ", "))
+		var names []string
+		for _, e := range entries {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		msg := "no such scenario: " + strings.Join(missing, ", ")
+		for _, m := range missing {
+			if near := triage.ClosestNamespaceNames(strings.ToLower(m), names, 3); len(near) > 0 {
+				msg += fmt.Sprintf("; for %s did you mean %s?", m, strings.Join(near, ", "))
+			}
+		}
+		return nil, errors.New(msg + " (/help in the demo lists every scenario)")
 	}
 	return out, nil
 }

@@ -59,8 +59,8 @@ func (v *schedulingView) replicasToFit(kind string, own func(*corev1.Pod) bool) 
 		return max(int(*r), 1), true
 	}
 	n = 1
-	for _, pods := range v.cluster.podsByNode {
-		for _, p := range pods {
+	for _, node := range v.cluster.nodes {
+		for _, p := range v.cluster.pods.On(node.Name) {
 			if own(p) {
 				n++
 			}
@@ -106,30 +106,26 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 			perNode = 1
 		}
 	}
-	// The cluster as the rollout leaves it: the workload's own pods gone.
+	// The cluster as the rollout leaves it: the workload's own pods gone. A node without the
+	// workload's pods keeps its summed requests (Snapshot.RequestedByNode, shared read-only);
+	// the others are summed again from the pods left (cluster.usedOn).
 	s := *v.snap
-	// A node without the workload's pods keeps its summed requests (Snapshot.RequestedByNode,
-	// shared read-only); the others are summed again from the pods left (cluster.usedOn).
-	s.PodsByNode = make(map[string][]*corev1.Pod, len(v.snap.PodsByNode))
 	s.RequestedByNode = make(map[string]corev1.ResourceList, len(v.snap.RequestedByNode))
+	gone := withoutPods{NodePods: v.cluster.pods, own: own, on: map[string]bool{}}
 	var running []string
-	for node, pods := range v.snap.PodsByNode {
-		if !slices.ContainsFunc(pods, own) {
-			s.PodsByNode[node] = pods
-			if used, ok := v.snap.RequestedByNode[node]; ok {
-				s.RequestedByNode[node] = used
-			}
-			continue
-		}
-		for _, p := range pods {
+	for _, n := range v.cluster.nodes {
+		for _, p := range v.cluster.pods.On(n.Name) {
 			if own(p) {
 				running = append(running, p.Name)
+				gone.on[n.Name] = true
 			}
 		}
-		s.PodsByNode[node] = slices.DeleteFunc(slices.Clone(pods), own)
+		if used, ok := v.snap.RequestedByNode[n.Name]; ok && !gone.on[n.Name] {
+			s.RequestedByNode[n.Name] = used
+		}
 	}
 	sort.Strings(running)
-	without := newCluster(&s)
+	without := newClusterOf(&s, gone)
 
 	unit := requestUnit(res)
 	hi := int64(0) // the largest per-container request now, in units
@@ -215,7 +211,7 @@ func (v *schedulingView) withEveryContainerRequest(res corev1.ResourceName, amou
 // free of each resource d requests and of its pod count.
 func copiesFitting(d *demand, n *corev1.Node, c *cluster) int {
 	alloc, used := n.Status.Allocatable, c.usedOn(n.Name)
-	k := int(alloc.Pods().Value()) - len(c.podsByNode[n.Name])
+	k := int(alloc.Pods().Value()) - c.pods.Count(n.Name)
 	for name, q := range d.requests {
 		want := baseUnits(name, q)
 		if want <= 0 || name == corev1.ResourcePods {
@@ -269,4 +265,34 @@ func (f replicaFit) firstNode(rooms []nodeRoom) string {
 	}
 	sort.Strings(names)
 	return firstOr(names, "")
+}
+
+// withoutPods is NodePods without the pods own accepts, which are all on the nodes of on.
+type withoutPods struct {
+	NodePods
+	own func(*corev1.Pod) bool
+	on  map[string]bool
+}
+
+func (w withoutPods) On(node string) []*corev1.Pod {
+	pods := w.NodePods.On(node)
+	if !w.on[node] {
+		return pods
+	}
+	return slices.DeleteFunc(slices.Clone(pods), w.own)
+}
+
+func (w withoutPods) Count(node string) int {
+	if !w.on[node] {
+		return w.NodePods.Count(node)
+	}
+	return len(w.On(node))
+}
+
+func (w withoutPods) AntiAffinity(node string) []*corev1.Pod {
+	pods := w.NodePods.AntiAffinity(node)
+	if !w.on[node] {
+		return pods
+	}
+	return slices.DeleteFunc(slices.Clone(pods), w.own)
 }

@@ -57,6 +57,27 @@ func TestLeanPodsDiagnoseTheSame(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("diagnosis from lean pods differs (-full +lean):\n%s", d)
 			}
+			if full.Pod == nil || full.Pod.Spec.NodeName != "" {
+				return
+			}
+			// As the cached Collector reads an unscheduled pod's cluster: node by node from the
+			// cache entries (leanNodePods), the requests summed per spec, and a node table shared
+			// through NodeTables (the second evaluation reads the first's).
+			var entries []any
+			for _, pods := range full.PodsByNode {
+				for _, p := range pods {
+					entries = append(entries, newLeanPod(p))
+				}
+			}
+			byNode := lean
+			byNode.PodsByNode = nil
+			byNode.BoundPods, byNode.RequestedByNode = newLeanNodePods(entries)
+			byNode.NodeTables = triage.NewNodeTables()
+			for _, pass := range []string{"first", "shared table"} {
+				if d := cmp.Diff(want, triage.Evaluate(&byNode)); d != "" {
+					t.Errorf("diagnosis read node by node (%s) differs (-full +node by node):\n%s", pass, d)
+				}
+			}
 		})
 	}
 }

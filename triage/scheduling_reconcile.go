@@ -1,8 +1,8 @@
 package triage
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )

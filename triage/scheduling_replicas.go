@@ -134,11 +134,22 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 			hi = max(hi, baseUnits(res, q)/unit)
 		}
 	}
+	// Of the filters, only NodeResourcesFit reads the pod's requests: a node another filter
+	// rejects stays rejected at every request, so those are judged once per cluster, and each
+	// request tried is judged by NodeResourcesFit alone on the nodes left.
+	eligible := map[*cluster][]*corev1.Node{}
+	for _, c := range []*cluster{without, v.cluster} {
+		for _, n := range c.nodes {
+			if len(nodeReasonsExcept(v.demand, n, c, resourcesFit)) == 0 {
+				eligible[c] = append(eligible[c], n)
+			}
+		}
+	}
 	place := func(per int64, c *cluster) map[string]int {
 		d := v.withEveryContainerRequest(res, per*unit)
 		counts := map[string]int{}
-		for _, n := range c.nodes {
-			if len(nodeReasons(d, n, c)) > 0 {
+		for _, n := range eligible[c] {
+			if len(resourceReasons(d, n, c)) > 0 {
 				continue
 			}
 			k := copiesFitting(d, n, c)
@@ -184,6 +195,9 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	}
 	return fit, true
 }
+
+// resourcesFit is the plugin of resourceReasons, the only filter that reads the pod's requests.
+const resourcesFit = "NodeResourcesFit"
 
 // withEveryContainerRequest returns the pod's demand as it would be with every container and
 // init container requesting amount (base units) of res, as kubectl set resources sets them.

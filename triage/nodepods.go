@@ -6,7 +6,7 @@ import corev1 "k8s.io/api/core/v1"
 // neither Succeeded nor Failed), without the pod under diagnosis, read one node at a time.
 // The node table of an unscheduled pod judges every node, and a large cluster has over
 // 100,000 pods: the cached Collector builds the pods of a node when a rule asks for them
-// (from its lean pod cache, collect/leanpod.go), and answers Count and AntiAffinity without
+// (from its lean pod cache, collect/leanpod.go), and answers Count and Where without
 // building the others, so one question holds the pods of a few nodes at a time, not of the
 // whole cluster. A NodePods is read-only and safe for concurrent use; every call on the same
 // node returns the same pods.
@@ -16,9 +16,12 @@ type NodePods interface {
 	On(node string) []*corev1.Pod
 	// Count is len(On(node)), without building the pods.
 	Count(node string) int
-	// AntiAffinity returns the pods of On(node) with required pod anti-affinity (the only
-	// bound pods whose own terms can reject another pod), without building the others.
-	AntiAffinity(node string) []*corev1.Pod
+	// Where returns the pods of On(node) that keep accepts, building only those. keep sees
+	// each pod as a scratch value that it must not keep or change, with its metadata
+	// (namespace, name, labels, owner references) and spec but no status: enough to find the
+	// pods with required anti-affinity, or a workload's own pods, without building the
+	// others.
+	Where(node string, keep func(*corev1.Pod) bool) []*corev1.Pod
 }
 
 // PodMap is a NodePods held whole: pods by node name (Snapshot.PodsByNode).
@@ -30,11 +33,11 @@ func (m PodMap) On(node string) []*corev1.Pod { return m[node] }
 // Count implements NodePods.
 func (m PodMap) Count(node string) int { return len(m[node]) }
 
-// AntiAffinity implements NodePods.
-func (m PodMap) AntiAffinity(node string) []*corev1.Pod {
+// Where implements NodePods.
+func (m PodMap) Where(node string, keep func(*corev1.Pod) bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range m[node] {
-		if HasRequiredAntiAffinity(&p.Spec) {
+		if keep(p) {
 			out = append(out, p)
 		}
 	}

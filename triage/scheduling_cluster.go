@@ -50,7 +50,7 @@ func newClusterOf(s *Snapshot, pods NodePods) *cluster {
 	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, pods: pods, snap: s, used: map[string]corev1.ResourceList{}}
 	for _, n := range s.Nodes {
 		c.nodeByName[n.Name] = n
-		for _, p := range pods.AntiAffinity(n.Name) {
+		for _, p := range pods.Where(n.Name, func(p *corev1.Pod) bool { return HasRequiredAntiAffinity(&p.Spec) }) {
 			c.antiAffinity = append(c.antiAffinity, boundPod{pod: p, node: n})
 		}
 	}

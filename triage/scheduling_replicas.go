@@ -60,11 +60,7 @@ func (v *schedulingView) replicasToFit(kind string, own func(*corev1.Pod) bool) 
 	}
 	n = 1
 	for _, node := range v.cluster.nodes {
-		for _, p := range v.cluster.pods.On(node.Name) {
-			if own(p) {
-				n++
-			}
-		}
+		n += len(v.cluster.pods.Where(node.Name, own))
 	}
 	return n, false
 }
@@ -114,11 +110,9 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	gone := withoutPods{NodePods: v.cluster.pods, own: own, on: map[string]bool{}}
 	var running []string
 	for _, n := range v.cluster.nodes {
-		for _, p := range v.cluster.pods.On(n.Name) {
-			if own(p) {
-				running = append(running, p.Name)
-				gone.on[n.Name] = true
-			}
+		for _, p := range v.cluster.pods.Where(n.Name, own) {
+			running = append(running, p.Name)
+			gone.on[n.Name] = true
 		}
 		if used, ok := v.snap.RequestedByNode[n.Name]; ok && !gone.on[n.Name] {
 			s.RequestedByNode[n.Name] = used
@@ -303,10 +297,9 @@ func (w withoutPods) Count(node string) int {
 	return len(w.On(node))
 }
 
-func (w withoutPods) AntiAffinity(node string) []*corev1.Pod {
-	pods := w.NodePods.AntiAffinity(node)
+func (w withoutPods) Where(node string, keep func(*corev1.Pod) bool) []*corev1.Pod {
 	if !w.on[node] {
-		return pods
+		return w.NodePods.Where(node, keep)
 	}
-	return slices.DeleteFunc(slices.Clone(pods), w.own)
+	return w.NodePods.Where(node, func(p *corev1.Pod) bool { return keep(p) && !w.own(p) })
 }

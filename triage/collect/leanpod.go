@@ -22,7 +22,6 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/whypending/whypending/calico"
-	"github.com/whypending/whypending/triage"
 )
 
 // The pod cache of the bot holds every pod of the cluster, and a 1,000-node cluster has over
@@ -446,7 +445,8 @@ func selectPods(objs []any, sel labels.Selector) []*corev1.Pod {
 // leanNodePods is the pod cache's triage.NodePods: the cache entries of the pods bound to each
 // node, taken when a question starts (entries are immutable: an update replaces them, so the
 // question reads one consistent set), whose pods are built (leanPod.pod) only when a rule
-// reads a node. A node table that reads no node's pods (most of them: only host ports,
+// reads a node (or, through Where, only the pods a rule looks for). A node table that reads
+// no node's pods (most of them: only host ports,
 // inter-pod affinity, topology spread and volume limits do) builds none; one that does holds
 // the pods of one node at a time. The pods built are shared while in use (leanPod.view), so
 // concurrent questions build each at most once.
@@ -505,11 +505,21 @@ func (m leanNodePods) On(node string) []*corev1.Pod {
 // Count implements triage.NodePods.
 func (m leanNodePods) Count(node string) int { return len(m[node]) }
 
-// AntiAffinity implements triage.NodePods.
-func (m leanNodePods) AntiAffinity(node string) []*corev1.Pod {
+// Where implements triage.NodePods: keep sees a scratch pod with the entry's metadata and
+// its interned spec (without nodeName, the token volume under its shared name).
+func (m leanNodePods) Where(node string, keep func(*corev1.Pod) bool) []*corev1.Pod {
 	var out []*corev1.Pod
+	var scratch corev1.Pod
 	for _, lp := range m[node] {
-		if triage.HasRequiredAntiAffinity(lp.spec) {
+		scratch.ObjectMeta = metav1.ObjectMeta{Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid)}
+		if lp.labels != nil {
+			scratch.Labels = *lp.labels
+		}
+		if lp.owners != nil {
+			scratch.OwnerReferences = *lp.owners
+		}
+		scratch.Spec = *lp.spec
+		if keep(&scratch) {
 			out = append(out, lp.pod())
 		}
 	}

@@ -101,6 +101,7 @@ func attachBench(b *testing.B, ctx context.Context, kubeconfig string, spec fixt
 	if err != nil {
 		b.Fatalf("%s: %v", benchKubeconfigEnv, err)
 	}
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit, as buildFixture writes
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -447,6 +447,36 @@ alertmanager:
 	if made != 1 {
 		t.Errorf("%d replicas count a silence made, want exactly one", made)
 	}
+
+	// A silence expired in Alertmanager, not from chat: the root stops saying it is silenced
+	// and offers Silence again, and the thread gets one line saying how it ended.
+	_, pendingTh = byName()
+	r2.client.click(t, "U0BOB", pendingTh.root.TS, rootButton(t, fake, pendingTh.root.TS, "silence:1h0m0s"))
+	var active string
+	waitUntil(t, 30*time.Second, "the second silence in Alertmanager", func() bool {
+		am.Get(t, "/api/v2/silences", &silences)
+		for _, s := range silences {
+			if s.Status.State == "active" {
+				active = s.ID
+			}
+		}
+		return active != ""
+	})
+	waitUntil(t, 30*time.Second, "the root edited to show the second silence", func() bool {
+		_, th := byName()
+		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "(silence "+active+")")
+	})
+	am.ExpireSilence(t, active)
+	waitUntil(t, 30*time.Second, "the root offering Silence again and one line on how the silence ended", func() bool {
+		_, th := byName()
+		last := shown(th.updates[len(th.updates)-1])
+		return !strings.Contains(last, "Silenced in Alertmanager") && strings.Contains(last, "silence:1h0m0s") &&
+			len(th.replies) == 3 && strings.Contains(th.replies[2].Text, "it was expired in Alertmanager")
+	})
+	time.Sleep(3 * time.Second) // both replicas check every second: a second line would show now
+	if _, th := byName(); len(th.replies) != 3 {
+		t.Errorf("%d replies after the silence ended, want one line for it", len(th.replies))
+	}
 }
 
 // rootButton is the button of the last version (post or edit) of the message at ts whose

@@ -651,7 +651,7 @@ func massEvent(b *testing.B, p *serveProcess, s *serveSetup, m map[string]float6
 	m["rss-before-mass-MiB"] = float64(first(procMem(p.pid()))) / 1024
 	start := time.Now()
 	var wg sync.WaitGroup
-	wg.Go(func() { ask("/why-pending", "-n "+serveNamespace+" --all", s.massWorkload) })
+	wg.Go(func() { ask("/why-pending", "-n "+serveNamespace+" --all", "stuck pods") })
 	wg.Go(func() { ask("/why-pending", "-n "+serveNamespace+" replicaset/"+s.massWorkload, s.massWorkload) })
 	for _, pod := range s.massOthers {
 		wg.Go(func() { ask("/why-pending", serveNamespace+"/"+pod, pod) })

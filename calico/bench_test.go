@@ -20,6 +20,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/whypending/whypending/internal/testenv"
 )
@@ -37,6 +39,9 @@ type benchEnv struct {
 	lastWrite time.Time
 	// serve is what BenchmarkServe adds to the fixture (serve_bench_test.go).
 	serve *serveSetup
+	// attached is set for a cluster of benchKubeconfigEnv: its fixture's leaked count is
+	// unknown (f.leaked is -1) and blocks and handles are not saved.
+	attached bool
 }
 
 var (
@@ -52,6 +57,11 @@ func benchSetup(b *testing.B, name string, spec fixtureSpec) *benchEnv {
 		return e
 	}
 	ctx := context.Background()
+	if kc := os.Getenv(benchKubeconfigEnv); kc != "" {
+		e := attachBench(b, ctx, kc, spec)
+		benchEnvs[name] = e
+		return e
+	}
 	c, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -74,6 +84,42 @@ func benchSetup(b *testing.B, name string, spec fixtureSpec) *benchEnv {
 	renice(b, os.Getpid())
 	benchEnvs[name] = e
 	return e
+}
+
+// benchKubeconfigEnv names the kubeconfig of a cluster that already holds the fixture of the
+// benchmark's size (built by buildFixture in another process), which the benchmarks then use
+// instead of starting a control plane and building one (15-20 minutes at L). Only
+// BenchmarkServe runs on it: the release and cold-check benchmarks need the fixture's saved
+// state and its API server's process. What BenchmarkServe adds goes into its own namespace
+// (WHYPENDING_BENCH_NAMESPACE, default serve-bench), made afresh and deleted afterwards; the
+// API server's and etcd's CPU seconds read 0 (their processes are not ours).
+const benchKubeconfigEnv = "WHYPENDING_BENCH_KUBECONFIG"
+
+// attachBench is the benchEnv of the cluster at kubeconfig, which holds the fixture spec.
+func attachBench(b *testing.B, ctx context.Context, kubeconfig string, spec fixtureSpec) *benchEnv {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		b.Fatalf("%s: %v", benchKubeconfigEnv, err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit, as buildFixture writes
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, err := NewClient(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(nodes.Items) != spec.Nodes {
+		b.Fatalf("%s: the cluster has %d nodes, the fixture %d", benchKubeconfigEnv, len(nodes.Items), spec.Nodes)
+	}
+	b.Logf("using the fixture of the cluster at %s (%s)", kubeconfig, benchKubeconfigEnv)
+	return &benchEnv{c: &testenv.Cluster{Config: cfg, Client: client, KubeconfigPath: kubeconfig}, cl: cl,
+		f: &fixture{spec: spec, leaked: -1}, attached: true, lastWrite: time.Now()}
 }
 
 // snapshot saves the IPAM blocks and handles.
@@ -208,6 +254,9 @@ func BenchmarkCheck(b *testing.B) {
 		for _, cache := range []string{"warm", "cold"} {
 			b.Run(size.name+"/"+cache, func(b *testing.B) {
 				e := benchSetup(b, size.name, size.spec)
+				if e.attached {
+					b.Skipf("needs its own fixture (%s is set)", benchKubeconfigEnv)
+				}
 				if cache == "cold" {
 					if wait := time.Until(e.lastWrite.Add(6 * time.Minute)); wait > 0 {
 						b.Logf("waiting %s for the watch cache to go cold", wait.Round(time.Second))
@@ -270,6 +319,9 @@ func BenchmarkCheckInProcess(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
 			e := benchSetup(b, size.name, size.spec)
+			if e.attached {
+				b.Skipf("needs its own fixture (%s is set)", benchKubeconfigEnv)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -296,6 +348,9 @@ func BenchmarkReleaseIPs(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
 			e := benchSetup(b, size.name, size.spec)
+			if e.attached {
+				b.Skipf("needs its own fixture (%s is set)", benchKubeconfigEnv)
+			}
 			ctx := b.Context()
 			var last *ReleaseResult
 			var serverCPU, writesPerSec, load float64

@@ -9,6 +9,7 @@ package calico
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -32,7 +33,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -47,13 +50,24 @@ type serveSetup struct {
 	// unscheduled is a pod no node fits, with a FailedScheduling event: its answer reads every
 	// cached pod.
 	unscheduled string
+	// massWorkload is a ReplicaSet whose massPods pods no node fits, and massOthers are
+	// massOtherPods more such pods, each with its own request: the mass event.
+	massWorkload string
+	massOthers   []string
 }
 
+// serveNamespace holds what BenchmarkServe adds to the fixture (WHYPENDING_BENCH_NAMESPACE,
+// default serve-bench, so that two benchmarks can share one cluster of benchKubeconfigEnv).
+var serveNamespace = cmp.Or(os.Getenv("WHYPENDING_BENCH_NAMESPACE"), "serve-bench")
+
 const (
-	serveNamespace = "serve-bench"
-	serveSecret    = "serve-bench-signing-secret"
+	serveSecret = "serve-bench-signing-secret"
 	// servePods is how many Calico-failing pods the benchmark asks about.
 	servePods = 10
+	// massPods and massOtherPods size the mass event: the Pending pods of one workload and
+	// other stuck pods, asked about at once.
+	massPods      = 200
+	massOtherPods = 50
 )
 
 // setupServe creates the pods BenchmarkServe asks about, once per fixture.
@@ -64,6 +78,9 @@ func (e *benchEnv) setupServe(b *testing.B) *serveSetup {
 	}
 	ctx := b.Context()
 	kube := e.c.Client
+	if e.attached { // a shared cluster: start afresh, in our own namespace
+		deleteNamespace(b, e)
+	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: serveNamespace}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -112,9 +129,95 @@ func (e *benchEnv) setupServe(b *testing.B) *serveSetup {
 		LastTransitionTime: metav1.NewTime(now.Add(-5 * time.Minute))}}}
 	create(p, "FailedScheduling", "default-scheduler", fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.",
 		e.f.spec.Nodes, e.f.spec.Nodes, e.f.spec.Nodes, e.f.spec.Nodes))
+
+	// The mass event: a ReplicaSet's massPods Pending pods (no controller manager runs, so
+	// they stay as created) and massOtherPods other Pending pods, each requesting its own cpu.
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "stuck-web-6d5f8b7c9", Namespace: serveNamespace},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(massPods)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "stuck-web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "stuck-web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/stuck-web:1.0"}}}}}}
+	created, err := kube.AppsV1().ReplicaSets(serveNamespace).Create(ctx, rs, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.massWorkload = created.Name
+	pending := func(name string, cpu string, owned bool) {
+		p := benchPod(serveNamespace, name, "", "", fmt.Sprintf("%064x", 0x5cc0+len(s.massOthers)), metav1.NewTime(now))
+		p.Annotations = nil
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+		if owned {
+			p.Labels = map[string]string{"app": "stuck-web", "pod-template-hash": "6d5f8b7c9"}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: created.Name, UID: created.UID, Controller: ptr(true)}}
+		} else {
+			p.OwnerReferences = nil
+		}
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "Unschedulable", Message: fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", e.f.spec.Nodes, e.f.spec.Nodes),
+			LastTransitionTime: metav1.NewTime(now.Add(-5 * time.Minute))}}}
+		create(p, "FailedScheduling", "default-scheduler", fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.",
+			e.f.spec.Nodes, e.f.spec.Nodes, e.f.spec.Nodes, e.f.spec.Nodes))
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range massPods {
+		sem <- struct{}{}
+		wg.Go(func() { defer func() { <-sem }(); pending(fmt.Sprintf("%s-%05x", created.Name, i), "48", true) })
+	}
+	for i := range massOtherPods {
+		s.massOthers = append(s.massOthers, fmt.Sprintf("stuck-job-%02d", i))
+	}
+	for i, name := range s.massOthers {
+		sem <- struct{}{}
+		wg.Go(func() { defer func() { <-sem }(); pending(name, strconv.Itoa(65+i), false) })
+	}
+	wg.Wait()
 	e.lastWrite = time.Now()
 	e.serve = s
 	return s
+}
+
+// deleteNamespace deletes serveNamespace and what BenchmarkServe made in it, and waits until
+// it is gone. The fixture's control plane runs no controller manager, so it empties the
+// namespace itself (pods with no grace period: no kubelet confirms them) and finalizes it, as
+// the namespace controller would.
+func deleteNamespace(b *testing.B, e *benchEnv) {
+	ctx := context.Background()
+	kube := e.c.Client
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, serveNamespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
+	if err := kube.CoreV1().Pods(serveNamespace).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := kube.CoreV1().Events(serveNamespace).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := kube.AppsV1().ReplicaSets(serveNamespace).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := kube.CoreV1().Namespaces().Delete(ctx, serveNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		b.Fatal(err)
+	}
+	if ns, err = kube.CoreV1().Namespaces().Get(ctx, serveNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		b.Fatal(err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if _, err := kube.CoreV1().Namespaces().Get(ctx, serveNamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+	}
+	b.Fatalf("namespace %s still exists 2 minutes after its deletion", serveNamespace)
 }
 
 var (
@@ -123,8 +226,12 @@ var (
 	buildErr  error
 )
 
-// whypendingBinary builds cmd/whypending once per test process.
+// whypendingBinary builds cmd/whypending once per test process; WHYPENDING_BENCH_BIN names a
+// binary built already instead (another revision's, for before and after figures).
 func whypendingBinary(b *testing.B) string {
+	if bin := os.Getenv("WHYPENDING_BENCH_BIN"); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		root, err := testenv.RepoRoot()
 		if err != nil {
@@ -383,6 +490,9 @@ func BenchmarkServe(b *testing.B) {
 		b.Run(size.name, func(b *testing.B) {
 			e := benchSetup(b, size.name, size.spec)
 			s := e.setupServe(b)
+			if e.attached {
+				b.Cleanup(func() { deleteNamespace(b, e) })
+			}
 			bin := whypendingBinary(b)
 			leaked := cacheMatchesCLI(b, e, bin)
 			ctx := b.Context()
@@ -515,13 +625,55 @@ func runServeBench(b *testing.B, ctx context.Context, e *benchEnv, s *serveSetup
 	m["conc-p95-ms"], m["conc-max-ms"] = ms(percentile(conc, 0.95)), ms(slices.Max(conc))
 
 	m["ipam-check-ms"] = ms(ask("/ipam", "check", fmt.Sprintf("%d leaked IPs", leaked)))
+	_, hwm := procMem(p.pid())
+	m["hwm-MiB"] = float64(hwm) / 1024 // the sync's peak, before the questions that read every pod
+	// The peak while answering: VmHWM reset to the RSS before each question (clear_refs 5).
+	resetPeak(b, p.pid())
+	m["rss-before-unsched-MiB"] = float64(first(procMem(p.pid()))) / 1024
 	m["unsched-ms"] = ms(ask("/why-pending", serveNamespace+"/"+s.unscheduled, s.unscheduled))
-	rss, hwm := procMem(p.pid())
-	m["rss-after-MiB"], m["hwm-MiB"] = float64(rss)/1024, float64(hwm)/1024
+	_, hwm = procMem(p.pid())
+	m["unsched-peak-MiB"] = float64(hwm) / 1024
+	massEvent(b, p, s, m, ask)
+	rss, hwm = procMem(p.pid())
+	m["rss-after-MiB"], m["hwm-MiB"] = float64(rss)/1024, max(m["hwm-MiB"], float64(hwm)/1024)
 	m["serve-cpu-s"] = procCPU(p.pid())
 	b.Logf("serve on %d nodes: %v", e.f.spec.Nodes, m)
 	return m
 }
+
+// massEvent asks, all at once, what a watch asks in a mass event: the namespace's sweep (every
+// stuck pod), the stuck ReplicaSet, and each of the other stuck pods and ten of the
+// ReplicaSet's; it records the time until every answer arrived (mass-s) and serve's peak RSS
+// meanwhile (mass-peak-MiB, VmHWM reset before).
+func massEvent(b *testing.B, p *serveProcess, s *serveSetup, m map[string]float64, ask func(command, text, want string) time.Duration) {
+	time.Sleep(5 * time.Second) // let the last answer's garbage go
+	resetPeak(b, p.pid())
+	m["rss-before-mass-MiB"] = float64(first(procMem(p.pid()))) / 1024
+	start := time.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() { ask("/why-pending", "-n "+serveNamespace+" --all", "stuck pods") })
+	wg.Go(func() { ask("/why-pending", "-n "+serveNamespace+" replicaset/"+s.massWorkload, s.massWorkload) })
+	for _, pod := range s.massOthers {
+		wg.Go(func() { ask("/why-pending", serveNamespace+"/"+pod, pod) })
+	}
+	for i := range 10 {
+		pod := fmt.Sprintf("%s-%05x", s.massWorkload, i*massPods/10)
+		wg.Go(func() { ask("/why-pending", serveNamespace+"/"+pod, pod) })
+	}
+	wg.Wait()
+	m["mass-s"] = time.Since(start).Seconds()
+	_, hwm := procMem(p.pid())
+	m["mass-peak-MiB"] = float64(hwm) / 1024
+}
+
+// resetPeak sets pid's VmHWM to its current RSS (/proc/PID/clear_refs, "5").
+func resetPeak(b *testing.B, pid int) {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		b.Fatalf("reset the peak RSS of %d: %v", pid, err)
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }
 
 // cacheMatchesCLI checks that a calico.Cache finds exactly the leaked set a fresh CLI check
 // (the built binary's `ipam check --report report.json`) finds, and returns its size.
@@ -564,7 +716,7 @@ func cacheMatchesCLI(b *testing.B, e *benchEnv, bin string) int {
 	}
 	slices.Sort(fromCache)
 	slices.Sort(fromCLI)
-	if !slices.Equal(fromCache, fromCLI) || len(fromCache) != e.f.leaked {
+	if !slices.Equal(fromCache, fromCLI) || (e.f.leaked >= 0 && len(fromCache) != e.f.leaked) {
 		b.Fatalf("the cache finds %d leaked IPs, a fresh CLI check %d (fixture: %d); the sets differ", len(fromCache), len(fromCLI), e.f.leaked)
 	}
 	b.Logf("cache and a fresh CLI check agree: the same %d leaked IPs", len(fromCache))

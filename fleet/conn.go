@@ -112,6 +112,26 @@ func (c *Cluster) Answer(ctx context.Context, t triage.Target) (*triage.Answer, 
 	return a, c.Unavailable(err)
 }
 
+// AnswerEach answers many why-pending questions together (collect.AnswerEach): what a watch
+// diagnoses in one pass, the reads the answers share (the nodes, the pods bound to each, the
+// node table of each distinct Pending demand) made once. answers[i] and errs[i] are Answer's
+// results for targets[i].
+func (c *Cluster) AnswerEach(ctx context.Context, targets []triage.Target) (answers []*triage.Answer, errs []error) {
+	cn, err := c.current()
+	if err != nil {
+		errs = make([]error, len(targets))
+		for i := range errs {
+			errs[i] = err
+		}
+		return make([]*triage.Answer, len(targets)), errs
+	}
+	answers, errs = collect.AnswerEach(ctx, cn.collector, targets)
+	for i := range errs {
+		errs[i] = c.Unavailable(errs[i])
+	}
+	return answers, errs
+}
+
 // Check is the IPAM check, like calicoctl ipam check (bot.IPAM).
 func (c *Cluster) Check(ctx context.Context, opts calico.CheckOptions) (*calico.CheckResult, error) {
 	cn, err := c.current()

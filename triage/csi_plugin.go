@@ -166,7 +166,7 @@ func nodePluginState(s *Snapshot, plug *CSIPlugin, ds *appsv1.DaemonSet) (string
 	ev := []Evidence{{Object: ref.String(), Field: "status", Message: fmt.Sprintf("desired %d, current %d, ready %d", st.DesiredNumberScheduled, st.CurrentNumberScheduled, st.NumberReady)}}
 	restart := fmt.Sprintf("kubectl get pods -n %s -o wide -w   # the DaemonSet controller retries with back-off (minutes apart after many failures) and creates its pod once the API server admits it; kubectl rollout restart daemonset/%s -n %s retries at once", shellQuote(ds.Namespace), shellQuote(ds.Name), shellQuote(ds.Namespace))
 	// Its own pod on the node.
-	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+	for _, p := range s.Bound().On(s.Pod.Spec.NodeName) {
 		if !ownedBy(p, ds.UID) {
 			continue
 		}

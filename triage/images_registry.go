@@ -89,7 +89,7 @@ func knownRegistries(s *Snapshot) []registryCandidate {
 	}
 	var others []string
 	byHost := map[string]string{}
-	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+	for _, p := range s.Bound().On(s.Pod.Spec.NodeName) {
 		for _, c := range append(append(p.Spec.InitContainers[:0:0], p.Spec.InitContainers...), p.Spec.Containers...) {
 			if r := imageRef(c.Image); r.explicitHost && byHost[r.registry] == "" {
 				byHost[r.registry] = fmt.Sprintf("image %s of %s on the node", c.Image, s.PodName(p))

@@ -58,7 +58,7 @@ func AWSNodePodName(s *Snapshot) string {
 	if s.Pod == nil {
 		return ""
 	}
-	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+	for _, p := range s.Bound().On(s.Pod.Spec.NodeName) {
 		if p.Namespace == metav1.NamespaceSystem && p.Labels["k8s-app"] == "aws-node" {
 			return p.Name
 		}
@@ -140,7 +140,7 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 	nodeName := pod.Spec.NodeName
 	node := s.Node(nodeName)
 	withIP := 0
-	for _, p := range s.PodsByNode[nodeName] {
+	for _, p := range s.Bound().On(nodeName) {
 		if !p.Spec.HostNetwork && p.Status.PodIP != "" {
 			withIP++
 		}

@@ -49,7 +49,7 @@ func ipamWords(msg string) string {
 func ciliumExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 	pod := s.Pod
 	node := pod.Spec.NodeName
-	using := podsHoldingIP(s.PodsByNode[node])
+	using := podsHoldingIP(s.Bound().On(node))
 	words := ipamWords(e.Message)
 	f.Summary = fmt.Sprintf("The Cilium agent on %s has no free pod address for the node: it answers every CNI ADD with %q (%s %s), while %d other %s on the node hold a pod IP.",
 		node, truncateStart(words, 160), e.Reason, eventSeen(s, e), using, plural(using, "pod", "pods"))
@@ -87,7 +87,7 @@ func ciliumExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 // whereabouts, Kube-OVN, …): its own words, its node agent, and the pods holding addresses.
 func agentExhaustedDetail(s *Snapshot, e Event, plugin string, f *Finding) {
 	node := s.Pod.Spec.NodeName
-	using := podsHoldingIP(s.PodsByNode[node])
+	using := podsHoldingIP(s.Bound().On(node))
 	who := "The CNI's IPAM"
 	if plugin != "" {
 		who = fmt.Sprintf("The IPAM of CNI plugin %q", plugin)
@@ -126,7 +126,7 @@ func hostLocalExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 			source = "the node's spec.podCIDR " + n.Spec.PodCIDR
 		}
 	}
-	using := podsWithAddress(s.PodsByNode[node])
+	using := podsWithAddress(s.Bound().On(node))
 	f.Summary = fmt.Sprintf("The CNI's node-local IPAM on %s has no free address left in its range (%s %s)", node, e.Reason, eventSeen(s, e))
 	if size > 0 {
 		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "spec.podCIDR", Message: fmt.Sprintf("%d addresses (%s); %d pods on the node hold a pod IP", size, source, using)})

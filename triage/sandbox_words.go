@@ -223,7 +223,7 @@ func nodeAgent(s *Snapshot, agent string) *corev1.Pod {
 
 // anyNodeAgent is nodeAgent whatever the pod's namespace.
 func anyNodeAgent(s *Snapshot, agent string) *corev1.Pod {
-	for _, p := range s.PodsByNode[s.Pod.Spec.NodeName] {
+	for _, p := range s.Bound().On(s.Pod.Spec.NodeName) {
 		if strings.Contains(p.Name, "operator") {
 			continue
 		}

@@ -88,7 +88,7 @@ type schedulingView struct {
 func newSchedulingView(s *Snapshot) *schedulingView {
 	v := &schedulingView{snap: s, pod: s.Pod, demand: newDemand(s), cluster: newCluster(s)}
 	v.spread = v.cluster.spreadFor(v.demand)
-	v.verdicts = nodeVerdicts(v.demand, v.cluster)
+	v.verdicts = slices.Clone(s.NodeTables.verdicts(v.demand, v.cluster)) // reconcile edits its copy
 	v.msg, v.hasMsg = LatestSchedulerMessage(s.Events)
 	if !v.hasMsg && s.EventsErr != nil {
 		v.msg, v.hasMsg = ConditionSchedulerMessage(s.Pod)

@@ -19,7 +19,8 @@ import (
 type cluster struct {
 	nodes      []*corev1.Node
 	nodeByName map[string]*corev1.Node
-	podsByNode map[string][]*corev1.Pod
+	// pods are the pods bound to each node (Snapshot.Bound), read node by node.
+	pods NodePods
 	// snap holds the storage parts the volume-limit check reads: CSINodes, NodeClaims, PVs,
 	// StorageClasses (nil when not collected).
 	snap *Snapshot
@@ -41,13 +42,16 @@ type boundPod struct {
 }
 
 func newCluster(s *Snapshot) *cluster {
-	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, podsByNode: s.PodsByNode, snap: s, used: map[string]corev1.ResourceList{}}
+	return newClusterOf(s, s.Bound())
+}
+
+// newClusterOf is newCluster with pods in place of the Snapshot's bound pods.
+func newClusterOf(s *Snapshot, pods NodePods) *cluster {
+	c := &cluster{nodes: s.Nodes, nodeByName: map[string]*corev1.Node{}, pods: pods, snap: s, used: map[string]corev1.ResourceList{}}
 	for _, n := range s.Nodes {
 		c.nodeByName[n.Name] = n
-		for _, p := range s.PodsByNode[n.Name] {
-			if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil && len(p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-				c.antiAffinity = append(c.antiAffinity, boundPod{pod: p, node: n})
-			}
+		for _, p := range pods.Where(n.Name, func(p *corev1.Pod) bool { return HasRequiredAntiAffinity(&p.Spec) }) {
+			c.antiAffinity = append(c.antiAffinity, boundPod{pod: p, node: n})
 		}
 	}
 	return c
@@ -61,7 +65,7 @@ func (c *cluster) usedOn(node string) corev1.ResourceList {
 	if used, ok := c.used[node]; ok {
 		return used
 	}
-	used := podsRequests(c.podsByNode[node])
+	used := podsRequests(c.pods.On(node))
 	c.used[node] = used
 	return used
 }

@@ -218,9 +218,14 @@ func filterOf(c Code) *filter {
 
 // nodeReasons returns every reason node n rejects the pod, in filter order.
 func nodeReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
+	return nodeReasonsExcept(d, n, c, "")
+}
+
+// nodeReasonsExcept is nodeReasons without the row of plugin ("": every row).
+func nodeReasonsExcept(d *demand, n *corev1.Node, c *cluster, plugin string) []NodeReason {
 	var reasons []NodeReason
 	for i := range filters {
-		if f := &filters[i]; f.reasons != nil {
+		if f := &filters[i]; f.reasons != nil && f.plugin != plugin {
 			reasons = append(reasons, f.reasons(d, n, c)...)
 		}
 	}

@@ -82,7 +82,7 @@ func (c *cluster) firstMatchingPod(owner *corev1.Pod, term corev1.PodAffinityTer
 		if inDomain != nil && !inDomain(n) {
 			continue
 		}
-		for _, p := range c.podsByNode[n.Name] {
+		for _, p := range c.pods.On(n.Name) {
 			if p.DeletionTimestamp == nil && termMatches(owner, term, p) {
 				return p
 			}

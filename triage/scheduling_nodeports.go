@@ -39,7 +39,7 @@ func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 func hostPortReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
 	var out []NodeReason
 	for _, want := range d.hostPorts {
-		for _, p := range c.podsByNode[n.Name] {
+		for _, p := range c.pods.On(n.Name) {
 			if held, ok := holdsPort(p, want); ok {
 				out = append(out, NodeReason{
 					Code:    CodeHostPortConflict,
@@ -110,7 +110,7 @@ func (v *schedulingView) describeHostPorts(f *Finding) {
 	kind, owner := workloadOf(v.pod)
 	sameWorkload := false
 	for _, n := range nodes {
-		for _, p := range v.cluster.podsByNode[n] {
+		for _, p := range v.cluster.pods.On(n) {
 			if k, o := workloadOf(p); owner != "" && p.Namespace == v.pod.Namespace && k == kind && o == owner {
 				sameWorkload = true
 			}

@@ -18,7 +18,7 @@ import (
 // what the pods bound to it request), like NodeResourcesFit: the pod count first, then every
 // requested resource that does not fit, with amounts in base units.
 func resourceReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
-	pods, used := len(c.podsByNode[n.Name]), c.usedOn(n.Name)
+	pods, used := c.pods.Count(n.Name), c.usedOn(n.Name)
 	var out []NodeReason
 	alloc := n.Status.Allocatable
 	maxPods := alloc.Pods().Value()
@@ -401,7 +401,7 @@ type consumer struct {
 func (v *schedulingView) biggestConsumer(node string, res corev1.ResourceName) consumer {
 	ownKind, ownName := workloadOf(v.pod)
 	amounts := map[[3]string]int64{}
-	for _, p := range v.cluster.podsByNode[node] {
+	for _, p := range v.cluster.pods.On(node) {
 		kind, name := workloadOf(p)
 		if name == "" || kind == "daemonset" || (p.Namespace == v.pod.Namespace && kind == ownKind && name == ownName) {
 			continue

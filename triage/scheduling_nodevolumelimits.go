@@ -24,7 +24,7 @@ func volumeLimitReasons(d *demand, n *corev1.Node, c *cluster) []NodeReason {
 		return nil
 	}
 	inUse := map[string]sets.Set[string]{}
-	for _, p := range c.podsByNode[n.Name] {
+	for _, p := range c.pods.On(n.Name) {
 		for driver, ids := range c.csiVolumes(p, false) {
 			if inUse[driver] == nil {
 				inUse[driver] = sets.New[string]()

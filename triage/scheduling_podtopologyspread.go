@@ -62,7 +62,7 @@ func newSpreadState(d *demand, c *cluster) *spreadState {
 			value := n.Labels[sc.src.TopologyKey]
 			count := 0
 			if !sc.selector.Empty() {
-				for _, p := range c.podsByNode[n.Name] {
+				for _, p := range c.pods.On(n.Name) {
 					if p.DeletionTimestamp == nil && p.Namespace == d.pod.Namespace && sc.selector.Matches(labels.Set(p.Labels)) {
 						count++
 					}

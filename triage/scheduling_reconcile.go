@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -102,7 +103,7 @@ func (v *schedulingView) reconcile() (exact bool) {
 	}
 	for _, i := range fits {
 		v.verdicts[i].Fits = false
-		v.verdicts[i].Reasons = append(v.verdicts[i].Reasons, reason)
+		v.verdicts[i].Reasons = append(slices.Clip(v.verdicts[i].Reasons), reason) // shared with the NodeTables entry
 	}
 	return exact
 }

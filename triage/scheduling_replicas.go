@@ -59,12 +59,8 @@ func (v *schedulingView) replicasToFit(kind string, own func(*corev1.Pod) bool) 
 		return max(int(*r), 1), true
 	}
 	n = 1
-	for _, pods := range v.cluster.podsByNode {
-		for _, p := range pods {
-			if own(p) {
-				n++
-			}
-		}
+	for _, node := range v.cluster.nodes {
+		n += len(v.cluster.pods.Where(node.Name, own))
 	}
 	return n, false
 }
@@ -106,30 +102,24 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 			perNode = 1
 		}
 	}
-	// The cluster as the rollout leaves it: the workload's own pods gone.
+	// The cluster as the rollout leaves it: the workload's own pods gone. A node without the
+	// workload's pods keeps its summed requests (Snapshot.RequestedByNode, shared read-only);
+	// the others are summed again from the pods left (cluster.usedOn).
 	s := *v.snap
-	// A node without the workload's pods keeps its summed requests (Snapshot.RequestedByNode,
-	// shared read-only); the others are summed again from the pods left (cluster.usedOn).
-	s.PodsByNode = make(map[string][]*corev1.Pod, len(v.snap.PodsByNode))
 	s.RequestedByNode = make(map[string]corev1.ResourceList, len(v.snap.RequestedByNode))
+	gone := withoutPods{NodePods: v.cluster.pods, own: own, on: map[string]bool{}}
 	var running []string
-	for node, pods := range v.snap.PodsByNode {
-		if !slices.ContainsFunc(pods, own) {
-			s.PodsByNode[node] = pods
-			if used, ok := v.snap.RequestedByNode[node]; ok {
-				s.RequestedByNode[node] = used
-			}
-			continue
+	for _, n := range v.cluster.nodes {
+		for _, p := range v.cluster.pods.Where(n.Name, own) {
+			running = append(running, p.Name)
+			gone.on[n.Name] = true
 		}
-		for _, p := range pods {
-			if own(p) {
-				running = append(running, p.Name)
-			}
+		if used, ok := v.snap.RequestedByNode[n.Name]; ok && !gone.on[n.Name] {
+			s.RequestedByNode[n.Name] = used
 		}
-		s.PodsByNode[node] = slices.DeleteFunc(slices.Clone(pods), own)
 	}
 	sort.Strings(running)
-	without := newCluster(&s)
+	without := newClusterOf(&s, gone)
 
 	unit := requestUnit(res)
 	hi := int64(0) // the largest per-container request now, in units
@@ -138,11 +128,22 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 			hi = max(hi, baseUnits(res, q)/unit)
 		}
 	}
+	// Of the filters, only NodeResourcesFit reads the pod's requests: a node another filter
+	// rejects stays rejected at every request, so those are judged once per cluster, and each
+	// request tried is judged by NodeResourcesFit alone on the nodes left.
+	eligible := map[*cluster][]*corev1.Node{}
+	for _, c := range []*cluster{without, v.cluster} {
+		for _, n := range c.nodes {
+			if len(nodeReasonsExcept(v.demand, n, c, resourcesFit)) == 0 {
+				eligible[c] = append(eligible[c], n)
+			}
+		}
+	}
 	place := func(per int64, c *cluster) map[string]int {
 		d := v.withEveryContainerRequest(res, per*unit)
 		counts := map[string]int{}
-		for _, n := range c.nodes {
-			if len(nodeReasons(d, n, c)) > 0 {
+		for _, n := range eligible[c] {
+			if len(resourceReasons(d, n, c)) > 0 {
 				continue
 			}
 			k := copiesFitting(d, n, c)
@@ -189,6 +190,9 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	return fit, true
 }
 
+// resourcesFit is the plugin of resourceReasons, the only filter that reads the pod's requests.
+const resourcesFit = "NodeResourcesFit"
+
 // withEveryContainerRequest returns the pod's demand as it would be with every container and
 // init container requesting amount (base units) of res, as kubectl set resources sets them.
 func (v *schedulingView) withEveryContainerRequest(res corev1.ResourceName, amount int64) *demand {
@@ -215,7 +219,7 @@ func (v *schedulingView) withEveryContainerRequest(res corev1.ResourceName, amou
 // free of each resource d requests and of its pod count.
 func copiesFitting(d *demand, n *corev1.Node, c *cluster) int {
 	alloc, used := n.Status.Allocatable, c.usedOn(n.Name)
-	k := int(alloc.Pods().Value()) - len(c.podsByNode[n.Name])
+	k := int(alloc.Pods().Value()) - c.pods.Count(n.Name)
 	for name, q := range d.requests {
 		want := baseUnits(name, q)
 		if want <= 0 || name == corev1.ResourcePods {
@@ -269,4 +273,33 @@ func (f replicaFit) firstNode(rooms []nodeRoom) string {
 	}
 	sort.Strings(names)
 	return firstOr(names, "")
+}
+
+// withoutPods is NodePods without the pods own accepts, which are all on the nodes of on.
+type withoutPods struct {
+	NodePods
+	own func(*corev1.Pod) bool
+	on  map[string]bool
+}
+
+func (w withoutPods) On(node string) []*corev1.Pod {
+	pods := w.NodePods.On(node)
+	if !w.on[node] {
+		return pods
+	}
+	return slices.DeleteFunc(slices.Clone(pods), w.own)
+}
+
+func (w withoutPods) Count(node string) int {
+	if !w.on[node] {
+		return w.NodePods.Count(node)
+	}
+	return len(w.On(node))
+}
+
+func (w withoutPods) Where(node string, keep func(*corev1.Pod) bool) []*corev1.Pod {
+	if !w.on[node] {
+		return w.NodePods.Where(node, keep)
+	}
+	return w.NodePods.Where(node, func(p *corev1.Pod) bool { return keep(p) && !w.own(p) })
 }

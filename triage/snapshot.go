@@ -37,11 +37,19 @@ type Snapshot struct {
 	Nodes []*corev1.Node
 	// PodsByNode maps a node name (of Nodes) to the pods bound to it that still hold
 	// resources (phase neither Succeeded nor Failed), excluding the pod under diagnosis.
+	// BoundPods, when set, holds the same pods instead, read one node at a time (NodePods):
+	// the cached Collector sets it for an unscheduled pod, whose node table reads every node,
+	// so that the pods of a large cluster are never all built at once. Rules read either
+	// through Bound.
 	PodsByNode map[string][]*corev1.Pod
+	BoundPods  NodePods
 	// RequestedByNode optionally holds RequestsByNode(PodsByNode): what the pods on each node
 	// request. A Collector that shares one PodsByNode among many Snapshots (a workload's pods,
 	// a namespace sweep) computes it once; nil makes the rules compute it.
 	RequestedByNode map[string]corev1.ResourceList
+	// NodeTables, when set, shares the node table of an unscheduled pod with the other
+	// Snapshots of its batch (see NodeTables); nil computes it for this pod alone.
+	NodeTables *NodeTables
 	// NodesErr is set when Nodes or PodsByNode could not be read (e.g. RBAC forbids listing
 	// nodes); Nodes is then not evidence that the cluster has no nodes.
 	NodesErr error

@@ -2,8 +2,9 @@ package collect
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,12 +27,17 @@ type podBatch struct {
 
 	nodes      []*corev1.Node // sorted by name
 	nodeByName map[string]*corev1.Node
-	// bound maps a node name to the pods bound to it that still hold resources, sorted by
-	// namespace and name (Snapshot.PodsByNode before the pod itself is removed).
-	bound    map[string][]*corev1.Pod
+	// bound are the pods bound to each node that still hold resources, sorted by namespace
+	// and name (Snapshot.BoundPods before the pod itself is removed), read node by node.
+	bound    triage.NodePods
 	nodesErr error
-	// requested is triage.RequestsByNode(bound), computed once for every unscheduled pod.
+	// requested is what bound request on each node (triage.RequestsByNode), computed once for
+	// every unscheduled pod.
 	requested map[string]corev1.ResourceList
+	// tables shares the node tables of the batch's unscheduled pods (triage.NodeTables): the
+	// Pending pods of one workload get one. nodes, nodeByName, bound, requested and tables
+	// come from Collector.clusterReads.
+	tables *triage.NodeTables
 	// readable is Snapshot.Readable for bound (readableNamespaces), checked once.
 	readable map[string]bool
 
@@ -63,21 +69,18 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 	if len(pods) == 0 {
 		return b
 	}
-	var nodesErr, boundErr error
-	b.nodes, nodesErr = c.allNodes(ctx)
-	b.bound, boundErr = c.allBoundPods(ctx)
-	b.nodesErr = errors.Join(nodesErr, boundErr)
-	b.readable = readableNamespaces(ctx, namespace, b.bound)
-	b.nodeByName = make(map[string]*corev1.Node, len(b.nodes))
+	cr := c.clusterReads(ctx)
+	b.nodes, b.nodeByName, b.bound, b.requested, b.tables, b.nodesErr = cr.nodes, cr.nodeByName, cr.bound, cr.requested, cr.tables, cr.err()
+	names := map[string]bool{}
 	for _, n := range b.nodes {
-		b.nodeByName[n.Name] = n
+		names[n.Name] = true
 	}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" {
-			b.requested = triage.RequestsByNode(b.bound)
-			break
+		if p.Spec.NodeName != "" && !names[p.Spec.NodeName] {
+			names[p.Spec.NodeName] = true
 		}
 	}
+	b.readable = readableNamespaces(ctx, namespace, slices.Sorted(maps.Keys(names)), b.bound)
 	if b.events == nil {
 		b.events, b.eventsErr = c.read.namespaceEvents(ctx, namespace)
 	}
@@ -101,7 +104,7 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 	s.NodesErr, s.Readable = b.nodesErr, b.readable
 	if pod.Spec.NodeName == "" {
 		// The pod is not bound, so it is in no list: every unscheduled pod shares them.
-		s.Nodes, s.PodsByNode, s.RequestedByNode = b.nodes, b.bound, b.requested
+		s.Nodes, s.BoundPods, s.RequestedByNode, s.NodeTables = b.nodes, b.bound, b.requested, b.tables
 	} else {
 		if n := b.nodeByName[pod.Spec.NodeName]; n != nil {
 			s.Nodes = []*corev1.Node{n}
@@ -109,7 +112,7 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 			s.NodesErr = fmt.Errorf("get node %s: not found", pod.Spec.NodeName)
 		}
 		var others []*corev1.Pod
-		for _, p := range b.bound[pod.Spec.NodeName] {
+		for _, p := range b.bound.On(pod.Spec.NodeName) {
 			if p.UID != pod.UID {
 				others = append(others, p)
 			}
@@ -181,11 +184,6 @@ func (b *podBatch) podEvents(pod *corev1.Pod) ([]triage.Event, error) {
 // allNodes returns every node, sorted by name.
 func (c *Collector) allNodes(ctx context.Context) ([]*corev1.Node, error) {
 	return c.listNodes(ctx, &corev1.Pod{}) // an unscheduled pod needs them all
-}
-
-// allBoundPods returns the pods bound to nodes that still hold resources, by node name.
-func (c *Collector) allBoundPods(ctx context.Context) (map[string][]*corev1.Pod, error) {
-	return c.boundPods(ctx, &corev1.Pod{}) // an unscheduled pod needs them all
 }
 
 // namespaceClaims returns the namespace's PersistentVolumeClaims by name and the volumes the

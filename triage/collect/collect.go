@@ -109,11 +109,19 @@ func (c *Collector) Collect(ctx context.Context, namespace, name string) (*triag
 	s.Events, s.EventsErr = c.read.podEvents(ctx, pod)
 	// Nodes, bound pods, volumes and the server version are best effort: a rule that needs a
 	// missing part stays silent rather than guess.
-	var nodesErr, podsErr error
-	s.Nodes, nodesErr = c.listNodes(ctx, pod)
-	s.PodsByNode, podsErr = c.boundPods(ctx, pod)
-	s.NodesErr = errors.Join(nodesErr, podsErr)
-	s.Readable = readableNamespaces(ctx, namespace, s.PodsByNode)
+	if pod.Spec.NodeName == "" {
+		cr := c.clusterReads(ctx)
+		s.Nodes, s.BoundPods, s.RequestedByNode, s.NodesErr = cr.nodes, cr.bound, cr.requested, cr.err()
+		if _, shared := ctx.Value(sharedKey{}).(*clusterReads); shared {
+			s.NodeTables = cr.tables
+		}
+	} else {
+		var nodesErr, podsErr error
+		s.Nodes, nodesErr = c.listNodes(ctx, pod)
+		s.PodsByNode, podsErr = c.boundPods(ctx, pod)
+		s.NodesErr = errors.Join(nodesErr, podsErr)
+	}
+	s.Readable = readableNamespaces(ctx, namespace, boundNodes(pod, s.Nodes), s.Bound())
 	s.PVCs, s.PVs = c.volumes(ctx, pod)
 	c.collectStorage(ctx, s)
 	c.collectWorkloadReplicas(ctx, s)
@@ -173,6 +181,24 @@ func (c *Collector) boundPods(ctx context.Context, pod *corev1.Pod) (map[string]
 	if err != nil {
 		return nil, err
 	}
+	return podsByNode(pods), nil
+}
+
+// boundNodes names the nodes whose pods a question about pod reads: pod's node when it is
+// bound (whether or not the node could be read), else every node of nodes.
+func boundNodes(pod *corev1.Pod, nodes []*corev1.Node) []string {
+	if pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return names
+}
+
+// podsByNode groups pods by spec.nodeName, each node's sorted by namespace and name.
+func podsByNode(pods []*corev1.Pod) map[string][]*corev1.Pod {
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
@@ -185,7 +211,7 @@ func (c *Collector) boundPods(ctx context.Context, pod *corev1.Pod) (map[string]
 			return pods[i].Name < pods[j].Name
 		})
 	}
-	return byNode, nil
+	return byNode
 }
 
 // volumes reads the PVCs the pod's volumes name (a name that maps to nil does not exist) and

@@ -17,7 +17,14 @@
 // (DiagnoseWorkload: CollectWorkload reads the workload, its controllers' events, the
 // namespace's quotas, limit ranges and pod-security labels, and its pods' Snapshots with the
 // reads they share done once, in podBatch) or a namespace (Sweep: one read per kind, light pod
-// Snapshots).
+// Snapshots). AnswerEach answers many questions at once (a watch's stuck pods and workloads)
+// with the cluster-wide reads made once for all (shared.go).
+//
+// The node table of an unscheduled pod judges every node, and a large cluster's cache holds
+// over 100,000 pods: the cached backend hands the rules the pods bound to each node one node
+// at a time (leanNodePods, a triage.NodePods), built from the lean cache entries only when a
+// filter reads that node, with the per-node requests summed from the entries; and pods of
+// one workload with the same demand share one table (triage.NodeTables).
 //
 // Each question notes the reads the API server refuses (refusals.go), so an asker with partial
 // read rights gets a partial answer that says what is missing, not a silent unknown.
@@ -25,5 +32,6 @@
 // Files: collect.go (Collector, Collect), reader*.go (the reads), workload.go, namespace.go,
 // batch.go (workload questions and sweeps), storage.go (claims, volumes, CSI limits),
 // events.go (event normalisation), names.go (near names for not-found answers), calico.go,
-// logs.go, leanpod.go and intern.go (the lean pod cache), answer.go (Answer).
+// logs.go, leanpod.go and intern.go (the lean pod cache), answer.go (Answer), shared.go
+// (AnswerEach and the cluster-wide reads).
 package collect

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/whypending/whypending/calico"
 )
@@ -437,6 +438,90 @@ func selectPods(objs []any, sel labels.Selector) []*corev1.Pod {
 			}
 		}
 		out = append(out, lp.pod())
+	}
+	return out
+}
+
+// leanNodePods is the pod cache's triage.NodePods: the cache entries of the pods bound to each
+// node, taken when a question starts (entries are immutable: an update replaces them, so the
+// question reads one consistent set), whose pods are built (leanPod.pod) only when a rule
+// reads a node (or, through Where, only the pods a rule looks for). A node table that reads
+// no node's pods (most of them: only host ports,
+// inter-pod affinity, topology spread and volume limits do) builds none; one that does holds
+// the pods of one node at a time. The pods built are shared while in use (leanPod.view), so
+// concurrent questions build each at most once.
+type leanNodePods map[string][]*leanPod
+
+// newLeanNodePods groups the cache entries that are bound pods still holding resources by
+// node, each node's sorted by namespace and name, and sums what they request on each node
+// (component-helpers' PodRequests depends on the spec alone, so pods sharing an interned spec
+// are summed with one computation).
+func newLeanNodePods(objs []any) (leanNodePods, map[string]corev1.ResourceList) {
+	byNode := leanNodePods{}
+	for _, o := range objs {
+		lp := leanPodOf(o)
+		if lp == nil || !holdsResources(lp.node.Value(), corev1.PodPhase(lp.phase.Value())) {
+			continue
+		}
+		byNode[lp.node.Value()] = append(byNode[lp.node.Value()], lp)
+	}
+	perSpec := map[*corev1.PodSpec]corev1.ResourceList{}
+	used := make(map[string]corev1.ResourceList, len(byNode))
+	for node, pods := range byNode {
+		sort.Slice(pods, func(i, j int) bool {
+			if a, b := pods[i].namespace.Value(), pods[j].namespace.Value(); a != b {
+				return a < b
+			}
+			return pods[i].name < pods[j].name
+		})
+		sum := corev1.ResourceList{}
+		for _, lp := range pods {
+			reqs, ok := perSpec[lp.spec]
+			if !ok {
+				reqs = resourcehelper.PodRequests(&corev1.Pod{Spec: *lp.spec}, resourcehelper.PodResourcesOptions{})
+				perSpec[lp.spec] = reqs
+			}
+			for name, q := range reqs {
+				s := sum[name]
+				s.Add(q)
+				sum[name] = s
+			}
+		}
+		used[node] = sum
+	}
+	return byNode, used
+}
+
+// On implements triage.NodePods.
+func (m leanNodePods) On(node string) []*corev1.Pod {
+	pods := m[node]
+	out := make([]*corev1.Pod, len(pods))
+	for i, lp := range pods {
+		out[i] = lp.pod()
+	}
+	return out
+}
+
+// Count implements triage.NodePods.
+func (m leanNodePods) Count(node string) int { return len(m[node]) }
+
+// Where implements triage.NodePods: keep sees a scratch pod with the entry's metadata and
+// its interned spec (without nodeName, the token volume under its shared name).
+func (m leanNodePods) Where(node string, keep func(*corev1.Pod) bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	var scratch corev1.Pod
+	for _, lp := range m[node] {
+		scratch.ObjectMeta = metav1.ObjectMeta{Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid)}
+		if lp.labels != nil {
+			scratch.Labels = *lp.labels
+		}
+		if lp.owners != nil {
+			scratch.OwnerReferences = *lp.owners
+		}
+		scratch.Spec = *lp.spec
+		if keep(&scratch) {
+			out = append(out, lp.pod())
+		}
 	}
 	return out
 }

@@ -57,6 +57,27 @@ func TestLeanPodsDiagnoseTheSame(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("diagnosis from lean pods differs (-full +lean):\n%s", d)
 			}
+			if full.Pod == nil || full.Pod.Spec.NodeName != "" {
+				return
+			}
+			// As the cached Collector reads an unscheduled pod's cluster: node by node from the
+			// cache entries (leanNodePods), the requests summed per spec, and a node table shared
+			// through NodeTables (the second evaluation reads the first's).
+			var entries []any
+			for _, pods := range full.PodsByNode {
+				for _, p := range pods {
+					entries = append(entries, newLeanPod(p))
+				}
+			}
+			byNode := lean
+			byNode.PodsByNode = nil
+			byNode.BoundPods, byNode.RequestedByNode = newLeanNodePods(entries)
+			byNode.NodeTables = triage.NewNodeTables()
+			for _, pass := range []string{"first", "shared table"} {
+				if d := cmp.Diff(want, triage.Evaluate(&byNode)); d != "" {
+					t.Errorf("diagnosis read node by node (%s) differs (-full +node by node):\n%s", pass, d)
+				}
+			}
 		})
 	}
 }
@@ -215,4 +236,76 @@ func BenchmarkLeanPodCache(b *testing.B) {
 		per = leanCacheBytesPerPod(100_000)
 	}
 	b.ReportMetric(per, "bytes/pod")
+}
+
+// BenchmarkNodeTable measures the answer about an unschedulable pod over a lean pod cache the
+// size of the L fixture (120,800 pods of 100-pod ReplicaSets on 1,000 nodes), read two ways:
+//
+//   - all-pods: every cached pod built into Snapshot.PodsByNode (how the cached Collector
+//     read it before NodePods);
+//   - node-by-node: leanNodePods, as the cached Collector reads it now.
+//
+// held-MiB is the heap the question still holds when its answer is made (after a GC, beyond
+// the cache): what it adds to the process's live heap, which the Go heap then doubles at
+// most before collecting (GOGC=100). B/op is everything it allocates.
+//
+//	go test ./triage/collect -run '^$' -bench BenchmarkNodeTable -benchtime 3x -benchmem
+func BenchmarkNodeTable(b *testing.B) {
+	const nodes, pods = 1000, 120_800
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, podsByNodeIndex: indexPodByNode})
+	var nodeList []*corev1.Node
+	for i := range nodes {
+		nodeList = append(nodeList, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i), Labels: map[string]string{corev1.LabelHostname: fmt.Sprintf("node-%04d", i)}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("250")}}})
+	}
+	for i := range pods {
+		p := richPod(i, nodeList[i%nodes].Name)
+		rs := fmt.Sprintf("web%d-7d4b9c6f8d", i/100)
+		p.Labels = map[string]string{"app.kubernetes.io/name": rs, "app.kubernetes.io/part-of": "shop", "pod-template-hash": "7d4b9c6f8d"}
+		p.OwnerReferences[0].Name = rs
+		p.Spec.Affinity, p.Spec.InitContainers, p.Status.InitContainerStatuses = nil, nil, nil // as the fixture's pods: no anti-affinity, no host port
+		obj, _ := leanPodTransform(p)
+		_ = indexer.Add(obj)
+	}
+	stuck := richPod(pods, "")
+	stuck.Name, stuck.UID = "stuck", "stuck-uid"
+	stuck.Spec.Affinity, stuck.Spec.InitContainers = nil, nil
+	stuck.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("64")
+	stuck.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	now := time.Now()
+	ev := triage.Event{Type: corev1.EventTypeWarning, Reason: "FailedScheduling", Count: 1, LastSeen: now,
+		Message: fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.", nodes, nodes, nodes, nodes)}
+	snapshot := func(byNode bool) *triage.Snapshot {
+		s := &triage.Snapshot{Now: now, Requested: triage.PodRef{Namespace: stuck.Namespace, Name: stuck.Name}, Pod: stuck, Events: []triage.Event{ev}, Nodes: nodeList}
+		if byNode {
+			s.BoundPods, s.RequestedByNode = newLeanNodePods(indexer.List())
+			return s
+		}
+		all := map[string][]*corev1.Pod{}
+		for _, o := range indexer.List() {
+			if lp := leanPodOf(o); lp != nil {
+				all[lp.node.Value()] = append(all[lp.node.Value()], lp.pod())
+			}
+		}
+		s.PodsByNode = all
+		return s
+	}
+	for _, mode := range []string{"all-pods", "node-by-node"} {
+		b.Run(mode, func(b *testing.B) {
+			var held float64
+			var code triage.Code
+			for b.Loop() {
+				base := heapInUse()
+				s := snapshot(mode == "node-by-node")
+				d := triage.Evaluate(s)
+				held = float64(heapInUse()-base) / (1 << 20)
+				code = d.Primary().Code
+				runtime.KeepAlive(s)
+			}
+			if code != triage.CodeInsufficientCPU {
+				b.Fatalf("primary code %s, want %s", code, triage.CodeInsufficientCPU)
+			}
+			b.ReportMetric(held, "held-MiB")
+		})
+	}
 }

@@ -2,12 +2,9 @@ package collect
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/triage"
@@ -82,19 +79,19 @@ func visibleNamespaces(ctx context.Context, namespace string, namespaces []strin
 	return out, len(out) < min(n, len(namespaces))
 }
 
-// readableNamespaces returns Snapshot.Readable for pods (Snapshot.PodsByNode) of a question
+// readableNamespaces returns Snapshot.Readable for the pods on the named nodes (Snapshot.Bound) of a question
 // about namespace: the other namespaces among theirs that the question may name
 // (Target.Visible, carried by ctx), each asked about once; nil when every namespace may be
 // named (no Target.Visible: authorization is off).
-func readableNamespaces(ctx context.Context, namespace string, pods map[string][]*corev1.Pod) map[string]bool {
+func readableNamespaces(ctx context.Context, namespace string, nodes []string, pods triage.NodePods) map[string]bool {
 	visible, _ := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
-	if visible == nil {
+	if visible == nil || pods == nil {
 		return nil
 	}
 	out := map[string]bool{}
 	asked := map[string]bool{namespace: true}
-	for _, node := range slices.Sorted(maps.Keys(pods)) {
-		for _, p := range pods[node] {
+	for _, node := range nodes {
+		for _, p := range pods.On(node) {
 			if !asked[p.Namespace] {
 				asked[p.Namespace] = true
 				if visible(ctx, p.Namespace) {

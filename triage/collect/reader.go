@@ -42,6 +42,11 @@ type reader interface {
 	// boundPods returns the pods bound to node ("": to any node) that still hold resources
 	// (phase neither Succeeded nor Failed), without the pod whose UID is skip.
 	boundPods(ctx context.Context, node string, skip types.UID) ([]*corev1.Pod, error)
+	// allBound returns the pods bound to any node that still hold resources, by node (sorted
+	// by namespace and name), and what they request on each node (triage.RequestsByNode): the
+	// node table of an unscheduled pod. The cache builds the pods of a node only when a rule
+	// asks for them (leanNodePods); the API reader lists them all.
+	allBound(ctx context.Context) (triage.NodePods, map[string]corev1.ResourceList, error)
 	// podRefs returns the namespace and name of every pod, or at least of those in namespace
 	// when the others cannot be listed (RBAC); nil when none can.
 	podRefs(ctx context.Context, namespace string) []triage.PodRef

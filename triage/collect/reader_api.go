@@ -113,6 +113,16 @@ func (r apiReader) boundPods(ctx context.Context, node string, skip types.UID) (
 	return out, nil
 }
 
+// allBound is boundPods of every node, grouped by node.
+func (r apiReader) allBound(ctx context.Context) (triage.NodePods, map[string]corev1.ResourceList, error) {
+	pods, err := r.boundPods(ctx, "", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	byNode := podsByNode(pods)
+	return triage.PodMap(byNode), triage.RequestsByNode(byNode), nil
+}
+
 // holdsResources reports whether a pod bound to node with phase still holds resources there.
 func holdsResources(node string, phase corev1.PodPhase) bool {
 	return node != "" && phase != corev1.PodSucceeded && phase != corev1.PodFailed

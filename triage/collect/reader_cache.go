@@ -275,6 +275,12 @@ func (r *cacheReader) boundPods(_ context.Context, node string, skip types.UID) 
 	return out, nil
 }
 
+// allBound reads the cache entries only: no pod is built until a rule reads its node.
+func (r *cacheReader) allBound(context.Context) (triage.NodePods, map[string]corev1.ResourceList, error) {
+	pods, used := newLeanNodePods(r.podIndex.List())
+	return pods, used, nil
+}
+
 func (r *cacheReader) podRefs(context.Context, string) []triage.PodRef {
 	var refs []triage.PodRef
 	for _, o := range r.podIndex.List() {

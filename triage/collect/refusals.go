@@ -143,6 +143,12 @@ func (r *refusals) boundPods(ctx context.Context, node string, skip types.UID) (
 	return p, err
 }
 
+func (r *refusals) allBound(ctx context.Context) (triage.NodePods, map[string]corev1.ResourceList, error) {
+	p, used, err := r.reader.allBound(ctx)
+	r.note(err, "list", "pods", "")
+	return p, used, err
+}
+
 func (r *refusals) podLog(ctx context.Context, namespace, name string, opts *corev1.PodLogOptions) ([]byte, error) {
 	b, err := r.reader.podLog(ctx, namespace, name, opts)
 	r.note(err, "get", "pods/log", namespace)

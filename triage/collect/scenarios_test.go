@@ -98,6 +98,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		} else if diff := cmp.Diff(a, warm, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("the cached collector (lean pod cache) answers %s differently (-direct +cached):\n%s", exp.Target, diff)
 		}
+		checkAnswerEach(t, ctx, cached, target, a)
 		checkFixesDryRun(t, c, sc, answerFindings(a))
 		return
 	}
@@ -113,6 +114,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	} else if diff := cmp.Diff(d, warm); diff != "" {
 		t.Errorf("the cached collector (lean pod cache, IPAM cache) diagnoses %s differently (-direct +cached):\n%s", exp.Pod, diff)
 	}
+	checkAnswerEach(t, ctx, cached, triage.Target{Kind: triage.KindPod, Namespace: ns, Name: name}, &triage.Answer{Pod: d})
 	var codes []triage.Code
 	for _, f := range d.Findings {
 		codes = append(codes, f.Code)
@@ -308,6 +310,20 @@ func logFindings(t *testing.T, findings []triage.Finding) {
 			for _, r := range nv.Reasons {
 				t.Logf("    node %s fits=%t: [%s sched=%t] %s", nv.Node, nv.Fits, r.Code, r.FromScheduler, r.Message)
 			}
+		}
+	}
+}
+
+// checkAnswerEach asks AnswerEach (the watch's entry point) the same question twice at once,
+// sharing the cluster-wide reads and node tables: both answers must be the direct answer.
+func checkAnswerEach(t *testing.T, ctx context.Context, cached *Collector, target triage.Target, want *triage.Answer) {
+	t.Helper()
+	answers, errs := AnswerEach(ctx, cached, []triage.Target{target, target})
+	for i := range answers {
+		if errs[i] != nil {
+			t.Errorf("AnswerEach(%s)[%d]: %v", target, i, errs[i])
+		} else if diff := cmp.Diff(want, answers[i], cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("AnswerEach answers %s (question %d of 2) differently (-direct +AnswerEach):\n%s", target, i, diff)
 		}
 	}
 }

@@ -58,8 +58,9 @@ func (c *Collector) volumeLimits(ctx context.Context, s *triage.Snapshot) {
 		csiNodes[n.Name] = n
 	}
 	wanted := map[string]bool{}
-	for _, pods := range s.PodsByNode {
-		for _, p := range pods {
+	pods := s.Bound()
+	for _, node := range boundNodes(s.Pod, s.Nodes) {
+		for _, p := range pods.On(node) {
 			for _, name := range claimNames(p) {
 				wanted[p.Namespace+"/"+name] = true
 			}

@@ -338,7 +338,7 @@ func (c *Client) ipamConfig(ctx context.Context) (*ipamConfigObject, error) {
 // readUsers reads what uses addresses: pods, node tunnel annotations and LoadBalancer
 // services, concurrently.
 func (c *Client) readUsers(ctx context.Context) (*addressUse, error) {
-	u := newAddressUse()
+	u := newAddressUse(0)
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

@@ -91,8 +91,10 @@ type addressUse struct {
 	lbs                    []lbUse
 }
 
-func newAddressUse() *addressUse {
-	return &addressUse{inUse: map[netip.Addr][]string{}, pendingPods: map[string]bool{}}
+// newAddressUse makes an empty addressUse; sizeHint is about how many addresses will be added
+// (0 when unknown).
+func newAddressUse(sizeHint int) *addressUse {
+	return &addressUse{inUse: make(map[netip.Addr][]string, sizeHint), pendingPods: map[string]bool{}}
 }
 
 func (u *addressUse) addPod(p PodUse) {
@@ -120,8 +122,15 @@ func (u *addressUse) addNode(n nodeUse) {
 func (inv *inventory) check(opts CheckOptions) *CheckResult {
 	blocks := slices.Clone(inv.blocks)
 	slices.SortFunc(blocks, func(a, b *block) int { return a.cidr.Addr().Compare(b.cidr.Addr()) })
-	var allocs []Allocation
-	handlesInUse := map[string]bool{}
+	// Sized up front: at L (152,000 allocations) growing these by appending allocated several
+	// times their final size per check (calico/BENCHMARKS.md, issue 20).
+	n := 0
+	for _, b := range blocks {
+		allocated, _ := b.counts()
+		n += allocated
+	}
+	allocs := make([]Allocation, 0, n)
+	handlesInUse := make(map[string]bool, n)
 	res := &CheckResult{Blocks: len(blocks), AllocationsByNode: map[string]int{}}
 	for _, b := range blocks {
 		if p := b.validate(); len(p) > 0 {
@@ -177,6 +186,7 @@ func (inv *inventory) check(opts CheckOptions) *CheckResult {
 	}
 
 	res.Report.Allocations = make(map[string][]*Allocation, len(allocs))
+	var leaked []int // indexes into allocs, copied into res.LeakedIPs at its final size
 	for i := range allocs {
 		a := &allocs[i]
 		res.AllocationsByNode[a.Node]++
@@ -193,7 +203,13 @@ func (inv *inventory) check(opts CheckOptions) *CheckResult {
 			a.Owners = []string{"Workload(" + a.Namespace + "/" + a.Pod + ") without IP yet"}
 			res.Pending = append(res.Pending, *a)
 		default:
-			res.LeakedIPs = append(res.LeakedIPs, *a)
+			leaked = append(leaked, i)
+		}
+	}
+	if len(leaked) > 0 {
+		res.LeakedIPs = make([]Allocation, len(leaked))
+		for j, i := range leaked {
+			res.LeakedIPs[j] = allocs[i]
 		}
 	}
 	notAllocated := func(ip netip.Addr) {

@@ -262,6 +262,11 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if receiver != nil {
 		g.Go(func() error { receiver.Run(gctx); return nil })
 	}
+	if cfg.Watch.Enabled {
+		g.Go(func() error {
+			return runWatch(gctx, cfg, b, adapter, discordAdapter, live, storeCluster(liveStore), reg, log)
+		})
+	}
 	if cfg.Digest.Schedule != "" {
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
 	}

@@ -64,6 +64,9 @@ type Options struct {
 	Channels []Channel
 	// Thresholds (zero fields: DefaultThresholds).
 	Thresholds Thresholds
+	// MaxPosts is the most new posts per channel per RateWindow (0: 10); past it, the
+	// channel's roll-up message lists the rest.
+	MaxPosts int
 	// RemindAfter is the least time between two "still stuck" replies (0: 4 h).
 	RemindAfter time.Duration
 	// ExcludeNamespaces are never watched.
@@ -92,7 +95,9 @@ type Watcher struct {
 	seen map[string]string
 	// tracked are the workloads with a pod in a watched state, or a post open.
 	tracked map[string]Workload
-	// worker delivers the threads of the current term.
+	// open are the workloads with a post open (the stuck-now gauge).
+	open map[string]bool
+	// worker delivers the posts of the current term.
 	worker *ledger.Worker
 }
 
@@ -109,6 +114,9 @@ func New(o Options) *Watcher {
 	}
 	if o.Thresholds.Terminating <= 0 {
 		o.Thresholds.Terminating = DefaultThresholds.Terminating
+	}
+	if o.MaxPosts <= 0 {
+		o.MaxPosts = 10
 	}
 	if o.RemindAfter <= 0 {
 		o.RemindAfter = 4 * time.Hour
@@ -139,7 +147,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 // misses nothing), every open post is checked for recovery, and the threads are delivered.
 func (w *Watcher) lead(ctx context.Context) {
 	w.mu.Lock()
-	w.seen, w.tracked = map[string]string{}, map[string]Workload{}
+	w.seen, w.tracked, w.open = map[string]string{}, map[string]Workload{}, map[string]bool{}
 	w.mu.Unlock()
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[Workload](time.Second, time.Minute),
@@ -147,8 +155,10 @@ func (w *Watcher) lead(ctx context.Context) {
 	worker := &ledger.Worker{Store: w.o.Store, Source: Source, Reconcile: w.deliver, Resync: w.o.Resync, Workers: 2, Log: w.o.Log}
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	rollups := &ledger.Worker{Store: w.o.Store, Source: RollupSource, Reconcile: w.deliverRollup, Resync: RollupEvery, Workers: 1, Log: w.o.Log}
 	w.worker = worker
 	run(func() { worker.Run(ctx) })
+	run(func() { rollups.Run(ctx) })
 	for _, c := range w.o.Clusters {
 		run(func() { w.attach(ctx, c, q) })
 	}
@@ -197,17 +207,31 @@ func (w *Watcher) attach(ctx context.Context, c Cluster, q workqueue.TypedRateLi
 	}
 }
 
-// reopen queues the workload of every open post (state stuck), so a workload that recovered
+// reopen queues the workload of every open post (state stuck) and of every roll-up line, so a workload that recovered
 // or vanished while no replica watched is seen (its pods send no event).
 func (w *Watcher) reopen(ctx context.Context, q workqueue.TypedRateLimitingInterface[Workload]) {
 	for {
 		entries, err := w.o.Store.List(ctx, Source, false)
+		var held []*ledger.Entry
+		if err == nil {
+			held, err = w.o.Store.List(ctx, RollupSource, false)
+		}
 		if err == nil {
 			for _, e := range entries {
 				var d post
 				if e.DataInto(&d) == nil && d.State == stateStuck {
+					w.setOpen(d.Workload, true)
 					w.track(d.Workload)
 					q.Add(d.Workload)
+				}
+			}
+			for _, e := range held {
+				var r rollup
+				if e.DataInto(&r) == nil {
+					for _, it := range append(r.Held, r.Unclear...) {
+						w.track(it.Workload)
+						q.Add(it.Workload)
+					}
 				}
 			}
 			return
@@ -427,6 +451,21 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 	var errs []error
 	for _, ch := range w.channels(wl) {
 		k := key(ch, wl)
+		_, err := w.o.Store.Get(ctx, k.Name())
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			// A new post: only a sure answer within the channel's rate limit.
+			ok, err := w.admit(ctx, ch, wl, since, res, now)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if !ok {
+				continue
+			}
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		}
 		e, err := w.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
 			var d post
 			if err := e.DataInto(&d); err != nil {
@@ -448,7 +487,9 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 			w.worker.Enqueue(e.Name())
 		}
 	}
-	w.gauge(ctx)
+	if len(errs) == 0 {
+		w.setOpen(wl, true)
+	}
 	return errors.Join(errs...)
 }
 
@@ -456,6 +497,9 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time) error {
 	var errs []error
 	for _, ch := range w.channels(wl) {
+		if err := w.release(ctx, ch, wl); err != nil {
+			errs = append(errs, err)
+		}
 		k := key(ch, wl)
 		if _, err := w.o.Store.Get(ctx, k.Name()); errors.Is(err, ledger.ErrNotFound) {
 			continue
@@ -481,34 +525,40 @@ func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time) err
 			w.worker.Enqueue(e.Name())
 		}
 	}
-	w.gauge(ctx)
+	if len(errs) == 0 {
+		w.setOpen(wl, false)
+	}
 	return errors.Join(errs...)
 }
 
-// gauge counts the workloads stuck now (posts open).
-func (w *Watcher) gauge(ctx context.Context) {
-	entries, err := w.o.Store.List(ctx, Source, false)
-	if err != nil {
+// setOpen records whether wl has a post open, for the stuck-now gauge.
+func (w *Watcher) setOpen(wl Workload, open bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.open == nil {
 		return
 	}
-	n := map[string]bool{}
-	for _, e := range entries {
-		var d post
-		if e.DataInto(&d) == nil && d.State == stateStuck {
-			n[d.Workload.Subject()] = true
-		}
+	if open {
+		w.open[wl.Subject()] = true
+	} else {
+		delete(w.open, wl.Subject())
 	}
-	w.o.Metrics.Stuck.Set(float64(len(n)))
+	w.o.Metrics.Stuck.Set(float64(len(w.open)))
 }
 
 // deliver posts and edits what an entry's thread still lacks (the ledger worker's
 // Reconciler).
 func (w *Watcher) deliver(ctx context.Context, e *ledger.Entry) error {
-	if err := thread.Deliver(ctx, w.o.Store, w.o.Platforms, e, w.render); err != nil {
+	return deliver(ctx, w.o.Store, w.o.Platforms, e, w.render)
+}
+
+// deliver makes e's thread show what render says, then clears its pending mark.
+func deliver(ctx context.Context, s *ledger.Store, p thread.Platforms, e *ledger.Entry, render thread.Render) error {
+	if err := thread.Deliver(ctx, s, p, e, render); err != nil {
 		return err
 	}
-	_, err := w.o.Store.Update(ctx, e.Key, func(e *ledger.Entry) error {
-		if !thread.Done(e, w.render(e)) {
+	_, err := s.Update(ctx, e.Key, func(e *ledger.Entry) error {
+		if !thread.Done(e, render(e)) {
 			return fmt.Errorf("notification %s: not done yet", e.Name())
 		}
 		if !e.Pending {

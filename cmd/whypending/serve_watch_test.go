@@ -294,3 +294,99 @@ func bindPulling(t *testing.T, cs kubernetes.Interface, ns, name, node string) {
 		t.Fatal(err)
 	}
 }
+
+// TestServeWatchMassEvent: 200 pods of one node stuck at once (each its own workload) give
+// the channel at most maxPostsPer10m posts of their own and one roll-up message that lists
+// the rest, edited as it grows; a pod whose answer is uncertain is not posted on its own but
+// counted on the roll-up's line with the command that shows it.
+func TestServeWatchMassEvent(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	installStore(t, c, "whypending")
+	cs := c.Client
+	ctx := t.Context()
+	watchNode(t, cs, "node-3", "64")
+	for _, ns := range []string{"shop", "batch"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alertResync = time.Second
+	t.Cleanup(func() { alertResync = 0 })
+	config := fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- name: test
+  kubeconfig: %s
+store: {namespace: whypending}
+approvals:
+  approvers: {users: [U0BOB]}
+channels:
+  digest: [C0OPS]
+watch:
+  enabled: true
+  thresholds: {pending: 3s, imagePull: 2s}
+  maxPostsPer10m: 10
+`, c.KubeconfigPath)
+	fake := newFakeSlack(t, nil)
+	startServeOn(t, config, fake)
+
+	// One pod bound to the node with no status and no event: nothing says why it waits.
+	unclear := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "batch"}, Spec: corev1.PodSpec{NodeName: "node-3",
+		Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/batch/nightly:1"}}}}
+	if _, err := cs.CoreV1().Pods("batch").Create(ctx, unclear, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		name := fmt.Sprintf("worker-%03d", i)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/importer:9.9"}}}}
+		if _, err := cs.CoreV1().Pods("shop").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bindPulling(t, cs, "shop", name, "node-3")
+	}
+	rollupOf := func() (slackThread, int) {
+		var r slackThread
+		own := 0
+		for _, th := range fake.threads("C0OPS") {
+			if strings.Contains(th.root.Text, "more stuck") || strings.Contains(th.root.Text, "more stuck workload") {
+				r = th
+			} else {
+				own++
+			}
+		}
+		return r, own
+	}
+	waitUntil(t, 180*time.Second, "the roll-up listing 190 held back and 1 without a clear cause", func() bool {
+		r, _ := rollupOf()
+		if r.root.TS == "" {
+			return false
+		}
+		last := r.root
+		if len(r.updates) > 0 {
+			last = r.updates[len(r.updates)-1]
+		}
+		return strings.Contains(last.Text, "191 more stuck workloads")
+	})
+	r, own := rollupOf()
+	last := r.updates[len(r.updates)-1]
+	if own != 10 {
+		t.Errorf("%d posts of their own, want 10 (maxPostsPer10m)", own)
+	}
+	if s := shown(last); !strings.Contains(s, "1 more stuck workload without a clear cause: `/why-pending -n batch --all`") {
+		t.Errorf("roll-up = %s, want the line about the uncertain pod", s)
+	}
+	for _, th := range fake.threads("C0OPS") {
+		if strings.Contains(th.root.Text, "nightly") {
+			t.Errorf("the uncertain pod got a post of its own: %s", th.root.Text)
+		}
+	}
+	roots := 0
+	for _, m := range fake.marks() {
+		roots += m
+	}
+	t.Logf("messages posted: %d (roots %d, roll-up edits %d); roll-up: %s", roots, own+1, len(r.updates), last.Text)
+	if roots != 11 {
+		t.Errorf("%d messages posted, want 11 (10 posts and the roll-up)", roots)
+	}
+}

@@ -66,7 +66,7 @@ func runWatch(ctx context.Context, cfg *Config, b *bot.Bot, sl *slack.Adapter, d
 		Clusters: clusters, Channels: watchChannels(cfg),
 		Thresholds: watch.Thresholds{Pending: wc.Thresholds.Pending.Duration, ImagePull: wc.Thresholds.ImagePull.Duration,
 			CrashLoopRestarts: int32(wc.Thresholds.CrashLoopRestarts), Terminating: wc.Thresholds.Terminating.Duration},
-		RemindAfter: wc.RemindAfter.Duration, ExcludeNamespaces: wc.ExcludeNamespaces,
+		MaxPosts: wc.MaxPostsPer10m, RemindAfter: wc.RemindAfter.Duration, ExcludeNamespaces: wc.ExcludeNamespaces,
 		Store:     ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: self}),
 		Platforms: platforms, Diagnose: b.DiagnoseResult,
 		Elector: &lease.Elector{Leases: client.CoordinationV1(), Namespace: cfg.Store.Namespace, Name: watch.LeaseName, What: "watch",

@@ -34,6 +34,9 @@ type post struct {
 	// Replies are the thread's replies, in order (append only); Seq numbers the next.
 	Replies []reply `json:"replies,omitempty"`
 	Seq     int     `json:"seq,omitempty"`
+	// Snooze is the post's snooze, if one; SnoozeLog every snooze, who and when (the audit).
+	Snooze    *snooze       `json:"snooze,omitempty"`
+	SnoozeLog []snoozeEvent `json:"snoozeLog,omitempty"`
 
 	bump bool // the root must change (a new revision)
 }
@@ -58,6 +61,22 @@ func (d *post) addReply(text string) {
 // nothing. An uncertain answer is never posted on its own: it starts no post and does not
 // replace a sure cause.
 func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, remindAfter time.Duration) bool {
+	if d.State == stateStuck && d.Snooze != nil {
+		if d.Snooze.active(now) {
+			return false // snoozed: nothing is posted
+		}
+		// The snooze ended with the workload still stuck: one reply, the root brought up to
+		// the cause now.
+		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "ended"})
+		d.Snooze = nil
+		if !res.Uncertain && res.Code != d.Code {
+			d.Code, d.Message = res.Code, res.Message
+		}
+		d.addReply(fmt.Sprintf("The snooze ended; still stuck after %s: %s.", roundDuration(now.Sub(d.Since)), d.Code))
+		d.RemindedAt = now
+		d.bump = true
+		return true
+	}
 	switch {
 	case d.State == "":
 		if res.Uncertain {
@@ -90,6 +109,16 @@ func (d *post) recover(now time.Time) bool {
 		return false
 	}
 	d.State, d.RecoveredAt = stateRecovered, now
+	if d.Snooze != nil {
+		// A snoozed workload that recovers: the root says so (an edit), no line is posted.
+		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "cleared: recovered"})
+		quiet := d.Snooze.active(now)
+		d.Snooze = nil
+		if quiet {
+			d.bump = true
+			return true
+		}
+	}
 	d.addReply(fmt.Sprintf("Recovered after %s.", roundDuration(now.Sub(d.Since))))
 	d.bump = true
 	return true
@@ -142,7 +171,7 @@ func (w *Watcher) render(e *ledger.Entry) thread.Thread {
 		} else {
 			w.o.Metrics.Posts.Inc()
 		}
-		return rootMessage(&d), nil
+		return rootMessage(&d, e.Name()), nil
 	}}}
 	for _, r := range d.Replies {
 		th.Replies = append(th.Replies, thread.Message{Key: r.Key, Render: func(context.Context) (chat.Message, error) {
@@ -162,10 +191,15 @@ func replySeverity(d *post, r reply) chat.Severity {
 
 // rootMessage is the root: the /why-pending answer while stuck, "Recovered after N min"
 // once it recovered.
-func rootMessage(d *post) chat.Message {
+func rootMessage(d *post, name string) chat.Message {
 	m := d.Message
 	m.Buttons = nil
 	lead := fmt.Sprintf("Stuck since %s (%s) · watched by whypending", d.Since.UTC().Format("15:04 MST"), d.Code)
+	if d.Snooze != nil {
+		lead += fmt.Sprintf(" · snoozed %s by %s", d.Snooze.String(), d.Snooze.By)
+	} else if d.State == stateStuck {
+		m.Buttons = snoozeButtons(name)
+	}
 	if d.State == stateRecovered {
 		return chat.Message{
 			Title:    fmt.Sprintf("Recovered after %s · %s", roundDuration(d.RecoveredAt.Sub(d.Since)), d.Workload.String()),

@@ -74,9 +74,6 @@ type Options struct {
 	Store             *ledger.Store
 	Platforms         thread.Platforms
 	Diagnose          Diagnoser
-	// Elector elects the one replica that watches and posts; nil runs without an election
-	// (one replica only).
-	Elector *lease.Elector
 	// Resync is how often pending threads are looked for (0: the ledger worker's default).
 	Resync  time.Duration
 	Metrics *Metrics
@@ -133,14 +130,15 @@ func New(o Options) *Watcher {
 	return &Watcher{o: o}
 }
 
-// Run watches and posts while this replica holds the Lease, until ctx ends.
-func (w *Watcher) Run(ctx context.Context) error {
-	if w.o.Elector == nil {
+// Run watches and posts while this replica holds el's Lease, until ctx ends; a nil el runs
+// without an election (one replica only). Snooze works on any replica, leading or not.
+func (w *Watcher) Run(ctx context.Context, el *lease.Elector) error {
+	if el == nil {
 		w.o.Log.WarnContext(ctx, "watch runs without leader election: run one replica only")
 		w.lead(ctx)
 		return nil
 	}
-	return w.o.Elector.Run(ctx, w.lead)
+	return el.Run(ctx, w.lead)
 }
 
 // lead is one term as the poster: every cached pod is looked at again (a failover or restart
@@ -375,7 +373,11 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	if after == 0 || remind < after {
 		after = remind
 	}
-	if same && !w.reminderDue(ctx, wl, now) {
+	due, at := w.attention(ctx, wl, now)
+	if !at.IsZero() && at.Sub(now) < after {
+		after = at.Sub(now) + 100*time.Millisecond
+	}
+	if same && !due {
 		return after, nil
 	}
 	res, err := w.o.Diagnose(ctx, wl.Cluster, wl.Target())
@@ -431,19 +433,36 @@ func key(ch Channel, wl Workload) ledger.Key {
 	return ledger.Key{Source: Source, Platform: ch.Platform, Channel: ch.ID, Subject: wl.Subject()}
 }
 
-// reminderDue says an open post of wl is due a reminder.
-func (w *Watcher) reminderDue(ctx context.Context, wl Workload, now time.Time) bool {
+// attention says whether an open post of wl needs a look now (a reminder is due, a snooze
+// ended), and when one next will (zero: none).
+func (w *Watcher) attention(ctx context.Context, wl Workload, now time.Time) (due bool, next time.Time) {
+	soonest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
 	for _, ch := range w.channels(wl) {
 		e, err := w.o.Store.Get(ctx, key(ch, wl).Name())
 		if err != nil {
 			continue
 		}
 		var d post
-		if e.DataInto(&d) == nil && d.State == stateStuck && now.Sub(d.RemindedAt) >= w.o.RemindAfter {
-			return true
+		if e.DataInto(&d) != nil || d.State != stateStuck {
+			continue
+		}
+		switch {
+		case d.Snooze != nil && d.Snooze.UntilRecovered:
+		case d.Snooze != nil && d.Snooze.active(now):
+			soonest(d.Snooze.Until)
+		case d.Snooze != nil:
+			due = true
+		case now.Sub(d.RemindedAt) >= w.o.RemindAfter:
+			due = true
+		default:
+			soonest(d.RemindedAt.Add(w.o.RemindAfter))
 		}
 	}
-	return false
+	return due, next
 }
 
 // stuck records what the posts of wl must say now that it is stuck with res.

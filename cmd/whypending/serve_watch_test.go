@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/whypending/whypending/adapters/slack"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/proc"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
@@ -231,6 +233,36 @@ watch:
 		t.Errorf("importer: reply %q, edit %s; want the cause change to an image pull error", th1.replies[0].Text, shown(th1.updates[len(th1.updates)-1]))
 	}
 
+	// Snooze: the 1 h button is on the root; a snooze of a few seconds (the same button's
+	// wire form) holds back the next cause change, and its end posts once.
+	btn := rootButton(t, fake, th1.root.TS, "snooze:1h0m0s")
+	if _, ok := chat.ParseSnoozeButton(slack.ParseActionID(btn.ActionID), btn.Value); !ok {
+		t.Fatalf("snooze button %q %q does not parse", btn.ActionID, btn.Value)
+	}
+	short := *btn
+	short.ActionID = "snooze:6s"
+	r3.client.click(t, "U0ALICE", th1.root.TS, &short)
+	if n := fake.answer(t, "/clicks/1"); !strings.Contains(n.Text, "Snoozed importer -n shop until") {
+		t.Fatalf("snooze notice = %q", n.Text)
+	}
+	snoozedAt := time.Now()
+	waitUntil(t, 30*time.Second, "the root saying it is snoozed", func() bool {
+		th := byTitle("importer")
+		return strings.Contains(shown(th.updates[len(th.updates)-1]), "snoozed until")
+	})
+	crashLooping(t, cs, ns, "importer")
+	time.Sleep(time.Until(snoozedAt.Add(5 * time.Second)))
+	if th := byTitle("importer"); len(th.replies) != 1 {
+		t.Errorf("%d replies while snoozed, want 1 (the cause change before the snooze)", len(th.replies))
+	}
+	waitUntil(t, 60*time.Second, "one reply when the snooze ends", func() bool { return len(byTitle("importer").replies) == 2 })
+	if th := byTitle("importer"); !strings.Contains(th.replies[1].Text, "The snooze ended; still stuck after") || strings.Contains(th.replies[1].Text, "image-not-found") {
+		t.Errorf("reply at the snooze's end = %q, want the new cause", th.replies[1].Text)
+	}
+	if !strings.Contains(r3.logs.String()+other.logs.String(), `"msg":"audit: watch post snoozed"`) {
+		t.Errorf("no audit line for the snooze")
+	}
+
 	// Nothing more comes, and nothing was posted twice.
 	time.Sleep(5 * time.Second)
 	ths := fake.threads("C0OPS")
@@ -259,6 +291,25 @@ watch:
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// crashLooping gives pod the status of a container that keeps exiting.
+func crashLooping(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	p, err := cs.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: p.Spec.Containers[0].Image, RestartCount: 5,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: "back-off 2m40s restarting failed container=app pod=" + name}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			StartedAt: now, FinishedAt: now}}}}
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

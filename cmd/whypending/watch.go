@@ -37,11 +37,11 @@ func watchChannels(cfg *Config) []watch.Channel {
 	return out
 }
 
-// runWatch runs the watch over the clusters' informer caches until ctx is done: only the
-// holder of the whypending-watch Lease in the store namespace posts, through the adapters'
-// Threads, its posts kept in Notification objects on the store cluster.
-func runWatch(ctx context.Context, cfg *Config, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, live []*fleet.Cluster, store *fleet.Cluster,
-	reg prometheus.Registerer, log *slog.Logger) error {
+// newWatcher builds the watch over the clusters' informer caches: its posts kept in
+// Notification objects on the store cluster, posted through the adapters' Threads, each
+// workload answered by b as /why-pending answers.
+func newWatcher(cfg *Config, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, live []*fleet.Cluster, store *fleet.Cluster,
+	reg prometheus.Registerer, log *slog.Logger) *watch.Watcher {
 	platforms := thread.Platforms{}
 	if cfg.SlackEnabled() {
 		platforms["slack"] = sl.Threads()
@@ -49,6 +49,25 @@ func runWatch(ctx context.Context, cfg *Config, b *bot.Bot, sl *slack.Adapter, d
 	if dc != nil {
 		platforms[discord.Platform] = dc.Threads()
 	}
+	clusters := make([]watch.Cluster, len(live))
+	for i, c := range live {
+		clusters[i] = c
+	}
+	wc := cfg.Watch
+	return watch.New(watch.Options{
+		Clusters: clusters, Channels: watchChannels(cfg),
+		Thresholds: watch.Thresholds{Pending: wc.Thresholds.Pending.Duration, ImagePull: wc.Thresholds.ImagePull.Duration,
+			CrashLoopRestarts: int32(wc.Thresholds.CrashLoopRestarts), Terminating: wc.Thresholds.Terminating.Duration},
+		MaxPosts: wc.MaxPostsPer10m, RemindAfter: wc.RemindAfter.Duration, ExcludeNamespaces: wc.ExcludeNamespaces,
+		Store:     ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
+		Platforms: platforms, Diagnose: b.DiagnoseResult,
+		Resync: alertResync, Metrics: watch.NewMetrics(reg), Log: log,
+	})
+}
+
+// runWatch runs w until ctx is done: only the holder of the whypending-watch Lease in the
+// store namespace of store watches and posts.
+func runWatch(ctx context.Context, cfg *Config, w *watch.Watcher, store *fleet.Cluster, log *slog.Logger) error {
 	restCfg, err := store.WaitConfig(ctx)
 	if err != nil {
 		return nil // ctx done
@@ -57,22 +76,8 @@ func runWatch(ctx context.Context, cfg *Config, b *bot.Bot, sl *slack.Adapter, d
 	if err != nil {
 		return fmt.Errorf("watch lease cluster %s: %w", store.Name(), err)
 	}
-	clusters := make([]watch.Cluster, len(live))
-	for i, c := range live {
-		clusters[i] = c
-	}
-	wc, self := cfg.Watch, ledgerIdentity()
-	w := watch.New(watch.Options{
-		Clusters: clusters, Channels: watchChannels(cfg),
-		Thresholds: watch.Thresholds{Pending: wc.Thresholds.Pending.Duration, ImagePull: wc.Thresholds.ImagePull.Duration,
-			CrashLoopRestarts: int32(wc.Thresholds.CrashLoopRestarts), Terminating: wc.Thresholds.Terminating.Duration},
-		MaxPosts: wc.MaxPostsPer10m, RemindAfter: wc.RemindAfter.Duration, ExcludeNamespaces: wc.ExcludeNamespaces,
-		Store:     ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: self}),
-		Platforms: platforms, Diagnose: b.DiagnoseResult,
-		Elector: &lease.Elector{Leases: client.CoordinationV1(), Namespace: cfg.Store.Namespace, Name: watch.LeaseName, What: "watch",
-			Identity:      fmt.Sprintf("%s_%d_%d", self.Host, self.PID, self.Start),
-			LeaseDuration: watchLeaseTiming.Duration, RenewDeadline: watchLeaseTiming.Renew, RetryPeriod: watchLeaseTiming.Retry, Log: log},
-		Resync: alertResync, Metrics: watch.NewMetrics(reg), Log: log,
-	})
-	return w.Run(ctx)
+	self := ledgerIdentity()
+	return w.Run(ctx, &lease.Elector{Leases: client.CoordinationV1(), Namespace: cfg.Store.Namespace, Name: watch.LeaseName, What: "watch",
+		Identity:      fmt.Sprintf("%s_%d_%d", self.Host, self.PID, self.Start),
+		LeaseDuration: watchLeaseTiming.Duration, RenewDeadline: watchLeaseTiming.Renew, RetryPeriod: watchLeaseTiming.Retry, Log: log})
 }

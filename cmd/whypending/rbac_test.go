@@ -51,6 +51,7 @@ const rbacValues = `config:
   approvals:
     approvers: {users: [U0ALICE], groups: [S0OPS]}
   digest: {schedule: "0 9 * * *"}
+  watch: {enabled: true}
   authorization:
     mode: approvals
     slack:

@@ -485,25 +485,8 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 			errs = append(errs, err)
 			continue
 		}
-		e, err := w.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
-			var d post
-			if err := e.DataInto(&d); err != nil {
-				return err
-			}
-			if !d.update(wl, since, res, now, w.o.RemindAfter) {
-				return ledger.ErrUnchanged
-			}
-			return d.save(e)
-		})
-		if errors.Is(err, ledger.ErrUnchanged) {
-			continue
-		}
-		if err != nil {
+		if err := w.change(ctx, k, func(d *post) bool { return d.update(wl, since, res, now, w.o.RemindAfter) }); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if e != nil && e.Pending {
-			w.worker.Enqueue(e.Name())
 		}
 	}
 	if len(errs) == 0 {
@@ -523,31 +506,36 @@ func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time) err
 		if _, err := w.o.Store.Get(ctx, k.Name()); errors.Is(err, ledger.ErrNotFound) {
 			continue
 		}
-		e, err := w.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
-			var d post
-			if err := e.DataInto(&d); err != nil {
-				return err
-			}
-			if !d.recover(now) {
-				return ledger.ErrUnchanged
-			}
-			return d.save(e)
-		})
-		if errors.Is(err, ledger.ErrUnchanged) {
-			continue
-		}
-		if err != nil {
+		if err := w.change(ctx, k, func(d *post) bool { return d.recover(now) }); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if e != nil && e.Pending {
-			w.worker.Enqueue(e.Name())
 		}
 	}
 	if len(errs) == 0 {
 		w.setOpen(wl, false)
 	}
 	return errors.Join(errs...)
+}
+
+// change applies fn to the post of k by compare-and-set and queues its delivery; fn returns
+// false when the post already says it all.
+func (w *Watcher) change(ctx context.Context, k ledger.Key, fn func(d *post) bool) error {
+	e, err := w.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
+		var d post
+		if err := e.DataInto(&d); err != nil {
+			return err
+		}
+		if !fn(&d) {
+			return ledger.ErrUnchanged
+		}
+		return d.save(e)
+	})
+	if errors.Is(err, ledger.ErrUnchanged) {
+		return nil
+	}
+	if err == nil && e.Pending {
+		w.worker.Enqueue(e.Name())
+	}
+	return err
 }
 
 // setOpen records whether wl has a post open, for the stuck-now gauge.

@@ -572,6 +572,13 @@ func workloadHealthyFinding(v *workloadView, d *WorkloadDiagnosis) Finding {
 // workloadNotFoundFinding answers for a workload that does not exist, with the closest names.
 func workloadNotFoundFinding(ws *WorkloadSnapshot) Finding {
 	r := ws.Requested
+	for _, x := range ws.Refused {
+		if x.Verb == "get" && x.Namespace == r.Namespace && strings.HasPrefix(x.Resource, strings.ToLower(string(r.Kind))+"s.") {
+			// The read of the workload itself was refused: it may well exist.
+			return Finding{Code: CodeUnknown, Severity: SeverityBlocker, Uncertain: true,
+				Summary: fmt.Sprintf("whypending may not read %s %q in namespace %q (the API server refused the get), so it cannot tell whether it exists or why it is stuck; ask about one of its pods by name, or get the permissions below.", r.Kind, r.Name, r.Namespace)}
+		}
+	}
 	f := Finding{
 		Code:     CodeWorkloadNotFound,
 		Severity: SeverityBlocker,

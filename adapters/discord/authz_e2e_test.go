@@ -17,6 +17,7 @@ import (
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/bot/authz"
 	"github.com/whypending/whypending/internal/chattest"
+	"github.com/whypending/whypending/internal/discordfake"
 )
 
 // People of the authorization e2e test, besides alice (mapped to chattest.RequesterUser) and
@@ -24,9 +25,9 @@ import (
 var (
 	// dev is an approver in the config, mapped to chattest.DevUser: get pods in the
 	// scenario's namespace only.
-	dev = member{id: "1600000000000000005", name: "dev", roles: []string{"1700000000000000009"}}
+	dev = discordfake.Member{ID: "1600000000000000005", Name: "dev", Roles: []string{"1700000000000000009"}}
 	// nobody is mapped to nothing.
-	nobody = member{id: "1600000000000000006", name: "nobody", roles: []string{"1700000000000000009"}}
+	nobody = discordfake.Member{ID: "1600000000000000006", Name: "nobody", Roles: []string{"1700000000000000009"}}
 )
 
 // hiddenPod is in chattest.HiddenNamespace, one letter from the scenario's pod.
@@ -59,12 +60,12 @@ func TestE2EAuthorization(t *testing.T) {
 		}
 		return now
 	}
-	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", approvers: []string{dev.id}, log: logs.Logger(),
+	e := newE2E(t, e2eOptions{scenario: "seed-ipam-leaked", approvers: []string{dev.ID}, log: logs.Logger(),
 		authz: &authz.Options{Mode: authz.ModeAll, Clusters: map[string]authz.Reviewer{chattest.ClusterName: rv},
 			Now: clock, Mappings: map[string]authz.Mapping{"discord": {
 				Users: map[string]authz.Identity{
-					alice.id: {User: chattest.RequesterUser},
-					dev.id:   {User: chattest.DevUser},
+					alice.ID: {User: chattest.RequesterUser},
+					dev.ID:   {User: chattest.DevUser},
 				},
 				Groups: map[string][]string{opsRole: {chattest.SREGroup}},
 			}}}})
@@ -73,7 +74,7 @@ func TestE2EAuthorization(t *testing.T) {
 
 	// refused checks that a command is answered at once, ephemeral, with want, and that
 	// nothing else is sent for it.
-	refused := func(t *testing.T, who member, data map[string]any, want string) {
+	refused := func(t *testing.T, who discordfake.Member, data map[string]any, want string) {
 		t.Helper()
 		token, resp, raw := e.command(t, who, data)
 		if resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data == nil || resp.Data.Flags != discordgo.MessageFlagsEphemeral {
@@ -86,39 +87,39 @@ func TestE2EAuthorization(t *testing.T) {
 			t.Errorf("the refusal names the pod %s", hiddenPod)
 		}
 		time.Sleep(100 * time.Millisecond)
-		if calls := e.fake.callsFor(token); len(calls) != 0 {
+		if calls := e.fake.CallsFor(token); len(calls) != 0 {
 			t.Errorf("%d REST calls for a refused command, want none: %+v", len(calls), calls)
 		}
 	}
 
 	t.Run("the developer may ask about their namespace", func(t *testing.T) {
-		token, resp, raw := e.command(t, dev, commandData("why-pending", "", "pod", stuckPod))
+		token, resp, raw := e.command(t, dev, discordfake.CommandData("why-pending", "", "pod", stuckPod))
 		if resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != 0 {
 			t.Fatalf("response = %s, want a public deferred response", raw)
 		}
-		if text := messageText(e.answer(t, token).Message); !strings.Contains(text, "calico-ipam-exhausted") {
+		if text := discordfake.MessageText(e.answer(t, token).Message); !strings.Contains(text, "calico-ipam-exhausted") {
 			t.Errorf("answer:\n%s\nwant the diagnosis", text)
 		}
 	})
 	t.Run("the developer may not ask about payments", func(t *testing.T) {
-		refused(t, dev, commandData("why-pending", "", "pod", chattest.HiddenNamespace+"/"+hiddenPod),
+		refused(t, dev, discordfake.CommandData("why-pending", "", "pod", chattest.HiddenNamespace+"/"+hiddenPod),
 			"Kubernetes RBAC does not allow you to get pods in namespace payments on cluster test (checked as user dev@example.com). Nothing was done.")
 	})
 	t.Run("an unmapped member is told what is missing", func(t *testing.T) {
-		refused(t, nobody, commandData("why-pending", "", "pod", stuckPod),
-			"Missing: Discord user "+nobody.id+" is not in authorization.discord.users; you hold none of the roles in authorization.discord.roles.")
+		refused(t, nobody, discordfake.CommandData("why-pending", "", "pod", stuckPod),
+			"Missing: Discord user "+nobody.ID+" is not in authorization.discord.users; you hold none of the roles in authorization.discord.roles.")
 	})
 	t.Run("a check that cannot be made is answered at once, to the asker alone", func(t *testing.T) {
 		defer rv.Set(e.Reviewer())
 		// The API server refuses the SubjectAccessReview itself: the bot's ServiceAccount
 		// lacks create subjectaccessreviews.
 		rv.Set(e.ReviewerAs(t, "system:serviceaccount:whypending:without-reviews"))
-		refused(t, alice, commandData("why-pending", "", "pod", stuckPod),
+		refused(t, alice, discordfake.CommandData("why-pending", "", "pod", stuckPod),
 			"the bot's ServiceAccount may not create subjectaccessreviews.authorization.k8s.io there")
 		rv.Set(chattest.ReviewerFunc(func(context.Context, authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 			return authorizationv1.SubjectAccessReviewStatus{}, apierrors.NewServiceUnavailable("etcdserver: leader changed")
 		}))
-		refused(t, alice, commandData("ipam", "release-ips"), "whypending could not check what Kubernetes RBAC allows you on cluster test (the check failed), so nothing was done.")
+		refused(t, alice, discordfake.CommandData("ipam", "release-ips"), "whypending could not check what Kubernetes RBAC allows you on cluster test (the check failed), so nothing was done.")
 	})
 	t.Run("a decision that lapses after the early check publishes nothing", func(t *testing.T) {
 		// The early check (Admit) is allowed; then the RoleBinding goes and the decision's TTL
@@ -143,14 +144,14 @@ func TestE2EAuthorization(t *testing.T) {
 			})
 			return st, err
 		}))
-		token, resp, raw := e.command(t, dev, commandData("why-pending", "", "pod", chattest.EmptyNamespace+"/web"))
+		token, resp, raw := e.command(t, dev, discordfake.CommandData("why-pending", "", "pod", chattest.EmptyNamespace+"/web"))
 		if resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != 0 {
 			t.Fatalf("response = %s, want the public deferred response of an admitted command", raw)
 		}
 		want := "Kubernetes RBAC does not allow you to get pods in namespace " + chattest.EmptyNamespace
-		var calls []restCall
+		var calls []discordfake.Call
 		deadline := time.Now().Add(60 * time.Second)
-		for calls = e.fake.callsFor(token); len(calls) == 0 || calls[len(calls)-1].Route != "followup"; calls = e.fake.callsFor(token) {
+		for calls = e.fake.CallsFor(token); len(calls) == 0 || calls[len(calls)-1].Route != "followup"; calls = e.fake.CallsFor(token) {
 			if time.Now().After(deadline) {
 				for _, c := range calls {
 					t.Logf("%s %s %d %s", c.Method, c.Path, c.Status, c.Body)
@@ -160,7 +161,7 @@ func TestE2EAuthorization(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		time.Sleep(100 * time.Millisecond)
-		calls = e.fake.callsFor(token)
+		calls = e.fake.CallsFor(token)
 		var routes []string
 		for _, c := range calls {
 			routes = append(routes, c.Route)
@@ -170,7 +171,7 @@ func TestE2EAuthorization(t *testing.T) {
 					t.Errorf("delete %s = %d, want the deferred response deleted", c.Path, c.Status)
 				}
 			case "followup":
-				if c.Message == nil || c.Message.Flags&discordgo.MessageFlagsEphemeral == 0 || !strings.Contains(messageText(c.Message), want) {
+				if c.Message == nil || c.Message.Flags&discordgo.MessageFlagsEphemeral == 0 || !strings.Contains(discordfake.MessageText(c.Message), want) {
 					t.Errorf("follow-up %s, want an ephemeral refusal with %q", c.Body, want)
 				}
 			default:
@@ -182,11 +183,11 @@ func TestE2EAuthorization(t *testing.T) {
 		}
 	})
 	t.Run("the developer may not plan a repair", func(t *testing.T) {
-		refused(t, dev, commandData("ipam", "release-ips"),
+		refused(t, dev, discordfake.CommandData("ipam", "release-ips"),
 			"Kubernetes RBAC does not allow you to update ipamblocks.crd.projectcalico.org (cluster-wide) on cluster test (checked as user dev@example.com). Nothing was done.")
 	})
 
-	token, _, _ := e.command(t, alice, commandData("ipam", "release-ips"))
+	token, _, _ := e.command(t, alice, discordfake.CommandData("ipam", "release-ips"))
 	plan := e.answer(t, token).Message
 	approve := button(t, plan, "?approve|")
 	planID := strings.TrimPrefix(approve.CustomID, "?approve|")
@@ -200,15 +201,15 @@ func TestE2EAuthorization(t *testing.T) {
 		got := e.answer(t, token)
 		want := "Kubernetes RBAC does not allow you to update ipamblocks.crd.projectcalico.org (cluster-wide) on cluster test (checked as user dev@example.com). Nothing was done."
 		// The go-ahead came from the ephemeral confirmation: the refusal replaces it.
-		if !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(strings.ReplaceAll(messageText(got.Message), `\`, ""), want) {
-			t.Errorf("reply = %s %q, want the ephemeral confirmation replaced by %q", got.Path, messageText(got.Message), want)
+		if !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(strings.ReplaceAll(discordfake.MessageText(got.Message), `\`, ""), want) {
+			t.Errorf("reply = %s %q, want the ephemeral confirmation replaced by %q", got.Path, discordfake.MessageText(got.Message), want)
 		}
 		rec := e.Record(t, planID)
 		last := rec.History[len(rec.History)-1]
 		if rec.State != approval.StatePending || last.Event != approval.AuditRefused || last.Denied == nil || last.Denied.Verb != "update" || last.As == nil || last.As.User != chattest.DevUser {
 			t.Errorf("record %s, last audit %+v: want Pending and the refusal with the denied verb", rec.State, last)
 		}
-		if edits := e.fake.channelEdits(plan.ID); len(edits) != 0 {
+		if edits := e.fake.ChannelEdits(plan.ID); len(edits) != 0 {
 			t.Errorf("plan message edited %d times by a refusal, want 0", len(edits))
 		}
 	})
@@ -217,8 +218,8 @@ func TestE2EAuthorization(t *testing.T) {
 		goAhead := e.confirm(t, bob, approve.CustomID, plan)
 		e.click(t, 0, bob, goAhead, nil)
 		chattest.WaitFor(t, 120*time.Second, "the final plan message", func() bool {
-			edits := e.fake.channelEdits(plan.ID)
-			return len(edits) > 0 && strings.Contains(messageText(edits[len(edits)-1].Message), "Done:")
+			edits := e.fake.ChannelEdits(plan.ID)
+			return len(edits) > 0 && strings.Contains(discordfake.MessageText(edits[len(edits)-1].Message), "Done:")
 		})
 		rec := e.Record(t, planID)
 		if rec.State != approval.StateSucceeded || rec.DecidedAs == nil || strings.Join(rec.DecidedAs.Groups, ",") != chattest.SREGroup {
@@ -233,10 +234,10 @@ func TestE2EAuthorization(t *testing.T) {
 		recs := chattest.AuditLines(t, logs.String(), "authorization refused")
 		want := map[string]bool{"/why-pending payments/" + hiddenPod: false, "plan release-leaked-ips": false, "approve " + planID: false, "unmapped": false}
 		for _, r := range recs {
-			if r["reason"] == "unmapped" && strings.HasSuffix(r["actor"].(string), "/"+nobody.id) {
+			if r["reason"] == "unmapped" && strings.HasSuffix(r["actor"].(string), "/"+nobody.ID) {
 				want["unmapped"] = true
 			}
-			if strings.HasSuffix(r["actor"].(string), "/"+dev.id) && r["verb"] != "" {
+			if strings.HasSuffix(r["actor"].(string), "/"+dev.ID) && r["verb"] != "" {
 				want[r["what"].(string)] = true
 			}
 		}

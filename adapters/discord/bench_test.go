@@ -13,6 +13,7 @@ import (
 
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/internal/chattest"
+	"github.com/whypending/whypending/internal/discordfake"
 )
 
 // concurrentInteractions is how many signed interactions are sent at once.
@@ -28,22 +29,22 @@ func burst(t testing.TB, e *e2eEnv, client *http.Client, targets []string, n int
 	reqs := make([]*http.Request, n)
 	for i := range n {
 		var body []byte
-		tokens[i], body = interactionJSON(t, discordgo.InteractionApplicationCommand,
-			commandData("why-pending", "", "pod", targets[i%len(targets)]), alice, nil)
-		e.fake.expect(tokens[i], channelID)
-		reqs[i] = e.sign.request(t, e.urls[0], time.Now(), body)
+		tokens[i], body = discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand,
+			discordfake.CommandData("why-pending", "", "pod", targets[i%len(targets)]), alice, nil)
+		e.fake.Expect(tokens[i], discordfake.ChannelID)
+		reqs[i] = e.sign.Request(t, e.urls[0], time.Now(), body)
 	}
 	starts, acks := chattest.Burst(t, client, reqs)
 	chattest.WaitFor(t, 120*time.Second, fmt.Sprintf("%d answers", n), func() bool {
 		for _, token := range tokens {
-			if len(e.fake.callsFor(token)) == 0 {
+			if len(e.fake.CallsFor(token)) == 0 {
 				return false
 			}
 		}
 		return true
 	})
 	for i, token := range tokens {
-		got := e.fake.callsFor(token)
+		got := e.fake.CallsFor(token)
 		if len(got) != 1 || got[0].Route != "webhook-edit" {
 			t.Fatalf("%s: %d calls, want exactly one edit of the deferred response", token, len(got))
 		}
@@ -78,10 +79,10 @@ func BenchmarkServe200ConcurrentInteractions(b *testing.B) {
 // reserve a queue place, write the deferred response), without the network: a
 // load-independent figure for the ack path.
 func BenchmarkAckHandler(b *testing.B) {
-	s := newSigner(b)
-	a := discord.New(discord.Options{Core: &chattest.RecordingCore{}, PublicKey: s.pub, Log: chattest.QuietLog, QueueSize: 1 << 20})
-	_, body := interactionJSON(b, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", "shop/web-7f9c"), alice, nil)
-	signed := s.request(b, "/discord/interactions", time.Now(), body)
+	s := discordfake.NewSigner(b)
+	a := discord.New(discord.Options{Core: &chattest.RecordingCore{}, PublicKey: s.Pub, Log: chattest.QuietLog, QueueSize: 1 << 20})
+	_, body := discordfake.InteractionJSON(b, discordgo.InteractionApplicationCommand, discordfake.CommandData("why-pending", "", "pod", "shop/web-7f9c"), alice, nil)
+	signed := s.Request(b, "/discord/interactions", time.Now(), body)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

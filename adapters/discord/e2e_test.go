@@ -21,10 +21,11 @@ import (
 	"github.com/whypending/whypending/bot/digest"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
+	"github.com/whypending/whypending/internal/discordfake"
 )
 
 // Members of the e2e guild. Approvers: alice by user ID, holders of opsRole (bob).
-var mallory = member{id: "1600000000000000003", name: "mallory", roles: []string{"1700000000000000009"}}
+var mallory = discordfake.Member{ID: "1600000000000000003", Name: "mallory", Roles: []string{"1700000000000000009"}}
 
 const stuckPod = "seed-ipam-leaked/shop-7frd7stjbt-2kq8r"
 
@@ -32,8 +33,8 @@ const stuckPod = "seed-ipam-leaked/shop-7frd7stjbt-2kq8r"
 // Discord REST API and bot replicas serving the interactions endpoint.
 type e2eEnv struct {
 	*chattest.Env
-	fake     *fakeDiscord
-	sign     signer
+	fake     *discordfake.Fake
+	sign     discordfake.Signer
 	adapters []*discord.Adapter
 	urls     []string
 }
@@ -57,7 +58,7 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 	if o.replicas == 0 {
 		o.replicas = 1
 	}
-	e := &e2eEnv{Env: chattest.Start(t, o.scenario, o.cached), fake: newFakeDiscord(t), sign: newSigner(t)}
+	e := &e2eEnv{Env: chattest.Start(t, o.scenario, o.cached), fake: discordfake.New(t), sign: discordfake.NewSigner(t)}
 	for range o.replicas {
 		// Each replica has its own bot, runner, session and worker pool; they share the
 		// cluster (and so the RemediationRequests) and the Discord application.
@@ -69,13 +70,13 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 			Clusters: []*bot.Cluster{e.BotCluster()},
 			Store:    e.Store,
 			Policy: approval.Policy{Approvers: map[string]approval.Approvers{
-				"discord": {Users: append([]string{alice.id}, o.approvers...), Groups: []string{opsRole}},
-				"slack":   {Users: []string{bob.id}}, // bob's Discord ID as a Slack approver: never valid on Discord
+				"discord": {Users: append([]string{alice.ID}, o.approvers...), Groups: []string{opsRole}},
+				"slack":   {Users: []string{bob.ID}}, // bob's Discord ID as a Slack approver: never valid on Discord
 			}, TwoPersonRule: true},
 			Authorizer: e.Authorizer(o.authz, log),
 			Log:        log,
 		})
-		a := discord.New(discord.Options{Core: b, Session: e.fake.session(t), ApplicationID: appID, PublicKey: e.sign.pub,
+		a := discord.New(discord.Options{Core: b, Session: e.fake.Session(t), ApplicationID: discordfake.AppID, PublicKey: e.sign.Pub,
 			Clusters: []string{chattest.ClusterName}, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())})
 		e.adapters = append(e.adapters, a)
 		e.urls = append(e.urls, chattest.Serve(t, a).URL+"/discord/interactions")
@@ -85,11 +86,11 @@ func newE2E(t testing.TB, o e2eOptions) *e2eEnv {
 
 // command sends a signed slash command to replica 0 and returns the interaction token and
 // the initial response.
-func (e *e2eEnv) command(t *testing.T, who member, data map[string]any) (string, *initialResponse, string) {
+func (e *e2eEnv) command(t *testing.T, who discordfake.Member, data map[string]any) (string, *discordfake.InitialResponse, string) {
 	t.Helper()
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, data, who, nil)
-	e.fake.expect(token, channelID)
-	status, resp, raw := e.sign.post(t, http.DefaultClient, e.urls[0], body)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, data, who, nil)
+	e.fake.Expect(token, discordfake.ChannelID)
+	status, resp, raw := e.sign.Post(t, http.DefaultClient, e.urls[0], body)
 	if status != http.StatusOK {
 		t.Fatalf("command = %d %s", status, raw)
 	}
@@ -97,11 +98,11 @@ func (e *e2eEnv) command(t *testing.T, who member, data map[string]any) (string,
 }
 
 // click sends a signed button click on msg to a replica.
-func (e *e2eEnv) click(t *testing.T, replica int, who member, customID string, msg *discordgo.Message) (string, *initialResponse, string) {
+func (e *e2eEnv) click(t *testing.T, replica int, who discordfake.Member, customID string, msg *discordgo.Message) (string, *discordfake.InitialResponse, string) {
 	t.Helper()
-	token, body := interactionJSON(t, discordgo.InteractionMessageComponent, clickData(customID), who, msg)
-	e.fake.expect(token, channelID)
-	status, resp, raw := e.sign.post(t, http.DefaultClient, e.urls[replica], body)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData(customID), who, msg)
+	e.fake.Expect(token, discordfake.ChannelID)
+	status, resp, raw := e.sign.Post(t, http.DefaultClient, e.urls[replica], body)
 	if status != http.StatusOK {
 		t.Fatalf("click = %d %s", status, raw)
 	}
@@ -110,27 +111,27 @@ func (e *e2eEnv) click(t *testing.T, replica int, who member, customID string, m
 
 // answer waits for the first REST call made with an interaction token (the edit of the
 // deferred response, or a follow-up).
-func (e *e2eEnv) answer(t *testing.T, token string) restCall {
+func (e *e2eEnv) answer(t *testing.T, token string) discordfake.Call {
 	t.Helper()
-	chattest.WaitFor(t, 60*time.Second, "the answer to "+token, func() bool { return len(e.fake.callsFor(token)) > 0 })
-	return e.fake.callsFor(token)[0]
+	chattest.WaitFor(t, 60*time.Second, "the answer to "+token, func() bool { return len(e.fake.CallsFor(token)) > 0 })
+	return e.fake.CallsFor(token)[0]
 }
 
 // button finds the button of msg whose custom ID starts with prefix.
 func button(t *testing.T, msg *discordgo.Message, prefix string) *discordgo.Button {
 	t.Helper()
-	for _, b := range buttonsOf(msg) {
+	for _, b := range discordfake.ButtonsOf(msg) {
 		if strings.HasPrefix(b.CustomID, prefix) {
 			return b
 		}
 	}
-	t.Fatalf("message %q has no button %s…", messageText(msg), prefix)
+	t.Fatalf("message %q has no button %s…", discordfake.MessageText(msg), prefix)
 	return nil
 }
 
 // confirm presses a button with a confirmation and returns the go-ahead's custom ID from the
 // ephemeral "are you sure?".
-func (e *e2eEnv) confirm(t *testing.T, who member, customID string, msg *discordgo.Message) string {
+func (e *e2eEnv) confirm(t *testing.T, who discordfake.Member, customID string, msg *discordgo.Message) string {
 	t.Helper()
 	_, resp, raw := e.click(t, 0, who, customID, msg)
 	if resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data.Flags != discordgo.MessageFlagsEphemeral {
@@ -174,15 +175,15 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("/why-pending is deferred, then the answer is edited in", func(t *testing.T) {
-		token, resp, raw := e.command(t, alice, commandData("why-pending", "", "pod", stuckPod))
+		token, resp, raw := e.command(t, alice, discordfake.CommandData("why-pending", "", "pod", stuckPod))
 		if resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != 0 {
 			t.Fatalf("response = %s, want a public deferred response", raw)
 		}
 		got := e.answer(t, token)
-		if got.Path != "/api/v9/webhooks/"+appID+"/"+token+"/messages/@original" {
+		if got.Path != "/api/v9/webhooks/"+discordfake.AppID+"/"+token+"/messages/@original" {
 			t.Fatalf("answer went to %s %s, want the edit of the deferred response", got.Method, got.Path)
 		}
-		text := messageText(got.Message)
+		text := discordfake.MessageText(got.Message)
 		for _, want := range []string{"seed\\-ipam\\-leaked/shop\\-7frd7stjbt\\-2kq8r is ContainerCreating: calico-ipam-exhausted",
 			"calico-ipam-exhausted", "[Release 181 leaked IPs]", "cluster test"} {
 			if !strings.Contains(strings.ReplaceAll(text, `\-`, "-"), strings.ReplaceAll(want, `\-`, "-")) {
@@ -192,83 +193,83 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if got.Message.Embeds[0].Color != 0xED4245 && got.Message.Embeds[0].Color != 0xE67E22 {
 			t.Errorf("colour = %#x, want the severity's (red or orange)", got.Message.Embeds[0].Color)
 		}
-		noMentionsSent(t, got)
+		discordfake.NoMentionsSent(t, got)
 	})
 
 	t.Run("a mention in the pod name is escaped and pings nobody", func(t *testing.T) {
-		token, _, _ := e.command(t, alice, commandData("why-pending", "", "pod", "@everyone<@&"+opsRole+">"))
+		token, _, _ := e.command(t, alice, discordfake.CommandData("why-pending", "", "pod", "@everyone<@&"+opsRole+">"))
 		got := e.answer(t, token)
-		text := messageText(got.Message)
+		text := discordfake.MessageText(got.Message)
 		if !strings.Contains(text, `\@everyone\<\@&`+opsRole+`\>`) || strings.Contains(strings.ReplaceAll(text, `\<\@&`, ""), "<@&") {
 			t.Errorf("answer = %q, want the mention shown escaped", text)
 		}
-		noMentionsSent(t, got)
+		discordfake.NoMentionsSent(t, got)
 	})
 
 	t.Run("the digest is posted to a Discord channel with its button, which plans", func(t *testing.T) {
-		d := &digest.Job{Clusters: []digest.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{channelID},
+		d := &digest.Job{Clusters: []digest.Cluster{{Name: chattest.ClusterName, IPAM: e.Calico}}, Channels: []string{discordfake.ChannelID},
 			Poster: chat.Platforms{discord.Platform: e.adapters[0]}, Render: bot.RenderDigest}
 		if err := d.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		sends := e.fake.snapshot("channel-send")
-		if len(sends) == 0 || sends[0].Path != "/api/v9/channels/"+channelID+"/messages" || sends[0].Auth != "Bot "+botToken {
-			t.Fatalf("digest posts = %+v, want POST /channels/%s/messages with the bot token", sends, channelID)
+		sends := e.fake.Snapshot("channel-send")
+		if len(sends) == 0 || sends[0].Path != "/api/v9/channels/"+discordfake.ChannelID+"/messages" || sends[0].Auth != "Bot "+discordfake.BotToken {
+			t.Fatalf("digest posts = %+v, want POST /channels/%s/messages with the bot token", sends, discordfake.ChannelID)
 		}
 		digest := sends[0].Message
-		if text := messageText(digest); !strings.Contains(text, "IPAM digest for test: 181 leaked IPs") {
+		if text := discordfake.MessageText(digest); !strings.Contains(text, "IPAM digest for test: 181 leaked IPs") {
 			t.Errorf("digest = %q", text)
 		}
-		noMentionsSent(t, sends[0])
+		discordfake.NoMentionsSent(t, sends[0])
 		release := button(t, digest, "plan:|release-leaked-ips")
 		token, resp, raw := e.click(t, 0, bob, release.CustomID, digest)
 		if resp.Type != discordgo.InteractionResponseDeferredMessageUpdate {
 			t.Fatalf("click = %s, want a deferred update", raw)
 		}
 		post := e.answer(t, token)
-		if post.Route != "followup" || !strings.Contains(messageText(post.Message), "Approval needed: release 181 leaked IPs on test") {
-			t.Fatalf("plan from the digest = %s %q, want a follow-up with the plan", post.Route, messageText(post.Message))
+		if post.Route != "followup" || !strings.Contains(discordfake.MessageText(post.Message), "Approval needed: release 181 leaked IPs on test") {
+			t.Fatalf("plan from the digest = %s %q, want a follow-up with the plan", post.Route, discordfake.MessageText(post.Message))
 		}
 		planID := strings.TrimPrefix(button(t, post.Message, "?approve|").CustomID, "?approve|")
-		if rec := e.Record(t, planID); rec.RequestedBy.Platform != "discord" || rec.RequestedBy.Team != guildID || rec.RequestedBy.ID != bob.id {
+		if rec := e.Record(t, planID); rec.RequestedBy.Platform != "discord" || rec.RequestedBy.Team != discordfake.GuildID || rec.RequestedBy.ID != bob.ID {
 			t.Errorf("requested by %+v, want bob in the guild", rec.RequestedBy)
 		}
 		// Its requester withdraws it.
 		token, _, _ = e.click(t, 0, bob, "deny|"+planID, post.Message)
-		if got := e.answer(t, token); !strings.Contains(messageText(got.Message), "Denied:") {
-			t.Errorf("after deny: %q", messageText(got.Message))
+		if got := e.answer(t, token); !strings.Contains(discordfake.MessageText(got.Message), "Denied:") {
+			t.Errorf("after deny: %q", discordfake.MessageText(got.Message))
 		}
 		if rec := e.Record(t, planID); rec.State != approval.StateDenied {
 			t.Errorf("state = %s, want Denied", rec.State)
 		}
 	})
 
-	token, _, _ := e.command(t, alice, commandData("ipam", "release-ips"))
+	token, _, _ := e.command(t, alice, discordfake.CommandData("ipam", "release-ips"))
 	planEdit := e.answer(t, token)
 	plan := planEdit.Message
-	if !strings.Contains(messageText(plan), "Approval needed: release 181 leaked IPs on test") {
-		t.Fatalf("plan message:\n%s", messageText(plan))
+	if !strings.Contains(discordfake.MessageText(plan), "Approval needed: release 181 leaked IPs on test") {
+		t.Fatalf("plan message:\n%s", discordfake.MessageText(plan))
 	}
 	approve := button(t, plan, "?approve|")
 	planID := strings.TrimPrefix(approve.CustomID, "?approve|")
 	chattest.WaitFor(t, 10*time.Second, "the plan message reference", func() bool { return e.Record(t, planID).MessageRef != "" })
 	rec := e.Record(t, planID)
-	if rec.State != approval.StatePending || !strings.HasPrefix(rec.MessageRef, "discord:"+channelID+"/"+plan.ID) || len(rec.Plan.Items) != 181 {
-		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, discord:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), channelID, plan.ID)
+	if rec.State != approval.StatePending || !strings.HasPrefix(rec.MessageRef, "discord:"+discordfake.ChannelID+"/"+plan.ID) || len(rec.Plan.Items) != 181 {
+		t.Fatalf("RemediationRequest = %s ref %q items %d, want Pending, discord:%s/%s, 181", rec.State, rec.MessageRef, len(rec.Plan.Items), discordfake.ChannelID, plan.ID)
 	}
 	// The plan's continuation messages (a 181-IP plan takes two), edited with it (issue 22).
-	_, more, _ := strings.Cut(strings.TrimPrefix(rec.MessageRef, "discord:"+channelID+"/"+plan.ID), ",")
+	_, more, _ := strings.Cut(strings.TrimPrefix(rec.MessageRef, "discord:"+discordfake.ChannelID+"/"+plan.ID), ",")
 	continuations := strings.FieldsFunc(more, func(r rune) bool { return r == ',' })
 	goAhead := "!approve|" + planID + "|" + plan.ID
 
 	refusals := []struct {
 		name   string
-		who    member
+		who    discordfake.Member
 		notice string
 	}{
-		{"a member without an approver role is refused", mallory, "Only approvers (users " + alice.id + "; members of " + opsRole + ")"},
+		{"a member without an approver role is refused", mallory, "Only approvers (users " + alice.ID + "; members of " + opsRole + ")"},
 		{"the requester cannot approve their own plan", alice, "two-person rule"},
-		{"a Slack approver's ID does not approve on Discord", member{id: bob.id, name: "bob", roles: nil}, "Only approvers"},
+		{"a Slack approver's ID does not approve on Discord", discordfake.Member{ID: bob.ID, Name: "bob", Roles: nil}, "Only approvers"},
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
@@ -280,26 +281,26 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 				t.Fatalf("go-ahead = %s, want a deferred update", raw)
 			}
 			got := e.answer(t, token)
-			if !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(messageText(got.Message), r.notice) {
-				t.Errorf("reply = %s %q, want the confirmation replaced by %q", got.Path, messageText(got.Message), r.notice)
+			if !strings.HasSuffix(got.Path, "/messages/@original") || !strings.Contains(discordfake.MessageText(got.Message), r.notice) {
+				t.Errorf("reply = %s %q, want the confirmation replaced by %q", got.Path, discordfake.MessageText(got.Message), r.notice)
 			}
 			if rec := e.Record(t, planID); rec.State != approval.StatePending {
 				t.Errorf("state = %s, want Pending", rec.State)
 			}
-			if edits := e.fake.channelEdits(plan.ID); len(edits) != 0 {
+			if edits := e.fake.ChannelEdits(plan.ID); len(edits) != 0 {
 				t.Errorf("plan message edited %d times by a refusal, want 0", len(edits))
 			}
 		})
 	}
 
 	t.Run("nobody can approve in a DM", func(t *testing.T) {
-		token, _, _ := e.click(t, 0, member{id: bob.id, name: "bob", dm: true}, goAhead, nil)
-		if got := e.answer(t, token); got.Route != "followup" || !strings.Contains(messageText(got.Message), "not in a direct message. Nothing was changed.") {
-			t.Errorf("DM approval answered %s %q, want an ephemeral refusal", got.Route, messageText(got.Message))
+		token, _, _ := e.click(t, 0, discordfake.Member{ID: bob.ID, Name: "bob", DM: true}, goAhead, nil)
+		if got := e.answer(t, token); got.Route != "followup" || !strings.Contains(discordfake.MessageText(got.Message), "not in a direct message. Nothing was changed.") {
+			t.Errorf("DM approval answered %s %q, want an ephemeral refusal", got.Route, discordfake.MessageText(got.Message))
 		}
 		rec := e.Record(t, planID)
 		last := rec.History[len(rec.History)-1]
-		if rec.State != approval.StatePending || last.Event != approval.AuditRefused || last.Actor != "discord:/"+bob.id || !strings.Contains(last.Detail, "not in a direct message") {
+		if rec.State != approval.StatePending || last.Event != approval.AuditRefused || last.Actor != "discord:/"+bob.ID || !strings.Contains(last.Detail, "not in a direct message") {
 			t.Errorf("record = %s, last audit %+v; want Pending with the DM refusal recorded", rec.State, last)
 		}
 	})
@@ -309,14 +310,14 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		req  func(t *testing.T, body []byte) *http.Request
 	}{
 		{"an approval signed with another key is refused", func(t *testing.T, body []byte) *http.Request {
-			return newSigner(t).request(t, e.urls[0], time.Now(), body)
+			return discordfake.NewSigner(t).Request(t, e.urls[0], time.Now(), body)
 		}},
 		{"a replayed approval with a stale timestamp is refused", func(t *testing.T, body []byte) *http.Request {
-			return e.sign.request(t, e.urls[0], time.Now().Add(-6*time.Minute), body)
+			return e.sign.Request(t, e.urls[0], time.Now().Add(-6*time.Minute), body)
 		}},
 	} {
 		t.Run(bad.name, func(t *testing.T) {
-			_, body := interactionJSON(t, discordgo.InteractionMessageComponent, clickData(goAhead), bob, nil)
+			_, body := discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData(goAhead), bob, nil)
 			resp, err := http.DefaultClient.Do(bad.req(t, body))
 			if err != nil {
 				t.Fatal(err)
@@ -343,49 +344,49 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		wg.Wait()
 		chattest.WaitFor(t, 120*time.Second, "the final plan message", func() bool {
-			edits := e.fake.channelEdits(plan.ID)
-			return len(edits) > 0 && strings.Contains(messageText(edits[len(edits)-1].Message), "Done:")
+			edits := e.fake.ChannelEdits(plan.ID)
+			return len(edits) > 0 && strings.Contains(discordfake.MessageText(edits[len(edits)-1].Message), "Done:")
 		})
-		edits := e.fake.channelEdits(plan.ID)
-		if len(edits) != 2 || !strings.Contains(messageText(edits[0].Message), "Running:") {
+		edits := e.fake.ChannelEdits(plan.ID)
+		if len(edits) != 2 || !strings.Contains(discordfake.MessageText(edits[0].Message), "Running:") {
 			t.Errorf("plan message edits = %d, want 2: running, then done", len(edits))
 		}
 		final := edits[len(edits)-1]
-		if final.Auth != "Bot "+botToken || final.Path != "/api/v9/channels/"+channelID+"/messages/"+plan.ID {
+		if final.Auth != "Bot "+discordfake.BotToken || final.Path != "/api/v9/channels/"+discordfake.ChannelID+"/messages/"+plan.ID {
 			t.Errorf("final edit = %s with %q, want the plan message with the bot token", final.Path, final.Auth)
 		}
-		noMentionsSent(t, final)
-		text := messageText(final.Message)
+		discordfake.NoMentionsSent(t, final)
+		text := discordfake.MessageText(final.Message)
 		for _, want := range []string{"Done: released 181 of 181 leaked IPs on test", "Approved by", "Bob", "0 leaked IPs remain"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("final message lacks %q:\n%s", want, text)
 			}
 		}
-		if len(buttonsOf(final.Message)) != 0 {
+		if len(discordfake.ButtonsOf(final.Message)) != 0 {
 			t.Errorf("final message still has buttons")
 		}
 		for _, id := range continuations {
 			// The continuations are edited after the first message: wait for their edit.
 			chattest.WaitFor(t, 30*time.Second, "the continuation's edit", func() bool {
-				edits := e.fake.channelEdits(id)
-				return len(edits) > 0 && strings.Contains(messageText(edits[len(edits)-1].Message), "Done: released 181 of 181")
+				edits := e.fake.ChannelEdits(id)
+				return len(edits) > 0 && strings.Contains(discordfake.MessageText(edits[len(edits)-1].Message), "Done: released 181 of 181")
 			})
-			edits := e.fake.channelEdits(id)
-			if len(edits) == 0 || !strings.Contains(messageText(edits[len(edits)-1].Message), "Done: released 181 of 181") ||
-				strings.Contains(messageText(edits[len(edits)-1].Message), "Approval needed") {
+			edits := e.fake.ChannelEdits(id)
+			if len(edits) == 0 || !strings.Contains(discordfake.MessageText(edits[len(edits)-1].Message), "Done: released 181 of 181") ||
+				strings.Contains(discordfake.MessageText(edits[len(edits)-1].Message), "Approval needed") {
 				t.Errorf("continuation %s of the plan after the decision: %d edits, last %q", id, len(edits), func() string {
 					if len(edits) == 0 {
 						return ""
 					}
-					return messageText(edits[len(edits)-1].Message)
+					return discordfake.MessageText(edits[len(edits)-1].Message)
 				}())
 			}
 		}
 		// One go-ahead closes its confirmation with the outcome, the other says it already ran.
 		var notices []string
 		for _, tok := range tokens {
-			chattest.WaitFor(t, 10*time.Second, "both confirmations closed", func() bool { return len(e.fake.callsFor(tok)) > 0 })
-			notices = append(notices, messageText(e.fake.callsFor(tok)[0].Message))
+			chattest.WaitFor(t, 10*time.Second, "both confirmations closed", func() bool { return len(e.fake.CallsFor(tok)) > 0 })
+			notices = append(notices, discordfake.MessageText(e.fake.CallsFor(tok)[0].Message))
 		}
 		joined := strings.Join(notices, "\n")
 		if !strings.Contains(joined, "already approved by Bob") || !strings.Contains(joined, "Done: released 181") {
@@ -395,7 +396,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			t.Errorf("executions = %d, want 1", n)
 		}
 		rec := e.Record(t, planID)
-		wantActor := "discord:" + guildID + "/" + bob.id
+		wantActor := "discord:" + discordfake.GuildID + "/" + bob.ID
 		if rec.State != approval.StateSucceeded || rec.DecidedBy == nil || rec.DecidedBy.String() != wantActor || rec.Result == nil || rec.Result.Done != 181 {
 			t.Errorf("RemediationRequest = %s by %+v result %+v, want Succeeded by %s with 181 done", rec.State, rec.DecidedBy, rec.Result, wantActor)
 		}
@@ -416,17 +417,17 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 	})
 
 	t.Run("/ipam check shows 0 leaked", func(t *testing.T) {
-		token, _, _ := e.command(t, mallory, commandData("ipam", "check"))
-		if got := messageText(e.answer(t, token).Message); !strings.Contains(got, "no problems found") {
+		token, _, _ := e.command(t, mallory, discordfake.CommandData("ipam", "check"))
+		if got := discordfake.MessageText(e.answer(t, token).Message); !strings.Contains(got, "no problems found") {
 			t.Errorf("check answer:\n%s\nwant no problems found", got)
 		}
 	})
 
 	t.Run("the gateway handler answers the same payloads", func(t *testing.T) {
-		gw := e.fake.session(t)
+		gw := e.fake.Session(t)
 		feed := func(data map[string]any, typ discordgo.InteractionType, msg *discordgo.Message) string {
-			token, body := interactionJSON(t, typ, data, bob, msg)
-			e.fake.expect(token, channelID)
+			token, body := discordfake.InteractionJSON(t, typ, data, bob, msg)
+			e.fake.Expect(token, discordfake.ChannelID)
 			var i discordgo.Interaction
 			if err := json.Unmarshal(body, &i); err != nil {
 				t.Fatal(err)
@@ -435,7 +436,7 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 			return token
 		}
 		callback := func(token string) map[string]any {
-			calls := e.fake.callsFor(token)
+			calls := e.fake.CallsFor(token)
 			if len(calls) == 0 || calls[0].Route != "callback" {
 				t.Fatalf("first call for %s = %+v, want the interaction callback", token, calls)
 			}
@@ -445,8 +446,8 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		// Both replicas are on the gateway and both receive the command: the one whose
 		// response Discord accepts answers, the other leaves it.
-		token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", stuckPod), bob, nil)
-		e.fake.expect(token, channelID)
+		token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("why-pending", "", "pod", stuckPod), bob, nil)
+		e.fake.Expect(token, discordfake.ChannelID)
 		var wg sync.WaitGroup
 		for _, a := range e.adapters {
 			var i discordgo.Interaction
@@ -459,11 +460,11 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		if r := callback(token); r["type"] != float64(5) {
 			t.Errorf("callback = %v, want a deferred response (type 5)", r)
 		}
-		chattest.WaitFor(t, 60*time.Second, "the gateway answer", func() bool { return len(e.fake.callsFor(token)) > 2 })
+		chattest.WaitFor(t, 60*time.Second, "the gateway answer", func() bool { return len(e.fake.CallsFor(token)) > 2 })
 		time.Sleep(200 * time.Millisecond) // room for a second answer, which must not come
 		var got []string
 		var answer *discordgo.Message
-		for _, c := range e.fake.callsFor(token) {
+		for _, c := range e.fake.CallsFor(token) {
 			got = append(got, fmt.Sprintf("%s %d", c.Route, c.Status))
 			if c.Route == "webhook-edit" {
 				answer = c.Message
@@ -471,19 +472,19 @@ func TestE2EWhyPendingAndReleaseLeakedIPs(t *testing.T) {
 		}
 		// The refused second callback and the answer race each other: compare without order.
 		sort.Strings(got)
-		if strings.Join(got, ", ") != "callback 204, callback 400, webhook-edit 200" || !strings.Contains(messageText(answer), "calico-ipam-exhausted") {
+		if strings.Join(got, ", ") != "callback 204, callback 400, webhook-edit 200" || !strings.Contains(discordfake.MessageText(answer), "calico-ipam-exhausted") {
 			t.Errorf("gateway calls = %v, want one accepted response, one refused, and one answer with the diagnosis", got)
 		}
-		token = feed(clickData(approve.CustomID), discordgo.InteractionMessageComponent, plan)
-		if r := callback(token); r["type"] != float64(4) || !strings.Contains(string(e.fake.callsFor(token)[0].Body), goAhead) {
-			t.Errorf("callback = %s, want the ephemeral confirmation", e.fake.callsFor(token)[0].Body)
+		token = feed(discordfake.ClickData(approve.CustomID), discordgo.InteractionMessageComponent, plan)
+		if r := callback(token); r["type"] != float64(4) || !strings.Contains(string(e.fake.CallsFor(token)[0].Body), goAhead) {
+			t.Errorf("callback = %s, want the ephemeral confirmation", e.fake.CallsFor(token)[0].Body)
 		}
-		token = feed(clickData(goAhead), discordgo.InteractionMessageComponent, nil)
+		token = feed(discordfake.ClickData(goAhead), discordgo.InteractionMessageComponent, nil)
 		if r := callback(token); r["type"] != float64(6) {
 			t.Errorf("callback = %v, want a deferred update (type 6)", r)
 		}
-		chattest.WaitFor(t, 10*time.Second, "the gateway notice", func() bool { return len(e.fake.callsFor(token)) > 1 })
-		if got := messageText(e.fake.callsFor(token)[1].Message); !strings.Contains(got, "already approved") {
+		chattest.WaitFor(t, 10*time.Second, "the gateway notice", func() bool { return len(e.fake.CallsFor(token)) > 1 })
+		if got := discordfake.MessageText(e.fake.CallsFor(token)[1].Message); !strings.Contains(got, "already approved") {
 			t.Errorf("gateway notice = %q, want already approved", got)
 		}
 		if n := e.Runs.Load(); n != 1 {

@@ -19,13 +19,14 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
+	"github.com/whypending/whypending/internal/discordfake"
 )
 
 // unitEnv is an adapter with a recording core, a fake Discord and the signed endpoint.
 type unitEnv struct {
 	core    *chattest.RecordingCore
-	fake    *fakeDiscord
-	sign    signer
+	fake    *discordfake.Fake
+	sign    discordfake.Signer
 	url     string
 	metrics *chat.Metrics
 	adapter *discord.Adapter
@@ -33,16 +34,16 @@ type unitEnv struct {
 
 func newUnitEnv(t *testing.T, core *chattest.RecordingCore, o discord.Options) *unitEnv {
 	t.Helper()
-	e := &unitEnv{core: core, fake: newFakeDiscord(t), sign: newSigner(t), metrics: chat.NewMetrics(prometheus.NewRegistry())}
-	o.Core, o.Session, o.ApplicationID, o.PublicKey, o.Log, o.Metrics = core, e.fake.session(t), appID, e.sign.pub, chattest.QuietLog, e.metrics
+	e := &unitEnv{core: core, fake: discordfake.New(t), sign: discordfake.NewSigner(t), metrics: chat.NewMetrics(prometheus.NewRegistry())}
+	o.Core, o.Session, o.ApplicationID, o.PublicKey, o.Log, o.Metrics = core, e.fake.Session(t), discordfake.AppID, e.sign.Pub, chattest.QuietLog, e.metrics
 	e.adapter = discord.New(o)
 	e.url = chattest.Serve(t, e.adapter).URL + "/discord/interactions"
 	return e
 }
 
 var (
-	alice = member{id: "1600000000000000001", name: "alice", roles: []string{"1700000000000000009"}}
-	bob   = member{id: "1600000000000000002", name: "bob", roles: []string{opsRole}}
+	alice = discordfake.Member{ID: "1600000000000000001", Name: "alice", Roles: []string{"1700000000000000009"}}
+	bob   = discordfake.Member{ID: "1600000000000000002", Name: "bob", Roles: []string{opsRole}}
 )
 
 const opsRole = "1700000000000000001"
@@ -51,9 +52,9 @@ func TestInteractionsEndpointVerifiesSignature(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
 		name       string
-		key        func(s signer) signer // the key the request is signed with
-		age        time.Duration         // how old the timestamp is
-		tamper     bool                  // change the body after signing
+		key        func(s discordfake.Signer) discordfake.Signer // the key the request is signed with
+		age        time.Duration                                 // how old the timestamp is
+		tamper     bool                                          // change the body after signing
 		noHeaders  bool
 		badHex     bool
 		wantStatus int
@@ -61,7 +62,7 @@ func TestInteractionsEndpointVerifiesSignature(t *testing.T) {
 	}{
 		{name: "a PING signed with the application's key gets PONG", wantStatus: 200, wantBody: `{"type":1}`},
 		{name: "a timestamp four minutes old is still accepted", age: 4 * time.Minute, wantStatus: 200, wantBody: `{"type":1}`},
-		{name: "another key's signature is refused", key: func(signer) signer { return newSigner(t) }, wantStatus: 401, wantBody: "invalid signature"},
+		{name: "another key's signature is refused", key: func(discordfake.Signer) discordfake.Signer { return discordfake.NewSigner(t) }, wantStatus: 401, wantBody: "invalid signature"},
 		{name: "a body changed after signing is refused", tamper: true, wantStatus: 401, wantBody: "invalid signature"},
 		{name: "a signature that is not hex is refused", badHex: true, wantStatus: 401, wantBody: "invalid signature"},
 		{name: "a timestamp older than five minutes is refused (replay)", age: 6 * time.Minute, wantStatus: 401, wantBody: "request timestamp outside the 5 minute window"},
@@ -80,11 +81,11 @@ func TestInteractionsEndpointVerifiesSignature(t *testing.T) {
 			// send a PING.
 			typ, data := discordgo.InteractionPing, any(nil)
 			if tt.wantStatus != 200 {
-				typ, data = discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", "shop/web-7f9c")
+				typ, data = discordgo.InteractionApplicationCommand, discordfake.CommandData("why-pending", "", "pod", "shop/web-7f9c")
 			}
-			token, body := interactionJSON(t, typ, data, alice, nil)
-			e.fake.expect(token, channelID)
-			req := s.request(t, e.url, now.Add(-tt.age), body)
+			token, body := discordfake.InteractionJSON(t, typ, data, alice, nil)
+			e.fake.Expect(token, discordfake.ChannelID)
+			req := s.Request(t, e.url, now.Add(-tt.age), body)
 			if tt.tamper {
 				req.Body = io.NopCloser(strings.NewReader(strings.Replace(string(body), "web-7f9c", "web-0000", 1)))
 			}
@@ -112,7 +113,7 @@ func TestInteractionsEndpointVerifiesSignature(t *testing.T) {
 				if n := core.Commands.Load(); n != 0 {
 					t.Errorf("core answered %d commands, want 0 (refused request)", n)
 				}
-				if calls := e.fake.snapshot(""); len(calls) != 0 {
+				if calls := e.fake.Snapshot(""); len(calls) != 0 {
 					t.Errorf("refused request caused %d REST calls, want 0", len(calls))
 				}
 			}
@@ -125,11 +126,11 @@ func TestInteractionsEndpointVerifiesSignature(t *testing.T) {
 func TestCommandIsDeferredThenEdited(t *testing.T) {
 	core := &chattest.RecordingCore{Block: make(chan struct{})}
 	e := newUnitEnv(t, core, discord.Options{})
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand,
-		commandData("ipam", "release-blocks", "cluster", "prod-eu", "node", "worker-2"), alice, nil)
-	e.fake.expect(token, channelID)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand,
+		discordfake.CommandData("ipam", "release-blocks", "cluster", "prod-eu", "node", "worker-2"), alice, nil)
+	e.fake.Expect(token, discordfake.ChannelID)
 	start := time.Now()
-	status, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body)
+	status, resp, raw := e.sign.Post(t, http.DefaultClient, e.url, body)
 	ack := time.Since(start)
 	if status != 200 || resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != 0 {
 		t.Fatalf("response = %d %s, want 200 with a public deferred response (type 5)", status, raw)
@@ -140,22 +141,22 @@ func TestCommandIsDeferredThenEdited(t *testing.T) {
 	if ack > 3*time.Second {
 		t.Errorf("ack took %s, beyond Discord's 3 s", ack)
 	}
-	if n := len(e.fake.callsFor(token)); n != 0 {
+	if n := len(e.fake.CallsFor(token)); n != 0 {
 		t.Fatalf("%d REST calls before the core answered, want 0", n)
 	}
 	close(core.Block)
-	chattest.WaitFor(t, 10*time.Second, "the edited response", func() bool { return len(e.fake.callsFor(token)) > 0 })
-	edit := e.fake.callsFor(token)[0]
-	if edit.Method != http.MethodPatch || edit.Path != "/api/v9/webhooks/"+appID+"/"+token+"/messages/@original" {
-		t.Fatalf("first call = %s %s, want PATCH …/webhooks/%s/<token>/messages/@original", edit.Method, edit.Path, appID)
+	chattest.WaitFor(t, 10*time.Second, "the edited response", func() bool { return len(e.fake.CallsFor(token)) > 0 })
+	edit := e.fake.CallsFor(token)[0]
+	if edit.Method != http.MethodPatch || edit.Path != "/api/v9/webhooks/"+discordfake.AppID+"/"+token+"/messages/@original" {
+		t.Fatalf("first call = %s %s, want PATCH …/webhooks/%s/<token>/messages/@original", edit.Method, edit.Path, discordfake.AppID)
 	}
-	if got, want := messageText(edit.Message), "answer to /ipam release-blocks --cluster prod-eu --node worker-2"; !strings.Contains(got, want) {
+	if got, want := discordfake.MessageText(edit.Message), "answer to /ipam release-blocks --cluster prod-eu --node worker-2"; !strings.Contains(got, want) {
 		t.Errorf("edited answer = %q, want it to contain %q", got, want)
 	}
-	noMentionsSent(t, edit)
+	discordfake.NoMentionsSent(t, edit)
 	req, _ := core.Last()
-	want := chat.Request{Principal: chat.Principal{Platform: "discord", Team: guildID, ID: alice.id, Name: "Alice", Groups: alice.roles},
-		Channel: channelID, Command: "ipam", Args: []string{"release-blocks", "--cluster", "prod-eu", "--node", "worker-2"}}
+	want := chat.Request{Principal: chat.Principal{Platform: "discord", Team: discordfake.GuildID, ID: alice.ID, Name: "Alice", Groups: alice.Roles},
+		Channel: discordfake.ChannelID, Command: "ipam", Args: []string{"release-blocks", "--cluster", "prod-eu", "--node", "worker-2"}}
 	if diff := cmp.Diff(want, req); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
@@ -163,40 +164,40 @@ func TestCommandIsDeferredThenEdited(t *testing.T) {
 
 func TestHelpIsEphemeral(t *testing.T) {
 	e := newUnitEnv(t, &chattest.RecordingCore{}, discord.Options{})
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("whypending", "help"), alice, nil)
-	e.fake.expect(token, channelID)
-	_, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("whypending", "help"), alice, nil)
+	e.fake.Expect(token, discordfake.ChannelID)
+	_, resp, raw := e.sign.Post(t, http.DefaultClient, e.url, body)
 	if resp == nil || resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || resp.Data.Flags != discordgo.MessageFlagsEphemeral {
 		t.Fatalf("response = %s, want an ephemeral deferred response", raw)
 	}
-	chattest.WaitFor(t, 10*time.Second, "the edited help", func() bool { return len(e.fake.callsFor(token)) > 0 })
+	chattest.WaitFor(t, 10*time.Second, "the edited help", func() bool { return len(e.fake.CallsFor(token)) > 0 })
 }
 
-// TestDirectMessageRefusals: in a DM there is no member, so no roles. Repair buttons and
+// TestDirectMessageRefusals: in a DM there is no discordfake.Member, so no roles. Repair buttons and
 // repair commands are refused at once; Approve and Deny (with or without the confirmation)
 // go to the bot as refused clicks, so the refusal is recorded in the plan's history.
 func TestDirectMessageRefusals(t *testing.T) {
 	core := &chattest.RecordingCore{}
 	e := newUnitEnv(t, core, discord.Options{})
-	dm := member{id: bob.id, name: "bob", dm: true}
+	dm := discordfake.Member{ID: bob.ID, Name: "bob", DM: true}
 	cases := []struct {
 		name    string
 		typ     discordgo.InteractionType
 		data    map[string]any
 		refused string // the refusal the bot gets; "" for one answered at once
 	}{
-		{"a repair button", discordgo.InteractionMessageComponent, clickData("plan:|release-leaked-ips;cluster=prod"), ""},
-		{"/ipam release-ips", discordgo.InteractionApplicationCommand, commandData("ipam", "release-ips"), ""},
-		{"Approve", discordgo.InteractionMessageComponent, clickData("?approve|rr-abcdefghijklm"), chat.ActionApprove},
-		{"the confirmed Approve", discordgo.InteractionMessageComponent, clickData("!approve|rr-abcdefghijklm|1400000000000000001"), chat.ActionApprove},
-		{"Deny", discordgo.InteractionMessageComponent, clickData("deny|rr-abcdefghijklm"), chat.ActionDeny},
+		{"a repair button", discordgo.InteractionMessageComponent, discordfake.ClickData("plan:|release-leaked-ips;cluster=prod"), ""},
+		{"/ipam release-ips", discordgo.InteractionApplicationCommand, discordfake.CommandData("ipam", "release-ips"), ""},
+		{"Approve", discordgo.InteractionMessageComponent, discordfake.ClickData("?approve|rr-abcdefghijklm"), chat.ActionApprove},
+		{"the confirmed Approve", discordgo.InteractionMessageComponent, discordfake.ClickData("!approve|rr-abcdefghijklm|1400000000000000001"), chat.ActionApprove},
+		{"Deny", discordgo.InteractionMessageComponent, discordfake.ClickData("deny|rr-abcdefghijklm"), chat.ActionDeny},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clicks := core.Clicks.Load()
-			token, body := interactionJSON(t, c.typ, c.data, dm, nil)
-			e.fake.expect(token, channelID)
-			_, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body)
+			token, body := discordfake.InteractionJSON(t, c.typ, c.data, dm, nil)
+			e.fake.Expect(token, discordfake.ChannelID)
+			_, resp, raw := e.sign.Post(t, http.DefaultClient, e.url, body)
 			if c.refused == "" {
 				if resp == nil || resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data.Flags != discordgo.MessageFlagsEphemeral ||
 					!strings.Contains(raw, "in a direct message nothing was done") {
@@ -212,8 +213,8 @@ func TestDirectMessageRefusals(t *testing.T) {
 			if click.ActionID != c.refused || !strings.Contains(click.Refusal, "not in a direct message") || click.Principal.Team != "" {
 				t.Errorf("click = %+v, want %s refused for being in a DM", click, c.refused)
 			}
-			chattest.WaitFor(t, 10*time.Second, "the notice", func() bool { return len(e.fake.callsFor(token)) > 0 })
-			if n := e.fake.callsFor(token)[0]; n.Route != "followup" || !strings.Contains(string(n.Body), `"flags":64`) {
+			chattest.WaitFor(t, 10*time.Second, "the notice", func() bool { return len(e.fake.CallsFor(token)) > 0 })
+			if n := e.fake.CallsFor(token)[0]; n.Route != "followup" || !strings.Contains(string(n.Body), `"flags":64`) {
 				t.Errorf("notice = %s %s, want an ephemeral follow-up", n.Route, n.Body)
 			}
 		})
@@ -222,14 +223,14 @@ func TestDirectMessageRefusals(t *testing.T) {
 		t.Errorf("the bot saw %d commands from a DM, want none", n)
 	}
 	// Diagnosing works in a DM: it needs no approval.
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", "shop/web"), dm, nil)
-	e.fake.expect(token, channelID)
-	if _, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body); resp == nil || resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource {
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("why-pending", "", "pod", "shop/web"), dm, nil)
+	e.fake.Expect(token, discordfake.ChannelID)
+	if _, resp, raw := e.sign.Post(t, http.DefaultClient, e.url, body); resp == nil || resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource {
 		t.Fatalf("/why-pending in a DM = %s, want deferred", raw)
 	}
 	chattest.WaitFor(t, 10*time.Second, "the DM answer", func() bool { return core.Commands.Load() == 1 })
 	last, _ := core.Last()
-	if p := last.Principal; p.Team != "" || p.ID != bob.id || len(p.Groups) != 0 {
+	if p := last.Principal; p.Team != "" || p.ID != bob.ID || len(p.Groups) != 0 {
 		t.Errorf("DM principal = %+v, want bob without guild or roles", p)
 	}
 }
@@ -240,15 +241,15 @@ func TestDirectMessageRefusals(t *testing.T) {
 func TestConfirmationThenClick(t *testing.T) {
 	core := &chattest.RecordingCore{}
 	e := newUnitEnv(t, core, discord.Options{})
-	plan := &discordgo.Message{ID: "1400000000000000777", ChannelID: channelID,
+	plan := &discordgo.Message{ID: "1400000000000000777", ChannelID: discordfake.ChannelID,
 		Embeds: []*discordgo.MessageEmbed{{Title: "Approval needed: release 181 leaked IPs on test"}},
 		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 			discordgo.Button{Label: "Approve", Style: discordgo.PrimaryButton, CustomID: "?approve|rr-abcdefghijklm"},
 			discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: "deny|rr-abcdefghijklm"},
 		}}}}
-	token, body := interactionJSON(t, discordgo.InteractionMessageComponent, clickData("?approve|rr-abcdefghijklm"), bob, plan)
-	e.fake.expect(token, channelID)
-	_, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData("?approve|rr-abcdefghijklm"), bob, plan)
+	e.fake.Expect(token, discordfake.ChannelID)
+	_, resp, raw := e.sign.Post(t, http.DefaultClient, e.url, body)
 	if resp == nil || resp.Type != discordgo.InteractionResponseChannelMessageWithSource || resp.Data.Flags != discordgo.MessageFlagsEphemeral {
 		t.Fatalf("response = %s, want an ephemeral confirmation", raw)
 	}
@@ -260,29 +261,29 @@ func TestConfirmationThenClick(t *testing.T) {
 		t.Fatalf("the bot saw %d clicks before the go-ahead", n)
 	}
 
-	token, body = interactionJSON(t, discordgo.InteractionMessageComponent, clickData("cancel"), bob, nil)
-	_, resp, raw = e.sign.post(t, http.DefaultClient, e.url, body)
+	token, body = discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData("cancel"), bob, nil)
+	_, resp, raw = e.sign.Post(t, http.DefaultClient, e.url, body)
 	if resp == nil || resp.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(raw, "Cancelled; nothing was changed.") || !strings.Contains(raw, `"components":[]`) {
 		t.Fatalf("cancel = %s, want the confirmation replaced, without buttons", raw)
 	}
 
-	token, body = interactionJSON(t, discordgo.InteractionMessageComponent, clickData("!approve|rr-abcdefghijklm|1400000000000000777"), bob, nil)
-	e.fake.expect(token, channelID)
-	_, resp, raw = e.sign.post(t, http.DefaultClient, e.url, body)
+	token, body = discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData("!approve|rr-abcdefghijklm|1400000000000000777"), bob, nil)
+	e.fake.Expect(token, discordfake.ChannelID)
+	_, resp, raw = e.sign.Post(t, http.DefaultClient, e.url, body)
 	if resp == nil || resp.Type != discordgo.InteractionResponseDeferredMessageUpdate {
 		t.Fatalf("go-ahead = %s, want a deferred update (type 6)", raw)
 	}
 	chattest.WaitFor(t, 10*time.Second, "the click", func() bool { return core.Clicks.Load() == 1 })
 	_, click := core.Last()
-	want := chat.Click{Principal: chat.Principal{Platform: "discord", Team: guildID, ID: bob.id, Name: "Bob", Groups: bob.roles},
-		Channel: channelID, ActionID: chat.ActionApprove, Value: "rr-abcdefghijklm"}
+	want := chat.Click{Principal: chat.Principal{Platform: "discord", Team: discordfake.GuildID, ID: bob.ID, Name: "Bob", Groups: bob.Roles},
+		Channel: discordfake.ChannelID, ActionID: chat.ActionApprove, Value: "rr-abcdefghijklm"}
 	if diff := cmp.Diff(want, click); diff != "" {
 		t.Errorf("click (-want +got):\n%s", diff)
 	}
 	// The notice replaces the confirmation, which was the go-ahead's message.
-	chattest.WaitFor(t, 10*time.Second, "the notice", func() bool { return len(e.fake.callsFor(token)) > 0 })
-	if c := e.fake.callsFor(token)[0]; !strings.HasSuffix(c.Path, "/messages/@original") || !strings.Contains(messageText(c.Message), "clicked") {
-		t.Errorf("notice = %s %s %q, want the confirmation edited to the notice", c.Method, c.Path, messageText(c.Message))
+	chattest.WaitFor(t, 10*time.Second, "the notice", func() bool { return len(e.fake.CallsFor(token)) > 0 })
+	if c := e.fake.CallsFor(token)[0]; !strings.HasSuffix(c.Path, "/messages/@original") || !strings.Contains(discordfake.MessageText(c.Message), "clicked") {
+		t.Errorf("notice = %s %s %q, want the confirmation edited to the notice", c.Method, c.Path, discordfake.MessageText(c.Message))
 	}
 }
 
@@ -290,13 +291,13 @@ func TestConfirmationThenClick(t *testing.T) {
 // retried; the metrics count it.
 func TestFollowUpWaitsOutRateLimit(t *testing.T) {
 	e := newUnitEnv(t, &chattest.RecordingCore{}, discord.Options{})
-	e.fake.rateLimit("webhook-edit", 1)
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", "shop/web"), alice, nil)
-	e.fake.expect(token, channelID)
+	e.fake.RateLimit("webhook-edit", 1)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("why-pending", "", "pod", "shop/web"), alice, nil)
+	e.fake.Expect(token, discordfake.ChannelID)
 	sent := time.Now()
-	e.sign.post(t, http.DefaultClient, e.url, body)
-	chattest.WaitFor(t, 10*time.Second, "the edit after the rate limit", func() bool { return len(e.fake.callsFor(token)) > 0 })
-	if waited := e.fake.callsFor(token)[0].At.Sub(sent); waited < 250*time.Millisecond {
+	e.sign.Post(t, http.DefaultClient, e.url, body)
+	chattest.WaitFor(t, 10*time.Second, "the edit after the rate limit", func() bool { return len(e.fake.CallsFor(token)) > 0 })
+	if waited := e.fake.CallsFor(token)[0].At.Sub(sent); waited < 250*time.Millisecond {
 		t.Errorf("edit came %s after the command, want at least retry_after (250ms)", waited)
 	}
 	if n := testutil.ToFloat64(e.metrics.Deliveries.WithLabelValues("discord", "rate-limited")); n != 1 {
@@ -309,9 +310,9 @@ func TestBusyQueueSaysSo(t *testing.T) {
 	defer close(core.Block)
 	e := newUnitEnv(t, core, discord.Options{Workers: 1, QueueSize: 1})
 	for i, want := range []string{"", "", "whypending is busy right now"} {
-		token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("why-pending", "", "pod", "shop/web"), alice, nil)
-		e.fake.expect(token, channelID)
-		_, resp, raw := e.sign.post(t, http.DefaultClient, e.url, body)
+		token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("why-pending", "", "pod", "shop/web"), alice, nil)
+		e.fake.Expect(token, discordfake.ChannelID)
+		_, resp, raw := e.sign.Post(t, http.DefaultClient, e.url, body)
 		if want == "" {
 			if resp == nil || resp.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource {
 				t.Fatalf("command %d = %s, want deferred", i, raw)
@@ -326,26 +327,26 @@ func TestBusyQueueSaysSo(t *testing.T) {
 }
 
 func TestRegisterCommandsIsIdempotent(t *testing.T) {
-	for _, guilds := range [][]string{nil, {guildID, "1200000000000000002"}} {
+	for _, guilds := range [][]string{nil, {discordfake.GuildID, "1200000000000000002"}} {
 		e := newUnitEnv(t, &chattest.RecordingCore{}, discord.Options{Guilds: guilds, Clusters: []string{"prod-eu", "staging"}})
 		if err := e.adapter.Register(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		first := e.fake.snapshot("commands")
+		first := e.fake.Snapshot("commands")
 		stored := snapshotCommands(e.fake)
 		if err := e.adapter.Register(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		second := e.fake.snapshot("commands")[len(first):]
-		want := []string{"/api/v9/applications/" + appID + "/commands"}
+		second := e.fake.Snapshot("commands")[len(first):]
+		want := []string{"/api/v9/applications/" + discordfake.AppID + "/commands"}
 		if guilds != nil {
-			want = []string{"/api/v9/applications/" + appID + "/guilds/" + guildID + "/commands",
-				"/api/v9/applications/" + appID + "/guilds/1200000000000000002/commands"}
+			want = []string{"/api/v9/applications/" + discordfake.AppID + "/guilds/" + discordfake.GuildID + "/commands",
+				"/api/v9/applications/" + discordfake.AppID + "/guilds/1200000000000000002/commands"}
 		}
 		var paths []string
 		for i, c := range first {
 			paths = append(paths, c.Path)
-			if c.Method != http.MethodPut || c.Auth != "Bot "+botToken {
+			if c.Method != http.MethodPut || c.Auth != "Bot "+discordfake.BotToken {
 				t.Errorf("call %d = %s with auth %q, want PUT with the bot token", i, c.Method, c.Auth)
 			}
 			if string(second[i].Body) != string(c.Body) {
@@ -358,8 +359,7 @@ func TestRegisterCommandsIsIdempotent(t *testing.T) {
 		if diff := cmp.Diff(stored, snapshotCommands(e.fake)); diff != "" {
 			t.Errorf("registering again changed the commands (-before +after):\n%s", diff)
 		}
-		e.fake.mu.Lock()
-		for key, cmds := range e.fake.commands {
+		for key, cmds := range e.fake.Commands() {
 			var names []string
 			for _, c := range cmds {
 				names = append(names, c.Name)
@@ -371,16 +371,13 @@ func TestRegisterCommandsIsIdempotent(t *testing.T) {
 				t.Errorf("cluster choices in %s = %v, want prod-eu and staging", key, ch)
 			}
 		}
-		e.fake.mu.Unlock()
 	}
 }
 
 // snapshotCommands is the fake's registered commands as JSON, by key.
-func snapshotCommands(f *fakeDiscord) map[string]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func snapshotCommands(f *discordfake.Fake) map[string]string {
 	out := map[string]string{}
-	for k, cmds := range f.commands {
+	for k, cmds := range f.Commands() {
 		b, _ := json.Marshal(cmds)
 		out[k] = string(b)
 	}
@@ -403,26 +400,26 @@ func (c *longCore) Command(context.Context, chat.Request) chat.Reply {
 // TestLongAnswerContinuesInFollowUps: the first page is edited into the deferred response,
 // the rest are follow-up messages, each within Discord's limits and without mentions.
 func TestLongAnswerContinuesInFollowUps(t *testing.T) {
-	f := newFakeDiscord(t)
-	s := newSigner(t)
-	a := discord.New(discord.Options{Core: &longCore{}, Session: f.session(t), ApplicationID: appID, PublicKey: s.pub, Log: chattest.QuietLog})
+	f := discordfake.New(t)
+	s := discordfake.NewSigner(t)
+	a := discord.New(discord.Options{Core: &longCore{}, Session: f.Session(t), ApplicationID: discordfake.AppID, PublicKey: s.Pub, Log: chattest.QuietLog})
 	url := chattest.Serve(t, a).URL + "/discord/interactions"
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("ipam", "check"), alice, nil)
-	f.expect(token, channelID)
-	s.post(t, http.DefaultClient, url, body)
-	chattest.WaitFor(t, 10*time.Second, "the answer and its follow-ups", func() bool { return len(f.callsFor(token)) >= 2 })
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("ipam", "check"), alice, nil)
+	f.Expect(token, discordfake.ChannelID)
+	s.Post(t, http.DefaultClient, url, body)
+	chattest.WaitFor(t, 10*time.Second, "the answer and its follow-ups", func() bool { return len(f.CallsFor(token)) >= 2 })
 	time.Sleep(50 * time.Millisecond)
-	calls := f.callsFor(token)
+	calls := f.CallsFor(token)
 	rows := 0
 	for i, c := range calls {
-		wantRoute, wantPath := "followup", "/api/v9/webhooks/"+appID+"/"+token
+		wantRoute, wantPath := "followup", "/api/v9/webhooks/"+discordfake.AppID+"/"+token
 		if i == 0 {
-			wantRoute, wantPath = "webhook-edit", "/api/v9/webhooks/"+appID+"/"+token+"/messages/@original"
+			wantRoute, wantPath = "webhook-edit", "/api/v9/webhooks/"+discordfake.AppID+"/"+token+"/messages/@original"
 		}
 		if c.Route != wantRoute || c.Path != wantPath {
 			t.Errorf("call %d = %s %s, want %s", i, c.Method, c.Path, wantPath)
 		}
-		noMentionsSent(t, c)
+		discordfake.NoMentionsSent(t, c)
 		e := c.Message.Embeds[0]
 		n := len(e.Title) + len(e.Description)
 		for _, fl := range e.Fields {
@@ -472,14 +469,14 @@ func (c *planCore) Command(ctx context.Context, req chat.Request) chat.Reply {
 // messages is attached with all of them, and when it is decided every continuation is
 // edited too; it used to keep "Approval needed … (continued)" after the repair was done.
 func TestSplitPlanIsEditedWhole(t *testing.T) {
-	f := newFakeDiscord(t)
-	s := newSigner(t)
+	f := discordfake.New(t)
+	s := discordfake.NewSigner(t)
 	core := &planCore{}
-	a := discord.New(discord.Options{Core: core, Session: f.session(t), ApplicationID: appID, PublicKey: s.pub, Log: chattest.QuietLog})
+	a := discord.New(discord.Options{Core: core, Session: f.Session(t), ApplicationID: discordfake.AppID, PublicKey: s.Pub, Log: chattest.QuietLog})
 	url := chattest.Serve(t, a).URL + "/discord/interactions"
-	token, body := interactionJSON(t, discordgo.InteractionApplicationCommand, commandData("ipam", "release-ips"), alice, nil)
-	f.expect(token, channelID)
-	s.post(t, http.DefaultClient, url, body)
+	token, body := discordfake.InteractionJSON(t, discordgo.InteractionApplicationCommand, discordfake.CommandData("ipam", "release-ips"), alice, nil)
+	f.Expect(token, discordfake.ChannelID)
+	s.Post(t, http.DefaultClient, url, body)
 	var ref string
 	chattest.WaitFor(t, 10*time.Second, "the plan to be attached", func() bool {
 		refs := core.Attached()
@@ -489,11 +486,11 @@ func TestSplitPlanIsEditedWhole(t *testing.T) {
 		ref = refs[0]
 		return true
 	})
-	calls := f.callsFor(token)
+	calls := f.CallsFor(token)
 	if len(calls) < 2 {
 		t.Fatalf("the plan took %d messages, want several", len(calls))
 	}
-	ids := strings.Split(strings.TrimPrefix(ref, "discord:"+channelID+"/"), ",")
+	ids := strings.Split(strings.TrimPrefix(ref, "discord:"+discordfake.ChannelID+"/"), ",")
 	if len(ids) != len(calls) {
 		t.Fatalf("attached %q for %d messages, want every message's ID", ref, len(calls))
 	}
@@ -502,11 +499,11 @@ func TestSplitPlanIsEditedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		edits := f.channelEdits(id)
+		edits := f.ChannelEdits(id)
 		if len(edits) != 1 {
 			t.Fatalf("message %d (%s) edited %d times, want once", i, id, len(edits))
 		}
-		text := messageText(edits[0].Message)
+		text := discordfake.MessageText(edits[0].Message)
 		if !strings.Contains(text, "Done: released 40 of 40 leaked IPs on prod") || strings.Contains(text, "Approval needed") {
 			t.Errorf("message %d after the decision = %q", i, text)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
+	"github.com/whypending/whypending/internal/discordfake"
 	"github.com/whypending/whypending/ledger"
 	"github.com/whypending/whypending/ledger/thread"
 )
@@ -20,11 +21,11 @@ import (
 // it instead of posting it again; a new revision is one PATCH of the root.
 func TestThreadDeliveredOnce(t *testing.T) {
 	stores := chattest.Ledgers(t)
-	f := newFakeDiscord(t)
-	platforms := thread.Platforms{"discord": discord.New(discord.Options{Core: &chattest.RecordingCore{}, Session: f.session(t),
-		ApplicationID: appID, PublicKey: newSigner(t).pub, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())}).Threads()}
+	f := discordfake.New(t)
+	platforms := thread.Platforms{"discord": discord.New(discord.Options{Core: &chattest.RecordingCore{}, Session: f.Session(t),
+		ApplicationID: discordfake.AppID, PublicKey: discordfake.NewSigner(t).Pub, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())}).Threads()}
 	ctx := t.Context()
-	key := ledger.Key{Source: "alert", Platform: "discord", Channel: channelID, Subject: `{}:{alertname="KubePodCrashLooping"}`}
+	key := ledger.Key{Source: "alert", Platform: "discord", Channel: discordfake.ChannelID, Subject: `{}:{alertname="KubePodCrashLooping"}`}
 	render := func(e *ledger.Entry) thread.Thread {
 		th := thread.Thread{Root: thread.Message{Key: ledger.RootKey, Render: func(context.Context) (chat.Message, error) {
 			return chat.Message{Title: fmt.Sprintf("root, revision %d", e.Revision)}, nil
@@ -54,7 +55,7 @@ func TestThreadDeliveredOnce(t *testing.T) {
 	if _, err := one.Update(ctx, key, func(e *ledger.Entry) error { e.Revision = 2; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	f.loseAnswers.Store(1)
+	f.LoseAnswers.Store(1)
 	if err := deliver(one); err == nil {
 		t.Fatal("Deliver with the first reply's answer lost returned no error")
 	}
@@ -63,11 +64,11 @@ func TestThreadDeliveredOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	top := f.thread(channelID)
+	top := f.Thread(discordfake.ChannelID)
 	if len(top) != 1 || top[0].Embeds[0].Title != "root, revision 2" {
 		t.Fatalf("channel = %v, want the root once, edited to revision 2", titles(top))
 	}
-	if replies := f.thread(top[0].ID); len(replies) != 2 || replies[0].Embeds[0].Title != "diagnosis a" || replies[1].Embeds[0].Title != "diagnosis b" {
+	if replies := f.Thread(top[0].ID); len(replies) != 2 || replies[0].Embeds[0].Title != "diagnosis a" || replies[1].Embeds[0].Title != "diagnosis b" {
 		t.Errorf("thread = %v, want each reply once, in order", titles(replies))
 	}
 }

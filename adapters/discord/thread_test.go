@@ -11,6 +11,7 @@ import (
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/chattest"
+	"github.com/whypending/whypending/internal/discordfake"
 )
 
 // TestThreads: a root is a channel message with a nonce and enforce_nonce; the first reply
@@ -18,47 +19,47 @@ import (
 // answer was lost is found by Find, and a retry with the same nonce makes no second message; Find tells a
 // message that was made (by its footer ref) from one that was not.
 func TestThreads(t *testing.T) {
-	f := newFakeDiscord(t)
-	a := discord.New(discord.Options{Core: &chattest.RecordingCore{}, Session: f.session(t), ApplicationID: appID,
-		PublicKey: newSigner(t).pub, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())})
+	f := discordfake.New(t)
+	a := discord.New(discord.Options{Core: &chattest.RecordingCore{}, Session: f.Session(t), ApplicationID: discordfake.AppID,
+		PublicKey: discordfake.NewSigner(t).Pub, Log: chattest.QuietLog, Metrics: chat.NewMetrics(prometheus.NewRegistry())})
 	th := a.Threads()
 	ctx := t.Context()
 	since := time.Now().Add(-time.Minute)
 
-	root, err := th.Post(ctx, channelID, "", "alert-1/root", chat.Message{Title: "KubePodCrashLooping firing"})
+	root, err := th.Post(ctx, discordfake.ChannelID, "", "alert-1/root", chat.Message{Title: "KubePodCrashLooping firing"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if root.Thread != root.ID {
 		t.Fatalf("root ref = %+v, want its ID as the thread", root)
 	}
-	reply, err := th.Post(ctx, channelID, root.Thread, "alert-1/alert/a", chat.Message{Title: "diagnosis"})
+	reply, err := th.Post(ctx, discordfake.ChannelID, root.Thread, "alert-1/alert/a", chat.Message{Title: "diagnosis"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if reply.Channel != root.ID {
 		t.Fatalf("reply ref = %+v, want it in the thread %s", reply, root.ID)
 	}
-	if _, err := th.Post(ctx, channelID, root.Thread, "alert-1/alert/b", chat.Message{Title: "second"}); err != nil {
+	if _, err := th.Post(ctx, discordfake.ChannelID, root.Thread, "alert-1/alert/b", chat.Message{Title: "second"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := th.Edit(ctx, root, "alert-1/root", chat.Message{Title: "KubePodCrashLooping resolved"}); err != nil {
 		t.Fatal(err)
 	}
-	f.loseAnswers.Store(1)
-	if _, err := th.Post(ctx, channelID, root.Thread, "alert-1/alert/c", chat.Message{Title: "lost once"}); err == nil {
+	f.LoseAnswers.Store(1)
+	if _, err := th.Post(ctx, discordfake.ChannelID, root.Thread, "alert-1/alert/c", chat.Message{Title: "lost once"}); err == nil {
 		t.Fatal("a post whose answer was lost returned no error")
 	}
-	lost, found, err := th.Find(ctx, channelID, root.Thread, "alert-1/alert/c", since)
+	lost, found, err := th.Find(ctx, discordfake.ChannelID, root.Thread, "alert-1/alert/c", since)
 	if err != nil || !found {
 		t.Fatalf("Find after a lost answer = %v %v, want the message that was made", found, err)
 	}
-	again, err := th.Post(ctx, channelID, root.Thread, "alert-1/alert/c", chat.Message{Title: "lost once"})
+	again, err := th.Post(ctx, discordfake.ChannelID, root.Thread, "alert-1/alert/c", chat.Message{Title: "lost once"})
 	if err != nil || again.ID != lost.ID {
 		t.Fatalf("retry with the nonce = %+v %v, want the message made before (%s)", again, err, lost.ID)
 	}
 
-	top, inThread := f.thread(channelID), f.thread(root.ID)
+	top, inThread := f.Thread(discordfake.ChannelID), f.Thread(root.ID)
 	if len(top) != 1 || top[0].Embeds[0].Title != "KubePodCrashLooping resolved" {
 		t.Fatalf("channel = %d messages (%v), want the root, edited", len(top), titles(top))
 	}
@@ -81,7 +82,7 @@ func TestThreads(t *testing.T) {
 		{"", "alert-1/alert/a", "", false},
 		{top[0].ID + "9", "alert-1/alert/a", "", false}, // no such thread: nothing was posted there
 	} {
-		ref, found, err := th.Find(ctx, channelID, c.thread, c.mark, since)
+		ref, found, err := th.Find(ctx, discordfake.ChannelID, c.thread, c.mark, since)
 		if err != nil {
 			t.Fatalf("Find(%q, %q): %v", c.thread, c.mark, err)
 		}

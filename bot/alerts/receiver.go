@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,6 +70,9 @@ type Options struct {
 	MaxBody int64
 	// Silences, when set, puts Silence buttons on firing groups' roots (Receiver.Silence).
 	Silences *Silences
+	// SilenceCheck is how often silences made from chat are compared with Alertmanager's
+	// (0: DefaultSilenceCheck).
+	SilenceCheck time.Duration
 	// Resync is how often pending threads are looked for (0: the ledger worker's default).
 	Resync  time.Duration
 	Metrics *Metrics
@@ -79,6 +84,7 @@ type Options struct {
 type Receiver struct {
 	o      Options
 	worker *ledger.Worker
+	recent recent
 }
 
 // New returns a Receiver; Run must run for the threads to be posted.
@@ -98,13 +104,34 @@ func New(o Options) *Receiver {
 	if o.SeenEvery <= 0 {
 		o.SeenEvery = time.Minute
 	}
+	if o.SilenceCheck <= 0 {
+		o.SilenceCheck = DefaultSilenceCheck
+	}
 	r := &Receiver{o: o}
 	r.worker = &ledger.Worker{Store: o.Store, Source: Source, Reconcile: r.reconcile, Resync: o.Resync, Workers: 4, Log: o.Log}
 	return r
 }
 
 // Run posts and edits the threads until ctx ends, finishing what any replica left pending.
-func (r *Receiver) Run(ctx context.Context) { r.worker.Run(ctx) }
+// With Silences set it also ends, every SilenceCheck, the silences that ended in
+// Alertmanager (checkSilences).
+func (r *Receiver) Run(ctx context.Context) {
+	if r.o.Silences != nil {
+		go func() {
+			t := time.NewTicker(r.o.SilenceCheck)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					r.checkSilences(ctx)
+				}
+			}
+		}()
+	}
+	r.worker.Run(ctx)
+}
 
 // ServeHTTP takes one webhook delivery. It answers 200 once the ledger entry of every
 // channel is written, 4xx (counted, with the reason in the body) for a delivery a retry
@@ -160,8 +187,16 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.o.Metrics.received(&hook, r.o.ClusterLabel)
 	ctx := req.Context()
+	digest := sha256.Sum256(body)
 	for _, ch := range channels {
-		e, news, err := r.record(ctx, ch, &hook)
+		k := ledger.Key{Source: Source, Platform: ch.Platform, Channel: ch.ID, Subject: hook.GroupKey}
+		if r.recent.seen(k, digest, r.o.Now(), r.o.SeenEvery) {
+			// Alertmanager's retry of a body this replica recorded moments ago: the entry
+			// already holds all of it, so the ack needs no read of the API server.
+			r.o.Metrics.Deduplicated.Inc()
+			continue
+		}
+		e, news, err := r.record(ctx, k, ch, &hook)
 		if err != nil && tooLarge(err) {
 			// A retry would be refused the same: answer 4xx so Alertmanager does not retry.
 			r.o.Log.Error("alertmanager: the group's entry is over the datastore's request size; not recorded", "groupKey", hook.GroupKey, "channel", ch.ID, "bytes", len(body), "err", err)
@@ -179,15 +214,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if !news {
 			r.o.Metrics.Deduplicated.Inc()
 		}
+		r.recent.add(k, digest, r.o.Now(), r.o.SeenEvery)
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
 // record merges hook into the entry of its group in channel ch. news is false when the
 // delivery brought nothing to post (a redelivery, a repeat_interval re-send).
-func (r *Receiver) record(ctx context.Context, ch Channel, hook *Webhook) (*ledger.Entry, bool, error) {
+func (r *Receiver) record(ctx context.Context, k ledger.Key, ch Channel, hook *Webhook) (*ledger.Entry, bool, error) {
 	var news bool
-	k := ledger.Key{Source: Source, Platform: ch.Platform, Channel: ch.ID, Subject: hook.GroupKey}
 	e, err := r.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
 		var g group
 		if err := e.DataInto(&g); err != nil {
@@ -353,4 +388,48 @@ func (m *Metrics) received(h *Webhook, clusterLabel string) {
 			m.Unmapped.Inc()
 		}
 	}
+}
+
+// recent remembers, per ledger entry, the digest of the last body this replica recorded in
+// it and when, so that Alertmanager's retries of that body within window (SeenEvery) are
+// acknowledged without reading the entry again. It is only a shortcut: the entry in the
+// cluster stays the state, and a body it has not seen, another replica's delivery or a
+// restart take the ledger path. Skipping a body the entry already merged is the same as it
+// arriving before whatever changed the entry since.
+type recent struct {
+	mu sync.Mutex
+	m  map[ledger.Key]delivery
+}
+
+type delivery struct {
+	digest [sha256.Size]byte
+	at     time.Time
+}
+
+func (r *recent) seen(k ledger.Key, digest [sha256.Size]byte, now time.Time, window time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.m[k]
+	return ok && d.digest == digest && now.Sub(d.at) < window && !now.Before(d.at)
+}
+
+// add records a body the ledger path just took (its merge brought the entry's "last seen" up
+// to now); entries older than window are dropped once the map has grown.
+func (r *recent) add(k ledger.Key, digest [sha256.Size]byte, now time.Time, window time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[ledger.Key]delivery{}
+	}
+	if len(r.m) >= 1024 {
+		for k, d := range r.m {
+			if now.Sub(d.at) >= window {
+				delete(r.m, k)
+			}
+		}
+		if len(r.m) >= 4096 {
+			clear(r.m) // a storm of groups: the shortcut is not worth the memory
+		}
+	}
+	r.m[k] = delivery{digest: digest, at: now}
 }

@@ -226,6 +226,74 @@ func (r *Receiver) resolveGone(ctx context.Context, k ledger.Key) error {
 	return err
 }
 
+// DefaultSilenceCheck is how often threads' silences are compared with Alertmanager's.
+const DefaultSilenceCheck = time.Minute
+
+// checkSilences ends, in each thread of this source, an active silence that ended without a
+// click there: its time ran out, or someone expired or deleted it in Alertmanager. The root
+// then offers Silence again, the thread says so in one line, and alerts that resolved while
+// the group was silenced (Alertmanager sent no notification for them) are marked resolved.
+// Every replica may run it: the compare-and-set on the silence's ID makes it happen once.
+func (r *Receiver) checkSilences(ctx context.Context) {
+	entries, err := r.o.Store.List(ctx, Source, false)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.o.Log.Warn("alertmanager: list alert threads for their silences", "err", err)
+		}
+		return
+	}
+	for _, e := range entries {
+		var g group
+		if e.DataInto(&g) != nil || g.Silence == nil || g.Silence.State != "active" {
+			continue
+		}
+		cur := *g.Silence
+		why := "its time ran out"
+		if cur.Until.After(r.o.Now()) {
+			var live struct {
+				Status struct {
+					State string `json:"state"`
+				} `json:"status"`
+			}
+			err := r.am(ctx, http.MethodGet, "/api/v2/silence/"+url.PathEscape(cur.ID), nil, &live)
+			var se statusError
+			switch {
+			case errors.As(err, &se) && se == http.StatusNotFound:
+				why = "it is no longer in Alertmanager"
+			case err != nil:
+				r.o.Log.Warn("alertmanager: read silence", "silence", cur.ID, "err", err)
+				continue
+			case live.Status.State == "expired":
+				why = "it was expired in Alertmanager"
+			default:
+				continue
+			}
+		}
+		_, err := r.o.Store.Update(ctx, e.Key, func(e *ledger.Entry) error {
+			var g group
+			if err := e.DataInto(&g); err != nil {
+				return err
+			}
+			if g.Silence == nil || g.Silence.State != "active" || g.Silence.ID != cur.ID {
+				return ledger.ErrUnchanged
+			}
+			g.endSilence(r.o.Now().UTC(), why)
+			e.Revision++
+			e.Pending = true
+			return e.SetData(&g)
+		})
+		if err != nil {
+			r.o.Log.Warn("alertmanager: record a silence's end", "silence", cur.ID, "err", err)
+			continue
+		}
+		r.o.Log.Info("audit: alert group silence ended", slog.String("silence", cur.ID), slog.String("thread", e.Name()), slog.String("why", why))
+		if err := r.resolveGone(ctx, e.Key); err != nil {
+			r.o.Log.Warn("alertmanager: read the group's alerts after its silence ended", "err", err)
+		}
+		r.worker.Enqueue(e.Name())
+	}
+}
+
 // releaseSilence drops a claim that made nothing.
 func (r *Receiver) releaseSilence(ctx context.Context, k ledger.Key, ref string) {
 	_, _ = r.o.Store.Update(ctx, k, func(e *ledger.Entry) error {

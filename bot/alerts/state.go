@@ -256,6 +256,16 @@ func (g *group) resolveMissing(ids map[string]bool, now time.Time) bool {
 	return true
 }
 
+// endSilence records that the group's silence ended without a click in its thread (why says
+// how), with one reply saying so.
+func (g *group) endSilence(now time.Time, why string) {
+	cur := g.Silence
+	g.Silence = nil
+	g.SilenceLog = append(g.SilenceLog, silenceEvent{At: now, By: "alertmanager", What: "ended: " + why, ID: cur.ID})
+	line := fmt.Sprintf("Silence %s (by %s) ended: %s. Alertmanager notifies this group again.", cur.ID, cur.By, why)
+	g.Replies = append(g.Replies, reply{Key: fmt.Sprintf("change-%d", len(g.Replies)+g.Seq), Text: line})
+}
+
 // pruneResolved drops the oldest resolved episode to make room; false when none is resolved.
 func (g *group) pruneResolved() bool {
 	for i, a := range g.Alerts {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,33 +12,20 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/whypending/whypending"
-	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/adapters/discord"
 	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
-	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
-	"github.com/whypending/whypending/triage/collect"
 )
-
-// demoCluster is one scenario loaded into its own local control plane, wired into the bot
-// as a cluster named after the scenario.
-type demoCluster struct {
-	scenario *testenv.Scenario
-	cluster  *testenv.Cluster
-	bot      *bot.Cluster
-}
 
 // Demo users: alice asks, bob approves (the two-person rule is on, as in production).
 const (
@@ -54,14 +42,19 @@ func newDemoCommand() *cobra.Command {
 		Short: "Run a local control plane with the demo scenarios and answer /why-pending in a console",
 		Long: `demo starts a real local control plane (etcd, kube-apiserver, kube-scheduler and
 kube-controller-manager v1.37.2, built from the Go module proxy on first run, which takes about
-8 minutes on 2 cores; later runs start in seconds), loads every demo scenario into its own
-cluster, waits for the real scheduler, and answers /why-pending in a local console.
+8 minutes on 2 cores; later runs start each cluster in about 3 seconds), and answers
+/why-pending in a local console. Each demo scenario gets its own cluster, started when a
+question first needs it and --parallel at a time in the background, so the prompt comes at
+once; a question about a scenario whose cluster is still starting waits for it. Each
+cluster's kubeconfig is printed when it is ready, and /kubeconfig SCENARIO gives it, for
+kubectl, the CLI or serve. For a quick look: --only seed-frontend-cpu,seed-ipam-leaked.
 
 With a terminal on stdin it prompts for commands:
   /why-pending [NAMESPACE/]POD     explain a pod (the namespace picks the scenario's cluster)
   /why-pending TYPE/NAME -n NS     explain a workload (deploy/checkout, ds/node-exporter, …)
   /why-pending --all -n NS         every stuck pod and failing workload of a namespace
   /help                            list the stuck pods
+  /kubeconfig [SCENARIO]           a scenario cluster's kubeconfig (starting it if needed)
   /quit
 Without a terminal it answers every scenario's stuck pod, plays the approval flow on the
 leaked-IP scenario (alice plans the release, cannot approve it herself, bob approves, a check
@@ -82,12 +75,17 @@ Block Kit message.`,
 				return fmt.Errorf("--render %q: want text, discord or slack", render)
 			}
 			defer testenv.Shutdown() // the shared etcd and the temp dir
-			return runDemo(cmd.Context(), fsys, root, only, parallel, renderer, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := runDemo(cmd.Context(), fsys, root, only, parallel, renderer, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if errors.Is(err, context.Canceled) && cmd.Context().Err() != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "demo: interrupted; every cluster is stopped")
+				return exitError{130}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&dir, "scenarios", "", "load scenarios from this folder instead of the embedded ones (each subfolder: manifests.yaml, expected.yaml)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "load only these scenarios (folder names)")
-	cmd.Flags().IntVar(&parallel, "parallel", 2, "how many clusters to start at once")
+	cmd.Flags().IntVar(&parallel, "parallel", 2, "how many clusters to start at once in the background")
 	cmd.Flags().StringVar(&render, "render", "text", "show answers as text, or as the JSON a chat platform receives: discord (embeds and buttons), slack (Block Kit)")
 	return cmd
 }
@@ -107,7 +105,9 @@ var demoRenderers = map[string]console.Renderer{
 	},
 }
 
-// runDemo runs the demo; render shows each answer (nil: console.Render).
+// runDemo runs the demo; render shows each answer (nil: console.Render). The prompt (or the
+// first scripted question) does not wait for the clusters: each starts on first use, and
+// parallel at a time in the background; a question waits for its scenario's cluster.
 func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parallel int, render console.Renderer, stdin io.Reader, stdout, stderr io.Writer) error {
 	if render == nil {
 		render = console.Render
@@ -116,31 +116,25 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "demo: %d scenario(s), each in its own local control plane (etcd + kube-apiserver + kube-scheduler)\n", len(scenarios))
+	terminal := false
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		terminal = true
+	}
+	fmt.Fprintf(stderr, "demo: %d scenario(s), each in its own local control plane (etcd + kube-apiserver + kube-scheduler), started on first use and %d at a time in the background\n", len(scenarios), max(parallel, 1))
 	if len(only) == 0 && len(scenarios) > 3 {
 		fmt.Fprintf(stderr, "demo: for a quick look, start a few: --only seed-frontend-cpu,seed-ipam-leaked\n")
 	}
 	if _, err := testenv.BinDir(ctx, stderr); err != nil {
 		return fmt.Errorf("build the local control plane: %w", err)
 	}
-	start := time.Now()
-	clusters, err := startDemoClusters(ctx, scenarios, parallel, stderr)
-	defer func() {
-		for _, c := range clusters {
-			c.cluster.Stop()
-		}
-	}()
+	clusters, err := newDemoFleet(ctx, scenarios, stderr, !terminal)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "demo: %d clusters ready in %s\n\n", len(clusters), time.Since(start).Round(100*time.Millisecond))
+	defer clusters.close()
 
-	var botClusters []*bot.Cluster
-	for _, c := range clusters {
-		botClusters = append(botClusters, c.bot)
-	}
 	core := bot.New(bot.Options{
-		Clusters: botClusters,
+		Clusters: clusters.botClusters(),
 		Policy:   approval.Policy{Approvers: map[string]approval.Approvers{"console": {Users: []string{demoRequester, demoApprover}}}, TwoPersonRule: true},
 		LockNote: "The datastore is locked while the repair writes, and always unlocked after.",
 		Log:      slog.New(slog.DiscardHandler),
@@ -149,24 +143,46 @@ func runDemo(ctx context.Context, fsys fs.FS, root string, only []string, parall
 	handle := func(ctx context.Context, line string) []chat.Message {
 		return demoAnswer(ctx, clusters, session, line)
 	}
-	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	clusters.warm(parallel)
+	if terminal {
 		render(stdout, demoHelp(clusters))
 		fmt.Fprintln(stdout)
-		return console.Run(ctx, stdin, stdout, "whypending> ", handle, render)
+		return runConsole(ctx, stdin, stdout, "whypending> ", handle, render)
 	}
 	var script []string
-	for _, c := range clusters {
+	for _, c := range clusters.clusters {
 		script = append(script, demoQuestion(c.scenario))
 	}
 	script = append(script, repairScript(clusters)...)
 	for _, line := range script {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		fmt.Fprintf(stdout, "%s> %s\n", session.User(), line)
 		for _, m := range handle(ctx, line) {
 			render(stdout, m)
 			fmt.Fprintln(stdout)
 		}
 	}
-	return console.Run(ctx, stdin, stdout, "", handle, render)
+	return runConsole(ctx, stdin, stdout, "", handle, render)
+}
+
+// runConsole is console.Run that also ends when ctx is done (Ctrl-C), even while it waits for
+// a line: stdin is copied through a pipe that ctx closes, so the caller can stop the clusters
+// at once. The copy left waiting on stdin ends with the process.
+func runConsole(ctx context.Context, stdin io.Reader, stdout io.Writer, prompt string, handle console.Handler, render console.Renderer) error {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, stdin)
+		pw.CloseWithError(err)
+	}()
+	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
+	defer stop()
+	err := console.Run(ctx, pr, stdout, prompt, handle, render)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // readScenarios reads every scenario folder under root (sorted by name), or only those named.
@@ -204,107 +220,76 @@ func readScenarios(fsys fs.FS, root string, only []string) ([]*testenv.Scenario,
 	return out, nil
 }
 
-// startDemoClusters starts one cluster per scenario, at most parallel at a time, loads the
-// scenario and waits for the scheduler where the scenario needs it. The result is in scenario
-// order and holds every cluster started, even on error, so the caller can stop them.
-func startDemoClusters(ctx context.Context, scenarios []*testenv.Scenario, parallel int, progress io.Writer) ([]*demoCluster, error) {
-	if parallel < 1 {
-		parallel = 1
-	}
-	out := make([]*demoCluster, len(scenarios))
-	errs := make([]error, len(scenarios))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for i, s := range scenarios {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			t0 := time.Now()
-			c, err := testenv.Start(ctx, testenv.Options{Scheduler: !s.Expected.SchedulerMustBeStopped})
-			if err != nil {
-				errs[i] = fmt.Errorf("start cluster for %s: %w", s.Name, err)
-				return
-			}
-			dc := &demoCluster{scenario: s, cluster: c}
-			mu.Lock()
-			out[i] = dc
-			mu.Unlock()
-			if err := c.Load(ctx, s); err != nil {
-				errs[i] = fmt.Errorf("load %s: %w", s.Name, err)
-				return
-			}
-			if s.Expected.NeedsScheduler {
-				ns, name, _ := strings.Cut(s.Expected.Pod, "/")
-				if err := c.WaitForScheduler(ctx, ns, name); err != nil {
-					errs[i] = fmt.Errorf("wait for the scheduler in %s: %w", s.Name, err)
-					return
-				}
-			}
-			lock := fleet.Lock{Policy: actions.LockAlways, TTL: 2 * time.Minute, Owner: "whypending-demo"}
-			fc, err := fleet.Wire(ctx, s.Name, c.Config, collect.New(c.Client), lock, slog.New(slog.DiscardHandler))
-			if err != nil {
-				errs[i] = fmt.Errorf("wire %s into the bot: %w", s.Name, err)
-				return
-			}
-			dc.bot = botCluster(fc, scenarioNamespace(s))
-			mu.Lock()
-			fmt.Fprintf(progress, "demo: %-26s ready (%s)  KUBECONFIG=%s\n", s.Name, time.Since(t0).Round(100*time.Millisecond), c.KubeconfigPath)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	var started []*demoCluster
-	for _, c := range out {
-		if c != nil {
-			started = append(started, c)
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return started, err
-		}
-	}
-	return started, nil
-}
-
 // demoAnswer answers one console line through the bot core. Every scenario lives in its own
 // namespace(s), so "/why-pending NS/POD" without --cluster goes to the cluster that has NS.
-func demoAnswer(ctx context.Context, clusters []*demoCluster, session *console.Session, line string) []chat.Message {
+// A question waits for its scenario's cluster to be ready (starting it if needed) before the
+// bot sees it; one for a cluster that failed to start gets that failure and its log.
+func demoAnswer(ctx context.Context, f *demoFleet, session *console.Session, line string) []chat.Message {
 	fields := strings.Fields(line)
 	if len(fields) == 0 {
 		return nil
 	}
-	if fields[0] == "/help" {
-		return []chat.Message{demoHelp(clusters)}
+	switch fields[0] {
+	case "/help":
+		return []chat.Message{demoHelp(f)}
+	case "/kubeconfig":
+		return []chat.Message{demoKubeconfig(ctx, f, fields[1:])}
 	}
-	if fields[0] == "/kubeconfig" {
-		return []chat.Message{demoKubeconfig(clusters, fields[1:])}
-	}
-	if fields[0] == "/why-pending" && !strings.Contains(line, "--cluster") && len(fields) >= 2 {
+	target := demoClusterFlag(fields)
+	if fields[0] == "/why-pending" && target == "" && len(fields) >= 2 {
 		ns := demoNamespace(fields[1:])
 		if ns == "" {
 			return []chat.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: chat.SeverityWarning,
 				Sections: []chat.Section{{Text: "Every demo scenario runs in its own cluster and namespace; /help lists them."}}}}
 		}
-		c := clusterFor(clusters, ns)
+		c := clusterFor(f, ns)
 		if c == nil {
 			return []chat.Message{{Title: fmt.Sprintf("no demo cluster has namespace %q", ns), Severity: chat.SeverityWarning,
 				Sections: []chat.Section{{Text: "/help lists the demo's namespaces and stuck pods."}}}}
 		}
-		line += " --cluster " + c.scenario.Name
+		target = c.scenario.Name
+		line += " --cluster " + target
+	}
+	if target == "" && (fields[0] == "/why-pending" || fields[0] == "/ipam") && len(f.clusters) > 0 {
+		target = f.clusters[0].scenario.Name // the bot's default cluster
+	}
+	if c := f.byName(target); c != nil {
+		if _, err := c.wait(ctx); err != nil {
+			return []chat.Message{demoStartFailed(c, err)}
+		}
 	}
 	return session.Handle(ctx, line)
+}
+
+// demoClusterFlag is the value of --cluster (or --cluster=NAME) in a command's fields.
+func demoClusterFlag(fields []string) string {
+	for i, a := range fields {
+		if a == "--cluster" && i+1 < len(fields) {
+			return fields[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--cluster="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// demoStartFailed answers a question whose scenario cluster could not be started (or was
+// still starting when the question was cut short).
+func demoStartFailed(c *demoCluster, err error) chat.Message {
+	if c.state() == "starting" || c.state() == "not started" {
+		return chat.Message{Title: firstLine(err.Error()), Severity: chat.SeverityWarning}
+	}
+	return chat.Message{Title: fmt.Sprintf("scenario %s's cluster failed to start", c.scenario.Name), Severity: chat.SeverityBlocker,
+		Sections: []chat.Section{{Text: firstLine(c.err.Error())}, {Text: "Its log: " + c.logPath + " (kept after the demo exits)."}}}
 }
 
 // repairScript is the approval flow the demo plays without a terminal, when the leaked-IP
 // scenario is loaded: alice plans the release, cannot approve her own plan, bob approves it,
 // and a check afterwards shows no leaked IPs.
-func repairScript(clusters []*demoCluster) []string {
+func repairScript(f *demoFleet) []string {
 	const leaked = "seed-ipam-leaked"
-	if clusterFor(clusters, leaked) == nil {
+	if f.byName(leaked) == nil {
 		return nil
 	}
 	return []string{
@@ -317,8 +302,8 @@ func repairScript(clusters []*demoCluster) []string {
 	}
 }
 
-func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
-	for _, c := range clusters {
+func clusterFor(f *demoFleet, ns string) *demoCluster {
+	for _, c := range f.clusters {
 		for _, o := range c.scenario.Objects {
 			if o.GetNamespace() == ns || (o.GetKind() == "Namespace" && o.GetName() == ns) {
 				return c
@@ -328,44 +313,57 @@ func clusterFor(clusters []*demoCluster, ns string) *demoCluster {
 	return nil
 }
 
-// demoKubeconfig answers "/kubeconfig SCENARIO": the scenario cluster's kubeconfig path, so
-// the CLI (whypending why-pending, ipam), kubectl or serve can be pointed at it while the demo
-// runs; without an argument, every scenario's.
-func demoKubeconfig(clusters []*demoCluster, args []string) chat.Message {
-	t := &chat.Table{Columns: []string{"SCENARIO", "KUBECONFIG"}}
-	for _, c := range clusters {
-		if len(args) == 0 || args[0] == c.scenario.Name {
-			t.Rows = append(t.Rows, []string{c.scenario.Name, c.cluster.KubeconfigPath})
+// demoKubeconfig answers "/kubeconfig SCENARIO": the scenario cluster's kubeconfig path
+// (starting the cluster and waiting for it if needed), so the CLI (whypending why-pending,
+// ipam), kubectl or serve can be pointed at it while the demo runs; without an argument,
+// every started scenario's, and the state of the others.
+func demoKubeconfig(ctx context.Context, f *demoFleet, args []string) chat.Message {
+	if len(args) > 0 {
+		c := f.byName(args[0])
+		if c == nil {
+			return chat.Message{Title: fmt.Sprintf("no demo scenario %q", args[0]), Severity: chat.SeverityWarning,
+				Sections: []chat.Section{{Text: "/kubeconfig alone lists every scenario's."}}}
 		}
+		if _, err := c.wait(ctx); err != nil {
+			return demoStartFailed(c, err)
+		}
+		path := c.cluster.KubeconfigPath
+		return chat.Message{Title: "KUBECONFIG=" + path, Severity: chat.SeverityInfo,
+			Sections: []chat.Section{{Text: "Valid while the demo runs, e.g. KUBECONFIG=" + path + " kubectl get pods -A, or KUBECONFIG=" + path + " whypending ipam check"}}}
 	}
-	if len(t.Rows) == 0 {
-		return chat.Message{Title: fmt.Sprintf("no demo scenario %q", args[0]), Severity: chat.SeverityWarning,
-			Sections: []chat.Section{{Text: "/kubeconfig alone lists every scenario's."}}}
+	t := &chat.Table{Columns: []string{"SCENARIO", "KUBECONFIG"}}
+	for _, c := range f.clusters {
+		v := c.state()
+		if v == "ready" {
+			v = c.cluster.KubeconfigPath
+		}
+		t.Rows = append(t.Rows, []string{c.scenario.Name, v})
 	}
-	if len(t.Rows) == 1 {
-		return chat.Message{Title: "KUBECONFIG=" + t.Rows[0][1], Severity: chat.SeverityInfo,
-			Sections: []chat.Section{{Text: "Valid while the demo runs, e.g. KUBECONFIG=" + t.Rows[0][1] + " whypending ipam check"}}}
-	}
-	return chat.Message{Title: "The demo clusters' kubeconfigs (valid while the demo runs)", Severity: chat.SeverityInfo, Sections: []chat.Section{{Table: t}}}
+	return chat.Message{Title: "The demo clusters' kubeconfigs (valid while the demo runs)", Severity: chat.SeverityInfo,
+		Sections: []chat.Section{{Table: t}, {Text: "/kubeconfig SCENARIO starts a scenario's cluster if needed and gives its kubeconfig."}}}
 }
 
-func demoHelp(clusters []*demoCluster) chat.Message {
+func demoHelp(f *demoFleet) chat.Message {
 	t := &chat.Table{Columns: []string{"TRY", "EXPECTED"}}
-	for _, c := range clusters {
+	for _, c := range f.clusters {
 		t.Rows = append(t.Rows, []string{demoQuestion(c.scenario), c.scenario.Expected.Code})
+	}
+	intro := "Each scenario runs in its own local control plane, started when you first ask about it (and a few at a time in the background). Ask about any pod; /quit leaves."
+	if len(f.clusters) > 3 {
+		intro += " For a quick look with less load, run a few: whypending demo --only seed-frontend-cpu,seed-ipam-leaked"
 	}
 	return chat.Message{
 		Title:    "whypending demo: local clusters with stuck pods",
 		Severity: chat.SeverityInfo,
 		Sections: []chat.Section{
-			{Text: "Each scenario runs in its own local control plane. Ask about any pod; /quit leaves."},
+			{Text: intro},
 			{Table: t},
 			{Heading: "Repairs behind approval", Lines: []string{
 				"/ipam check --cluster seed-ipam-leaked       like calicoctl ipam check",
 				"/ipam release-ips --cluster seed-ipam-leaked plan the release; the plan has Approve/Deny buttons",
 				"/click N [confirm]                            press button N of the last message",
 				"/as bob                                       switch user: alice asks, bob approves (two-person rule)",
-				"/kubeconfig SCENARIO                          the scenario cluster's kubeconfig, for the CLI, kubectl or serve",
+				"/kubeconfig SCENARIO                          the scenario cluster's kubeconfig, for kubectl, the CLI or serve",
 				"/whypending help                              the bot's own help",
 			}},
 		},

@@ -188,6 +188,19 @@ func TestWhyPendingBareNameWithOnlyGetPods(t *testing.T) {
 			}
 		}
 	})
+	t.Run("deploy/NAME", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "-n", ns, "deploy/checkout")
+		t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		if code != exitPartial {
+			t.Errorf("exit code = %d, want %d (a partial answer: the Deployment's read was refused)", code, exitPartial)
+		}
+		for _, want := range []string{"deployments.apps", "forbidden", "kubectl auth can-i get deployments.apps -n workload-grouped",
+			"kubectl create rolebinding whypending-read -n workload-grouped --clusterrole=whypending-read --serviceaccount=workload-grouped:pod-getter"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
 	t.Run("json", func(t *testing.T) {
 		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "checkout", "-o", "json")
 		if code != exitPartial {

@@ -315,8 +315,9 @@ func silencePolicy(cfg *Config) string {
 // process and give each its own).
 var ledgerIdentity = proc.Self
 
-// alertResync is how often a replica looks for alert threads another left unfinished (0:
-// the ledger worker's default; tests shorten it).
+// alertResync is how often a replica looks for alert threads another left unfinished and
+// compares the silences made from chat with Alertmanager's (0: the defaults; tests shorten
+// it).
 var alertResync time.Duration
 
 // newReceiver builds the Alertmanager receiver: its threads kept in Notification objects on
@@ -346,7 +347,7 @@ func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.
 		ChannelNamespaces: cfg.Channels.Namespaces,
 		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
 		Platforms:         platforms, Diagnose: b.Diagnose, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
-		Resync: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
+		Resync: alertResync, SilenceCheck: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
 	})
 }
 

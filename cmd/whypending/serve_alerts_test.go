@@ -177,6 +177,107 @@ func (th slackThread) find(sub string) int {
 	return -1
 }
 
+// alertsE2E is what the Alertmanager end-to-end tests share: the control plane with
+// crashAndPending loaded and the store installed, replicas named whypending-1, -2, … that
+// resync every second, the real Alertmanager (group_wait 1s, group_interval 2s,
+// repeat_interval 4s) delivering to lb behind front, and the two alerts it fires first.
+type alertsE2E struct {
+	kubeconfig     string
+	lb             *balancer
+	front          *httptest.Server
+	am             *amtest.Alertmanager
+	crash, pending amtest.Alert
+}
+
+func startAlertsE2E(t *testing.T) *alertsE2E {
+	t.Helper()
+	c := testcluster.Start(t, testenv.Options{})
+	testcluster.Load(t, c, crashAndPending(t))
+	installStore(t, c, "whypending")
+	t.Setenv("WP_TEST_AM_TOKEN", amToken)
+	var replica atomic.Int32
+	ledgerIdentity = func() proc.Identity {
+		return proc.Identity{Host: fmt.Sprintf("whypending-%d", replica.Add(1)), PID: 1, Start: 1}
+	}
+	alertResync = time.Second
+	t.Cleanup(func() { ledgerIdentity, alertResync = proc.Self, 0 })
+	e := &alertsE2E{kubeconfig: c.KubeconfigPath, lb: &balancer{}}
+	e.front = httptest.NewServer(e.lb)
+	t.Cleanup(e.front.Close)
+	e.am = amtest.Start(t, amtest.Options{WebhookURL: e.front.URL + "/alertmanager", Token: amToken,
+		GroupBy: []string{"alertname"}, GroupWait: time.Second, GroupInterval: 2 * time.Second, RepeatInterval: 4 * time.Second})
+	started := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
+	e.crash = amtest.Alert{Labels: map[string]string{"alertname": "KubePodCrashLooping", "namespace": "seed-crash-app", "pod": "crash-app", "container": "app", "severity": "warning"},
+		Annotations: map[string]string{"summary": "Pod is crash looping."}, StartsAt: started, GeneratorURL: "http://prometheus.example/graph?g0.expr=kube_pod"}
+	e.pending = amtest.Alert{Labels: map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "namespace": "workload-grouped", "deployment": "checkout", "severity": "warning"},
+		Annotations: map[string]string{"summary": "Deployment has not matched the expected number of replicas."}, StartsAt: started}
+	return e
+}
+
+// config is serve's config for this cluster and Alertmanager: settings (YAML) and the
+// alertmanager section with its receivers (a YAML map of receiver to channel IDs).
+func (e *alertsE2E) config(settings, receivers string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- name: test
+  kubeconfig: %s
+store: {namespace: whypending}
+%salertmanager:
+  token: {env: WP_TEST_AM_TOKEN}
+  receivers: %s
+  url: %s
+`, e.kubeconfig, settings, receivers, e.am.URL)
+}
+
+// joined is a second crash-looping container of crash's pod, joining its group.
+func (e *alertsE2E) joined(crash amtest.Alert) amtest.Alert {
+	crash.Labels = map[string]string{"alertname": "KubePodCrashLooping", "namespace": "seed-crash-app", "pod": "crash-app", "container": "sidecar", "severity": "warning"}
+	return crash
+}
+
+// resolve ends alerts a second ago and fires them so, as Prometheus sends a resolved alert.
+func (e *alertsE2E) resolve(t *testing.T, alerts ...*amtest.Alert) {
+	t.Helper()
+	now := time.Now().UTC()
+	var fired []amtest.Alert
+	for _, a := range alerts {
+		a.EndsAt = now.Add(-time.Second)
+		fired = append(fired, *a)
+	}
+	e.am.Fire(t, fired...)
+}
+
+// amSilence is a silence as GET /api/v2/silences lists it.
+type amSilence struct {
+	ID        string    `json:"id"`
+	CreatedBy string    `json:"createdBy"`
+	Comment   string    `json:"comment"`
+	StartsAt  time.Time `json:"startsAt"`
+	EndsAt    time.Time `json:"endsAt"`
+	Matchers  []struct{ Name, Value string }
+	Status    struct{ State string }
+}
+
+// oneSilence waits for a silence in Alertmanager, gives a second one 2s to show up, and checks
+// there is exactly one: active, created by user, its comment naming channel, matching the
+// Deployment group's alertname.
+func oneSilence(t *testing.T, am *amtest.Alertmanager, user, channel string) []amSilence {
+	t.Helper()
+	var silences []amSilence
+	waitUntil(t, 30*time.Second, "the silence in Alertmanager", func() bool {
+		am.Get(t, "/api/v2/silences", &silences)
+		return len(silences) > 0
+	})
+	time.Sleep(2 * time.Second)
+	am.Get(t, "/api/v2/silences", &silences)
+	if len(silences) != 1 || silences[0].Status.State != "active" || !strings.Contains(silences[0].CreatedBy, user) ||
+		!strings.Contains(silences[0].Comment, channel) || len(silences[0].Matchers) != 1 || silences[0].Matchers[0].Value != "KubeDeploymentReplicasMismatch" {
+		t.Fatalf("silences = %+v, want one active, by %s, naming %s, matching the group", silences, user, channel)
+	}
+	t.Logf("Alertmanager silence: %+v", silences[0])
+	return silences
+}
+
 // crashAndPending is a scenario of its own: workload-grouped (a Deployment, 4 of 5 pods
 // Pending on Insufficient cpu) plus seed-crash-app's crash-looping pod on its node-1.
 func crashAndPending(t *testing.T) string {
@@ -211,45 +312,16 @@ func crashAndPending(t *testing.T) string {
 // redeliveries (three rounds of every body), repeat_interval re-sends and a replica stopped
 // mid-stream and replaced post nothing twice.
 func TestServeAnswersAlertmanager(t *testing.T) {
-	c := testcluster.Start(t, testenv.Options{})
-	testcluster.Load(t, c, crashAndPending(t))
-	installStore(t, c, "whypending")
-	t.Setenv("WP_TEST_AM_TOKEN", amToken)
-	var replica atomic.Int32
-	ledgerIdentity = func() proc.Identity {
-		return proc.Identity{Host: fmt.Sprintf("whypending-%d", replica.Add(1)), PID: 1, Start: 1}
-	}
-	alertResync = time.Second
-	t.Cleanup(func() { ledgerIdentity, alertResync = proc.Self, 0 })
-
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
+	e := startAlertsE2E(t)
+	lb, front, am, crash, pending := e.lb, e.front, e.am, e.crash, e.pending
+	config := e.config(`approvals:
   approvers: {users: [U0BOB]}
 channels:
   namespaces: {C0SHOP: workload-grouped}
-alertmanager:
-  token: {env: WP_TEST_AM_TOKEN}
-  receivers: {team: [C0OPS], shop: [C0SHOP]}
-`, c.KubeconfigPath)
-	lb := &balancer{}
-	front := httptest.NewServer(lb)
-	t.Cleanup(front.Close)
-	am := amtest.Start(t, amtest.Options{WebhookURL: front.URL + "/alertmanager", Token: amToken,
-		GroupBy: []string{"alertname"}, GroupWait: time.Second, GroupInterval: 2 * time.Second, RepeatInterval: 4 * time.Second})
-	config += "  url: " + am.URL + "\n"
+`, "{team: [C0OPS], shop: [C0SHOP]}")
 	fake := newFakeSlack(t, nil)
 	r1, r2 := startServeOn(t, config, fake), startServeOn(t, config, fake)
 	lb.set(r1.base, r2.base)
-
-	started := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
-	crash := amtest.Alert{Labels: map[string]string{"alertname": "KubePodCrashLooping", "namespace": "seed-crash-app", "pod": "crash-app", "container": "app", "severity": "warning"},
-		Annotations: map[string]string{"summary": "Pod is crash looping."}, StartsAt: started, GeneratorURL: "http://prometheus.example/graph?g0.expr=kube_pod"}
-	pending := amtest.Alert{Labels: map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "namespace": "workload-grouped", "deployment": "checkout", "severity": "warning"},
-		Annotations: map[string]string{"summary": "Deployment has not matched the expected number of replicas."}, StartsAt: started}
 	am.Fire(t, crash, pending)
 
 	waitUntil(t, 90*time.Second, "two group roots with their diagnoses", func() bool {
@@ -283,8 +355,7 @@ alertmanager:
 	// a new replica takes its place.
 	r1.stop()
 	lb.set(r2.base)
-	joined := crash
-	joined.Labels = map[string]string{"alertname": "KubePodCrashLooping", "namespace": "seed-crash-app", "pod": "crash-app", "container": "sidecar", "severity": "warning"}
+	joined := e.joined(crash)
 	am.Fire(t, joined)
 	r3 := startServeOn(t, config, fake)
 	lb.set(r2.base, r3.base)
@@ -297,11 +368,7 @@ alertmanager:
 	}
 
 	// Resolve both: the root is edited to Resolved, with one reply saying so.
-	now := time.Now().UTC()
-	for _, a := range []*amtest.Alert{&crash, &joined} {
-		a.EndsAt = now.Add(-time.Second)
-	}
-	am.Fire(t, crash, joined)
+	e.resolve(t, &crash, &joined)
 	waitUntil(t, 60*time.Second, "the group resolved", func() bool {
 		th, _ := byName()
 		return len(th.replies) == 3 && len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Resolved: KubePodCrashLooping (fired for")
@@ -396,24 +463,7 @@ alertmanager:
 	}
 	r2.client.click(t, "U0BOB", pendingTh.root.TS, silence)
 	r3.client.click(t, "U0BOB", pendingTh.root.TS, silence)
-	var silences []struct {
-		ID        string `json:"id"`
-		CreatedBy string `json:"createdBy"`
-		Comment   string `json:"comment"`
-		Matchers  []struct{ Name, Value string }
-		Status    struct{ State string }
-	}
-	waitUntil(t, 30*time.Second, "the silence in Alertmanager", func() bool {
-		am.Get(t, "/api/v2/silences", &silences)
-		return len(silences) > 0
-	})
-	time.Sleep(2 * time.Second)
-	am.Get(t, "/api/v2/silences", &silences)
-	if len(silences) != 1 || silences[0].Status.State != "active" || !strings.Contains(silences[0].CreatedBy, "U0BOB") ||
-		!strings.Contains(silences[0].Comment, "C0OPS") || len(silences[0].Matchers) != 1 || silences[0].Matchers[0].Value != "KubeDeploymentReplicasMismatch" {
-		t.Fatalf("silences = %+v, want one active, by U0BOB, naming the channel, matching the group", silences)
-	}
-	t.Logf("Alertmanager silence: %+v", silences[0])
+	silences := oneSilence(t, am, "U0BOB", "C0OPS")
 	waitUntil(t, 30*time.Second, "the root edited to show the silence", func() bool {
 		_, th := byName()
 		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "Silenced in Alertmanager until")
@@ -446,6 +496,36 @@ alertmanager:
 	}
 	if made != 1 {
 		t.Errorf("%d replicas count a silence made, want exactly one", made)
+	}
+
+	// A silence expired in Alertmanager, not from chat: the root stops saying it is silenced
+	// and offers Silence again, and the thread gets one line saying how it ended.
+	_, pendingTh = byName()
+	r2.client.click(t, "U0BOB", pendingTh.root.TS, rootButton(t, fake, pendingTh.root.TS, "silence:1h0m0s"))
+	var active string
+	waitUntil(t, 30*time.Second, "the second silence in Alertmanager", func() bool {
+		am.Get(t, "/api/v2/silences", &silences)
+		for _, s := range silences {
+			if s.Status.State == "active" {
+				active = s.ID
+			}
+		}
+		return active != ""
+	})
+	waitUntil(t, 30*time.Second, "the root edited to show the second silence", func() bool {
+		_, th := byName()
+		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "(silence "+active+")")
+	})
+	am.ExpireSilence(t, active)
+	waitUntil(t, 30*time.Second, "the root offering Silence again and one line on how the silence ended", func() bool {
+		_, th := byName()
+		last := shown(th.updates[len(th.updates)-1])
+		return !strings.Contains(last, "Silenced in Alertmanager") && strings.Contains(last, "silence:1h0m0s") &&
+			len(th.replies) == 3 && strings.Contains(th.replies[2].Text, "it was expired in Alertmanager")
+	})
+	time.Sleep(3 * time.Second) // both replicas check every second: a second line would show now
+	if _, th := byName(); len(th.replies) != 3 {
+		t.Errorf("%d replies after the silence ended, want one line for it", len(th.replies))
 	}
 }
 

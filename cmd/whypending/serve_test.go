@@ -96,6 +96,15 @@ func startServeOn(t *testing.T, config string, fake *fakeSlack) *served {
 	writeFile(t, tokenFile, token+"\n")
 	config += fmt.Sprintf("slack:\n  signingSecret: {env: WP_TEST_SIGNING_SECRET}\n  botToken: {file: %s}\n  apiURL: %s/\n",
 		tokenFile, strings.TrimSuffix(s.slack.apiURL(), "/"))
+	s.run(t, config, secret, token)
+	s.client = &slackClient{base: s.base, secret: secret, channel: "C0OPS", slack: s.slack}
+	return s
+}
+
+// run starts serve with config and sets s.base and s.stop; the stop checks that serve
+// stopped cleanly and that its logs hold none of secrets.
+func (s *served) run(t *testing.T, config string, secrets ...string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	writeFile(t, path, config)
 	listening := make(chan string, 1)
@@ -112,7 +121,6 @@ func startServeOn(t *testing.T, config string, fake *fakeSlack) *served {
 		cancel()
 		t.Fatal("serve did not start listening")
 	}
-	s.client = &slackClient{base: s.base, secret: secret, channel: "C0OPS", slack: s.slack}
 	stopped := false
 	s.stop = func() {
 		if stopped {
@@ -128,14 +136,13 @@ func startServeOn(t *testing.T, config string, fake *fakeSlack) *served {
 		case <-time.After(60 * time.Second):
 			t.Errorf("serve did not stop within 60s of its context ending")
 		}
-		for _, secret := range []string{secret, token} {
+		for _, secret := range secrets {
 			if strings.Contains(s.logs.String(), secret) {
 				t.Errorf("logs contain a secret:\n%s", s.logs.String())
 			}
 		}
 	}
 	t.Cleanup(s.stop)
-	return s
 }
 
 // get fetches path and returns the status and body.

@@ -177,6 +177,24 @@ func (a *Alertmanager) Get(t testing.TB, path string, v any) {
 	}
 }
 
+// ExpireSilence expires silence id (DELETE /api/v2/silence/{id}), as someone in
+// Alertmanager's UI or amtool would.
+func (a *Alertmanager) ExpireSilence(t testing.TB, id string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, a.URL+"/api/v2/silence/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE /api/v2/silence/%s = %d", id, resp.StatusCode)
+	}
+}
+
 // LogTail is the last n lines of Alertmanager's log.
 func (a *Alertmanager) LogTail(n int) string { return a.proc.LogTail(n) }
 

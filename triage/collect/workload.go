@@ -45,6 +45,11 @@ func (c *Collector) CollectWorkload(ctx context.Context, ref triage.WorkloadRef)
 	ws := &triage.WorkloadSnapshot{Now: c.now(), Requested: ref}
 	defer func() { ws.Refused = refused.refused() }()
 	found, err := c.getWorkload(ctx, ws)
+	if err != nil && onlyForbidden(err) {
+		// RBAC refused the workload itself: the answer says so (ws.Refused) instead of
+		// failing, and claims neither that it exists nor that it does not.
+		return ws, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	}

@@ -1,4 +1,9 @@
-package discord_test
+// Package discordfake is Discord's REST API v9 for tests: an HTTP server that speaks the wire
+// format of the endpoints the Discord adapter calls, records every call and keeps what the bot
+// posted as Discord does (messages by channel, threads started on messages, nonces); with
+// helpers that build interactions as Discord sends them and sign them with the application's
+// ed25519 key. Only tests import it.
+package discordfake
 
 import (
 	"bytes"
@@ -24,20 +29,20 @@ import (
 
 // IDs of the test application and guild.
 const (
-	appID     = "1100000000000000001"
-	guildID   = "1200000000000000001"
-	channelID = "1300000000000000001"
-	botToken  = "test-bot-token"
+	AppID     = "1100000000000000001"
+	GuildID   = "1200000000000000001"
+	ChannelID = "1300000000000000001"
+	BotToken  = "test-bot-token"
 )
 
-// fakeDiscord is Discord's REST API for tests: it speaks the wire format of the endpoints
+// Fake is Discord's REST API for tests: it speaks the wire format of the endpoints
 // the adapter calls (API v9), records every call, keeps registered commands, and answers
 // 429 with a retry_after body when asked to.
-type fakeDiscord struct {
+type Fake struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
-	calls    []restCall
+	calls    []Call
 	byToken  map[string][]int                           // interaction token -> indexes in calls
 	commands map[string][]*discordgo.ApplicationCommand // by "<app>/<guild>"
 	commIDs  map[string]string                          // command ID by "<app>/<guild>/<name>"
@@ -53,13 +58,13 @@ type fakeDiscord struct {
 	msgIDs  map[string]bool               // IDs of every stored message
 	threads map[string]string             // thread ID -> the channel of its root message
 	nonces  map[string]*discordgo.Message // "<channel>/<nonce>" -> the message it made
-	// loseAnswers makes the next N channel-send calls store the message and answer 500, as
+	// LoseAnswers makes the next N channel-send calls store the message and answer 500, as
 	// when the answer is lost on its way back.
-	loseAnswers atomic.Int32
+	LoseAnswers atomic.Int32
 }
 
-// restCall is one recorded request.
-type restCall struct {
+// Call is one recorded request.
+type Call struct {
 	Method, Route, Path string
 	Auth                string
 	Status              int
@@ -69,9 +74,9 @@ type restCall struct {
 	Message *discordgo.Message
 }
 
-func newFakeDiscord(t testing.TB) *fakeDiscord {
+func New(t testing.TB) *Fake {
 	t.Helper()
-	f := &fakeDiscord{
+	f := &Fake{
 		commands: map[string][]*discordgo.ApplicationCommand{}, commIDs: map[string]string{},
 		channels: map[string]string{}, original: map[string]string{}, limit: map[string]int{}, byToken: map[string][]int{},
 		acked: map[string]bool{}, stored: map[string][]*discordgo.Message{}, msgIDs: map[string]bool{},
@@ -97,27 +102,30 @@ func newFakeDiscord(t testing.TB) *fakeDiscord {
 	return f
 }
 
-// session returns a REST session for the bot token pointed at the fake through the
+// URL is the fake's base URL: discord.apiURL in a config is URL()+"/".
+func (f *Fake) URL() string { return f.srv.URL }
+
+// Session returns a REST session for the bot token pointed at the fake through the
 // adapter's apiURL rewrite (the way discord.apiURL works in production).
-func (f *fakeDiscord) session(t testing.TB) *discordgo.Session {
+func (f *Fake) Session(t testing.TB) *discordgo.Session {
 	t.Helper()
-	s, err := discord.NewSession(botToken, f.srv.URL+"/", nil)
+	s, err := discord.NewSession(BotToken, f.srv.URL+"/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// rateLimit makes the next n calls of route answer 429.
-func (f *fakeDiscord) rateLimit(route string, n int) {
+// RateLimit makes the next n calls of route answer 429.
+func (f *Fake) RateLimit(route string, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.limit[route] = n
 }
 
-// expect tells the fake which channel an interaction token's messages are in (Discord knows
+// Expect tells the fake which channel an interaction token's messages are in (Discord knows
 // it from the interaction).
-func (f *fakeDiscord) expect(token, channel string) {
+func (f *Fake) Expect(token, channel string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.channels[token] = channel
@@ -127,7 +135,7 @@ type handler func(r *http.Request, body []byte) (status int, reply any, msg *dis
 
 // handle records the call, checks the bot token where Discord needs one, answers 429 when
 // asked to, and runs h.
-func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.HandlerFunc {
+func (f *Fake) handle(route string, needsBot bool, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -142,7 +150,7 @@ func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.Handle
 			_, _ = io.WriteString(w, `{"message": "You are being rate limited.", "retry_after": 0.25, "global": false}`)
 			return
 		}
-		if needsBot && r.Header.Get("Authorization") != "Bot "+botToken {
+		if needsBot && r.Header.Get("Authorization") != "Bot "+BotToken {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = io.WriteString(w, `{"message": "401: Unauthorized", "code": 0}`)
@@ -150,7 +158,7 @@ func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.Handle
 		}
 		status, reply, msg := h(r, body)
 		f.mu.Lock()
-		f.calls = append(f.calls, restCall{Method: r.Method, Route: route, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
+		f.calls = append(f.calls, Call{Method: r.Method, Route: route, Path: r.URL.Path, Auth: r.Header.Get("Authorization"),
 			Status: status, Body: body, At: time.Now(), Message: msg})
 		if token := r.PathValue("token"); token != "" {
 			f.byToken[token] = append(f.byToken[token], len(f.calls)-1)
@@ -166,10 +174,10 @@ func (f *fakeDiscord) handle(route string, needsBot bool, h handler) http.Handle
 	}
 }
 
-func (f *fakeDiscord) id() string { return strconv.FormatInt(f.nextID.Add(1), 10) }
+func (f *Fake) id() string { return strconv.FormatInt(f.nextID.Add(1), 10) }
 
 // callback is Create Interaction Response: an interaction takes one response.
-func (f *fakeDiscord) callback(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) callback(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	var resp struct {
 		Type discordgo.InteractionResponseType `json:"type"`
 	}
@@ -186,7 +194,7 @@ func (f *fakeDiscord) callback(r *http.Request, body []byte) (int, any, *discord
 }
 
 // message builds the message Discord returns for a create or edit with body.
-func (f *fakeDiscord) message(id, channel string, body []byte, flags discordgo.MessageFlags) (*discordgo.Message, error) {
+func (f *Fake) message(id, channel string, body []byte, flags discordgo.MessageFlags) (*discordgo.Message, error) {
 	var content struct {
 		Embeds          []*discordgo.MessageEmbed `json:"embeds"`
 		Components      json.RawMessage           `json:"components"`
@@ -201,7 +209,7 @@ func (f *fakeDiscord) message(id, channel string, body []byte, flags discordgo.M
 	raw := map[string]any{
 		"id": id, "channel_id": channel, "type": 0, "content": "", "embeds": content.Embeds,
 		"timestamp": time.Now().UTC().Format(time.RFC3339), "flags": flags | content.Flags,
-		"author": map[string]any{"id": appID, "username": "whypending", "bot": true, "discriminator": "0"},
+		"author": map[string]any{"id": AppID, "username": "whypending", "bot": true, "discriminator": "0"},
 	}
 	if len(content.Components) > 0 {
 		raw["components"] = content.Components
@@ -214,7 +222,7 @@ func (f *fakeDiscord) message(id, channel string, body []byte, flags discordgo.M
 	return &m, nil
 }
 
-func (f *fakeDiscord) webhookEdit(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) webhookEdit(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	token, id := r.PathValue("token"), r.PathValue("msg")
 	f.mu.Lock()
 	channel := f.channels[token]
@@ -237,7 +245,7 @@ func (f *fakeDiscord) webhookEdit(r *http.Request, body []byte) (int, any, *disc
 
 // webhookDelete deletes a message of the interaction (@original: its response), as Discord
 // answers: 204 No Content.
-func (f *fakeDiscord) webhookDelete(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) webhookDelete(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.channels[r.PathValue("token")] == "" {
@@ -246,7 +254,7 @@ func (f *fakeDiscord) webhookDelete(r *http.Request, body []byte) (int, any, *di
 	return http.StatusNoContent, nil, nil
 }
 
-func (f *fakeDiscord) followup(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) followup(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	f.mu.Lock()
 	channel := f.channels[r.PathValue("token")]
 	f.mu.Unlock()
@@ -263,7 +271,7 @@ func (f *fakeDiscord) followup(r *http.Request, body []byte) (int, any, *discord
 	return http.StatusOK, m, m
 }
 
-func (f *fakeDiscord) channelEdit(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) channelEdit(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	m, err := f.message(r.PathValue("msg"), r.PathValue("channel"), body, 0)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
@@ -285,7 +293,7 @@ var unknownChannel = map[string]any{"message": "Unknown Channel", "code": 10003}
 // channelSend is Create Message: a message ID as the channel is a thread, which must have
 // been started; with enforce_nonce, a nonce this channel saw returns that message and makes
 // none.
-func (f *fakeDiscord) channelSend(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) channelSend(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	channel := r.PathValue("channel")
 	var marks struct {
 		Nonce        string `json:"nonce"`
@@ -315,8 +323,8 @@ func (f *fakeDiscord) channelSend(r *http.Request, body []byte) (int, any, *disc
 		f.nonces[channel+"/"+marks.Nonce] = m
 	}
 	f.mu.Unlock()
-	if f.loseAnswers.Load() > 0 {
-		f.loseAnswers.Add(-1)
+	if f.LoseAnswers.Load() > 0 {
+		f.LoseAnswers.Add(-1)
 		return http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0}, m
 	}
 	return http.StatusOK, m, m
@@ -324,7 +332,7 @@ func (f *fakeDiscord) channelSend(r *http.Request, body []byte) (int, any, *disc
 
 // channelRead is Get Channel Messages with after and limit: the limit oldest messages after
 // the given ID, newest first, as Discord returns them.
-func (f *fakeDiscord) channelRead(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) channelRead(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	channel := r.PathValue("channel")
 	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
 	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
@@ -347,7 +355,7 @@ func (f *fakeDiscord) channelRead(r *http.Request, body []byte) (int, any, *disc
 }
 
 // messageGet is Get Channel Message.
-func (f *fakeDiscord) messageGet(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) messageGet(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, m := range f.stored[r.PathValue("channel")] {
@@ -360,7 +368,7 @@ func (f *fakeDiscord) messageGet(r *http.Request, body []byte) (int, any, *disco
 
 // threadStart is Start Thread from Message: the thread's ID is the message's; a message has at
 // most one thread.
-func (f *fakeDiscord) threadStart(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) threadStart(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	var start discordgo.ThreadStart
 	if err := json.Unmarshal(body, &start); err != nil || start.Name == "" || len(start.Name) > 100 {
 		return http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035}, nil
@@ -375,11 +383,11 @@ func (f *fakeDiscord) threadStart(r *http.Request, body []byte) (int, any, *disc
 		return http.StatusBadRequest, map[string]any{"message": "A thread has already been created for this message", "code": 160004}, nil
 	}
 	f.threads[id] = channel
-	return http.StatusCreated, map[string]any{"id": id, "type": 11, "parent_id": channel, "name": start.Name, "guild_id": guildID}, nil
+	return http.StatusCreated, map[string]any{"id": id, "type": 11, "parent_id": channel, "name": start.Name, "guild_id": GuildID}, nil
 }
 
-// thread returns the messages of a channel or thread, oldest first.
-func (f *fakeDiscord) thread(channel string) []*discordgo.Message {
+// Thread returns the messages of a channel or thread, oldest first.
+func (f *Fake) Thread(channel string) []*discordgo.Message {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.stored[channel])
@@ -387,7 +395,7 @@ func (f *fakeDiscord) thread(channel string) []*discordgo.Message {
 
 // putCommands is Bulk Overwrite: the set becomes exactly the body's commands; a command
 // whose name was registered before keeps its ID, as Discord does.
-func (f *fakeDiscord) putCommands(r *http.Request, body []byte) (int, any, *discordgo.Message) {
+func (f *Fake) putCommands(r *http.Request, body []byte) (int, any, *discordgo.Message) {
 	var cmds []*discordgo.ApplicationCommand
 	if err := json.Unmarshal(body, &cmds); err != nil {
 		return http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 50035}, nil
@@ -406,11 +414,22 @@ func (f *fakeDiscord) putCommands(r *http.Request, body []byte) (int, any, *disc
 	return http.StatusOK, cmds, nil
 }
 
-// snapshot returns the recorded calls of route ("" for all).
-func (f *fakeDiscord) snapshot(route string) []restCall {
+// Commands returns the registered commands, by "<app>/<guild>".
+func (f *Fake) Commands() map[string][]*discordgo.ApplicationCommand {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []restCall
+	out := map[string][]*discordgo.ApplicationCommand{}
+	for k, cmds := range f.commands {
+		out[k] = slices.Clone(cmds)
+	}
+	return out
+}
+
+// Snapshot returns the recorded calls of route ("" for all).
+func (f *Fake) Snapshot(route string) []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Call
 	for _, c := range f.calls {
 		if route == "" || c.Route == route {
 			out = append(out, c)
@@ -419,21 +438,21 @@ func (f *fakeDiscord) snapshot(route string) []restCall {
 	return out
 }
 
-// callsFor returns the calls made with an interaction token, in order.
-func (f *fakeDiscord) callsFor(token string) []restCall {
+// CallsFor returns the calls made with an interaction token, in order.
+func (f *Fake) CallsFor(token string) []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []restCall
+	var out []Call
 	for _, i := range f.byToken[token] {
 		out = append(out, f.calls[i])
 	}
 	return out
 }
 
-// channelEdits returns the bot-token edits of one message.
-func (f *fakeDiscord) channelEdits(messageID string) []restCall {
-	var out []restCall
-	for _, c := range f.snapshot("channel-edit") {
+// ChannelEdits returns the bot-token edits of one message.
+func (f *Fake) ChannelEdits(messageID string) []Call {
+	var out []Call
+	for _, c := range f.Snapshot("channel-edit") {
 		if strings.HasSuffix(c.Path, "/"+messageID) {
 			out = append(out, c)
 		}
@@ -441,9 +460,9 @@ func (f *fakeDiscord) channelEdits(messageID string) []restCall {
 	return out
 }
 
-// messageText flattens what a user sees of a message: embed titles, descriptions, field
+// MessageText flattens what a user sees of a message: embed titles, descriptions, field
 // names and values, footers and button labels.
-func messageText(m *discordgo.Message) string {
+func MessageText(m *discordgo.Message) string {
 	var parts []string
 	for _, e := range m.Embeds {
 		parts = append(parts, e.Title, e.Description)
@@ -454,14 +473,14 @@ func messageText(m *discordgo.Message) string {
 			parts = append(parts, e.Footer.Text)
 		}
 	}
-	for _, b := range buttonsOf(m) {
+	for _, b := range ButtonsOf(m) {
 		parts = append(parts, "["+b.Label+"]")
 	}
 	return strings.Join(parts, "\n")
 }
 
-// buttonsOf lists a message's buttons.
-func buttonsOf(m *discordgo.Message) []*discordgo.Button {
+// ButtonsOf lists a message's buttons.
+func ButtonsOf(m *discordgo.Message) []*discordgo.Button {
 	var out []*discordgo.Button
 	for _, row := range m.Components {
 		if r, ok := row.(*discordgo.ActionsRow); ok {
@@ -475,8 +494,8 @@ func buttonsOf(m *discordgo.Message) []*discordgo.Button {
 	return out
 }
 
-// noMentionsSent checks a message body carried allowed_mentions {parse: []}.
-func noMentionsSent(t testing.TB, c restCall) {
+// NoMentionsSent checks a message body carried allowed_mentions {parse: []}.
+func NoMentionsSent(t testing.TB, c Call) {
 	t.Helper()
 	var body struct {
 		AllowedMentions *struct {
@@ -491,52 +510,52 @@ func noMentionsSent(t testing.TB, c restCall) {
 	}
 }
 
-// member is a guild member (or, with dm set, a user in a direct message).
-type member struct {
-	id, name string
-	roles    []string
-	dm       bool
+// Member is a guild Member (or, with dm set, a user in a direct message).
+type Member struct {
+	ID, Name string
+	Roles    []string
+	DM       bool
 }
 
 // interactionSeq numbers interactions, for unique IDs and tokens.
 var interactionSeq atomic.Int64
 
-// interactionJSON is an interaction as Discord sends it: real field names and types,
-// member.permissions as a string, a fresh token.
-func interactionJSON(t testing.TB, typ discordgo.InteractionType, data any, who member, message *discordgo.Message) (token string, body []byte) {
+// InteractionJSON is an interaction as Discord sends it: real field names and types,
+// Member.permissions as a string, a fresh token.
+func InteractionJSON(t testing.TB, typ discordgo.InteractionType, data any, who Member, message *discordgo.Message) (token string, body []byte) {
 	t.Helper()
 	n := interactionSeq.Add(1)
 	token = fmt.Sprintf("aW50ZXJhY3Rpb246%d", n)
-	user := map[string]any{"id": who.id, "username": who.name, "global_name": strings.ToUpper(who.name[:1]) + who.name[1:],
+	user := map[string]any{"id": who.ID, "username": who.Name, "global_name": strings.ToUpper(who.Name[:1]) + who.Name[1:],
 		"discriminator": "0", "avatar": nil, "public_flags": 0}
-	roles := who.roles
+	roles := who.Roles
 	if roles == nil {
 		roles = []string{}
 	}
 	in := map[string]any{
-		"id": fmt.Sprint(1800000000000000000 + n), "application_id": appID, "type": typ, "data": data,
-		"channel_id": channelID, "token": token, "version": 1, "locale": "en-US",
+		"id": fmt.Sprint(1800000000000000000 + n), "application_id": AppID, "type": typ, "data": data,
+		"channel_id": ChannelID, "token": token, "version": 1, "locale": "en-US",
 		"app_permissions": "2248473465835073", "entitlements": []any{},
 	}
-	if who.dm {
+	if who.DM {
 		in["user"] = user
 		in["context"] = 1
-		in["channel"] = map[string]any{"id": channelID, "type": 1}
-		in["authorizing_integration_owners"] = map[string]any{"1": who.id}
+		in["channel"] = map[string]any{"id": ChannelID, "type": 1}
+		in["authorizing_integration_owners"] = map[string]any{"1": who.ID}
 	} else {
-		in["guild_id"] = guildID
+		in["guild_id"] = GuildID
 		in["guild_locale"] = "en-US"
 		in["context"] = 0
-		in["channel"] = map[string]any{"id": channelID, "type": 0, "guild_id": guildID, "name": "ops"}
-		in["authorizing_integration_owners"] = map[string]any{"0": guildID}
-		in["member"] = map[string]any{
+		in["channel"] = map[string]any{"id": ChannelID, "type": 0, "guild_id": GuildID, "name": "ops"}
+		in["authorizing_integration_owners"] = map[string]any{"0": GuildID}
+		in["Member"] = map[string]any{
 			"user": user, "roles": roles, "nick": nil, "avatar": nil, "premium_since": nil,
 			"joined_at": "2025-01-15T09:30:00.000000+00:00", "deaf": false, "mute": false, "flags": 0,
 			"pending": false, "permissions": "2248473465835073", "communication_disabled_until": nil,
 		}
 	}
 	if message != nil {
-		in["message"] = messageJSON(t, message)
+		in["message"] = MessageJSON(t, message)
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -545,9 +564,9 @@ func interactionJSON(t testing.TB, typ discordgo.InteractionType, data any, who 
 	return token, b
 }
 
-// messageJSON is m as Discord sends it inside an interaction (discordgo does not marshal a
+// MessageJSON is m as Discord sends it inside an interaction (discordgo does not marshal a
 // message's components, so they are added here).
-func messageJSON(t testing.TB, m *discordgo.Message) map[string]any {
+func MessageJSON(t testing.TB, m *discordgo.Message) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -561,14 +580,14 @@ func messageJSON(t testing.TB, m *discordgo.Message) map[string]any {
 	return out
 }
 
-// commandData is the data of a slash command: opts are option name/value pairs; sub, when
+// CommandData is the data of a slash command: opts are option name/value pairs; sub, when
 // set, is the subcommand they belong to.
-func commandData(name, sub string, opts ...string) map[string]any {
+func CommandData(name, sub string, opts ...string) map[string]any {
 	var options []map[string]any
 	for i := 0; i+1 < len(opts); i += 2 {
 		options = append(options, map[string]any{"name": opts[i], "type": 3, "value": opts[i+1]})
 	}
-	data := map[string]any{"id": "1500000000000000001", "name": name, "type": 1, "guild_id": guildID}
+	data := map[string]any{"id": "1500000000000000001", "name": name, "type": 1, "guild_id": GuildID}
 	if sub != "" {
 		data["options"] = []map[string]any{{"name": sub, "type": 1, "options": options}}
 	} else if options != nil {
@@ -577,29 +596,29 @@ func commandData(name, sub string, opts ...string) map[string]any {
 	return data
 }
 
-// clickData is the data of a button click.
-func clickData(customID string) map[string]any {
+// ClickData is the data of a button click.
+func ClickData(customID string) map[string]any {
 	return map[string]any{"custom_id": customID, "component_type": 2}
 }
 
-// signer signs interactions with the application's key pair.
-type signer struct {
-	pub  ed25519.PublicKey
-	priv ed25519.PrivateKey
+// Signer signs interactions with the application's key pair.
+type Signer struct {
+	Pub  ed25519.PublicKey
+	Priv ed25519.PrivateKey
 }
 
-func newSigner(t testing.TB) signer {
+func NewSigner(t testing.TB) Signer {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return signer{pub, priv}
+	return Signer{pub, priv}
 }
 
-// request builds the POST Discord sends to the interactions endpoint: the body, signed over
+// Request builds the POST Discord sends to the interactions endpoint: the body, signed over
 // timestamp + body with the application's key.
-func (s signer) request(t testing.TB, target string, ts time.Time, body []byte) *http.Request {
+func (s Signer) Request(t testing.TB, target string, ts time.Time, body []byte) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
@@ -609,23 +628,23 @@ func (s signer) request(t testing.TB, target string, ts time.Time, body []byte) 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Discord-Interactions/1.0 (+https://discord.com)")
 	req.Header.Set("X-Signature-Timestamp", stamp)
-	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(s.priv, append([]byte(stamp), body...))))
+	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(s.Priv, append([]byte(stamp), body...))))
 	return req
 }
 
-// initialResponse is the part of an interaction response tests look at (discordgo cannot
+// InitialResponse is the part of an interaction response tests look at (discordgo cannot
 // decode response components).
-type initialResponse struct {
+type InitialResponse struct {
 	Type discordgo.InteractionResponseType `json:"type"`
 	Data *struct {
 		Flags discordgo.MessageFlags `json:"flags"`
 	} `json:"data"`
 }
 
-// post sends a signed interaction and returns the status and the decoded response.
-func (s signer) post(t testing.TB, client *http.Client, url string, body []byte) (int, *initialResponse, string) {
+// Post sends a signed interaction and returns the status and the decoded response.
+func (s Signer) Post(t testing.TB, client *http.Client, url string, body []byte) (int, *InitialResponse, string) {
 	t.Helper()
-	resp, err := client.Do(s.request(t, url, time.Now(), body))
+	resp, err := client.Do(s.Request(t, url, time.Now(), body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +653,7 @@ func (s signer) post(t testing.TB, client *http.Client, url string, body []byte)
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, nil, string(raw)
 	}
-	var out initialResponse
+	var out InitialResponse
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatalf("response %s: %v", raw, err)
 	}

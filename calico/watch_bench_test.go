@@ -9,8 +9,8 @@ package calico
 //	WHYPENDING_BENCH_KUBECONFIG=/path/to/L/kubeconfig go test ./calico -run '^$' -bench BenchmarkWatchChurn -benchtime 1x -timeout 60m
 //
 // With WHYPENDING_BENCH_KUBECONFIG the benchmark reuses that cluster (the shared size-L
-// fixture): what it adds lives in its own namespaces (watch-bench, watch-bench-store) and the
-// two whypending CRDs, created if missing and deleted at the end. Without it, it builds the
+// fixture): what it adds lives in its own namespaces (watch-bench-<time>, and -store) and the
+// two whypending CRDs, created if missing; all of it is deleted at the end. Without it, it builds the
 // "tiny" fixture. WHYPENDING_BENCH_CHURN shortens the window (default 5m).
 //
 // Metrics: extra-cpu-cores (the watch process's CPU beyond the one without, averaged over the
@@ -50,12 +50,17 @@ import (
 	"github.com/whypending/whypending/internal/testenv"
 )
 
+// The benchmark's namespaces get a suffix per run: a fixture without kube-controller-manager
+// never finishes deleting a namespace, so a name is not reused.
+var (
+	watchBenchNS    = fmt.Sprintf("watch-bench-%d", time.Now().Unix())
+	watchBenchStore = watchBenchNS + "-store"
+)
+
 const (
-	watchBenchNS    = "watch-bench"
-	watchBenchStore = "watch-bench-store"
-	watchChurnPods  = 1000
-	watchThreshold  = 10 * time.Second
-	watchStuckFor   = 60 * time.Second
+	watchChurnPods = 1000
+	watchThreshold = 10 * time.Second
+	watchStuckFor  = 60 * time.Second
 )
 
 var churnPod = regexp.MustCompile(`churn-\d{4}`)
@@ -159,24 +164,26 @@ func BenchmarkWatchChurn(b *testing.B) {
 	ctx := b.Context()
 	defer installWatchCRDs(b, dyn)()
 	for _, ns := range []string{watchBenchNS, watchBenchStore} {
-		_ = kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	}
-	for _, ns := range []string{watchBenchNS, watchBenchStore} {
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-			if err == nil {
-				break
-			}
-			if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
-				b.Fatal(err)
-			}
-			time.Sleep(time.Second) // the previous run's namespace is still terminating
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
 		}
 	}
 	defer func() {
+		// Without a namespace controller nothing deletes a namespace's objects: delete them
+		// first, then the namespaces.
+		ctx := context.Background()
+		_ = kube.CoreV1().Pods(watchBenchNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = dyn.Resource(schema.GroupVersionResource{Group: "whypending.io", Version: "v1alpha1", Resource: "notifications"}).Namespace(watchBenchStore).
+			DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = kube.CoordinationV1().Leases(watchBenchStore).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		for _, ns := range []string{watchBenchNS, watchBenchStore} {
-			_ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+			_ = kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			// The namespace controller's part: drop the kubernetes finalizer of the
+			// now-empty namespace, so it goes (a no-op where a controller runs).
+			if n, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+				n.Spec.Finalizers = nil
+				_, _ = kube.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{})
+			}
 		}
 	}()
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 50})

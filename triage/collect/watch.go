@@ -2,18 +2,20 @@ package collect
 
 import (
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/triage"
 )
 
 // What the watch (bot/watch) reads: the cached backend's pod informer and workload caches,
-// never a request of its own. Pods handed out are built from the lean cache (leanPod.pod) and
-// shared: treat them as read-only.
+// never a request of its own. The pods it gets are light views of the lean cache entries
+// (watchView): metadata and status only, no spec, the status's slices shared with the cache
+// (read-only), so following every pod of a large cluster builds no whole pod.
 
 // ErrNotCached is returned by the watch's reads on a Collector without informer caches.
 var ErrNotCached = errors.New("the collector keeps no informer caches")
@@ -35,7 +37,7 @@ func (c *Collector) WatchPods(h PodHandler) (remove func(), err error) {
 			obj = t.Obj
 		}
 		if lp := leanPodOf(obj); lp != nil {
-			return lp.pod()
+			return lp.watchView()
 		}
 		return nil
 	}
@@ -62,13 +64,48 @@ func (c *Collector) WatchPods(h PodHandler) (remove func(), err error) {
 	return func() { _ = inf.RemoveEventHandler(reg) }, nil
 }
 
-// CachedPods returns the cached pods of namespace.
+// CachedPods returns the cached pods of namespace, as light views (no spec).
 func (c *Collector) CachedPods(namespace string) ([]*corev1.Pod, error) {
 	cc, ok := c.read.(*cacheReader)
 	if !ok {
 		return nil, ErrNotCached
 	}
-	return cc.podLister.Pods(namespace).List(labels.Everything())
+	objs, err := cc.podIndex.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if lp := leanPodOf(o); lp != nil {
+			out = append(out, lp.watchView())
+		}
+	}
+	return out, nil
+}
+
+// watchView is the pod's metadata and status without its spec: the status shares the cache's
+// slices, but its conditions carry their transition times.
+func (lp *leanPod) watchView() *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid), ResourceVersion: lp.rv,
+		CreationTimestamp: lp.created, DeletionTimestamp: lp.deleted, DeletionGracePeriodSeconds: lp.deletionGrace,
+	}}
+	if lp.labels != nil {
+		p.Labels = *lp.labels
+	}
+	if lp.annotations != nil {
+		p.Annotations = *lp.annotations
+	}
+	if lp.owners != nil {
+		p.OwnerReferences = *lp.owners
+	}
+	p.Spec.NodeName = lp.node.Value()
+	p.Status = *lp.status
+	p.Status.Conditions = slices.Clone(lp.status.Conditions)
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].LastTransitionTime = fromUnixNano(lp.times[i])
+	}
+	return p
 }
 
 // CachedObjectMeta returns the cached metadata of a namespace (kind "" and name the

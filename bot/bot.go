@@ -127,6 +127,8 @@ type Bot struct {
 	inflight  singleflight.Group // diagnoses in progress, by cluster and target
 	// channelNS maps a channel ID to its default namespace (Options.ChannelNamespaces).
 	channelNS map[string]string
+	// snoozer snoozes watch posts (SetSnoozer); maySnooze says who may.
+	snoozer Snoozer
 	// silencer makes Alertmanager silences (SetSilencer); silencePolicy says who may.
 	silencer        Silencer
 	silencePolicy   string
@@ -222,6 +224,12 @@ func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Con
 			return chat.Outcome{Notice: "Malformed silence button; nothing was done."}
 		}
 		return b.silence(ctx, c, s)
+	case strings.HasPrefix(c.ActionID, chat.ActionSnoozePrefix):
+		s, ok := chat.ParseSnoozeButton(c.ActionID, c.Value)
+		if !ok {
+			return chat.Outcome{Notice: "Malformed snooze button; nothing was done."}
+		}
+		return b.snooze(ctx, c, s)
 	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):
 		p, _ := chat.ParsePlanButton(c.ActionID, c.Value)
 		req := chat.Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}

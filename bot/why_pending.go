@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/whypending/whypending/bot/watch"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
@@ -47,15 +48,27 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 // so it is answered as the bot (no per-user check) and without hints about other
 // namespaces; where it is posted decides who sees it (bot/alerts: channels.namespaces).
 func (b *Bot) Diagnose(ctx context.Context, cluster string, t triage.Target) (chat.Message, error) {
+	r, err := b.DiagnoseResult(ctx, cluster, t)
+	return r.Message, err
+}
+
+// DiagnoseResult is Diagnose with the answer's primary code and whether it is uncertain, for
+// the watch (bot/watch), whose post's state is the code. It is the one call the features that
+// post unasked make into the Answerer.
+func (b *Bot) DiagnoseResult(ctx context.Context, cluster string, t triage.Target) (watch.Result, error) {
 	c, err := b.cluster(cluster)
 	if err != nil {
-		return chat.Message{}, err
+		return watch.Result{}, err
 	}
 	a, err := b.answer(ctx, c, t, "")
 	if err != nil {
-		return chat.Message{}, err
+		return watch.Result{}, err
 	}
-	return AnswerMessage(a, c.Name), nil
+	code := a.Code()
+	uncertain := code == "" || code == triage.CodeUnknown ||
+		a.Pod != nil && (a.Pod.Uncertain || a.Pod.Primary().Uncertain) ||
+		a.Workload != nil && (a.Workload.Uncertain || a.Workload.Primary().Uncertain)
+	return watch.Result{Code: code, Uncertain: uncertain, Message: AnswerMessage(a, c.Name)}, nil
 }
 
 // answer is c's answer for t, shared by concurrent questions about the same target; who,

@@ -112,3 +112,43 @@ func ParseSilenceButton(actionID, value string) (SilenceButton, bool) {
 	}
 	return SilenceButton{Thread: value, For: dur}, value != ""
 }
+
+// ActionSnoozePrefix starts the action ID of a Snooze button (see SnoozeButton).
+const ActionSnoozePrefix = "snooze:"
+
+// SnoozeButton snoozes a watched workload's post (bot/watch) for a while, or until the
+// workload recovers (UntilRecovered). This is the one place its wire form is written and
+// read: ActionID "snooze:<duration>" or "snooze:recovered", Value the post's Notification
+// name.
+type SnoozeButton struct {
+	// Thread is the Notification name of the post in the channel.
+	Thread string
+	// For is how long the snooze lasts, unless UntilRecovered.
+	For            time.Duration
+	UntilRecovered bool
+}
+
+// Button is the button with label.
+func (s SnoozeButton) Button(label string) Button {
+	id := ActionSnoozePrefix + s.For.String()
+	if s.UntilRecovered {
+		id = ActionSnoozePrefix + "recovered"
+	}
+	return Button{ActionID: id, Label: label, Value: s.Thread}
+}
+
+// ParseSnoozeButton reads a clicked Snooze button back; false when the action ID is not one.
+func ParseSnoozeButton(actionID, value string) (SnoozeButton, bool) {
+	d, ok := strings.CutPrefix(actionID, ActionSnoozePrefix)
+	if !ok || value == "" {
+		return SnoozeButton{}, false
+	}
+	if d == "recovered" {
+		return SnoozeButton{Thread: value, UntilRecovered: true}, true
+	}
+	dur, err := time.ParseDuration(d)
+	if err != nil || dur <= 0 {
+		return SnoozeButton{}, false
+	}
+	return SnoozeButton{Thread: value, For: dur}, true
+}

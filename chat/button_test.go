@@ -46,3 +46,18 @@ func TestSilenceButtonRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestSnoozeButtonRoundTrip(t *testing.T) {
+	for _, s := range []SnoozeButton{{Thread: "watch-0123456789abcdef0123", For: time.Hour}, {Thread: "watch-x", For: 24 * time.Hour}, {Thread: "watch-x", UntilRecovered: true}} {
+		b := s.Button("x")
+		got, ok := ParseSnoozeButton(b.ActionID, b.Value)
+		if !ok || got != s {
+			t.Errorf("ParseSnoozeButton(%q, %q) = %+v %v, want %+v", b.ActionID, b.Value, got, ok, s)
+		}
+	}
+	for _, bad := range [][2]string{{"snooze:soon", "watch-x"}, {"snooze:-1h", "watch-x"}, {"snooze:1h", ""}, {"silence:1h", "watch-x"}} {
+		if _, ok := ParseSnoozeButton(bad[0], bad[1]); ok {
+			t.Errorf("ParseSnoozeButton(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}

@@ -237,3 +237,14 @@ func (c *Cluster) CheckAccess() (authorizationv1.ResourceAttributes, error) {
 	}
 	return cn.ipam.CheckAccess(), nil
 }
+
+// Collector is the current connection's collector, whose informer caches the watch reads
+// (bot/watch); a reconnect replaces it, with fresh caches. It returns the cluster's
+// *chat.UnavailableError while it is unavailable.
+func (c *Cluster) Collector() (*collect.Collector, error) {
+	cn, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	return cn.collector, nil
+}

@@ -43,6 +43,10 @@ func rootMessage(g *group, thread string, now time.Time) chat.Message {
 		line := a.Labels["alertname"]
 		if a.Object != nil {
 			line += " " + a.Object.String()
+			if c := a.Labels["container"]; c != "" {
+				// KubePodCrashLooping and KubeContainerWaiting fire per container.
+				line += " (container " + c + ")"
+			}
 		} else {
 			line += " (names no Kubernetes object: not diagnosed)"
 		}

@@ -5,29 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/robfig/cron/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/klog/v2"
+
+	"github.com/whypending/whypending/internal/lease"
 )
 
 // LeaseName is the default name of the coordination.k8s.io Lease the bot's replicas
 // elect the digest poster with.
 const LeaseName = "whypending-digest"
-
-// Leader election timing defaults, client-go's usual values.
-const (
-	defaultLeaseDuration = 15 * time.Second
-	defaultRenewDeadline = 10 * time.Second
-	defaultRetryPeriod   = 2 * time.Second
-)
 
 // ParseSchedule parses config digest.schedule, a 5-field cron expression (minute, hour,
 // day of month, month, day of week; descriptors such as "@daily" too), to be read in the
@@ -102,60 +90,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.lead(ctx, sched, loc, log)
 		return nil
 	}
-	id := s.Identity
-	if id == "" {
-		id = leaderIdentity()
-	}
 	name := s.LeaseName
 	if name == "" {
 		name = LeaseName
 	}
-	log = log.With(slog.String("lease", s.Namespace+"/"+name), slog.String("identity", id))
-	lec := leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
-			Client:     s.Leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-		},
-		LeaseDuration:   durationOr(s.LeaseDuration, defaultLeaseDuration),
-		RenewDeadline:   durationOr(s.RenewDeadline, defaultRenewDeadline),
-		RetryPeriod:     durationOr(s.RetryPeriod, defaultRetryPeriod),
-		ReleaseOnCancel: true,
-		Name:            name,
-	}
-	ectx := klog.NewContext(ctx, logr.FromSlogHandler(log.Handler()))
-	for {
-		// OnStartedLeading runs in a goroutine the elector does not wait for; hand its
-		// context over so the cron runs here and Run returns only after it stopped.
-		leading := make(chan context.Context, 1)
-		lec.Callbacks = leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) { leading <- lctx },
-			OnStoppedLeading: func() {},
-			OnNewLeader: func(holder string) {
-				log.InfoContext(ctx, "digest leader elected", slog.String("leader", holder))
-			},
-		}
-		le, err := leaderelection.NewLeaderElector(lec)
-		if err != nil {
-			return fmt.Errorf("digest leader election: %w", err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			le.Run(ectx)
-		}()
-		select {
-		case lctx := <-leading:
-			log.InfoContext(ctx, "leading the digest")
-			s.lead(lctx, sched, loc, log)
-			<-done
-		case <-done:
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		log.WarnContext(ctx, "lost the digest lease; campaigning again")
-	}
+	el := &lease.Elector{Leases: s.Leases, Namespace: s.Namespace, Name: name, What: "digest", Identity: s.Identity,
+		LeaseDuration: s.LeaseDuration, RenewDeadline: s.RenewDeadline, RetryPeriod: s.RetryPeriod, Log: log}
+	return el.Run(ctx, func(lctx context.Context) { s.lead(lctx, sched, loc, log) })
 }
 
 // lead runs the cron until ctx is done, then stops it and waits for a round in progress
@@ -189,22 +130,6 @@ func (s *Scheduler) round(ctx context.Context, log *slog.Logger) {
 	for _, e := range errs {
 		log.ErrorContext(ctx, "digest round", slog.Any("err", e))
 	}
-}
-
-// leaderIdentity names this replica: "<hostname>_<pid>".
-func leaderIdentity() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	return host + "_" + strconv.Itoa(os.Getpid())
-}
-
-func durationOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // cronLogger sends robfig/cron's log lines to slog: its chatter at debug level, a

@@ -57,6 +57,8 @@ type Config struct {
 	Alertmanager *AlertmanagerConfig `json:"alertmanager"`
 	// Authorization checks each person against Kubernetes RBAC (off by default).
 	Authorization AuthorizationConfig `json:"authorization"`
+	// Watch posts stuck workloads unasked (off by default).
+	Watch WatchConfig `json:"watch"`
 
 	slackSet, discordSet bool // the file had a slack or a discord section (ParseConfig)
 }
@@ -186,6 +188,30 @@ type ChannelsConfig struct {
 	// when no -n is given (for example a team's channel to its namespace); without an entry the
 	// cluster's namespace applies.
 	Namespaces map[string]string `json:"namespaces"`
+}
+
+// WatchConfig is the watch (bot/watch): stuck workloads posted unasked to the channels of
+// channels.digest (every namespace) and of channels.namespaces (that namespace only).
+type WatchConfig struct {
+	// Enabled turns the watch on (needs store.backend kubernetes).
+	Enabled bool `json:"enabled"`
+	// Thresholds say how long a pod stays in a state before it is stuck.
+	Thresholds WatchThresholds `json:"thresholds"`
+	// MaxPostsPer10m bounds the new posts per channel per 10 minutes (default 10).
+	MaxPostsPer10m int `json:"maxPostsPer10m"`
+	// RemindAfter is the least time between two "still stuck" replies (default "4h").
+	RemindAfter Duration `json:"remindAfter"`
+	// ExcludeNamespaces are never watched.
+	ExcludeNamespaces []string `json:"excludeNamespaces"`
+}
+
+// WatchThresholds are watch.thresholds (defaults: pending 5m, imagePull 3m,
+// crashLoopRestarts 3, terminating 10m).
+type WatchThresholds struct {
+	Pending           Duration `json:"pending"`
+	ImagePull         Duration `json:"imagePull"`
+	CrashLoopRestarts int      `json:"crashLoopRestarts"`
+	Terminating       Duration `json:"terminating"`
 }
 
 // ApprovalsConfig is the approval policy.
@@ -841,6 +867,7 @@ func (c *Config) Validate() error {
 		bad("store.namespace", "%q is not a namespace name", c.Store.Namespace)
 	}
 	c.validateAlertmanager(&probs)
+	c.validateWatch(&probs)
 	c.validateAuthorization(&probs)
 	return errors.Join(probs...)
 }
@@ -914,6 +941,32 @@ func (c *Config) validateAlertmanager(p *problems) {
 	}
 	if c.Store.Backend != "kubernetes" {
 		p.add("alertmanager", "needs store.backend kubernetes: the alert threads are kept in Notification objects so that nothing is posted twice")
+	}
+}
+
+// validateWatch checks the watch section.
+func (c *Config) validateWatch(p *problems) {
+	wc := &c.Watch
+	for key, d := range map[string]Duration{"watch.thresholds.pending": wc.Thresholds.Pending, "watch.thresholds.imagePull": wc.Thresholds.ImagePull,
+		"watch.thresholds.terminating": wc.Thresholds.Terminating, "watch.remindAfter": wc.RemindAfter} {
+		if !d.invalid && d.Duration < 0 {
+			p.add(key, "must not be negative")
+		}
+	}
+	if wc.Thresholds.CrashLoopRestarts < 0 {
+		p.add("watch.thresholds.crashLoopRestarts", "must not be negative")
+	}
+	if wc.MaxPostsPer10m < 0 {
+		p.add("watch.maxPostsPer10m", "must not be negative")
+	}
+	if !wc.Enabled {
+		return
+	}
+	if c.Store.Backend != "kubernetes" {
+		p.add("watch", "needs store.backend kubernetes: the watch's posts are kept in Notification objects so that nothing is posted twice")
+	}
+	if len(c.Channels.Digest) == 0 && len(c.Channels.Namespaces) == 0 {
+		p.add("watch", "has no channel to post to: list channels in channels.digest (every namespace) or channels.namespaces (one namespace each)")
 	}
 }
 

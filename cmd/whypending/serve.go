@@ -30,6 +30,7 @@ import (
 	"github.com/whypending/whypending/bot/alerts"
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/bot/authz"
+	"github.com/whypending/whypending/bot/watch"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/proc"
@@ -227,6 +228,11 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			b.SetSilencer(receiver)
 		}
 	}
+	var watcher *watch.Watcher
+	if cfg.Watch.Enabled {
+		watcher = newWatcher(cfg, b, adapter, discordAdapter, live, storeCluster(liveStore), reg, log)
+		b.SetSnoozer(watcher)
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Serve(gctx, ln) })
@@ -261,6 +267,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	}
 	if receiver != nil {
 		g.Go(func() error { receiver.Run(gctx); return nil })
+	}
+	if watcher != nil {
+		g.Go(func() error { return runWatch(gctx, cfg, watcher, storeCluster(liveStore), log) })
 	}
 	if cfg.Digest.Schedule != "" {
 		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })

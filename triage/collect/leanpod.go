@@ -321,9 +321,10 @@ func prunePod(pod *corev1.Pod) *corev1.Pod {
 }
 
 // keptAnnotation says which pod annotations the rules read: Helm's (a hook pod's
-// helm.sh/hook) and sidecar injectors' (…/inject, which can block a finalizer's removal).
+// helm.sh/hook), sidecar injectors' (…/inject, which can block a finalizer's removal), and
+// whypending's own (whypending.io/watch, the watch's opt-out).
 func keptAnnotation(key string) bool {
-	return strings.HasPrefix(key, "helm.sh/") || strings.Contains(key, "inject")
+	return strings.HasPrefix(key, "helm.sh/") || strings.Contains(key, "inject") || strings.HasPrefix(key, "whypending.io/")
 }
 
 func pruneContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {

@@ -1,0 +1,221 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/ledger"
+	"github.com/whypending/whypending/ledger/thread"
+	"github.com/whypending/whypending/triage"
+)
+
+// The states of a post (ledger.Entry.State and post.State).
+const (
+	stateStuck     = "stuck"
+	stateRecovered = "recovered"
+)
+
+// post is what the ledger entry of one workload and channel keeps (ledger.Entry.Data): the
+// post's state is its primary code, never its text.
+type post struct {
+	Workload Workload    `json:"workload"`
+	State    string      `json:"state"`
+	Code     triage.Code `json:"code"`
+	// Since is when the workload's first pod became stuck in this episode; RecoveredAt
+	// when it recovered.
+	Since       time.Time `json:"since"`
+	RecoveredAt time.Time `json:"recoveredAt,omitzero"`
+	// RemindedAt is when the last reminder reply was added (or the episode started).
+	RemindedAt time.Time `json:"remindedAt"`
+	// Message is the /why-pending answer the root shows.
+	Message chat.Message `json:"message"`
+	// Replies are the thread's replies, in order (append only); Seq numbers the next.
+	Replies []reply `json:"replies,omitempty"`
+	Seq     int     `json:"seq,omitempty"`
+	// Snooze is the post's snooze, if one; SnoozeLog every snooze, who and when (the audit).
+	Snooze    *snooze       `json:"snooze,omitempty"`
+	SnoozeLog []snoozeEvent `json:"snoozeLog,omitempty"`
+
+	bump bool // the root must change (a new revision)
+}
+
+// reply is one line in the thread.
+type reply struct {
+	Key  string `json:"key"`
+	Text string `json:"text"`
+}
+
+// maxReplies bounds the replies kept; the oldest posted ones are pruned past it.
+const maxReplies = 50
+
+func (d *post) addReply(text string) {
+	d.Seq++
+	d.Replies = append(d.Replies, reply{Key: fmt.Sprintf("r%d", d.Seq), Text: text})
+}
+
+// update is what res, seen at now, changes in the post of wl: the first post, a new cause
+// (one reply), stuck again after a recovery (one reply), a reminder (one reply). It returns
+// false when the post already says it all; a text that changed under the same code changes
+// nothing. An uncertain answer is never posted on its own: it starts no post and does not
+// replace a sure cause.
+func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, remindAfter time.Duration) bool {
+	if d.State == stateStuck && d.Snooze != nil {
+		if d.Snooze.active(now) {
+			return false // snoozed: nothing is posted
+		}
+		// The snooze ended with the workload still stuck: one reply, the root brought up to
+		// the cause now.
+		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "ended"})
+		d.Snooze = nil
+		if !res.Uncertain && res.Code != d.Code {
+			d.Code, d.Message = res.Code, res.Message
+		}
+		d.addReply(fmt.Sprintf("The snooze ended; still stuck after %s: %s.", roundDuration(now.Sub(d.Since)), d.Code))
+		d.RemindedAt = now
+		d.bump = true
+		return true
+	}
+	switch {
+	case d.State == "":
+		if res.Uncertain {
+			return false
+		}
+		*d = post{Workload: wl, State: stateStuck, Code: res.Code, Since: since, RemindedAt: now, Message: res.Message}
+	case d.State == stateRecovered:
+		if res.Uncertain {
+			return false
+		}
+		d.State, d.Code, d.Since, d.RecoveredAt, d.RemindedAt, d.Message = stateStuck, res.Code, since, time.Time{}, now, res.Message
+		d.addReply(fmt.Sprintf("Stuck again: %s.", res.Code))
+	case !res.Uncertain && d.Code != res.Code:
+		d.addReply(fmt.Sprintf("The cause changed: %s → %s.", d.Code, res.Code))
+		d.Code, d.Message = res.Code, res.Message
+	case now.Sub(d.RemindedAt) >= remindAfter:
+		d.addReply(fmt.Sprintf("Still stuck after %s: %s.", roundDuration(now.Sub(d.Since)), d.Code))
+		d.RemindedAt = now
+		return true // a reply only: the root stays as it is
+	default:
+		return false
+	}
+	d.bump = true
+	return true
+}
+
+// recover marks an open post recovered at now (false when it is not open).
+func (d *post) recover(now time.Time) bool {
+	if d.State != stateStuck {
+		return false
+	}
+	d.State, d.RecoveredAt = stateRecovered, now
+	if d.Snooze != nil {
+		// A snoozed workload that recovers: the root says so (an edit), no line is posted.
+		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "cleared: recovered"})
+		quiet := d.Snooze.active(now)
+		d.Snooze = nil
+		if quiet {
+			d.bump = true
+			return true
+		}
+	}
+	d.addReply(fmt.Sprintf("Recovered after %s.", roundDuration(now.Sub(d.Since))))
+	d.bump = true
+	return true
+}
+
+// save writes d into e: a new revision of the root when the root must change, pending.
+func (d *post) save(e *ledger.Entry) error {
+	if d.bump {
+		e.Revision++
+	}
+	d.bump = false
+	e.Pending = true
+	e.Cluster = d.Workload.Cluster
+	e.State = d.State
+	e.Summary = string(d.Code) + ": " + d.Workload.String()
+	if len(d.Replies) > maxReplies {
+		keep := d.Replies[:0]
+		for i, r := range d.Replies {
+			if _, posted := e.Messages[r.Key]; posted && i < len(d.Replies)-maxReplies {
+				delete(e.Messages, r.Key)
+				continue
+			}
+			keep = append(keep, r)
+		}
+		d.Replies = keep
+	}
+	return e.SetData(d)
+}
+
+// roundDuration is d in whole minutes ("23 min"), or seconds under a minute.
+func roundDuration(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	}
+	if d < 3*time.Hour {
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%.1f h", d.Hours())
+}
+
+// render is what the thread of e shows.
+func (w *Watcher) render(e *ledger.Entry) thread.Thread {
+	var d post
+	if err := e.DataInto(&d); err != nil {
+		w.o.Log.Error("watch: unreadable notification", "name", e.Name(), "err", err)
+	}
+	th := thread.Thread{Root: thread.Message{Key: ledger.RootKey, Render: func(context.Context) (chat.Message, error) {
+		if _, posted := e.Messages[ledger.RootKey]; posted {
+			w.o.Metrics.Edits.Inc()
+		} else {
+			w.o.Metrics.Posts.Inc()
+		}
+		return rootMessage(&d, e.Name()), nil
+	}}}
+	for _, r := range d.Replies {
+		th.Replies = append(th.Replies, thread.Message{Key: r.Key, Render: func(context.Context) (chat.Message, error) {
+			w.o.Metrics.Posts.Inc()
+			return chat.Message{Title: r.Text, Severity: replySeverity(&d, r)}, nil
+		}})
+	}
+	return th
+}
+
+func replySeverity(d *post, r reply) chat.Severity {
+	if len(d.Replies) > 0 && d.Replies[len(d.Replies)-1].Key == r.Key && d.State == stateRecovered {
+		return chat.SeverityOK
+	}
+	return chat.SeverityInfo
+}
+
+// rootMessage is the root: the /why-pending answer while stuck, "Recovered after N min"
+// once it recovered.
+func rootMessage(d *post, name string) chat.Message {
+	m := d.Message
+	m.Buttons = nil
+	lead := fmt.Sprintf("Stuck since %s (%s) · watched by whypending", d.Since.UTC().Format("15:04 MST"), d.Code)
+	if d.Snooze != nil {
+		lead += fmt.Sprintf(" · snoozed %s by %s", d.Snooze.String(), d.Snooze.By)
+	} else if d.State == stateStuck {
+		m.Buttons = snoozeButtons(name)
+	}
+	if d.State == stateRecovered {
+		return chat.Message{
+			Title:    fmt.Sprintf("Recovered after %s · %s", roundDuration(d.RecoveredAt.Sub(d.Since)), d.Workload.String()),
+			Severity: chat.SeverityOK,
+			Sections: []chat.Section{{Text: fmt.Sprintf("Was stuck from %s to %s; last cause %s. Ask again: /why-pending %s",
+				d.Since.UTC().Format("15:04"), d.RecoveredAt.UTC().Format("15:04 MST"), d.Code, d.Workload.String())}},
+			Footer: d.Message.Footer,
+		}
+	}
+	m.Footer = lead + footerTail(d.Message.Footer)
+	return m
+}
+
+func footerTail(f string) string {
+	if f == "" {
+		return ""
+	}
+	return " · " + f
+}

@@ -1,0 +1,134 @@
+package collect
+
+import (
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/whypending/whypending/triage"
+)
+
+// What the watch (bot/watch) reads: the cached backend's pod informer and workload caches,
+// never a request of its own. The pods it gets are light views of the lean cache entries
+// (watchView): metadata and status only, no spec, the status's slices shared with the cache
+// (read-only), so following every pod of a large cluster builds no whole pod.
+
+// ErrNotCached is returned by the watch's reads on a Collector without informer caches.
+var ErrNotCached = errors.New("the collector keeps no informer caches")
+
+// PodHandler is told about every pod the cache adds or changes (pod is the new state) and
+// every pod it deletes (gone is true, pod the last state known).
+type PodHandler func(pod *corev1.Pod, gone bool)
+
+// WatchPods calls h for every pod in the cache now (as added) and for each later change, until
+// the returned remove is called or the cache stops.
+func (c *Collector) WatchPods(h PodHandler) (remove func(), err error) {
+	cc, ok := c.read.(*cacheReader)
+	if !ok {
+		return nil, ErrNotCached
+	}
+	inf := cc.informers["pods"]
+	view := func(obj any) *corev1.Pod {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if lp := leanPodOf(obj); lp != nil {
+			return lp.watchView()
+		}
+		return nil
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p := view(obj); p != nil {
+				h(p, false)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if p := view(obj); p != nil {
+				h(p, false)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p := view(obj); p != nil {
+				h(p, true)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = inf.RemoveEventHandler(reg) }, nil
+}
+
+// CachedPods returns the cached pods of namespace, as light views (no spec).
+func (c *Collector) CachedPods(namespace string) ([]*corev1.Pod, error) {
+	cc, ok := c.read.(*cacheReader)
+	if !ok {
+		return nil, ErrNotCached
+	}
+	objs, err := cc.podIndex.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if lp := leanPodOf(o); lp != nil {
+			out = append(out, lp.watchView())
+		}
+	}
+	return out, nil
+}
+
+// watchView is the pod's metadata and status without its spec: the status shares the cache's
+// slices, but its conditions carry their transition times.
+func (lp *leanPod) watchView() *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid), ResourceVersion: lp.rv,
+		CreationTimestamp: lp.created, DeletionTimestamp: lp.deleted, DeletionGracePeriodSeconds: lp.deletionGrace,
+	}}
+	if lp.labels != nil {
+		p.Labels = *lp.labels
+	}
+	if lp.annotations != nil {
+		p.Annotations = *lp.annotations
+	}
+	if lp.owners != nil {
+		p.OwnerReferences = *lp.owners
+	}
+	p.Spec.NodeName = lp.node.Value()
+	p.Status = *lp.status
+	p.Status.Conditions = slices.Clone(lp.status.Conditions)
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].LastTransitionTime = fromUnixNano(lp.times[i])
+	}
+	return p
+}
+
+// CachedObjectMeta returns the cached metadata of a namespace (kind "" and name the
+// namespace) or a workload of kind in namespace; found is false when the cache has none.
+func (c *Collector) CachedObjectMeta(kind triage.Kind, namespace, name string) (meta metav1.Object, found bool) {
+	cc, ok := c.read.(*cacheReader)
+	if !ok || cc.workloads == nil {
+		return nil, false
+	}
+	if kind == "" {
+		ns, err := cc.workloads.namespaces.Get(namespace)
+		if err != nil {
+			return nil, false
+		}
+		return ns, true
+	}
+	obj, err := cc.workloads.get(kind, namespace, name)
+	if err != nil || obj == nil {
+		return nil, false
+	}
+	m, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, false
+	}
+	return m.GetObjectMeta(), true
+}

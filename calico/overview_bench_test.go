@@ -26,12 +26,7 @@ func BenchmarkCacheOverview(b *testing.B) {
 			e := benchSetup(b, size.name, size.spec)
 			ctx, cancel := context.WithCancel(b.Context())
 			defer cancel()
-			k := NewCache(ctx, e.cl, startInformerUsers(ctx, e.c.Client))
-			sctx, scancel := context.WithTimeout(ctx, 10*time.Minute)
-			defer scancel()
-			if err := k.WaitForSync(sctx); err != nil {
-				b.Fatal(err)
-			}
+			k := syncedBenchCache(b, ctx, e)
 			heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 			read := func() float64 {
 				metrics.Read(heap)
@@ -92,4 +87,16 @@ func BenchmarkCacheOverview(b *testing.B) {
 			}
 		})
 	}
+}
+
+// syncedBenchCache is a Cache over e's cluster, synced; it runs until ctx is done.
+func syncedBenchCache(b *testing.B, ctx context.Context, e *benchEnv) *Cache {
+	b.Helper()
+	k := NewCache(ctx, e.cl, startInformerUsers(ctx, e.c.Client))
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := k.WaitForSync(sctx); err != nil {
+		b.Fatal(err)
+	}
+	return k
 }

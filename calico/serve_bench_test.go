@@ -696,12 +696,7 @@ func cacheMatchesCLI(b *testing.B, e *benchEnv, bin string) int {
 	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	k := NewCache(ctx, e.cl, startInformerUsers(ctx, e.c.Client))
-	sctx, scancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer scancel()
-	if err := k.WaitForSync(sctx); err != nil {
-		b.Fatal(err)
-	}
+	k := syncedBenchCache(b, ctx, e)
 	res, err := k.Check(ctx, CheckOptions{})
 	if err != nil {
 		b.Fatal(err)

@@ -565,3 +565,62 @@ func TestConnect(t *testing.T) {
 		t.Errorf("Get after the outage = %v, %v; want revision 1", got, err)
 	}
 }
+
+// TestStopMidEditReleasesTheClaim: a replica stopped while its edit is under way (its context
+// cancelled, as serve's is on SIGTERM) still releases its claim, so another replica edits the
+// message at once instead of waiting out ClaimTTL; a post cut short the same way leaves its
+// claim marked failed, so the next replica asks Find and goes on.
+func TestStopMidEditReleasesTheClaim(t *testing.T) {
+	client, ns := start(t)
+	b := newBoard()
+	one := New(client, ns, Options{Self: replica(1)})
+	two := New(client, ns, Options{Self: replica(2)})
+	if _, err := one.Update(t.Context(), testKey, func(e *Entry) error { e.Revision = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.Send(t.Context(), testKey.Name(), RootKey, b.poster()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.Update(t.Context(), testKey, func(e *Entry) error { e.Revision = 2; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	err := one.Edit(ctx, testKey.Name(), RootKey, func(ctx context.Context, e *Entry, ref Ref) error {
+		stop() // the replica is told to stop while the platform call is under way
+		return ctx.Err()
+	})
+	if err == nil {
+		t.Fatal("an edit cut short returned no error")
+	}
+	edited := false
+	if err := two.Edit(t.Context(), testKey.Name(), RootKey, func(ctx context.Context, e *Entry, ref Ref) error {
+		edited = true
+		return nil
+	}); err != nil || !edited {
+		t.Fatalf("the other replica's edit: %v (edited %v), want it done at once", err, edited)
+	}
+
+	ctx, stop = context.WithCancel(t.Context())
+	cut := boardPoster{b: b, scope: "cut/"}
+	if _, err := one.Send(ctx, testKey.Name(), "reply-1", postFunc(func(ctx context.Context, key string) (Ref, error) {
+		stop()
+		return Ref{}, ctx.Err()
+	}, cut)); err == nil {
+		t.Fatal("a post cut short returned no error")
+	}
+	if _, err := two.Send(t.Context(), testKey.Name(), "reply-1", b.poster()); err != nil {
+		t.Fatalf("the other replica's post after a post cut short: %v, want it made at once", err)
+	}
+}
+
+// postFuncPoster is a Poster whose Post is post and whose Find is the embedded Poster's.
+type postFuncPoster struct {
+	post func(ctx context.Context, key string) (Ref, error)
+	Poster
+}
+
+func postFunc(post func(ctx context.Context, key string) (Ref, error), p Poster) Poster {
+	return postFuncPoster{post: post, Poster: p}
+}
+
+func (p postFuncPoster) Post(ctx context.Context, key string) (Ref, error) { return p.post(ctx, key) }

@@ -73,13 +73,15 @@ func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p
 		pctx, cancel := context.WithTimeout(ctx, s.claimTTL/2)
 		ref, perr := p.Post(pctx, key)
 		cancel()
+		cctx, ccancel := settle(ctx)
+		defer ccancel()
 		if perr != nil {
 			// The platform may have made the message anyway (a timeout after the write): keep
 			// the claim, marked failed, so whoever tries next asks Find first.
-			s.markFailed(ctx, claimed, key)
+			s.markFailed(cctx, claimed, key)
 			return Ref{}, fmt.Errorf("notification %s: post message %s: %w", name, key, perr)
 		}
-		return ref, s.record(ctx, name, key, ref, rev)
+		return ref, s.record(cctx, name, key, ref, rev)
 	}
 	return Ref{}, fmt.Errorf("notification %s: claim message %s: still conflicting after %d attempts", name, key, maxAttempts)
 }
@@ -122,7 +124,8 @@ func (s *Store) Edit(ctx context.Context, name, key string, edit func(ctx contex
 		eerr := edit(ectx, claimed, m.Ref)
 		cancel()
 		shows := claimed.Revision
-		_, werr := s.modify(ctx, name, func(e *Entry) error {
+		cctx, ccancel := settle(ctx)
+		_, werr := s.modify(cctx, name, func(e *Entry) error {
 			if c, ok := e.Claims[ck]; ok && c.By.Same(s.self) {
 				delete(e.Claims, ck)
 			}
@@ -135,12 +138,25 @@ func (s *Store) Edit(ctx context.Context, name, key string, edit func(ctx contex
 			}
 			return nil
 		})
+		ccancel()
 		if eerr != nil {
 			return fmt.Errorf("notification %s: edit message %s: %w", name, key, eerr)
 		}
 		return werr
 	}
 	return fmt.Errorf("notification %s: claim edit of %s: still conflicting after %d attempts", name, key, maxAttempts)
+}
+
+// settleTimeout bounds the writes that settle an attempt (record the post, release or mark
+// the claim).
+const settleTimeout = 10 * time.Second
+
+// settle is the context of the writes that settle an attempt: they run even when ctx was
+// cancelled meanwhile (serve shutting down), so a replica that stops mid-post or mid-edit
+// leaves a recorded message or a released (or failed) claim, not a claim that keeps every
+// other replica off that message for ClaimTTL.
+func settle(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
 // live reports whether claim c keeps others off: it is recent, its process is not known to

@@ -155,22 +155,7 @@ func (lp *leanPod) pod() *corev1.Pod {
 			return p
 		}
 	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid), ResourceVersion: lp.rv,
-			CreationTimestamp: lp.created, DeletionTimestamp: lp.deleted, DeletionGracePeriodSeconds: lp.deletionGrace,
-		},
-		Spec: *lp.spec,
-	}
-	if lp.labels != nil {
-		p.Labels = *lp.labels
-	}
-	if lp.annotations != nil {
-		p.Annotations = *lp.annotations
-	}
-	if lp.owners != nil {
-		p.OwnerReferences = *lp.owners
-	}
+	p := &corev1.Pod{ObjectMeta: lp.objectMeta(), Spec: *lp.spec}
 	if lp.finalizers != nil {
 		p.Finalizers = *lp.finalizers
 	}
@@ -186,6 +171,25 @@ func (lp *leanPod) pod() *corev1.Pod {
 	wp := weak.Make(p)
 	lp.view.Store(&wp)
 	return p
+}
+
+// objectMeta is the pod's metadata as the cache keeps it (finalizers aside), sharing the
+// cache's label, annotation and owner maps and slices: read-only.
+func (lp *leanPod) objectMeta() metav1.ObjectMeta {
+	m := metav1.ObjectMeta{
+		Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid), ResourceVersion: lp.rv,
+		CreationTimestamp: lp.created, DeletionTimestamp: lp.deleted, DeletionGracePeriodSeconds: lp.deletionGrace,
+	}
+	if lp.labels != nil {
+		m.Labels = *lp.labels
+	}
+	if lp.annotations != nil {
+		m.Annotations = *lp.annotations
+	}
+	if lp.owners != nil {
+		m.OwnerReferences = *lp.owners
+	}
+	return m
 }
 
 // renameTokenVolume renames the pod's service account token volume (projected, named

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/triage"
@@ -86,19 +85,7 @@ func (c *Collector) CachedPods(namespace string) ([]*corev1.Pod, error) {
 // watchView is the pod's metadata and status without its spec: the status shares the cache's
 // slices, but its conditions carry their transition times.
 func (lp *leanPod) watchView() *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: lp.name, Namespace: lp.namespace.Value(), UID: types.UID(lp.uid), ResourceVersion: lp.rv,
-		CreationTimestamp: lp.created, DeletionTimestamp: lp.deleted, DeletionGracePeriodSeconds: lp.deletionGrace,
-	}}
-	if lp.labels != nil {
-		p.Labels = *lp.labels
-	}
-	if lp.annotations != nil {
-		p.Annotations = *lp.annotations
-	}
-	if lp.owners != nil {
-		p.OwnerReferences = *lp.owners
-	}
+	p := &corev1.Pod{ObjectMeta: lp.objectMeta()}
 	p.Spec.NodeName = lp.node.Value()
 	p.Status = *lp.status
 	p.Status.Conditions = slices.Clone(lp.status.Conditions)

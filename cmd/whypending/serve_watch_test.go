@@ -22,31 +22,6 @@ import (
 	"github.com/whypending/whypending/internal/testenv"
 )
 
-// watchNode makes a Ready node with cpu CPUs and no taints (no kubelet runs: the test plays
-// one, watchKubelet).
-func watchNode(t *testing.T, cs kubernetes.Interface, name, cpu string) {
-	t.Helper()
-	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("300")}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
-	created, err := cs.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	created, err = cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Spec.Taints = nil
-	if _, err := cs.CoreV1().Nodes().Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // watchDeployment creates Deployment ns/name of replicas pods requesting cpu.
 func watchDeployment(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32, cpu string) {
 	t.Helper()
@@ -119,7 +94,7 @@ func TestServeWatch(t *testing.T) {
 	cs := c.Client
 	ctx := t.Context()
 	for i := range 2 {
-		watchNode(t, cs, fmt.Sprintf("node-%d", i+1), "2")
+		testcluster.ReadyNode(t, cs, fmt.Sprintf("node-%d", i+1), "2", "300")
 	}
 	const ns = "shop"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -355,7 +330,7 @@ func TestServeWatchMassEvent(t *testing.T) {
 	installStore(t, c, "whypending")
 	cs := c.Client
 	ctx := t.Context()
-	watchNode(t, cs, "node-3", "64")
+	testcluster.ReadyNode(t, cs, "node-3", "64", "300")
 	for _, ns := range []string{"shop", "batch"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

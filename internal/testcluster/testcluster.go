@@ -11,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/whypending/whypending/internal/testenv"
 )
 
@@ -67,4 +72,30 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// ReadyNode creates node name, Ready, with cpu and pods allocatable (plenty of memory) and no
+// taints: no kubelet runs in a test cluster, so the test plays one (node admission adds the
+// not-ready taint on create; a kubelet would clear it).
+func ReadyNode(t testing.TB, cs kubernetes.Interface, name, cpu, pods string) {
+	t.Helper()
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse(pods)}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
+	created, err := cs.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, err = cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Spec.Taints = nil
+	if _, err := cs.CoreV1().Nodes().Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -31,7 +31,7 @@ func TestWorkloadsWithRealControllers(t *testing.T) {
 	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
 	ctx := t.Context()
 	for i := range 3 {
-		createNode(t, c.Client, fmt.Sprintf("node-%d", i+1), "2")
+		testcluster.ReadyNode(t, c.Client, fmt.Sprintf("node-%d", i+1), "2", "110")
 	}
 	direct := New(c.Client)
 	cachedCtx, cancel := context.WithCancel(ctx)
@@ -137,31 +137,6 @@ func newNamespace(t *testing.T, c *testenv.Cluster, name string, labels map[stri
 		t.Fatal(err)
 	}
 	return name
-}
-
-// createNode creates a Ready node with cpu allocatable and plenty of memory.
-func createNode(t *testing.T, cs kubernetes.Interface, name, cpu string) {
-	t.Helper()
-	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
-	created, err := cs.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status = corev1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Node admission adds the not-ready taint on create; a kubelet would clear it.
-	created, err = cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Spec.Taints = nil
-	if _, err := cs.CoreV1().Nodes().Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // createDeployment creates Deployment ns/name of replicas pods (label app=name) requesting cpu;

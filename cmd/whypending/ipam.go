@@ -337,6 +337,31 @@ func printPlans(w io.Writer, plans []actions.Plan) error {
 	return nil
 }
 
+// runPlans prints plans and, with --yes, runs them (step names the progress line, verb the
+// dry run's hint). ran is false for a dry run, for plans that change nothing, and for a
+// failure before anything was read or changed (err says why); otherwise the caller prints the
+// results, and when is " before the failure" if err is set.
+func (f *ipamFlags) runPlans(cmd *cobra.Command, r *actions.Runner, lf lockedFlags, plans []actions.Plan, step, verb string) (results []actions.Result, when string, ran bool, err error) {
+	out := cmd.OutOrStdout()
+	if err := printPlans(out, plans); err != nil {
+		return nil, "", false, err
+	}
+	if !lf.yes {
+		fmt.Fprintf(out, "Dry run: nothing changed. Re-run with --yes to %s.\n", verb)
+		return nil, "", false, nil
+	}
+	results, err = slowStep(cmd.Context(), cmd.ErrOrStderr(), step, f.host, func(ctx context.Context) ([]actions.Result, error) {
+		return executeRepairs(ctx, r, plans)
+	})
+	if results == nil || err != nil && !touched(results, err) {
+		return nil, "", false, err
+	}
+	if err != nil {
+		when = " before the failure"
+	}
+	return results, when, true, err
+}
+
 // executeRepairs runs the plans as one execution of r (one datastore lock with --lock, one
 // re-check, one check afterwards), approved by the CLI's user with --yes, unless none of them
 // changes anything (nil results).
@@ -519,17 +544,8 @@ calicoctl's documented procedure does.`,
 			}
 			ips, handles := plans[0], plans[1]
 			fmt.Fprintf(out, "Plan: release %s%s and delete %s.\n", count(len(ips.Items), "IP", "IPs"), inBlocks(ips.Items), count(len(handles.Items), "leaked handle", "leaked handles"))
-			if err := printPlans(out, plans); err != nil {
-				return err
-			}
-			if !lf.yes {
-				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
-				return nil
-			}
-			results, err := slowStep(ctx, cmd.ErrOrStderr(), "releasing", f.host, func(ctx context.Context) ([]actions.Result, error) {
-				return executeRepairs(ctx, r, plans)
-			})
-			if results == nil || err != nil && !touched(results, err) {
+			results, when, ran, err := f.runPlans(cmd, r, lf, plans, "releasing", "release")
+			if !ran {
 				return err
 			}
 			ipRes, hRes := results[0], results[1]
@@ -540,10 +556,6 @@ calicoctl's documented procedure does.`,
 			w.Handles += hRes.Writes.Handles
 			w.HandlesDeleted += hRes.Writes.HandlesDeleted
 			w.HandlesDecremented += hRes.Writes.HandlesDecremented
-			when := ""
-			if err != nil {
-				when = " before the failure"
-			}
 			fmt.Fprintf(out, "Released %s (kept %d) with %d block writes%s; %d handles deleted, %d decremented (%d handle writes); %s.\n",
 				count(ipRes.Done, "IP", "IPs"), len(ipRes.Skipped), w.Blocks, when, w.HandlesDeleted, w.HandlesDecremented, w.Handles,
 				ipRes.FinishedAt.Sub(ipRes.StartedAt).Round(time.Millisecond))
@@ -660,25 +672,12 @@ plan (read again, release the planned blocks still empty, check what remains).`,
 			if err != nil {
 				return err
 			}
-			if err := printPlans(out, plans); err != nil {
-				return err
-			}
-			if !lf.yes {
-				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to release.")
-				return nil
-			}
-			results, err := slowStep(ctx, cmd.ErrOrStderr(), "releasing", f.host, func(ctx context.Context) ([]actions.Result, error) {
-				return executeRepairs(ctx, r, plans)
-			})
-			if results == nil || err != nil && !touched(results, err) {
+			results, when, ran, err := f.runPlans(cmd, r, lf, plans, "releasing", "release")
+			if !ran {
 				return err
 			}
 			res := results[0]
 			printSkips(out, res, "", "releasable empty blocks")
-			when := ""
-			if err != nil {
-				when = " before the failure"
-			}
 			fmt.Fprintf(out, "Released %s (kept %d) with %d writes%s.\n", count(res.Done, "block", "blocks"), len(res.Skipped), res.Writes.Blocks, when)
 			if err != nil {
 				return f.failed(cmd, err, func(ctx context.Context) error {
@@ -728,25 +727,12 @@ plan (read again, delete the planned handles still leaked, check what remains).`
 			if err != nil {
 				return err
 			}
-			if err := printPlans(out, plans); err != nil {
-				return err
-			}
-			if !lf.yes {
-				fmt.Fprintln(out, "Dry run: nothing changed. Re-run with --yes to delete.")
-				return nil
-			}
-			results, err := slowStep(ctx, cmd.ErrOrStderr(), "deleting leaked handles", f.host, func(ctx context.Context) ([]actions.Result, error) {
-				return executeRepairs(ctx, r, plans)
-			})
-			if results == nil || err != nil && !touched(results, err) {
+			results, when, ran, err := f.runPlans(cmd, r, lf, plans, "deleting leaked handles", "delete")
+			if !ran {
 				return err
 			}
 			res := results[0]
 			printSkips(out, res, "", "leaked handles")
-			when := ""
-			if err != nil {
-				when = " before the failure"
-			}
 			fmt.Fprintf(out, "Deleted %s (kept %d) with %d handle writes%s.\n", count(res.Done, "leaked handle", "leaked handles"), len(res.Skipped), res.Writes.Handles, when)
 			if err != nil {
 				return f.failed(cmd, err, func(ctx context.Context) error {

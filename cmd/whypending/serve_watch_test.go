@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,20 +20,6 @@ import (
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
 )
-
-// watchDeployment creates Deployment ns/name of replicas pods requesting cpu.
-func watchDeployment(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32, cpu string) {
-	t.Helper()
-	lb := map[string]string{"app": name}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: lb},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lb}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "app", Image: "registry.example.com/shop/" + name + ":1.0",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}}}
-	if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // watchKubelet plays the kubelet of every node until ctx ends: a pod bound to a node is
 // marked Running and Ready, unless its name is in skip (the test sets those pods' status).
@@ -133,7 +118,7 @@ watch:
 
 	// 1500m pods on 2-CPU nodes: two fit, the third stays Pending.
 	created := time.Now().Truncate(time.Second) // creationTimestamp has whole seconds
-	watchDeployment(t, cs, ns, "checkout", 3, "1500m")
+	testcluster.Deployment(t, cs, ns, "checkout", 3, "1500m", nil)
 	waitUntil(t, 90*time.Second, "one post about checkout", func() bool { return len(fake.threads("C0OPS")) >= 1 })
 	posted := time.Since(created)
 	th := fake.threads("C0OPS")
@@ -154,7 +139,7 @@ watch:
 		other = r2
 	}
 	lead.stop()
-	watchDeployment(t, cs, ns, "search", 1, "3")
+	testcluster.Deployment(t, cs, ns, "search", 1, "3", nil)
 	r3 := startServeOn(t, config, fake)
 	waitUntil(t, 90*time.Second, "the post about search from the new leader", func() bool { return len(fake.threads("C0OPS")) >= 2 })
 	if l := leader(other, r3); l == nil {

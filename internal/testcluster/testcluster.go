@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,6 +97,24 @@ func ReadyNode(t testing.TB, cs kubernetes.Interface, name, cpu, pods string) {
 	}
 	created.Spec.Taints = nil
 	if _, err := cs.CoreV1().Nodes().Update(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Deployment creates Deployment ns/name of replicas pods (label app=name, one container
+// requesting cpu); edit, when set, may change the pod spec first.
+func Deployment(t testing.TB, cs kubernetes.Interface, ns, name string, replicas int32, cpu string, edit func(*corev1.PodSpec)) {
+	t.Helper()
+	lb := map[string]string{"app": name}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/" + name + ":1.0",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}
+	if edit != nil {
+		edit(&spec)
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: lb},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lb}, Spec: spec}}}
+	if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

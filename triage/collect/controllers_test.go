@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +44,7 @@ func TestWorkloadsWithRealControllers(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t, c, "grouped", nil)
 		// 1500m pods on 2-CPU nodes: three fit (one per node), the other two stay Pending.
-		createDeployment(t, c.Client, ns, "checkout", 5, "1500m", nil)
+		testcluster.Deployment(t, c.Client, ns, "checkout", 5, "1500m", nil)
 		pods := waitPods(t, c, ns, "checkout", 5)
 		for _, p := range pods {
 			if err := c.WaitForScheduler(ctx, ns, p.Name); err != nil {
@@ -87,7 +86,7 @@ func TestWorkloadsWithRealControllers(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitQuotaStatus(t, c.Client, ns, "compute")
-		createDeployment(t, c.Client, ns, "checkout", 3, "400m", nil)
+		testcluster.Deployment(t, c.Client, ns, "checkout", 3, "400m", nil)
 		wd := workloadEventually(t, direct, ns, "checkout", triage.CodeResourceQuotaExceeded)
 		if !slices.ContainsFunc(wd.Primary().Evidence, func(e triage.Evidence) bool {
 			return e.Reason == "FailedCreate" && strings.HasPrefix(e.Object, "ReplicaSet "+ns+"/checkout-")
@@ -102,7 +101,7 @@ func TestWorkloadsWithRealControllers(t *testing.T) {
 	t.Run("a namespace enforcing Pod Security restricted refuses the pods: pod-security-violation", func(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t, c, "psa", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-		createDeployment(t, c.Client, ns, "web", 2, "100m", nil)
+		testcluster.Deployment(t, c.Client, ns, "web", 2, "100m", nil)
 		wd := workloadEventually(t, cached, ns, "web", triage.CodePodSecurityViolation)
 		if fix := wd.Primary().Fix; !slices.ContainsFunc(fix, func(f string) bool { return strings.Contains(f, "securityContext.runAsNonRoot=true") }) {
 			t.Errorf("fix = %q, want the fields Pod Security asks for", fix)
@@ -112,7 +111,7 @@ func TestWorkloadsWithRealControllers(t *testing.T) {
 	t.Run("a Deployment pointing at a missing ServiceAccount: service-account-not-found", func(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t, c, "sa", nil)
-		createDeployment(t, c.Client, ns, "backup", 1, "100m", func(s *corev1.PodSpec) { s.ServiceAccountName = "backup-runner" })
+		testcluster.Deployment(t, c.Client, ns, "backup", 1, "100m", func(s *corev1.PodSpec) { s.ServiceAccountName = "backup-runner" })
 		wd := workloadEventually(t, direct, ns, "backup", triage.CodeServiceAccountNotFound)
 		sweep, err := Sweep(ctx, cached, ns)
 		if err != nil {
@@ -137,24 +136,6 @@ func newNamespace(t *testing.T, c *testenv.Cluster, name string, labels map[stri
 		t.Fatal(err)
 	}
 	return name
-}
-
-// createDeployment creates Deployment ns/name of replicas pods (label app=name) requesting cpu;
-// edit may change the pod spec.
-func createDeployment(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32, cpu string, edit func(*corev1.PodSpec)) {
-	t.Helper()
-	lb := map[string]string{"app": name}
-	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/" + name + ":1.0",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}
-	if edit != nil {
-		edit(&spec)
-	}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: lb},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lb}, Spec: spec}}}
-	if _, err := cs.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // waitPods waits until the Deployment's ReplicaSet has created n pods (label app=name).

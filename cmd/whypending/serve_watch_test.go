@@ -32,19 +32,7 @@ func watchKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip 
 				if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodRunning || p.DeletionTimestamp != nil || skip(p.Name) {
 					continue
 				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.StartTime = &now
-				p.Status.Conditions = []corev1.PodCondition{
-					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				}
-				p.Status.ContainerStatuses = nil
-				for _, ctr := range p.Spec.Containers {
-					p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: ctr.Name, Image: ctr.Image, Ready: true, Started: new(true),
-						State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
-				}
+				testcluster.MarkRunning(&p, now)
 				_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 			}
 		}

@@ -118,3 +118,22 @@ func Deployment(t testing.TB, cs kubernetes.Interface, ns, name string, replicas
 		t.Fatal(err)
 	}
 }
+
+// MarkRunning sets p's status as a kubelet does once its containers have started and are
+// ready (Running, every condition true, a running status per container); the caller writes
+// it with UpdateStatus.
+func MarkRunning(p *corev1.Pod, now metav1.Time) {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.StartTime = &now
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	p.Status.ContainerStatuses = nil
+	for _, ctr := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: ctr.Name, Image: ctr.Image, Ready: true, Started: new(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+	}
+}

@@ -315,6 +315,10 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	if err != nil {
 		return 0, err
 	}
+	if w.optedOut(col, wl) {
+		w.untrack(wl)
+		return 0, nil
+	}
 	now := w.o.Now()
 	pods, err := col.CachedPods(wl.Namespace)
 	if err != nil {
@@ -326,7 +330,6 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 		next    time.Time
 		pending bool // a pod in a watched state, not stuck yet
 	)
-	optedOut := w.optedOut(col, wl)
 	for _, p := range pods {
 		if workloadOf(wl.Cluster, p) != wl || p.Annotations[OptOut] == "false" {
 			continue
@@ -349,10 +352,6 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	after := time.Duration(0)
 	if !next.IsZero() {
 		after = next.Sub(now) + 100*time.Millisecond
-	}
-	if optedOut {
-		w.untrack(wl)
-		return 0, nil
 	}
 	if len(stuck) == 0 {
 		if pending {

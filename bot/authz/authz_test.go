@@ -115,7 +115,35 @@ func rbacCluster(t *testing.T) (*testenv.Cluster, *apiReviewer) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "sre"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return c, &apiReviewer{client: c.Client}
+	rv := &apiReviewer{client: c.Client}
+	// The API server's RBAC authorizer learns of new bindings through its informers: wait
+	// until it allows both, so that no test's first question races the bindings.
+	waitForRBAC(t, rv, authorizationv1.SubjectAccessReviewSpec{User: "dev@example.com",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "shop"}}, true)
+	for _, w := range calicoWrites {
+		waitForRBAC(t, rv, authorizationv1.SubjectAccessReviewSpec{User: "sre-member", Groups: []string{"sre"}, ResourceAttributes: &w}, true)
+	}
+	rv.sent = 0
+	return c, rv
+}
+
+// waitForRBAC polls the API server, uncached, until it answers want for spec.
+func waitForRBAC(t *testing.T, rv *apiReviewer, spec authorizationv1.SubjectAccessReviewSpec, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := rv.ReviewAccess(t.Context(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Allowed == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server still answers allowed=%v for %+v 30s on", st.Allowed, spec.ResourceAttributes)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestAllowOnTheRealAPIServer asks the real API server's RBAC authorizer: a developer who may
@@ -218,21 +246,8 @@ func TestAllowOnTheRealAPIServer(t *testing.T) {
 		}
 		// The API server's RBAC authorizer sees the deletion through its informers: wait
 		// until it answers no, uncached.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			st, err := rv.ReviewAccess(ctx, authorizationv1.SubjectAccessReviewSpec{User: "dev@example.com",
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "shop"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !st.Allowed {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the API server still allows dev@example.com to get pods in shop 30s after the RoleBinding was deleted")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitForRBAC(t, rv, authorizationv1.SubjectAccessReviewSpec{User: "dev@example.com",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "shop"}}, false)
 		if _, err := ask(dev, Reads, InNamespace("get", "", "pods", "shop")); err != nil {
 			t.Errorf("within the TTL the cached decision still allows: %v", err)
 		}

@@ -39,6 +39,16 @@ func (p Principal) Display() string {
 	return p.ID
 }
 
+// Attribution is how a message or a record says who did something: "alice (U0ALICE)", the
+// display name for people and the ID that stays true when the name is not; the ID alone
+// when the platform sent no name.
+func (p Principal) Attribution() string {
+	if p.Name != "" {
+		return p.Name + " (" + p.ID + ")"
+	}
+	return p.ID
+}
+
 // Same reports whether p and q are the same user on the same platform. Team is ignored on
 // purpose: Slack and Discord user IDs are unique across workspaces and guilds (Enterprise
 // Grid "W…" IDs appear in several), so one person acting from two of them is still one

@@ -70,7 +70,7 @@ func (r *Receiver) Silence(ctx context.Context, who chat.Principal, channel stri
 	if err != nil || e.Source != Source || e.Channel != channel {
 		return chat.Outcome{Notice: "This is not an alert thread of this channel; nothing was done."}
 	}
-	by := who.ID + " (" + who.Platform + ")"
+	by := who.Attribution() + " on " + who.Platform
 	if s.For <= 0 {
 		return r.unsilence(ctx, e.Key, by)
 	}
@@ -327,12 +327,8 @@ func (g *group) matchers() []matcher {
 }
 
 func (r *Receiver) createSilence(ctx context.Context, m []matcher, c *silenceState, who chat.Principal, channel string) (string, error) {
-	createdBy := who.ID
-	if who.Name != "" {
-		createdBy = who.Name + " (" + who.ID + ")"
-	}
 	body, _ := json.Marshal(map[string]any{
-		"matchers": m, "startsAt": c.At, "endsAt": c.Until, "createdBy": createdBy + " via whypending " + who.Platform,
+		"matchers": m, "startsAt": c.At, "endsAt": c.Until, "createdBy": who.Attribution() + " via whypending " + who.Platform,
 		"comment": fmt.Sprintf("Silenced from %s channel %s with whypending [%s]", who.Platform, channel, c.Ref),
 	})
 	var out struct {

@@ -206,6 +206,10 @@ func TestServeAnswersAlertmanagerOnDiscord(t *testing.T) {
 		_, th := byName()
 		return strings.Contains(th.last(), "Silenced in Alertmanager until") && strings.Contains(th.last(), silences[0].ID)
 	})
+	// The root names the person, with the ID that stays true when a display name does not.
+	if _, th := byName(); !strings.Contains(th.last(), "by Alice ("+approver.ID+") on discord") {
+		t.Errorf("silenced root = %s, want it to say it was silenced by Alice (%s) on discord", th.last(), approver.ID)
+	}
 	if _, th := byName(); !strings.Contains(th.last(), "[Unsilence]") || strings.Contains(th.last(), "[Silence 1h]") {
 		t.Errorf("silenced root = %s, want Unsilence in place of the Silence buttons", th.last())
 	}

@@ -118,8 +118,10 @@ func (b *Bot) whyPendingTarget(req chat.Request) (*Cluster, triage.Target, error
 	if err != nil {
 		return nil, triage.Target{}, userErrorf("%v", err)
 	}
-	if f.values["namespace"] != "" || f.values["n"] != "" {
-		t.NamespaceGiven = true
+	if given := firstNonEmpty(f.values["namespace"], f.values["n"]); given != "" {
+		if t, err = t.Given(given); err != nil {
+			return nil, triage.Target{}, userErrorf("%v", err)
+		}
 	}
 	return c, t, nil
 }

@@ -155,6 +155,18 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 	return t, nil
 }
 
+// Given marks t's namespace as named by the asker (-n namespace; see NamespaceGiven). A
+// NAMESPACE/NAME argument that names another namespace is an error: the question names two,
+// and answering either one would answer what was not asked.
+func (t Target) Given(namespace string) (Target, error) {
+	if !t.All && t.Kind == "" && t.Namespace != namespace {
+		return Target{}, fmt.Errorf("two namespaces given: -n %s, and %s in %s/%s; give one (-n %s %s, or %s/%s)",
+			namespace, t.Namespace, t.Namespace, t.Name, namespace, t.Name, t.Namespace, t.Name)
+	}
+	t.NamespaceGiven = true
+	return t, nil
+}
+
 // TargetSyntax explains how ParseTarget reads its argument, for --help and /whypending help.
 const TargetSyntax = `TARGET is read the way kubectl reads it:
   POD or NAME          a pod; a name no pod has is looked up as a Deployment, StatefulSet,

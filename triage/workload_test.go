@@ -793,3 +793,32 @@ func TestFailedJobWantsNothing(t *testing.T) {
 		t.Errorf("a completed Job whose pods are gone: primary = %s, want workload-healthy", p.Code)
 	}
 }
+
+// TestTargetGiven: -n with a NAMESPACE/NAME of another namespace is refused with both
+// readings; the same namespace twice, TYPE/NAME and a bare NAME take -n.
+func TestTargetGiven(t *testing.T) {
+	for _, tt := range []struct {
+		arg, given string
+		wantNS     string
+		wantErr    string
+	}{
+		{arg: "payments/web", given: "shop", wantErr: "two namespaces given: -n shop, and payments in payments/web; give one (-n shop web, or payments/web)"},
+		{arg: "shop/web", given: "shop", wantNS: "shop"},
+		{arg: "deploy/checkout", given: "shop", wantNS: "shop"},
+		{arg: "web", given: "shop", wantNS: "shop"},
+	} {
+		parsed, err := ParseTarget(tt.arg, tt.given, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parsed.Given(tt.given)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("%s -n %s: err = %v, want %q", tt.arg, tt.given, err, tt.wantErr)
+			}
+		case err != nil || got.Namespace != tt.wantNS || !got.NamespaceGiven:
+			t.Errorf("%s -n %s: %+v, %v; want namespace %s, given", tt.arg, tt.given, got, err, tt.wantNS)
+		}
+	}
+}

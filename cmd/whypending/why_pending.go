@@ -65,7 +65,9 @@ rests on what could be read and lists each refused read and the permission that 
 				return err
 			}
 			if cmd.Flags().Changed("namespace") {
-				t.NamespaceGiven = true
+				if t, err = t.Given(kube.resolvedNamespace()); err != nil {
+					return err
+				}
 			}
 			cfg, err := kube.restConfig()
 			if err != nil {

@@ -27,7 +27,7 @@ func evaluatePod(s *Snapshot) *Diagnosis {
 		d.Pod = s.Requested
 		d.Findings = []Finding{notFoundFinding(s)}
 		if m := s.MissingNamespace; m != nil {
-			d.Findings = []Finding{namespaceNotFoundFinding(m, "pod "+s.Requested.Name)}
+			d.Findings = []Finding{namespaceNotFoundFinding(m, "pod "+s.Requested.Name, s.Requested.Name)}
 		}
 		d.Summary = d.Findings[0].Summary
 		return d

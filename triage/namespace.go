@@ -127,7 +127,7 @@ func EvaluateNamespace(ns *NamespaceSnapshot) *NamespaceDiagnosis {
 	d := &NamespaceDiagnosis{Namespace: ns.Namespace, CollectedAt: ns.Now, Workloads: len(ns.Workloads), Causes: []SweepCause{}}
 	if m := ns.MissingNamespace; m != nil {
 		d.NotFound = true
-		d.Summary = namespaceNotFoundFinding(m, "").Summary
+		d.Summary = namespaceNotFoundFinding(m, "", "").Summary
 		return d
 	}
 	memo := newEvalMemo()

@@ -28,10 +28,36 @@ type NamespaceStuck struct {
 // maxSimilarNamespaces is how many close namespace names a namespace-not-found answer names.
 const maxSimilarNamespaces = 3
 
+// otherKinds are kubectl's names for kinds whypending does not diagnose, by the kind they
+// name. "svc/web" reads as pod web in namespace svc (NAMESPACE/NAME), so when that namespace
+// does not exist the answer says what the asker most likely meant.
+var otherKinds = map[string]string{}
+
+func init() {
+	for kind, words := range map[string][]string{
+		"Service":                 {"svc", "service", "services"},
+		"Ingress":                 {"ing", "ingress", "ingresses"},
+		"PersistentVolumeClaim":   {"pvc", "persistentvolumeclaim", "persistentvolumeclaims"},
+		"PersistentVolume":        {"pv", "persistentvolume", "persistentvolumes"},
+		"ConfigMap":               {"cm", "configmap", "configmaps"},
+		"Secret":                  {"secret", "secrets"},
+		"Node":                    {"no", "node", "nodes"},
+		"Namespace":               {"ns", "namespace", "namespaces"},
+		"ServiceAccount":          {"sa", "serviceaccount", "serviceaccounts"},
+		"HorizontalPodAutoscaler": {"hpa", "horizontalpodautoscaler", "horizontalpodautoscalers"},
+		"PodDisruptionBudget":     {"pdb", "poddisruptionbudget", "poddisruptionbudgets"},
+		"Endpoints":               {"ep", "endpoints"},
+	} {
+		for _, w := range words {
+			otherKinds[w] = kind
+		}
+	}
+}
+
 // namespaceNotFoundFinding is the answer to a question about something in a namespace that
 // does not exist; what is the thing asked about ("pod web", "Deployment checkout", "" for a
-// sweep).
-func namespaceNotFoundFinding(m *MissingNamespace, what string) Finding {
+// sweep) and name its name.
+func namespaceNotFoundFinding(m *MissingNamespace, what, name string) Finding {
 	f := Finding{
 		Code:     CodeNamespaceNotFound,
 		Severity: SeverityBlocker,
@@ -43,6 +69,14 @@ func namespaceNotFoundFinding(m *MissingNamespace, what string) Finding {
 		f.Summary += fmt.Sprintf(", so there is no %s in it", what)
 	}
 	f.Summary += "."
+	if kind, ok := otherKinds[strings.ToLower(m.Name)]; ok && name != "" {
+		// "svc/web": the asker named a kind, not a namespace.
+		f.Summary += fmt.Sprintf(" %s/%s reads as %s in namespace %s: %s is kubectl's name of the %s kind, which whypending does not diagnose."+
+			" It explains pods and the workloads that own them (po, deploy, sts, ds, job, cj, rs): ask about the pods or the workload behind %s %s.",
+			m.Name, name, what, m.Name, m.Name, kind, kind, name)
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe %s %s", strings.ToLower(kind), name))
+		return f
+	}
 	if near := closestNames(m.Name, m.Existing, maxSimilarNamespaces); len(near) > 0 {
 		f.Summary += " Did you mean namespace " + strings.Join(near, ", ") + "?"
 		for _, n := range near {

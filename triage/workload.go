@@ -290,7 +290,7 @@ func evaluateWorkload(ws *WorkloadSnapshot, memo *evalMemo) (d *WorkloadDiagnosi
 	if !ws.Exists() {
 		d.Findings = []Finding{workloadNotFoundFinding(ws)}
 		if m := ws.MissingNamespace; m != nil {
-			d.Findings = []Finding{namespaceNotFoundFinding(m, string(ws.Requested.Kind)+" "+ws.Requested.Name)}
+			d.Findings = []Finding{namespaceNotFoundFinding(m, string(ws.Requested.Kind)+" "+ws.Requested.Name, ws.Requested.Name)}
 		}
 		d.Summary = d.Findings[0].Summary
 		return d, nil, true

@@ -103,9 +103,11 @@ type InvalidBlock struct {
 
 // CheckResult is the outcome of Check.
 type CheckResult struct {
-	// Report is the calicoctl-schema report: every allocation, in use or not, keyed by IP.
+	// Report is the calicoctl-schema report: every allocation, in use or not, keyed by IP
+	// (nil in an Overview's check, see Overview.Check).
 	Report Report
 	// Allocations is every allocation, sorted by block then ordinal; Report points into it.
+	// Nil in an Overview's check.
 	Allocations []Allocation
 
 	// LeakedIPs are allocations nothing uses (not in use, not cooling down, no pending pod),
@@ -167,7 +169,7 @@ func (c *Client) Check(ctx context.Context, opts CheckOptions) (*CheckResult, er
 	if err != nil {
 		return nil, err
 	}
-	res := inv.check(opts)
+	res := inv.check(opts, true)
 	res.Took = time.Since(start)
 	return res, nil
 }

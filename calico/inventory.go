@@ -119,26 +119,37 @@ func (u *addressUse) addNode(n nodeUse) {
 
 // check classifies every allocation against the address users, like `calicoctl ipam check`
 // (see Client.Check for the differences). inv.handles and inv.users must be set.
-func (inv *inventory) check(opts CheckOptions) *CheckResult {
+//
+// With every set the result holds every Allocation (CheckResult.Allocations) and the report's
+// map by IP, which the release plan and `ipam check --report` read. Without it (an Overview:
+// the answers and the bot's cache, which read counts and the lists of problems) those two stay
+// nil, and the allocations are built a block at a time and dropped, so that a check at L does
+// not hold 152,000 of them at once and the cache's memo keeps only what answers read.
+func (inv *inventory) check(opts CheckOptions, every bool) *CheckResult {
 	blocks := slices.Clone(inv.blocks)
 	slices.SortFunc(blocks, func(a, b *block) int { return a.cidr.Addr().Compare(b.cidr.Addr()) })
+	res := &CheckResult{Blocks: len(blocks), AllocationsByNode: map[string]int{}}
 	// Sized up front: at L (152,000 allocations) growing these by appending allocated several
 	// times their final size per check (calico/BENCHMARKS.md, issue 20).
 	n := 0
 	for _, b := range blocks {
-		allocated, _ := b.counts()
-		n += allocated
+		for _, idx := range b.spec.Allocations {
+			if idx != nil {
+				n++
+			}
+		}
 	}
-	allocs := make([]Allocation, 0, n)
-	handlesInUse := make(map[string]bool, n)
-	res := &CheckResult{Blocks: len(blocks), AllocationsByNode: map[string]int{}}
+	allocated := make(map[netip.Addr]bool, n)
 	for _, b := range blocks {
 		if p := b.validate(); len(p) > 0 {
 			res.InvalidBlocks = append(res.InvalidBlocks, InvalidBlock{Name: b.name, CIDR: b.cidr.String(), Problems: p})
 		}
-		allocs = appendAllocations(allocs, b, handlesInUse)
+		for ord, idx := range b.spec.Allocations {
+			if idx != nil {
+				allocated[ordinalIP(b.cidr, ord)] = true
+			}
+		}
 	}
-	res.Allocations = allocs
 	var active, all []netip.Prefix
 	for _, p := range inv.pools {
 		all = append(all, p.cidr)
@@ -150,12 +161,6 @@ func (inv *inventory) check(opts CheckOptions) *CheckResult {
 	u := inv.users
 	res.NodeTunnelIPs, res.WorkloadIPs = u.tunnelIPs, u.workloadIPs
 
-	allocated := make(map[netip.Addr]bool, len(allocs))
-	for i := range allocs {
-		if ip, ok := parseIP(allocs[i].IP); ok {
-			allocated[ip] = true
-		}
-	}
 	// LoadBalancer addresses count when Calico could have given them out (see scanLoadBalancers);
 	// they are kept apart from u.inUse, which the Cache shares between checks.
 	lbOwners := map[netip.Addr][]string{}
@@ -185,31 +190,43 @@ func (inv *inventory) check(opts CheckOptions) *CheckResult {
 		}
 	}
 
-	res.Report.Allocations = make(map[string][]*Allocation, len(allocs))
-	var leaked []int // indexes into allocs, copied into res.LeakedIPs at its final size
-	for i := range allocs {
-		a := &allocs[i]
-		res.AllocationsByNode[a.Node]++
-		res.Report.Allocations[a.IP] = append(res.Report.Allocations[a.IP], a)
-		ip, _ := parseIP(a.IP)
-		if owners := ownersOf(ip); len(owners) > 0 {
-			a.InUse = true
-			a.Owners = append(a.Owners, owners...)
-		}
-		switch {
-		case a.InUse, a.CoolingDown:
-		case a.Pod != "" && u.pendingPods[a.Namespace+"/"+a.Pod]:
-			a.InUse = true
-			a.Owners = []string{"Workload(" + a.Namespace + "/" + a.Pod + ") without IP yet"}
-			res.Pending = append(res.Pending, *a)
-		default:
-			leaked = append(leaked, i)
-		}
+	handlesInUse := make(map[string]bool, n)
+	var batch []Allocation // one block's allocations when not every one is kept
+	if every {
+		// Exactly n: Report.Allocations points into it, so it must never grow.
+		res.Allocations = make([]Allocation, 0, n)
+		res.Report.Allocations = make(map[string][]*Allocation, n)
 	}
-	if len(leaked) > 0 {
-		res.LeakedIPs = make([]Allocation, len(leaked))
-		for j, i := range leaked {
-			res.LeakedIPs[j] = allocs[i]
+	for _, b := range blocks {
+		var allocs []Allocation
+		if every {
+			start := len(res.Allocations)
+			res.Allocations = appendAllocations(res.Allocations, b, handlesInUse)
+			allocs = res.Allocations[start:]
+		} else {
+			batch = appendAllocations(batch[:0], b, handlesInUse)
+			allocs = batch
+		}
+		for i := range allocs {
+			a := &allocs[i]
+			res.AllocationsByNode[a.Node]++
+			if every {
+				res.Report.Allocations[a.IP] = append(res.Report.Allocations[a.IP], a)
+			}
+			ip, _ := parseIP(a.IP)
+			if owners := ownersOf(ip); len(owners) > 0 {
+				a.InUse = true
+				a.Owners = append(a.Owners, owners...)
+			}
+			switch {
+			case a.InUse, a.CoolingDown:
+			case a.Pod != "" && u.pendingPods[a.Namespace+"/"+a.Pod]:
+				a.InUse = true
+				a.Owners = []string{"Workload(" + a.Namespace + "/" + a.Pod + ") without IP yet"}
+				res.Pending = append(res.Pending, *a)
+			default:
+				res.LeakedIPs = append(res.LeakedIPs, *a)
+			}
 		}
 	}
 	notAllocated := func(ip netip.Addr) {
@@ -351,7 +368,8 @@ type Overview struct {
 	// Utilization is always set.
 	Utilization *Utilization
 	// Check is nil when CheckErr is set (for example pods could not be listed, or
-	// ClusterInformation default does not exist).
+	// ClusterInformation default does not exist). Its Allocations and Report.Allocations are
+	// nil: only Client.Check lists every allocation.
 	Check    *CheckResult
 	CheckErr error
 	// DatastoreReady is ClusterInformation default spec.datastoreReady, true when unset (as
@@ -363,7 +381,7 @@ type Overview struct {
 func overviewOf(inv *inventory, checkErr error, took time.Duration) *Overview {
 	o := &Overview{Utilization: inv.utilization(), CheckErr: checkErr}
 	if checkErr == nil {
-		o.Check = inv.check(CheckOptions{})
+		o.Check = inv.check(CheckOptions{}, false)
 		o.Check.Took = took
 	}
 	if ci := inv.clusterInfo; ci != nil {

@@ -22,12 +22,9 @@ const maxLogLineRunes = 500
 // diagnosed again through the same Answerer; Events, Nodes and Logs are answered in the post's
 // thread, Re-check now through the watch's ledger entry (WatchPosts.Recheck).
 func (b *Bot) followup(ctx context.Context, c chat.Click, f chat.FollowupButton) chat.Outcome {
-	if b.watch == nil {
-		return chat.Outcome{Notice: "The watch is not running here (watch.enabled); nothing was done."}
-	}
-	wl, err := b.watch.Subject(ctx, f.Thread)
-	if err != nil {
-		return chat.Outcome{Notice: "That post is not a watch post this bot knows; nothing was done."}
+	wl, notice := b.watchSubject(ctx, f.Thread)
+	if notice != "" {
+		return chat.Outcome{Notice: notice}
 	}
 	if err := b.mayFollowUp(c.Principal, c.Channel, wl); err != nil {
 		return chat.Outcome{Notice: b.errorNotice(ctx, "follow up "+wl.String(), err)}

@@ -29,14 +29,24 @@ type WatchPosts interface {
 // SetWatch connects the Snooze and follow-up buttons to p (set once, before serving).
 func (b *Bot) SetWatch(p WatchPosts) { b.watch = p }
 
+// watchSubject is the workload of the watch post named thread, for a click on it; else the
+// notice that says why nothing was done.
+func (b *Bot) watchSubject(ctx context.Context, thread string) (watch.Workload, string) {
+	if b.watch == nil {
+		return watch.Workload{}, "The watch is not running here (watch.enabled); nothing was done."
+	}
+	wl, err := b.watch.Subject(ctx, thread)
+	if err != nil {
+		return watch.Workload{}, "That post is not a watch post this bot knows; nothing was done."
+	}
+	return wl, ""
+}
+
 // snooze handles a Snooze click.
 func (b *Bot) snooze(ctx context.Context, c chat.Click, s chat.SnoozeButton) chat.Outcome {
-	if b.watch == nil {
-		return chat.Outcome{Notice: "The watch is not running here (watch.enabled); nothing was done."}
-	}
-	wl, err := b.watch.Subject(ctx, s.Thread)
-	if err != nil {
-		return chat.Outcome{Notice: "That post is not a watch post this bot knows; nothing was done."}
+	wl, notice := b.watchSubject(ctx, s.Thread)
+	if notice != "" {
+		return chat.Outcome{Notice: notice}
 	}
 	if err := b.maySnooze(ctx, c.Principal, c.Channel, wl); err != nil {
 		b.log.InfoContext(ctx, "audit: snooze refused", slog.String("user", c.Principal.ID), slog.String("platform", c.Principal.Platform),

@@ -2,12 +2,10 @@ package watch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/whypending/whypending/chat"
-	"github.com/whypending/whypending/ledger"
 )
 
 // followupButtons are the root's read-only follow-up buttons: Events, Nodes when the answer
@@ -30,47 +28,22 @@ func followupButtons(d *post, thread string) []chat.Button {
 // else gets one reply, "Still <code>, checked by <who>.". The thread is delivered by the
 // leader's worker (this replica's when it leads).
 func (w *Watcher) Recheck(ctx context.Context, who chat.Principal, thread string, res Result) chat.Outcome {
-	e, err := w.o.Store.Get(ctx, thread)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return chat.Outcome{Notice: "That post is gone; nothing was done."}
-	}
-	if err != nil {
-		return chat.Outcome{Notice: "Could not read the post; nothing was done: " + err.Error()}
-	}
-	if e.Source != Source {
-		return chat.Outcome{Notice: "That post is not a watch post this bot knows; nothing was done."}
-	}
-	var notice string
-	e, err = w.o.Store.Update(ctx, e.Key, func(e *ledger.Entry) error {
-		var d post
-		if err := e.DataInto(&d); err != nil {
-			return err
-		}
-		if d.State != stateStuck {
-			notice = fmt.Sprintf("%s recovered already; nothing to re-check.", d.Workload.String())
-			return ledger.ErrUnchanged
-		}
+	notice, changed := w.changeOpen(ctx, thread, "re-check", func(d *post) string {
 		if !res.Uncertain && res.Code != "" && res.Code != d.Code {
-			notice = fmt.Sprintf("Re-checked: the cause changed from %s to %s; the post is edited.", d.Code, res.Code)
+			notice := fmt.Sprintf("Re-checked: the cause changed from %s to %s; the post is edited.", d.Code, res.Code)
 			d.changeCause(res)
-			return d.save(e)
+			return notice
 		}
 		line := fmt.Sprintf("Still %s, checked by %s.", d.Code, who.Display())
 		if res.Code != d.Code {
 			line = fmt.Sprintf("Still %s, checked by %s (the answer now, %s, is not sure).", d.Code, who.Display(), res.Code)
 		}
-		notice = "Re-checked: " + line
 		d.addReply(line)
-		return d.save(e)
+		return "Re-checked: " + line
 	})
-	if errors.Is(err, ledger.ErrUnchanged) {
-		return chat.Outcome{Notice: notice}
+	if changed {
+		w.o.Log.InfoContext(ctx, "watch post re-checked", slog.String("user", who.ID), slog.String("platform", who.Platform),
+			slog.String("thread", thread), slog.String("code", string(res.Code)))
 	}
-	if err != nil {
-		return chat.Outcome{Notice: "Could not record the re-check; nothing was done: " + err.Error()}
-	}
-	w.enqueue(e.Name())
-	w.o.Log.InfoContext(ctx, "watch post re-checked", slog.String("user", who.ID), slog.String("platform", who.Platform),
-		slog.String("thread", thread), slog.String("code", string(res.Code)))
 	return chat.Outcome{Notice: notice}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,15 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
 	slackgo "github.com/slack-go/slack"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/whypending/whypending/adapters/slack"
+	"github.com/whypending/whypending/internal/discordfake"
 	"github.com/whypending/whypending/internal/testcluster"
-	"github.com/whypending/whypending/internal/testenv"
 )
 
 // kubeletLogs plays the log endpoint of node's kubelet: a TLS server answering GET
@@ -79,35 +81,14 @@ func buttonIDs(m slackMessage) []string {
 // changed (faster than the watch's own threshold for the new state) edits the post once and
 // replies once, however often it is clicked at once.
 func TestServeWatchFollowups(t *testing.T) {
-	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
-	installStore(t, c, "whypending")
+	const ns = "shop"
+	c := startWatchCluster(t, 1, ns, func(name string) bool { return name == "importer" || name == "worker" })
 	cs := c.Client
 	ctx := t.Context()
-	testcluster.ReadyNode(t, cs, "node-1", "2", "300")
-	const ns = "shop"
 	kubeletLogs(t, cs, "node-1", map[string]string{ns + "/worker/app": "starting worker\npanic: <!here> *boom* ```closed```\n"})
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kctx, stopKubelet := context.WithCancel(ctx)
-	defer stopKubelet()
-	go watchKubelet(kctx, cs, ns, func(name string) bool { return name == "importer" || name == "worker" })
 	alertResync = time.Second
 	t.Cleanup(func() { alertResync = 0 })
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
-  approvers: {users: [U0BOB]}
-channels:
-  digest: [C0OPS]
-watch:
-  enabled: true
-  thresholds: {pending: 3s, imagePull: 1h}
-  remindAfter: 1h
-`, c.KubeconfigPath)
+	config := watchConfig(c, "{users: [U0BOB]}", "{digest: [C0OPS]}", "thresholds: {pending: 3s, imagePull: 1h}", "remindAfter: 1h")
 	fake := newFakeSlack(t, nil)
 	r := startServeOn(t, config, fake)
 	byTitle := func(sub string) slackThread {
@@ -237,5 +218,157 @@ watch:
 	}
 	for _, u := range th.updates {
 		t.Logf("importer edit: %s", u.Text)
+	}
+}
+
+// TestServeWatchFollowupsOnDiscord is the follow-ups on Discord: a signed click on a watch
+// post's Events and Nodes buttons puts the answers in the Discord thread started on the post;
+// an interaction signed with another key is refused and posts nothing.
+func TestServeWatchFollowupsOnDiscord(t *testing.T) {
+	c := startWatchCluster(t, 1, "shop", func(string) bool { return false })
+	cs := c.Client
+	alertResync = time.Second
+	t.Cleanup(func() { alertResync = 0 })
+	config := watchConfig(c, `{discord: {roles: ["1700000000000000001"]}}`, fmt.Sprintf("{digest: [%q]}", discordfake.ChannelID), "thresholds: {pending: 3s}", "remindAfter: 1h")
+	fake, sign := discordfake.New(t), discordfake.NewSigner(t)
+	r := startServeDiscord(t, config, fake, sign)
+	carol := discordfake.Member{ID: "1600000000000000002", Name: "carol"} // no role: follow-ups are anyone's
+
+	testcluster.Deployment(t, cs, "shop", "checkout", 2, "1500m", nil)
+	var root *discordgo.Message
+	waitUntil(t, 90*time.Second, "the post about checkout", func() bool {
+		for _, m := range fake.Thread(discordfake.ChannelID) {
+			if strings.Contains(discordfake.MessageText(m), "checkout") {
+				root = m
+				return true
+			}
+		}
+		return false
+	})
+	interaction := func(label string) (string, []byte) {
+		t.Helper()
+		for _, b := range discordfake.ButtonsOf(root) {
+			if b.Label == label {
+				token, body := discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData(b.CustomID), carol, root)
+				fake.Expect(token, discordfake.ChannelID)
+				return token, body
+			}
+		}
+		t.Fatalf("the post has no %s button: %s", label, discordfake.MessageText(root))
+		return "", nil
+	}
+	inThread := func(want string) string {
+		t.Helper()
+		var text string
+		waitUntil(t, 60*time.Second, fmt.Sprintf("a message in the post's thread showing %q", want), func() bool {
+			for _, m := range fake.Thread(root.ID) {
+				if text = discordfake.MessageText(m); strings.Contains(text, want) {
+					return true
+				}
+			}
+			return false
+		})
+		return text
+	}
+
+	// A click signed with another key: refused, nothing posted.
+	_, forged := interaction("Events")
+	if status, _, _ := discordfake.NewSigner(t).Post(t, http.DefaultClient, r.base+"/discord/interactions", forged); status != http.StatusUnauthorized {
+		t.Errorf("click signed with another key = %d, want 401", status)
+	}
+	for _, label := range []string{"Events", "Nodes"} {
+		_, body := interaction(label)
+		if status, _, raw := sign.Post(t, http.DefaultClient, r.base+"/discord/interactions", body); status != http.StatusOK {
+			t.Fatalf("click %s = %d %s", label, status, raw)
+		}
+	}
+	if text := inThread("Events of deploy/checkout"); !strings.Contains(text, "FailedScheduling") {
+		t.Errorf("events in the thread = %s, want the FailedScheduling event", text)
+	}
+	if text := inThread("Why not here (per node)"); !strings.Contains(text, "node-1") {
+		t.Errorf("node table in the thread = %s, want node-1", text)
+	}
+	if n := len(fake.Thread(root.ID)); n != 2 {
+		t.Errorf("%d messages in the post's thread, want 2 (the events and the table; the forged click none)", n)
+	}
+}
+
+// TestServeWatchFollowupsAuthorization: follow-ups are read-only but not open to all. Under
+// authorization mode all, a person not mapped to Kubernetes and one RBAC does not allow to get
+// pods in the namespace are refused (to them only), as /why-pending refuses them; a channel
+// limited to another namespace (channels.namespaces) is refused; the person RBAC allows gets
+// the events in the thread, and only they made a reply.
+func TestServeWatchFollowupsAuthorization(t *testing.T) {
+	const ns = "shop"
+	c := startWatchCluster(t, 1, ns, func(string) bool { return false })
+	cs := c.Client
+	ctx := t.Context()
+	rbac := cs.RbacV1()
+	if _, err := rbac.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-reads-pods"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's RBAC authorizer sees a new binding a moment later.
+	waitUntil(t, 30*time.Second, "RBAC allowing alice to get pods in shop", func() bool {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "alice", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: ns}}}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed
+	})
+	alertResync = time.Second
+	t.Cleanup(func() { alertResync = 0 })
+	config := watchConfig(c, "{users: [U0BOB]}", "{digest: [C0OPS], namespaces: {C0BATCH: batch}}", "thresholds: {pending: 3s}", "remindAfter: 1h") +
+		"authorization:\n  mode: all\n  slack:\n    users: {U0ALICE: {user: alice}, U0BOB: {user: bob}}\n"
+	fake := newFakeSlack(t, nil)
+	r := startServeOn(t, config, fake)
+
+	testcluster.Deployment(t, cs, ns, "checkout", 2, "1500m", nil)
+	var root slackMessage
+	waitUntil(t, 90*time.Second, "the post about checkout", func() bool {
+		for _, th := range fake.threads("C0OPS") {
+			if strings.Contains(th.root.Text, "checkout") {
+				root = th.root
+				return true
+			}
+		}
+		return false
+	})
+	events := rootButton(t, fake, root.TS, "followup:events")
+	batch := &slackClient{base: r.base, secret: r.client.secret, channel: "C0BATCH", slack: fake}
+	for _, tt := range []struct {
+		name   string
+		client *slackClient
+		user   string
+		want   string
+	}{
+		{"a person mapped to nobody", r.client, "U0MALLORY", "is not in"},
+		{"a person RBAC does not allow to get pods in shop", r.client, "U0BOB", "does not allow you to"},
+		{"a channel limited to another namespace", batch, "U0ALICE", "This channel follows namespace batch, not shop"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.client.click(t, tt.user, root.TS, events)
+			notice := fake.answer(t, fmt.Sprintf("/clicks/%d", tt.client.seq.Load()))
+			if text := shown(slackMessage{Text: notice.Text, Blocks: notice.Blocks}); !strings.Contains(text, tt.want) || notice.ResponseType == "in_channel" {
+				t.Errorf("notice (%s) = %q, want one to the clicker only with %q", notice.ResponseType, text, tt.want)
+			}
+		})
+	}
+	r.client.click(t, "U0ALICE", root.TS, events)
+	var replies []slackMessage
+	waitUntil(t, 60*time.Second, "alice's events in the thread", func() bool {
+		replies = fake.threadReplies(root.TS)
+		return len(replies) > 0
+	})
+	time.Sleep(2 * time.Second) // a refused click that posted late would show now
+	replies = fake.threadReplies(root.TS)
+	if len(replies) != 1 || !strings.Contains(shown(replies[0]), "FailedScheduling") || !strings.Contains(shown(replies[0]), "asked by u0alice") {
+		for _, m := range replies {
+			t.Logf("reply: %s", shown(m))
+		}
+		t.Errorf("%d replies in the thread, want 1: alice's events", len(replies))
 	}
 }

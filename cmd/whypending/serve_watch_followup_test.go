@@ -339,6 +339,7 @@ func TestServeWatchFollowupsAuthorization(t *testing.T) {
 	})
 	events := rootButton(t, fake, root.TS, "followup:events")
 	batch := &slackClient{base: r.base, secret: r.client.secret, channel: "C0BATCH", slack: fake}
+	batch.seq.Store(100) // its response_url paths apart from r.client's
 	for _, tt := range []struct {
 		name   string
 		client *slackClient

@@ -352,7 +352,14 @@ func (c *Cluster) connect(ctx context.Context) (*conn, error) {
 			scancel()
 			return nil, fmt.Errorf("misconfigured: build dynamic client for %s: %w", host, err)
 		}
-		cn.dyn = dyn
+		// Each client has its own client-side rate limiter: the acknowledgements' one never
+		// waits behind the requests of the bot's own posting.
+		ackDyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			scancel()
+			return nil, fmt.Errorf("misconfigured: build dynamic client for %s: %w", host, err)
+		}
+		cn.dyn, cn.ackDyn = dyn, ackDyn
 		c.runCheck(ctx, cn)
 	}
 	return cn, nil
@@ -389,6 +396,18 @@ func (c *Cluster) Dynamic() (dynamic.Interface, error) {
 		return nil, err
 	}
 	return conn.dyn, nil
+}
+
+// AckDynamic is Dynamic with its own client-side rate limit (ClientQPS), for the requests a
+// remote caller waits on: the Alertmanager receiver acknowledges a delivery once its
+// Notification is written, and that write must not queue behind the hundreds of requests the
+// posting of a burst makes through Dynamic.
+func (c *Cluster) AckDynamic() (dynamic.Interface, error) {
+	conn, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	return conn.ackDyn, nil
 }
 
 // watch probes the API server's /readyz until ProbeFailures probes in a row fail (it returns

@@ -34,6 +34,7 @@ type conn struct {
 
 	client   kubernetes.Interface // probes (never for a Wire'd cluster) and SubjectAccessReviews
 	dyn      dynamic.Interface    // for Options.Check; nil without one
+	ackDyn   dynamic.Interface    // Dynamic's twin with its own rate limit (AckDynamic); nil without Options.Check
 	cancel   context.CancelFunc   // stops the caches
 	checkErr error                // the last Options.Check; guarded by Cluster.mu
 }

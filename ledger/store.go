@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/internal/proc"
 )
@@ -56,6 +57,10 @@ type Store struct {
 	// locks serialise Send and Edit per message within this process, striped by a hash of
 	// the entry and message key (see lock).
 	locks [64]sync.Mutex
+
+	mu sync.Mutex
+	// followed is the informer Follow started (nil: none), read by UpdateCached.
+	followed cache.SharedIndexInformer
 }
 
 // Options configures New.

@@ -13,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/alerts"
 	"github.com/whypending/whypending/bot/approval"
 	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/fleet"
 	"github.com/whypending/whypending/internal/chattest"
 	"github.com/whypending/whypending/internal/proc"
 	"github.com/whypending/whypending/internal/testcluster"
@@ -70,7 +74,8 @@ func (b *board) duplicates() int {
 }
 
 // replicas starts n receivers (each with its own ledger identity) on one real control plane
-// with the crash-looping pod loaded, diagnosing through a bot as serve does.
+// with the crash-looping pod loaded, diagnosing through a bot and writing through two clients
+// with serve's client-side rate limit (fleet.RateLimit), as serve does.
 func replicas(tb testing.TB, n int) ([]string, *board) {
 	e := chattest.Start(tb, "seed-crash-app", true)
 	b := bot.New(bot.Options{Clusters: []*bot.Cluster{e.BotCluster()},
@@ -81,8 +86,10 @@ func replicas(tb testing.TB, n int) ([]string, *board) {
 	var urls []string
 	warmStore(tb, e)
 	for i := range n {
+		self := ledger.Options{Self: proc.Identity{Host: fmt.Sprintf("replica-%d", i), PID: 1, Start: 1}}
 		r := alerts.New(alerts.Options{Token: token, Receivers: map[string][]alerts.Channel{"team": {{Platform: "slack", ID: "C0OPS"}}},
-			Store:     ledger.New(e.Cluster.Dynamic, chattest.StoreNamespace, ledger.Options{Self: proc.Identity{Host: fmt.Sprintf("replica-%d", i), PID: 1, Start: 1}}),
+			Store:     ledger.New(serveClient(tb, e), chattest.StoreNamespace, self),
+			AckStore:  ledger.New(serveClient(tb, e), chattest.StoreNamespace, self),
 			Platforms: thread.Platforms{"slack": bd}, Diagnose: b.Diagnose, Resync: time.Second, Log: chattest.QuietLog})
 		go r.Run(ctx)
 		srv := httptest.NewServer(r)
@@ -90,6 +97,17 @@ func replicas(tb testing.TB, n int) ([]string, *board) {
 		urls = append(urls, srv.URL)
 	}
 	return urls, bd
+}
+
+// serveClient is a dynamic client of e's cluster with serve's client-side rate limit.
+func serveClient(tb testing.TB, e *chattest.Env) dynamic.Interface {
+	cfg := rest.CopyConfig(e.Cluster.Config)
+	fleet.RateLimit(cfg)
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // warmStore makes the first Notification writes of a fresh cluster before the clock runs:
@@ -162,16 +180,16 @@ func deliver(tb testing.TB, client *http.Client, urls []string, bodies [][]byte)
 func BenchmarkBurst(b *testing.B) {
 	urls, bd := replicas(b, 2)
 	client := chattest.BenchClient(64)
-	var acks []time.Duration
+	var acks, firsts, retries []time.Duration
 	var settle time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		roots, posts := bd.roots.Load(), bd.posts.Load()
 		bodies := burst(i)
 		t0 := time.Now()
-		acks = append(acks, deliver(b, client, urls, bodies)...)
+		firsts = append(firsts, deliver(b, client, urls, bodies)...)
 		for range 3 {
-			acks = append(acks, deliver(b, client, slices.Concat(urls[1:], urls[:1]), bodies)...)
+			retries = append(retries, deliver(b, client, slices.Concat(urls[1:], urls[:1]), bodies)...)
 		}
 		chattest.WaitFor(b, 5*time.Minute, "every root and diagnosis", func() bool {
 			return bd.roots.Load()-roots == 20 && bd.posts.Load()-posts == 220
@@ -183,9 +201,18 @@ func BenchmarkBurst(b *testing.B) {
 	if d := bd.duplicates(); d != 0 {
 		b.Fatalf("%d duplicate posts", d)
 	}
-	slices.Sort(acks)
-	b.ReportMetric(float64(chattest.Percentile(acks, 0.50).Microseconds())/1000, "ack-p50-ms")
-	b.ReportMetric(float64(chattest.Percentile(acks, 0.99).Microseconds())/1000, "ack-p99-ms")
+	acks = slices.Concat(firsts, retries)
+	for _, d := range [][]time.Duration{acks, firsts, retries} {
+		slices.Sort(d)
+	}
+	ms := func(d []time.Duration, p float64) float64 {
+		return float64(chattest.Percentile(d, p).Microseconds()) / 1000
+	}
+	b.ReportMetric(ms(acks, 0.50), "ack-p50-ms")
+	b.ReportMetric(ms(acks, 0.99), "ack-p99-ms")
+	// The first deliveries write the entries; the retries find them recorded.
+	b.ReportMetric(ms(firsts, 0.99), "first-ack-p99-ms")
+	b.ReportMetric(ms(retries, 0.99), "retry-ack-p99-ms")
 	b.ReportMetric(settle.Seconds()/float64(b.N), "s-to-all-posted")
 	b.ReportMetric(0, "duplicates")
 }

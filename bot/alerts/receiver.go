@@ -60,6 +60,10 @@ type Options struct {
 	// Store is the ledger; Platforms the connected chat platforms.
 	Store     *ledger.Store
 	Platforms thread.Platforms
+	// AckStore, when set, is the same ledger through a client of its own
+	// (fleet.Cluster.AckDynamic): deliveries are recorded through it, so an acknowledgement
+	// never waits behind the posting's requests on Store's client-side rate limit.
+	AckStore *ledger.Store
 	// Diagnose answers an alert's object.
 	Diagnose Diagnoser
 	// RemindEvery is the least time between two "still firing" replies (0: no reminders).
@@ -111,6 +115,9 @@ func New(o Options) *Receiver {
 	if o.SilenceCheck <= 0 {
 		o.SilenceCheck = DefaultSilenceCheck
 	}
+	if o.AckStore == nil {
+		o.AckStore = o.Store
+	}
 	r := &Receiver{o: o, refusedLog: rate.NewLimiter(rate.Every(time.Minute), 5)}
 	r.worker = &ledger.Worker{Store: o.Store, Source: Source, Reconcile: r.reconcile, Resync: o.Resync, Workers: 4, Log: o.Log}
 	return r
@@ -120,6 +127,7 @@ func New(o Options) *Receiver {
 // With Silences set it also ends, every SilenceCheck, the silences that ended in
 // Alertmanager (checkSilences).
 func (r *Receiver) Run(ctx context.Context) {
+	r.o.AckStore.Follow(ctx, Source)
 	if r.o.Silences != nil {
 		go func() {
 			t := time.NewTicker(r.o.SilenceCheck)
@@ -233,7 +241,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // delivery brought nothing to post (a redelivery, a repeat_interval re-send).
 func (r *Receiver) record(ctx context.Context, k ledger.Key, ch Channel, hook *Webhook) (*ledger.Entry, bool, error) {
 	var news bool
-	e, err := r.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
+	// merge is monotone (an entry that holds a delivery holds it in every later version),
+	// so the followed copy of the entry may decide that a retry brings nothing new.
+	e, err := r.o.AckStore.UpdateCached(ctx, k, func(e *ledger.Entry) error {
+		news = false
 		var g group
 		if err := e.DataInto(&g); err != nil {
 			return err

@@ -235,7 +235,7 @@ const DefaultSilenceCheck = time.Minute
 // the group was silenced (Alertmanager sent no notification for them) are marked resolved.
 // Every replica may run it: the compare-and-set on the silence's ID makes it happen once.
 func (r *Receiver) checkSilences(ctx context.Context) {
-	entries, err := r.o.Store.List(ctx, Source, false)
+	entries, err := r.o.AckStore.ListFollowed(ctx, Source)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.o.Log.Warn("alertmanager: list alert threads for their silences", "err", err)

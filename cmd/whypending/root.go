@@ -192,7 +192,7 @@ func (f *kubeFlags) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	fleet.RateLimit(cfg)
 	d, err := parseRequestTimeout(f.requestTimeout)
 	if err != nil {
 		return nil, err

@@ -346,6 +346,7 @@ func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.
 		Token: token, Receivers: receivers, ClusterLabel: cfg.Alertmanager.ClusterLabel,
 		ChannelNamespaces: cfg.Channels.Namespaces,
 		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
+		AckStore:          ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.AckDynamic, Self: ledgerIdentity()}),
 		Platforms:         platforms, Diagnose: b.Diagnose, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
 		Resync: alertResync, SilenceCheck: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
 	})
@@ -368,7 +369,7 @@ func clusterConfig(cc ClusterConfig) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	fleet.RateLimit(cfg)
 	return cfg, nil
 }
 

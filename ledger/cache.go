@@ -1,0 +1,127 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Follow starts an informer over the Notifications of source, which UpdateCached reads
+// instead of the API server. It lists and watches through the store's current connection, so
+// a replaced connection is picked up at the informer's next relist. It runs until ctx ends.
+func (s *Store) Follow(ctx context.Context, source string) {
+	sel := LabelSource + "=" + source
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			res, err := s.res()
+			if err != nil {
+				return nil, err
+			}
+			o.LabelSelector = sel
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			res, err := s.res()
+			if err != nil {
+				return nil, err
+			}
+			o.LabelSelector = sel
+			return res.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	s.mu.Lock()
+	s.followed = inf
+	s.mu.Unlock()
+	go inf.RunWithContext(ctx)
+}
+
+// cached is the followed copy of the entry named name: ok is false when there is no synced
+// informer (no Follow, or not synced yet) or it does not hold the entry.
+func (s *Store) cached(name string) (e *Entry, ok bool, err error) {
+	s.mu.Lock()
+	inf := s.followed
+	s.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return nil, false, nil
+	}
+	obj, exists, err := inf.GetStore().GetByKey(s.namespace + "/" + name)
+	if err != nil || !exists {
+		return nil, false, err
+	}
+	u, isU := obj.(*unstructured.Unstructured)
+	if !isU {
+		return nil, false, fmt.Errorf("notification %s: cached as %T", name, obj)
+	}
+	e, err = fromObject(u.DeepCopy())
+	return e, err == nil, err
+}
+
+// UpdateCached is Update for a delivery that is acknowledged on its word: it calls fn on the
+// followed copy of the entry (see Follow), or on a new entry when the copy has none, and
+// writes with one request; a copy that was stale (a conflict, or the entry exists already)
+// falls back to Update, which reads the API server. A redelivery that changes nothing sends
+// no request at all.
+//
+// That is safe only for an fn that is monotone: when it returns ErrUnchanged for an entry it
+// would for every later version of it (the entry already holds what the delivery brings, and
+// later writes only add to it). The copy was stored at some point, so a delivery fn finds in
+// it was recorded, even if the copy is behind.
+func (s *Store) UpdateCached(ctx context.Context, k Key, fn func(e *Entry) error) (*Entry, error) {
+	name := k.Name()
+	e, ok, err := s.cached(name)
+	if err != nil || (ok && e.Key != k) {
+		return s.Update(ctx, k, fn)
+	}
+	create := !ok
+	if create {
+		e = &Entry{Key: k, name: name}
+	}
+	if err := fn(e); errors.Is(err, ErrUnchanged) {
+		if create {
+			return nil, fmt.Errorf("get notification %s: %w", name, ErrNotFound)
+		}
+		return e, nil
+	} else if err != nil {
+		return nil, err
+	}
+	out, err := s.write(ctx, e, create)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return s.Update(ctx, k, fn)
+	}
+	return out, err
+}
+
+// ListFollowed is List(ctx, source, false) from the followed copies when Follow's informer has
+// synced (no request), else from the API server. The copies may be behind: use it to find
+// entries to look at, and decide on a live read (Update) before writing.
+func (s *Store) ListFollowed(ctx context.Context, source string) ([]*Entry, error) {
+	s.mu.Lock()
+	inf := s.followed
+	s.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return s.List(ctx, source, false)
+	}
+	var out []*Entry
+	for _, obj := range inf.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || u.GetLabels()[LabelSource] != source {
+			continue
+		}
+		e, err := fromObject(u.DeepCopy())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}

@@ -1,0 +1,145 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// countingClient is a dynamic client of the shared cluster that counts its writes and its
+// reads of single Notifications (not the informer's list and watch).
+func countingClient(t *testing.T) (dynamic.Interface, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	cfg := rest.CopyConfig(shared.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Query().Get("watch") == "" && !(r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/notifications")) {
+				n.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// add is a monotone Update function: it appends v to the entry's data unless it is there.
+func add(v string) func(e *Entry) error {
+	return func(e *Entry) error {
+		var got items
+		if err := e.DataInto(&got); err != nil {
+			return err
+		}
+		for _, g := range got.Items {
+			if g == v {
+				return ErrUnchanged
+			}
+		}
+		got.Items = append(got.Items, v)
+		return e.SetData(got)
+	}
+}
+
+func data(t *testing.T, s *Store, k Key) []string {
+	t.Helper()
+	e, err := s.Get(t.Context(), k.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got items
+	if err := e.DataInto(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Items
+}
+
+// TestUpdateCached: a new entry costs one request (the create), a redelivery the followed
+// copy already holds costs none, and a copy that is behind (its informer stopped, while
+// another replica wrote) falls back to a live read, so nothing another replica wrote is lost.
+func TestUpdateCached(t *testing.T) {
+	_, ns := start(t)
+	client, requests := countingClient(t)
+	s := New(client, ns, Options{Self: replica(1)})
+	other := New(shared.Dynamic, ns, Options{Self: replica(2)})
+	followCtx, stopFollowing := context.WithCancel(t.Context())
+	defer stopFollowing()
+	s.Follow(followCtx, "alertmanager")
+	k := Key{Source: "alertmanager", Platform: "slack", Channel: "C1", Subject: "group-1"}
+	ctx := t.Context()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.followed.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer did not sync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := requests.Load()
+	if _, err := s.UpdateCached(ctx, k, add("a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("a new entry took %d requests, want 1 (the create)", n)
+	}
+	// Once the informer has the entry, a redelivery of "a" sends nothing.
+	for {
+		if e, ok, _ := s.cached(k.Name()); ok && e.Revision == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the informer never saw the entry")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before = requests.Load()
+	if _, err := s.UpdateCached(ctx, k, add("a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 0 {
+		t.Errorf("a redelivery the copy holds took %d requests, want 0", n)
+	}
+
+	// The copy falls behind: the informer stops and another replica writes "b".
+	stopFollowing()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := other.Update(ctx, k, add("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateCached(ctx, k, add("c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := data(t, s, k); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Errorf("after a write on a stale copy the entry holds %v, want [a b c]", got)
+	}
+	// An entry the stale copy never saw: the create finds it exists and reads it live.
+	k2 := Key{Source: "alertmanager", Platform: "slack", Channel: "C1", Subject: "group-2"}
+	if _, err := other.Update(ctx, k2, add("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateCached(ctx, k2, add("y")); err != nil {
+		t.Fatal(err)
+	}
+	if got := data(t, s, k2); len(got) != 2 || got[0] != "x" || got[1] != "y" {
+		t.Errorf("an entry created behind the copy's back holds %v, want [x y]", got)
+	}
+	// Unchanged on a new entry is ErrNotFound, as Update says it.
+	k3 := Key{Source: "alertmanager", Platform: "slack", Channel: "C1", Subject: "group-3"}
+	if _, err := s.UpdateCached(ctx, k3, func(*Entry) error { return ErrUnchanged }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unchanged new entry: err = %v, want ErrNotFound", err)
+	}
+}

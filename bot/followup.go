@@ -125,12 +125,13 @@ func FollowupMessage(a *triage.Answer, what, subject string) chat.Message {
 	return m
 }
 
-// eventEvidenceLines are the lines of f's evidence read from events (a controller's
-// FailedCreate, say), rendered as evidenceLines does.
+// eventEvidenceLines are the lines of f's evidence read from events of other objects than
+// pods (a controller's FailedCreate, say; the pods' own events are listed per pod), rendered
+// as evidenceLines does.
 func eventEvidenceLines(f triage.Finding, self string, now time.Time) []string {
 	var events triage.Finding
 	for _, e := range f.Evidence {
-		if !e.LastSeen.IsZero() {
+		if !e.LastSeen.IsZero() && !strings.HasPrefix(e.Object, "Pod ") {
 			events.Evidence = append(events.Evidence, e)
 		}
 	}

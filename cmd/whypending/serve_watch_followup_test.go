@@ -133,6 +133,7 @@ func TestServeWatchFollowups(t *testing.T) {
 	events := rootButton(t, fake, root.TS, "followup:events")
 	r.client.click(t, "U0ALICE", root.TS, events)
 	ev := reply("checkout", "Events of deploy/checkout")
+	t.Logf("events reply: %s", shown(ev))
 	if s := shown(ev); !strings.Contains(s, "FailedScheduling") || ev.ThreadTS != root.TS {
 		t.Errorf("events reply (thread %q, root %q) = %s, want the FailedScheduling event in the root's thread", ev.ThreadTS, root.TS, s)
 	}

@@ -127,8 +127,9 @@ type Bot struct {
 	inflight  singleflight.Group // diagnoses in progress, by cluster and target
 	// channelNS maps a channel ID to its default namespace (Options.ChannelNamespaces).
 	channelNS map[string]string
-	// snoozer snoozes watch posts (SetSnoozer); maySnooze says who may.
-	snoozer Snoozer
+	// watch are the watch's posts (SetWatch), for their Snooze and follow-up buttons;
+	// maySnooze says who may snooze, mayFollowUp who may follow up.
+	watch WatchPosts
 	// silencer makes Alertmanager silences (SetSilencer); silencePolicy says who may.
 	silencer        Silencer
 	silencePolicy   string
@@ -209,7 +210,8 @@ func (b *Bot) Attach(ctx context.Context, planID, ref string) error {
 }
 
 // Click handles a button click: Approve / Deny go to the approval workflow (progress gets
-// the "running" message), "plan:<kind>" makes a plan and asks for its approval.
+// the "running" message), "plan:<kind>" makes a plan and asks for its approval, Snooze and
+// the follow-ups (Events, Nodes, Logs, Re-check now) act on a watch post.
 func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Context, chat.Message)) chat.Outcome {
 	switch {
 	case c.ActionID == chat.ActionApprove:
@@ -230,6 +232,12 @@ func (b *Bot) Click(ctx context.Context, c chat.Click, progress func(context.Con
 			return chat.Outcome{Notice: "Malformed snooze button; nothing was done."}
 		}
 		return b.snooze(ctx, c, s)
+	case strings.HasPrefix(c.ActionID, chat.ActionFollowupPrefix):
+		f, ok := chat.ParseFollowupButton(c.ActionID, c.Value)
+		if !ok {
+			return chat.Outcome{Notice: "Malformed follow-up button; nothing was done."}
+		}
+		return b.followup(ctx, c, f)
 	case strings.HasPrefix(c.ActionID, chat.ActionPlanPrefix):
 		p, _ := chat.ParsePlanButton(c.ActionID, c.Value)
 		req := chat.Request{Principal: c.Principal, Channel: c.Channel, Command: "ipam"}

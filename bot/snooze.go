@@ -15,25 +15,38 @@ import (
 	"github.com/whypending/whypending/triage"
 )
 
-// Snoozer snoozes the watch's posts (bot/watch.Watcher).
-type Snoozer interface {
+// WatchPosts are the watch's posts as their buttons reach them (bot/watch.Watcher).
+type WatchPosts interface {
 	// Subject is the workload of the post named thread.
 	Subject(ctx context.Context, thread string) (watch.Workload, error)
 	// Snooze records the snooze of s.Thread by who and says what happened.
 	Snooze(ctx context.Context, who chat.Principal, channel string, s chat.SnoozeButton) chat.Outcome
+	// Recheck records who's re-check of the post named thread, res being the workload's
+	// answer now: an edit and one reply when the cause changed, else one reply.
+	Recheck(ctx context.Context, who chat.Principal, thread string, res watch.Result) chat.Outcome
 }
 
-// SetSnoozer connects the Snooze buttons to s (set once, before serving).
-func (b *Bot) SetSnoozer(s Snoozer) { b.snoozer = s }
+// SetWatch connects the Snooze and follow-up buttons to p (set once, before serving).
+func (b *Bot) SetWatch(p WatchPosts) { b.watch = p }
+
+// watchSubject is the workload of the watch post named thread, for a click on it; else the
+// notice that says why nothing was done.
+func (b *Bot) watchSubject(ctx context.Context, thread string) (watch.Workload, string) {
+	if b.watch == nil {
+		return watch.Workload{}, "The watch is not running here (watch.enabled); nothing was done."
+	}
+	wl, err := b.watch.Subject(ctx, thread)
+	if err != nil {
+		return watch.Workload{}, "That post is not a watch post this bot knows; nothing was done."
+	}
+	return wl, ""
+}
 
 // snooze handles a Snooze click.
 func (b *Bot) snooze(ctx context.Context, c chat.Click, s chat.SnoozeButton) chat.Outcome {
-	if b.snoozer == nil {
-		return chat.Outcome{Notice: "The watch is not running here (watch.enabled); nothing was done."}
-	}
-	wl, err := b.snoozer.Subject(ctx, s.Thread)
-	if err != nil {
-		return chat.Outcome{Notice: "That post is not a watch post this bot knows; nothing was done."}
+	wl, notice := b.watchSubject(ctx, s.Thread)
+	if notice != "" {
+		return chat.Outcome{Notice: notice}
 	}
 	if err := b.maySnooze(ctx, c.Principal, c.Channel, wl); err != nil {
 		b.log.InfoContext(ctx, "audit: snooze refused", slog.String("user", c.Principal.ID), slog.String("platform", c.Principal.Platform),
@@ -44,7 +57,7 @@ func (b *Bot) snooze(ctx context.Context, c chat.Click, s chat.SnoozeButton) cha
 		}
 		return chat.Outcome{Notice: err.Error() + " Nothing was done."}
 	}
-	return b.snoozer.Snooze(ctx, c.Principal, c.Channel, s)
+	return b.watch.Snooze(ctx, c.Principal, c.Channel, s)
 }
 
 // workloadResources are the RBAC group and resource of each workload kind.

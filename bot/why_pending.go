@@ -68,7 +68,8 @@ func (b *Bot) DiagnoseResult(ctx context.Context, cluster string, t triage.Targe
 	uncertain := code == "" || code == triage.CodeUnknown ||
 		a.Pod != nil && (a.Pod.Uncertain || a.Pod.Primary().Uncertain) ||
 		a.Workload != nil && (a.Workload.Uncertain || a.Workload.Primary().Uncertain)
-	return watch.Result{Code: code, Uncertain: uncertain, Message: AnswerMessage(a, c.Name)}, nil
+	return watch.Result{Code: code, Uncertain: uncertain, Message: AnswerMessage(a, c.Name),
+		Nodes: len(nodesOf(a).Nodes) > 0, Logs: len(previousLogsOf(a)) > 0}, nil
 }
 
 // answer is c's answer for t, shared by concurrent questions about the same target; who,

@@ -152,3 +152,47 @@ func ParseSnoozeButton(actionID, value string) (SnoozeButton, bool) {
 	}
 	return SnoozeButton{Thread: value, For: dur}, true
 }
+
+// ActionFollowupPrefix starts the action ID of a follow-up button (see FollowupButton).
+const ActionFollowupPrefix = "followup:"
+
+// The follow-ups a watch post offers (FollowupButton.What).
+const (
+	// FollowupEvents posts the workload's events in the post's thread.
+	FollowupEvents = "events"
+	// FollowupNodes posts the per-node "why not here" table in the thread.
+	FollowupNodes = "nodes"
+	// FollowupLogs posts the previous container's log in the thread.
+	FollowupLogs = "logs"
+	// FollowupRecheck re-diagnoses the workload and edits the post if its cause changed.
+	FollowupRecheck = "recheck"
+)
+
+// FollowupButton is a read-only follow-up button on a watched workload's post (bot/watch):
+// Events, Nodes, Logs or Re-check now. This is the one place its wire form is written and
+// read: ActionID "followup:<what>", Value the post's Notification name.
+type FollowupButton struct {
+	// Thread is the Notification name of the post in the channel.
+	Thread string
+	// What is one of FollowupEvents, FollowupNodes, FollowupLogs, FollowupRecheck.
+	What string
+}
+
+// Button is the button with label.
+func (f FollowupButton) Button(label string) Button {
+	return Button{ActionID: ActionFollowupPrefix + f.What, Label: label, Value: f.Thread}
+}
+
+// ParseFollowupButton reads a clicked follow-up button back; false when the action ID is not
+// one, or names a follow-up this version does not know.
+func ParseFollowupButton(actionID, value string) (FollowupButton, bool) {
+	what, ok := strings.CutPrefix(actionID, ActionFollowupPrefix)
+	if !ok || value == "" {
+		return FollowupButton{}, false
+	}
+	switch what {
+	case FollowupEvents, FollowupNodes, FollowupLogs, FollowupRecheck:
+		return FollowupButton{Thread: value, What: what}, true
+	}
+	return FollowupButton{}, false
+}

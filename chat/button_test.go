@@ -61,3 +61,19 @@ func TestSnoozeButtonRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestFollowupButtonRoundTrip(t *testing.T) {
+	for _, what := range []string{FollowupEvents, FollowupNodes, FollowupLogs, FollowupRecheck} {
+		f := FollowupButton{Thread: "watch-0123456789abcdef0123", What: what}
+		b := f.Button("x")
+		got, ok := ParseFollowupButton(b.ActionID, b.Value)
+		if !ok || got != f {
+			t.Errorf("ParseFollowupButton(%q, %q) = %+v %v, want %+v", b.ActionID, b.Value, got, ok, f)
+		}
+	}
+	for _, bad := range [][2]string{{"followup:restart", "watch-x"}, {"followup:events", ""}, {"snooze:1h", "watch-x"}} {
+		if _, ok := ParseFollowupButton(bad[0], bad[1]); ok {
+			t.Errorf("ParseFollowupButton(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}

@@ -43,6 +43,10 @@ type Outcome struct {
 	// Post, when set, is a new message to post in the channel (a plan made from a
 	// "Release N leaked IPs" button).
 	Post *Reply
+	// InThread puts Post in the thread of the clicked message instead (a watch post's
+	// follow-up answers): on Slack a reply whose thread_ts is the clicked message's ts, on
+	// Discord a message in the thread started on it. Post.Public and PlanID do not apply.
+	InThread bool
 }
 
 // Reply is a handler's answer to the person who typed the command.

@@ -459,6 +459,20 @@ func containerImage(c containerStatus) string {
 	return c.Status.Image
 }
 
+// PreviousLogField is the Evidence.Field of container's previous log, "log[<container>]
+// (previous)"; its Message is the log's last lines, or why they could not be read.
+func PreviousLogField(container string) string { return "log[" + container + "] (previous)" }
+
+// PreviousLogContainer is the container whose previous log the Evidence.Field field names
+// (PreviousLogField); false when it names none.
+func PreviousLogContainer(field string) (string, bool) {
+	c, ok := strings.CutPrefix(field, "log[")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(c, "] (previous)")
+}
+
 // logEvidence is the previous log's tail for container c, or why it could not be read.
 func logEvidence(s *Snapshot, c containerStatus) []Evidence {
 	lt, ok := s.PreviousLogs[c.Status.Name]
@@ -466,7 +480,7 @@ func logEvidence(s *Snapshot, c containerStatus) []Evidence {
 		return nil
 	}
 	obj := podObject(s.Pod)
-	field := "log[" + c.Status.Name + "] (previous)"
+	field := PreviousLogField(c.Status.Name)
 	if lt.Err != nil {
 		return []Evidence{{Object: obj, Field: field, Message: "previous log could not be read: " + lt.Err.Error()}}
 	}

@@ -306,6 +306,10 @@ func (a *Adapter) handleClick(ctx context.Context, i *discordgo.Interaction, cli
 		_, err := a.followup(ctx, i, textPage(out.Notice), true)
 		a.logErr(ctx, "show notice", err)
 	}
+	if out.Post != nil && out.InThread {
+		a.postInThread(ctx, i, c, out.Post.Message)
+		return
+	}
 	if out.Post != nil {
 		pages := Render(out.Post.Message)
 		msg, err := a.followup(ctx, i, pages[0], !out.Post.Public)
@@ -321,6 +325,30 @@ func (a *Adapter) handleClick(ctx context.Context, i *discordgo.Interaction, cli
 		}
 		if out.Post.PlanID != "" {
 			a.attach(ctx, out.Post.PlanID, i.ChannelID, msg, more...)
+		}
+	}
+}
+
+// postInThread posts m in the thread started on the clicked message (chat.Outcome.InThread;
+// Threads.Post starts it if the message has none yet), marked with a mark of its own; if that
+// fails, the clicker alone gets m as an ephemeral follow-up.
+func (a *Adapter) postInThread(ctx context.Context, i *discordgo.Interaction, c customID, m chat.Message) {
+	root := c.message
+	if root == "" && i.Message != nil {
+		root = i.Message.ID
+	}
+	if root != "" {
+		mark := fmt.Sprintf("%s/%s/%d", c.action, root, time.Now().UnixNano())
+		_, err := a.Threads().Post(ctx, i.ChannelID, root, mark, m)
+		if err == nil {
+			return
+		}
+		a.logErr(ctx, "post in the clicked message's thread; showing it to the clicker", err)
+	}
+	for _, p := range Render(m) {
+		if _, err := a.followup(ctx, i, p, true); err != nil {
+			a.logErr(ctx, "post message page", err)
+			return
 		}
 	}
 }

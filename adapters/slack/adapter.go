@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -136,9 +137,27 @@ func (a *Adapter) handleClick(ctx context.Context, cj *clickJob) {
 		// A section, not a header: notices can be longer than a header's 150 characters.
 		a.respond(ctx, cj.responseURL, chat.Message{Sections: []chat.Section{{Text: out.Notice}}}, false, false)
 	}
-	if out.Post != nil {
+	switch {
+	case out.Post != nil && out.InThread:
+		a.postInThread(ctx, cj, out.Post.Message)
+	case out.Post != nil:
 		a.postPlan(ctx, cj.click.Channel, cj.responseURL, *out.Post)
 	}
+}
+
+// postInThread posts m as a reply in the thread of the clicked message (chat.Outcome
+// .InThread), marked like the thread messages the bot posts (Threads.Post) with a mark of its
+// own; if that fails, the clicker alone gets m through response_url.
+func (a *Adapter) postInThread(ctx context.Context, cj *clickJob, m chat.Message) {
+	if cj.channelID != "" && cj.messageTS != "" {
+		mark := fmt.Sprintf("%s/%s/%d", cj.click.ActionID, cj.messageTS, time.Now().UnixNano())
+		_, err := a.Threads().Post(ctx, cj.channelID, cj.messageTS, mark, m)
+		if err == nil {
+			return
+		}
+		a.log.WarnContext(ctx, "post in the clicked message's thread; showing it to the clicker", slog.Any("err", err))
+	}
+	a.respond(ctx, cj.responseURL, m, false, false)
 }
 
 // postPlan posts a plan message to the channel and attaches its reference; if the bot cannot

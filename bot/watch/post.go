@@ -29,8 +29,11 @@ type post struct {
 	RecoveredAt time.Time `json:"recoveredAt,omitzero"`
 	// RemindedAt is when the last reminder reply was added (or the episode started).
 	RemindedAt time.Time `json:"remindedAt"`
-	// Message is the /why-pending answer the root shows.
+	// Message is the /why-pending answer the root shows; Nodes and Logs say it has a per-node
+	// table and a previous container's log (Result), for the follow-up buttons.
 	Message chat.Message `json:"message"`
+	Nodes   bool         `json:"nodes,omitempty"`
+	Logs    bool         `json:"logs,omitempty"`
 	// Replies are the thread's replies, in order (append only); Seq numbers the next.
 	Replies []reply `json:"replies,omitempty"`
 	Seq     int     `json:"seq,omitempty"`
@@ -49,6 +52,19 @@ type reply struct {
 
 // maxReplies bounds the replies kept; the oldest posted ones are pruned past it.
 const maxReplies = 50
+
+// setAnswer makes res the answer the root shows.
+func (d *post) setAnswer(res Result) {
+	d.Code, d.Message, d.Nodes, d.Logs = res.Code, res.Message, res.Nodes, res.Logs
+}
+
+// changeCause records a new primary code (res's): one reply says what changed, the root shows
+// res. The watch's own diagnoses and a Re-check click both change a cause this way.
+func (d *post) changeCause(res Result) {
+	d.addReply(fmt.Sprintf("The cause changed: %s → %s.", d.Code, res.Code))
+	d.setAnswer(res)
+	d.bump = true
+}
 
 func (d *post) addReply(text string) {
 	d.Seq++
@@ -70,7 +86,7 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "ended"})
 		d.Snooze = nil
 		if !res.Uncertain && res.Code != d.Code {
-			d.Code, d.Message = res.Code, res.Message
+			d.setAnswer(res)
 		}
 		d.addReply(fmt.Sprintf("The snooze ended; still stuck after %s: %s.", roundDuration(now.Sub(d.Since)), d.Code))
 		d.RemindedAt = now
@@ -82,16 +98,17 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 		if res.Uncertain {
 			return false
 		}
-		*d = post{Workload: wl, State: stateStuck, Code: res.Code, Since: since, RemindedAt: now, Message: res.Message}
+		*d = post{Workload: wl, State: stateStuck, Since: since, RemindedAt: now}
+		d.setAnswer(res)
 	case d.State == stateRecovered:
 		if res.Uncertain {
 			return false
 		}
-		d.State, d.Code, d.Since, d.RecoveredAt, d.RemindedAt, d.Message = stateStuck, res.Code, since, time.Time{}, now, res.Message
+		d.State, d.Since, d.RecoveredAt, d.RemindedAt = stateStuck, since, time.Time{}, now
+		d.setAnswer(res)
 		d.addReply(fmt.Sprintf("Stuck again: %s.", res.Code))
 	case !res.Uncertain && d.Code != res.Code:
-		d.addReply(fmt.Sprintf("The cause changed: %s → %s.", d.Code, res.Code))
-		d.Code, d.Message = res.Code, res.Message
+		d.changeCause(res)
 	case now.Sub(d.RemindedAt) >= remindAfter:
 		d.addReply(fmt.Sprintf("Still stuck after %s: %s.", roundDuration(now.Sub(d.Since)), d.Code))
 		d.RemindedAt = now
@@ -199,6 +216,9 @@ func rootMessage(d *post, name string) chat.Message {
 		lead += fmt.Sprintf(" · snoozed %s by %s", d.Snooze.String(), d.Snooze.By)
 	} else if d.State == stateStuck {
 		m.Buttons = snoozeButtons(name)
+	}
+	if d.State == stateStuck {
+		m.Buttons = append(m.Buttons, followupButtons(d, name)...)
 	}
 	if d.State == stateRecovered {
 		return chat.Message{

@@ -63,48 +63,62 @@ func (w *Watcher) Subject(ctx context.Context, thread string) (Workload, error) 
 func (w *Watcher) Snooze(ctx context.Context, who chat.Principal, channel string, s chat.SnoozeButton) chat.Outcome {
 	now := w.o.Now()
 	by := who.Platform + ":" + who.ID
-	e, err := w.o.Store.Get(ctx, s.Thread)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return chat.Outcome{Notice: "That post is gone; nothing was done."}
-	}
-	if err != nil {
-		return chat.Outcome{Notice: "Could not read the post; nothing was done: " + err.Error()}
-	}
 	sn := &snooze{By: by, At: now, UntilRecovered: s.UntilRecovered}
 	what := "snoozed until recovered"
 	if !s.UntilRecovered {
 		sn.Until = now.Add(s.For)
 		what = "snoozed " + s.For.String()
 	}
-	var notice string
-	_, err = w.o.Store.Update(ctx, e.Key, func(e *ledger.Entry) error {
-		var d post
-		if err := e.DataInto(&d); err != nil {
-			return err
-		}
-		if d.State != stateStuck {
-			notice = "The workload recovered already; nothing to snooze."
-			return ledger.ErrUnchanged
-		}
+	notice, changed := w.changeOpen(ctx, s.Thread, "snooze", func(d *post) string {
 		d.Snooze = sn
 		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: by, At: now, What: what, Within: channel})
 		if len(d.SnoozeLog) > maxReplies {
 			d.SnoozeLog = d.SnoozeLog[len(d.SnoozeLog)-maxReplies:]
 		}
 		d.bump = true
-		notice = fmt.Sprintf("Snoozed %s %s: nothing more is posted about it until then.", d.Workload.String(), sn.String())
+		return fmt.Sprintf("Snoozed %s %s: nothing more is posted about it until then.", d.Workload.String(), sn.String())
+	})
+	if changed {
+		w.o.Metrics.Snoozed.Inc()
+		w.o.Log.InfoContext(ctx, "audit: watch post snoozed", slog.String("user", who.ID), slog.String("platform", who.Platform),
+			slog.String("channel", channel), slog.String("thread", s.Thread), slog.String("what", what))
+	}
+	return chat.Outcome{Notice: notice}
+}
+
+// changeOpen applies fn to the open post named thread (a click on it: what is "snooze",
+// "re-check") by compare-and-set and queues its delivery; fn returns the clicker's notice. It
+// returns that notice, or why nothing was done, and whether the post was changed.
+func (w *Watcher) changeOpen(ctx context.Context, thread, what string, fn func(d *post) string) (notice string, changed bool) {
+	e, err := w.o.Store.Get(ctx, thread)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return "That post is gone; nothing was done.", false
+	case err != nil:
+		return "Could not read the post; nothing was done: " + err.Error(), false
+	case e.Source != Source:
+		return "That post is not a watch post this bot knows; nothing was done.", false
+	}
+	e, err = w.o.Store.Update(ctx, e.Key, func(e *ledger.Entry) error {
+		var d post
+		if err := e.DataInto(&d); err != nil {
+			return err
+		}
+		if d.State != stateStuck {
+			notice = fmt.Sprintf("%s recovered already; nothing to %s.", d.Workload.String(), what)
+			return ledger.ErrUnchanged
+		}
+		notice = fn(&d)
 		return d.save(e)
 	})
 	if errors.Is(err, ledger.ErrUnchanged) {
-		return chat.Outcome{Notice: notice}
+		return notice, false
 	}
 	if err != nil {
-		return chat.Outcome{Notice: "Could not record the snooze; nothing was done: " + err.Error()}
+		return fmt.Sprintf("Could not record the %s; nothing was done: %s", what, err.Error()), false
 	}
-	w.o.Metrics.Snoozed.Inc()
-	w.o.Log.InfoContext(ctx, "audit: watch post snoozed", slog.String("user", who.ID), slog.String("platform", who.Platform),
-		slog.String("channel", channel), slog.String("thread", s.Thread), slog.String("what", what))
-	return chat.Outcome{Notice: notice}
+	w.enqueue(e.Name())
+	return notice, true
 }
 
 // snoozeButtons are the root's Snooze buttons.

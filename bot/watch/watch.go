@@ -53,6 +53,10 @@ type Result struct {
 	Uncertain bool
 	// Message is the answer /why-pending renders.
 	Message chat.Message
+	// Nodes says the answer has a per-node "why not here" table (a Pending pod); Logs that it
+	// has a previous container's log (a crash-looping or terminated container). The post
+	// offers a follow-up button for each (chat.FollowupButton).
+	Nodes, Logs bool
 }
 
 // Diagnoser is the answer /why-pending gives for t on cluster (bot.Bot.DiagnoseResult).
@@ -154,7 +158,9 @@ func (w *Watcher) lead(ctx context.Context) {
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	rollups := &ledger.Worker{Store: w.o.Store, Source: RollupSource, Reconcile: w.deliverRollup, Resync: RollupEvery, Workers: 1, Log: w.o.Log}
+	w.mu.Lock()
 	w.worker = worker
+	w.mu.Unlock()
 	run(func() { worker.Run(ctx) })
 	run(func() { rollups.Run(ctx) })
 	for _, c := range w.o.Clusters {
@@ -169,6 +175,9 @@ func (w *Watcher) lead(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+	w.mu.Lock()
+	w.worker = nil
+	w.mu.Unlock()
 }
 
 // attach follows c's pod cache, across reconnects (each connection has fresh caches, whose
@@ -532,9 +541,20 @@ func (w *Watcher) change(ctx context.Context, k ledger.Key, fn func(d *post) boo
 		return nil
 	}
 	if err == nil && e.Pending {
-		w.worker.Enqueue(e.Name())
+		w.enqueue(e.Name())
 	}
 	return err
+}
+
+// enqueue asks this replica's delivery worker to deliver the entry named name soon; a replica
+// that does not lead leaves it to the leader's resync (the entry is pending).
+func (w *Watcher) enqueue(name string) {
+	w.mu.Lock()
+	worker := w.worker
+	w.mu.Unlock()
+	if worker != nil {
+		worker.Enqueue(name)
+	}
 }
 
 // setOpen records whether wl has a post open, for the stuck-now gauge.

@@ -251,6 +251,13 @@ func (c *slackClient) command(t *testing.T, user, command, text string) string {
 // click posts a signed block_actions payload pressing btn on the message at ts as user.
 func (c *slackClient) click(t *testing.T, user, ts string, btn *slackgo.ButtonBlockElement) {
 	t.Helper()
+	c.post(t, "/slack/interactions", c.clickBody(t, user, ts, btn))
+}
+
+// clickBody is the form body of a block_actions payload pressing btn on the message at ts as
+// user.
+func (c *slackClient) clickBody(t *testing.T, user, ts string, btn *slackgo.ButtonBlockElement) string {
+	t.Helper()
 	payload, err := json.Marshal(map[string]any{
 		"type":         "block_actions",
 		"user":         map[string]any{"id": user, "username": strings.ToLower(user), "name": strings.ToLower(user), "team_id": "T0001"},
@@ -264,30 +271,41 @@ func (c *slackClient) click(t *testing.T, user, ts string, btn *slackgo.ButtonBl
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.post(t, "/slack/interactions", url.Values{"payload": {string(payload)}}.Encode())
+	return url.Values{"payload": {string(payload)}}.Encode()
 }
 
+// post posts body to path signed with the client's secret and fails the test unless it is
+// answered 200.
 func (c *slackClient) post(t *testing.T, path, body string) {
 	t.Helper()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(c.secret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	if code, b := c.send(t, path, body, true); code != http.StatusOK {
+		t.Fatalf("POST %s = %d %s", path, code, b)
+	}
+}
+
+// send posts body to path, signed with the client's secret when signed, and returns the
+// status and body of the answer.
+func (c *slackClient) send(t *testing.T, path, body string, signed bool) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	if signed {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(c.secret))
+		fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("POST %s = %d %s", path, resp.StatusCode, b)
-	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // httpGet returns the status code of GET url.

@@ -231,7 +231,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	var watcher *watch.Watcher
 	if cfg.Watch.Enabled {
 		watcher = newWatcher(cfg, b, adapter, discordAdapter, live, storeCluster(liveStore), reg, log)
-		b.SetSnoozer(watcher)
+		b.SetWatch(watcher)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)

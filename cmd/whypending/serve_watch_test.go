@@ -54,6 +54,42 @@ func leader(rs ...*served) *served {
 	return nil
 }
 
+// startWatchCluster starts the real kube-apiserver, kube-scheduler and kube-controller-manager
+// with the store installed, nodes Ready 2-CPU nodes node-1, node-2, …, namespace ns, and a
+// played kubelet for ns (watchKubelet; the pods skip names are the test's) until the test ends.
+func startWatchCluster(t *testing.T, nodes int, ns string, skip func(name string) bool) *testenv.Cluster {
+	t.Helper()
+	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
+	installStore(t, c, "whypending")
+	for i := range nodes {
+		testcluster.ReadyNode(t, c.Client, fmt.Sprintf("node-%d", i+1), "2", "300")
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kctx, stopKubelet := context.WithCancel(t.Context())
+	t.Cleanup(stopKubelet)
+	go watchKubelet(kctx, c.Client, ns, skip)
+	return c
+}
+
+// watchConfig is serve's config (without a chat platform's section) for the watch tests:
+// cluster test at c, the store, approvers (YAML under approvals.approvers), channels (YAML,
+// e.g. "{digest: [C0OPS]}"), the watch on with settings (YAML lines under watch:).
+func watchConfig(c *testenv.Cluster, approvers, channels string, settings ...string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- name: test
+  kubeconfig: %s
+store: {namespace: whypending}
+approvals:
+  approvers: %s
+channels: %s
+watch:
+  enabled: true
+`, c.KubeconfigPath, approvers, channels) + "  " + strings.Join(settings, "\n  ") + "\n"
+}
+
 // TestServeWatch runs the watch end to end on the real kube-apiserver, kube-scheduler and
 // kube-controller-manager, two serve replicas and a recording Slack: a Deployment scaled past
 // the cluster's cpu gets one post with insufficient-cpu after the (short) threshold; the
@@ -62,20 +98,10 @@ func leader(rs ...*served) *served {
 // post is edited to recovered with one line; a pod whose cause changes from insufficient-cpu
 // to an image pull error gets one edit and one reply.
 func TestServeWatch(t *testing.T) {
-	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
-	installStore(t, c, "whypending")
+	const ns = "shop"
+	c := startWatchCluster(t, 2, ns, func(name string) bool { return name == "importer" })
 	cs := c.Client
 	ctx := t.Context()
-	for i := range 2 {
-		testcluster.ReadyNode(t, cs, fmt.Sprintf("node-%d", i+1), "2", "300")
-	}
-	const ns = "shop"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kctx, stopKubelet := context.WithCancel(ctx)
-	defer stopKubelet()
-	go watchKubelet(kctx, cs, ns, func(name string) bool { return name == "importer" })
 
 	var replica atomic.Int32
 	ledgerIdentity = func() proc.Identity {
@@ -87,20 +113,7 @@ func TestServeWatch(t *testing.T) {
 		ledgerIdentity, alertResync = proc.Self, 0
 		watchLeaseTiming.Duration, watchLeaseTiming.Renew, watchLeaseTiming.Retry = 0, 0, 0
 	})
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
-  approvers: {users: [U0BOB]}
-channels:
-  digest: [C0OPS]
-watch:
-  enabled: true
-  thresholds: {pending: 4s, imagePull: 2s}
-  remindAfter: 1h
-`, c.KubeconfigPath)
+	config := watchConfig(c, "{users: [U0BOB]}", "{digest: [C0OPS]}", "thresholds: {pending: 4s, imagePull: 2s}", "remindAfter: 1h")
 	fake := newFakeSlack(t, nil)
 	r1, r2 := startServeOn(t, config, fake), startServeOn(t, config, fake)
 

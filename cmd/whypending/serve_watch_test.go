@@ -19,11 +19,17 @@ import (
 	"github.com/whypending/whypending/internal/proc"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 // watchKubelet plays the kubelet of every node until ctx ends: a pod bound to a node is
 // marked Running and Ready, unless its name is in skip (the test sets those pods' status).
 func watchKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip func(name string) bool) {
+	playKubelet(ctx, cs, ns, skip, testcluster.MarkRunning)
+}
+
+// playKubelet is watchKubelet with the status mark gives a bound pod.
+func playKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip func(name string) bool, mark func(*corev1.Pod, metav1.Time)) {
 	for ctx.Err() == nil {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err == nil {
@@ -32,7 +38,7 @@ func watchKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip 
 				if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodRunning || p.DeletionTimestamp != nil || skip(p.Name) {
 					continue
 				}
-				testcluster.MarkRunning(&p, now)
+				mark(&p, now)
 				_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 			}
 		}
@@ -238,6 +244,153 @@ watch:
 	for _, want := range []string{"whypending_watch_posts_total", "whypending_watch_stuck", "whypending_watch_watched_objects"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestServeWatchControllers runs the watch's controller states end to end on the real
+// kube-apiserver, kube-scheduler and kube-controller-manager: a Deployment in a namespace whose
+// ResourceQuota allows no pods has no pod at all (its ReplicaSet controller is refused), and
+// gets one post with resource-quota-exceeded after the (short) failedCreate threshold; the
+// quota raised, its pods come up and the post is edited to recovered with one line. A
+// Deployment whose pods never become ready passes its progressDeadlineSeconds and gets one
+// post with rollout-stalled (the controller's own verdict: a sure answer), and nothing else is
+// posted.
+func TestServeWatchControllers(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
+	installStore(t, c, "whypending")
+	cs := c.Client
+	ctx := t.Context()
+	testcluster.ReadyNode(t, cs, "node-1", "4", "110")
+	for _, ns := range []string{"ledger", "search"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kctx, stopKubelet := context.WithCancel(ctx)
+	defer stopKubelet()
+	none := func(string) bool { return false }
+	go watchKubelet(kctx, cs, "ledger", none)
+	// The search pods start but never pass their readiness probe.
+	go playKubelet(kctx, cs, "search", none, func(p *corev1.Pod, now metav1.Time) {
+		testcluster.MarkRunning(p, now)
+		for i := range p.Status.Conditions {
+			if ty := p.Status.Conditions[i].Type; ty == corev1.PodReady || ty == corev1.ContainersReady {
+				p.Status.Conditions[i].Status, p.Status.Conditions[i].Reason = corev1.ConditionFalse, "ContainersNotReady"
+			}
+		}
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].Ready = false
+		}
+	})
+
+	// A quota of no pods, counted by the quota controller before anything is refused against
+	// it (until then the API server refuses with "status unknown for quota").
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: "ledger"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if _, err := cs.CoreV1().ResourceQuotas("ledger").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "the quota controller to count the quota", func() bool {
+		q, err := cs.CoreV1().ResourceQuotas("ledger").Get(ctx, "pods", metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil
+	})
+
+	alertResync = time.Second
+	t.Cleanup(func() { alertResync = 0 })
+	config := fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- name: test
+  kubeconfig: %s
+store: {namespace: whypending}
+approvals:
+  approvers: {users: [U0BOB]}
+channels:
+  digest: [C0OPS]
+watch:
+  enabled: true
+  thresholds: {pending: 1h, failedCreate: 4s}
+`, c.KubeconfigPath)
+	fake := newFakeSlack(t, nil)
+	startServeOn(t, config, fake)
+	byTitle := func(sub string) slackThread {
+		for _, th := range fake.threads("C0OPS") {
+			if strings.Contains(th.root.Text, sub) {
+				return th
+			}
+		}
+		return slackThread{}
+	}
+
+	created := time.Now().Truncate(time.Second)
+	testcluster.Deployment(t, cs, "ledger", "ledger", 2, "100m", nil)
+	waitUntil(t, 90*time.Second, "one post about ledger", func() bool { return byTitle("ledger").root.TS != "" })
+	posted := time.Since(created)
+	if th := byTitle("ledger"); !strings.Contains(shown(th.root), "resource-quota-exceeded") {
+		t.Errorf("ledger's post = %s, want resource-quota-exceeded", shown(th.root))
+	}
+	if posted < 4*time.Second {
+		t.Errorf("posted %s after the Deployment was created, before the 4s failedCreate threshold", posted)
+	}
+	t.Logf("ledger posted %s after creation (threshold 4s)", posted)
+	if pods, err := cs.CoreV1().Pods("ledger").List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		t.Fatalf("ledger has %d pods (err %v); the post must come from the controller's state, with no pod", len(pods.Items), err)
+	}
+
+	// The quota raised: the ReplicaSet controller's next retry creates the pods, they run, and
+	// the post is edited to recovered.
+	q, err := cs.CoreV1().ResourceQuotas("ledger").Get(ctx, "pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
+	if _, err := cs.CoreV1().ResourceQuotas("ledger").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 180*time.Second, "ledger's post edited to recovered", func() bool {
+		th := byTitle("ledger")
+		return len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Recovered after") && len(th.replies) == 1
+	})
+	if th := byTitle("ledger"); !strings.Contains(th.replies[0].Text, "Recovered after") {
+		t.Errorf("ledger's reply = %q, want the recovery line", th.replies[0].Text)
+	}
+
+	// Pods that never become ready: the rollout passes its deadline.
+	testcluster.Deployment(t, cs, "search", "search", 1, "100m", nil)
+	if _, err := cs.AppsV1().Deployments("search").Patch(ctx, "search", types.MergePatchType,
+		[]byte(`{"spec":{"progressDeadlineSeconds":3}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 90*time.Second, "one post about search", func() bool { return byTitle("search").root.TS != "" })
+	if th := byTitle("search"); !strings.Contains(shown(th.root), "rollout-stalled") {
+		t.Errorf("search's post = %s, want rollout-stalled", shown(th.root))
+	}
+	d, err := cs.AppsV1().Deployments("search").Get(ctx, "search", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := triage.RolloutStalled(d); c == nil {
+		t.Errorf("search posted but its Deployment is not past its deadline: %+v", d.Status.Conditions)
+	}
+
+	// Nothing more comes, and nothing was posted twice.
+	time.Sleep(5 * time.Second)
+	ths := fake.threads("C0OPS")
+	if len(ths) != 2 {
+		t.Errorf("%d posts, want 2 (ledger, search)", len(ths))
+	}
+	for mark, n := range fake.marks() {
+		if n != 1 {
+			t.Errorf("message %s posted %d times", mark, n)
+		}
+	}
+	for _, th := range ths {
+		t.Logf("root: %s", th.root.Text)
+		for _, u := range th.updates {
+			t.Logf("  edit: %s", u.Text)
+		}
+		for _, r := range th.replies {
+			t.Logf("  reply: %s", r.Text)
 		}
 	}
 }

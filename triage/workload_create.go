@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -77,18 +76,7 @@ func failedCreateRules(v *workloadView) []Finding {
 // follows every workload of the informer caches.
 func CreateRefused(obj runtime.Object, events []Event) (since time.Time, refused bool) {
 	ws := &WorkloadSnapshot{}
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		ws.Deployment = o
-	case *appsv1.ReplicaSet:
-		ws.ReplicaSet = o
-	case *appsv1.StatefulSet:
-		ws.StatefulSet = o
-	case *appsv1.DaemonSet:
-		ws.DaemonSet = o
-	case *batchv1.Job:
-		ws.Job = o
-	default:
+	if _, cron := obj.(*batchv1.CronJob); cron || !ws.SetWorkload(obj) {
 		return time.Time{}, false
 	}
 	cs := ws.creators()

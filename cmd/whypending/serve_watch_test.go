@@ -60,6 +60,60 @@ func leader(rs ...*served) *served {
 	return nil
 }
 
+// watchConfig is serve's config for the watch tests: the test cluster, the store in namespace
+// whypending, the digest channel C0OPS, and the watch enabled with the settings in watch (YAML
+// lines indented under watch:).
+func watchConfig(kubeconfig, watch string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+clusters:
+- name: test
+  kubeconfig: %s
+store: {namespace: whypending}
+approvals:
+  approvers: {users: [U0BOB]}
+channels:
+  digest: [C0OPS]
+watch:
+  enabled: true
+%s`, kubeconfig, watch)
+}
+
+// threadAbout is the channel's thread whose root mentions sub (zero when none does).
+func threadAbout(fake *fakeSlack, channel, sub string) slackThread {
+	for _, th := range fake.threads(channel) {
+		if strings.Contains(th.root.Text, sub) {
+			return th
+		}
+	}
+	return slackThread{}
+}
+
+// postedOnce waits a few seconds for anything more to come, then checks that the channel has
+// want threads (named in what) and that no message was posted twice, and logs the threads.
+func postedOnce(t *testing.T, fake *fakeSlack, channel string, want int, what string) []slackThread {
+	t.Helper()
+	time.Sleep(5 * time.Second)
+	ths := fake.threads(channel)
+	if len(ths) != want {
+		t.Errorf("%d posts, want %d (%s)", len(ths), want, what)
+	}
+	for mark, n := range fake.marks() {
+		if n != 1 {
+			t.Errorf("message %s posted %d times", mark, n)
+		}
+	}
+	for _, th := range ths {
+		t.Logf("root: %s", th.root.Text)
+		for _, u := range th.updates {
+			t.Logf("  edit: %s", u.Text)
+		}
+		for _, r := range th.replies {
+			t.Logf("  reply: %s", r.Text)
+		}
+	}
+	return ths
+}
+
 // TestServeWatch runs the watch end to end on the real kube-apiserver, kube-scheduler and
 // kube-controller-manager, two serve replicas and a recording Slack: a Deployment scaled past
 // the cluster's cpu gets one post with insufficient-cpu after the (short) threshold; the
@@ -93,20 +147,9 @@ func TestServeWatch(t *testing.T) {
 		ledgerIdentity, alertResync = proc.Self, 0
 		watchLeaseTiming.Duration, watchLeaseTiming.Renew, watchLeaseTiming.Retry = 0, 0, 0
 	})
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
-  approvers: {users: [U0BOB]}
-channels:
-  digest: [C0OPS]
-watch:
-  enabled: true
-  thresholds: {pending: 4s, imagePull: 2s}
+	config := watchConfig(c.KubeconfigPath, `  thresholds: {pending: 4s, imagePull: 2s}
   remindAfter: 1h
-`, c.KubeconfigPath)
+`)
 	fake := newFakeSlack(t, nil)
 	r1, r2 := startServeOn(t, config, fake), startServeOn(t, config, fake)
 
@@ -149,14 +192,7 @@ watch:
 	if _, err := cs.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	byTitle := func(sub string) slackThread {
-		for _, th := range fake.threads("C0OPS") {
-			if strings.Contains(th.root.Text, sub) {
-				return th
-			}
-		}
-		return slackThread{}
-	}
+	byTitle := func(sub string) slackThread { return threadAbout(fake, "C0OPS", sub) }
 	waitUntil(t, 120*time.Second, "checkout's post edited to recovered", func() bool {
 		th := byTitle("checkout")
 		return len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Recovered after") && len(th.replies) == 1
@@ -218,25 +254,7 @@ watch:
 	}
 
 	// Nothing more comes, and nothing was posted twice.
-	time.Sleep(5 * time.Second)
-	ths := fake.threads("C0OPS")
-	if len(ths) != 3 {
-		t.Errorf("%d posts, want 3 (checkout, search, importer)", len(ths))
-	}
-	for mark, n := range fake.marks() {
-		if n != 1 {
-			t.Errorf("message %s posted %d times", mark, n)
-		}
-	}
-	for _, th := range ths {
-		t.Logf("root: %s", th.root.Text)
-		for _, u := range th.updates {
-			t.Logf("  edit: %s", u.Text)
-		}
-		for _, r := range th.replies {
-			t.Logf("  reply: %s", r.Text)
-		}
-	}
+	postedOnce(t, fake, "C0OPS", 3, "checkout, search, importer")
 	_, metrics := other.get(t, "/metrics")
 	if l := leader(other, r3); l != nil {
 		_, metrics = l.get(t, "/metrics")
@@ -298,29 +316,11 @@ func TestServeWatchControllers(t *testing.T) {
 
 	alertResync = time.Second
 	t.Cleanup(func() { alertResync = 0 })
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
-  approvers: {users: [U0BOB]}
-channels:
-  digest: [C0OPS]
-watch:
-  enabled: true
-  thresholds: {pending: 1h, failedCreate: 4s}
-`, c.KubeconfigPath)
+	config := watchConfig(c.KubeconfigPath, `  thresholds: {pending: 1h, failedCreate: 4s}
+`)
 	fake := newFakeSlack(t, nil)
 	startServeOn(t, config, fake)
-	byTitle := func(sub string) slackThread {
-		for _, th := range fake.threads("C0OPS") {
-			if strings.Contains(th.root.Text, sub) {
-				return th
-			}
-		}
-		return slackThread{}
-	}
+	byTitle := func(sub string) slackThread { return threadAbout(fake, "C0OPS", sub) }
 
 	created := time.Now().Truncate(time.Second)
 	testcluster.Deployment(t, cs, "ledger", "ledger", 2, "100m", nil)
@@ -374,25 +374,7 @@ watch:
 	}
 
 	// Nothing more comes, and nothing was posted twice.
-	time.Sleep(5 * time.Second)
-	ths := fake.threads("C0OPS")
-	if len(ths) != 2 {
-		t.Errorf("%d posts, want 2 (ledger, search)", len(ths))
-	}
-	for mark, n := range fake.marks() {
-		if n != 1 {
-			t.Errorf("message %s posted %d times", mark, n)
-		}
-	}
-	for _, th := range ths {
-		t.Logf("root: %s", th.root.Text)
-		for _, u := range th.updates {
-			t.Logf("  edit: %s", u.Text)
-		}
-		for _, r := range th.replies {
-			t.Logf("  reply: %s", r.Text)
-		}
-	}
+	postedOnce(t, fake, "C0OPS", 2, "ledger, search")
 }
 
 // crashLooping gives pod the status of a container that keeps exiting.
@@ -464,20 +446,9 @@ func TestServeWatchMassEvent(t *testing.T) {
 	}
 	alertResync = time.Second
 	t.Cleanup(func() { alertResync = 0 })
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
-  approvers: {users: [U0BOB]}
-channels:
-  digest: [C0OPS]
-watch:
-  enabled: true
-  thresholds: {pending: 3s, imagePull: 2s}
+	config := watchConfig(c.KubeconfigPath, `  thresholds: {pending: 3s, imagePull: 2s}
   maxPostsPer10m: 10
-`, c.KubeconfigPath)
+`)
 	fake := newFakeSlack(t, nil)
 	startServeOn(t, config, fake)
 

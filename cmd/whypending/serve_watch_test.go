@@ -62,7 +62,7 @@ func leader(rs ...*served) *served {
 
 // watchConfig is serve's config for the watch tests: the test cluster, the store in namespace
 // whypending, the digest channel C0OPS, and the watch enabled with the settings in watch (YAML
-// lines indented under watch:).
+// lines indented under watch:, then any other top-level sections).
 func watchConfig(kubeconfig, watch string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 clusters:
@@ -448,6 +448,7 @@ func TestServeWatchMassEvent(t *testing.T) {
 	t.Cleanup(func() { alertResync = 0 })
 	config := watchConfig(c.KubeconfigPath, `  thresholds: {pending: 3s, imagePull: 2s}
   maxPostsPer10m: 10
+digest: {schedule: "* * * * *"}
 `)
 	fake := newFakeSlack(t, nil)
 	startServeOn(t, config, fake)
@@ -512,4 +513,35 @@ func TestServeWatchMassEvent(t *testing.T) {
 	if roots != 11 {
 		t.Errorf("%d messages posted, want 11 (10 posts and the roll-up)", roots)
 	}
+
+	// The daily digest (here every minute) lists the pod without a clear cause, read from the
+	// ledger's roll-up, below its IPAM report (which this cluster, with Calico's CRDs and no
+	// ClusterInformation, cannot give).
+	var digestPost slackMessage
+	waitUntil(t, 90*time.Second, "a digest listing the stuck pod without a clear cause", func() bool {
+		for _, m := range fake.digests("C0OPS") {
+			if strings.Contains(shown(m), "Stuck without a clear cause") {
+				digestPost = m
+				return true
+			}
+		}
+		return false
+	})
+	if s := shown(digestPost); !strings.Contains(s, "Stuck without a clear cause (1, not posted on their own)") || !strings.Contains(s, "/why-pending nightly -n batch") ||
+		strings.Contains(s, "worker-") {
+		t.Errorf("digest = %s, want the uncertain pod nightly alone (the held-back workers have a sure cause)", s)
+	}
+}
+
+// digests are the messages posted to channel outside any ledger thread (the digest's).
+func (f *fakeSlack) digests(channel string) []slackMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []slackMessage
+	for _, m := range f.messages {
+		if m.Method == "chat.postMessage" && m.Channel == channel && m.Mark == "" && m.ThreadTS == "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

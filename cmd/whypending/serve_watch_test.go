@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,10 +268,11 @@ func TestServeWatch(t *testing.T) {
 }
 
 // TestServeWatchControllers runs the watch's controller states end to end on the real
-// kube-apiserver, kube-scheduler and kube-controller-manager: a Deployment in a namespace whose
-// ResourceQuota allows no pods has no pod at all (its ReplicaSet controller is refused), and
-// gets one post with resource-quota-exceeded after the (short) failedCreate threshold; the
-// quota raised, its pods come up and the post is edited to recovered with one line. A
+// kube-apiserver, kube-scheduler and kube-controller-manager: a Deployment and a StatefulSet in
+// a namespace whose ResourceQuota allows no pods have no pod at all (their controllers are
+// refused), and get one post each with resource-quota-exceeded after the (short) failedCreate
+// threshold; the quota raised, their pods come up and the posts are edited to recovered with
+// one line each. A
 // Deployment whose pods never become ready passes its progressDeadlineSeconds and gets one
 // post with rollout-stalled (the controller's own verdict: a sure answer), and nothing else is
 // posted.
@@ -322,23 +324,40 @@ func TestServeWatchControllers(t *testing.T) {
 	startServeOn(t, config, fake)
 	byTitle := func(sub string) slackThread { return threadAbout(fake, "C0OPS", sub) }
 
+	// A Deployment (its ReplicaSet's ReplicaFailure condition) and a StatefulSet (its
+	// FailedCreate events: it has no such condition) are refused their pods.
 	created := time.Now().Truncate(time.Second)
 	testcluster.Deployment(t, cs, "ledger", "ledger", 2, "100m", nil)
-	waitUntil(t, 90*time.Second, "one post about ledger", func() bool { return byTitle("ledger").root.TS != "" })
+	journal := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "journal", Namespace: "ledger"}, Spec: appsv1.StatefulSetSpec{
+		Replicas: new(int32(1)), ServiceName: "journal", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "journal"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "journal"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/ledger/journal:1.0"}}}}}}
+	if _, err := cs.AppsV1().StatefulSets("ledger").Create(ctx, journal, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const deploy, sts = "Deployment ledger/ledger", "StatefulSet ledger/journal"
+	waitUntil(t, 90*time.Second, "a post about ledger or journal", func() bool {
+		return byTitle(deploy).root.TS != "" || byTitle(sts).root.TS != ""
+	})
 	posted := time.Since(created)
-	if th := byTitle("ledger"); !strings.Contains(shown(th.root), "resource-quota-exceeded") {
-		t.Errorf("ledger's post = %s, want resource-quota-exceeded", shown(th.root))
+	waitUntil(t, 90*time.Second, "one post about each of ledger and journal", func() bool {
+		return byTitle(deploy).root.TS != "" && byTitle(sts).root.TS != ""
+	})
+	for _, w := range []string{deploy, sts} {
+		if th := byTitle(w); !strings.Contains(shown(th.root), "resource-quota-exceeded") {
+			t.Errorf("%s's post = %s, want resource-quota-exceeded", w, shown(th.root))
+		}
 	}
 	if posted < 4*time.Second {
-		t.Errorf("posted %s after the Deployment was created, before the 4s failedCreate threshold", posted)
+		t.Errorf("first post %s after the workloads were created, before the 4s failedCreate threshold", posted)
 	}
-	t.Logf("ledger posted %s after creation (threshold 4s)", posted)
+	t.Logf("first of ledger and journal posted %s after creation (threshold 4s)", posted)
 	if pods, err := cs.CoreV1().Pods("ledger").List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
-		t.Fatalf("ledger has %d pods (err %v); the post must come from the controller's state, with no pod", len(pods.Items), err)
+		t.Fatalf("namespace ledger has %d pods (err %v); the posts must come from the controllers' state, with no pod", len(pods.Items), err)
 	}
 
-	// The quota raised: the ReplicaSet controller's next retry creates the pods, they run, and
-	// the post is edited to recovered.
+	// The quota raised: the controllers' next retries create the pods, they run, and the posts
+	// are edited to recovered.
 	q, err := cs.CoreV1().ResourceQuotas("ledger").Get(ctx, "pods", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -347,12 +366,14 @@ func TestServeWatchControllers(t *testing.T) {
 	if _, err := cs.CoreV1().ResourceQuotas("ledger").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 180*time.Second, "ledger's post edited to recovered", func() bool {
-		th := byTitle("ledger")
-		return len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Recovered after") && len(th.replies) == 1
-	})
-	if th := byTitle("ledger"); !strings.Contains(th.replies[0].Text, "Recovered after") {
-		t.Errorf("ledger's reply = %q, want the recovery line", th.replies[0].Text)
+	for _, w := range []string{deploy, sts} {
+		waitUntil(t, 180*time.Second, w+"'s post edited to recovered", func() bool {
+			th := byTitle(w)
+			return len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Recovered after") && len(th.replies) == 1
+		})
+		if th := byTitle(w); !strings.Contains(th.replies[0].Text, "Recovered after") {
+			t.Errorf("%s's reply = %q, want the recovery line", w, th.replies[0].Text)
+		}
 	}
 
 	// Pods that never become ready: the rollout passes its deadline.
@@ -374,7 +395,7 @@ func TestServeWatchControllers(t *testing.T) {
 	}
 
 	// Nothing more comes, and nothing was posted twice.
-	postedOnce(t, fake, "C0OPS", 2, "ledger, search")
+	postedOnce(t, fake, "C0OPS", 3, "ledger, journal, search")
 }
 
 // crashLooping gives pod the status of a container that keeps exiting.

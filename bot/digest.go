@@ -10,6 +10,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/bot/digest"
+	"github.com/whypending/whypending/bot/watch"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 )
@@ -308,15 +309,45 @@ func digestOtherLines(r *calico.CheckResult, u *calico.Utilization) []string {
 }
 
 // RenderDigest renders one cluster's digest report: DigestMessage when it was read, else a
-// short message saying it was skipped (the cluster is unavailable) or could not be collected.
+// short message saying it was skipped (the cluster is unavailable) or could not be collected;
+// then the stuck workloads the watch did not post because their answer is not sure
+// (digestUnclearSection). A cluster without Calico gets those alone.
 func RenderDigest(r digest.Report) chat.Message {
+	var m chat.Message
 	switch {
+	case r.NoCalico:
+		n := len(r.Unclear)
+		m = chat.Message{Title: fmt.Sprintf("Digest for %s: %d stuck %s without a clear cause", r.Cluster, n, plural(n, "workload", "workloads")),
+			Severity: chat.SeverityWarning, Footer: fmt.Sprintf("cluster %s · collected %s", r.Cluster, r.At.UTC().Format(time.RFC3339))}
 	case r.Unavailable != nil:
-		return digestSkippedMessage(r.Cluster, r.Unavailable, r.At)
+		m = digestSkippedMessage(r.Cluster, r.Unavailable, r.At)
 	case r.Failed:
-		return digestFailedMessage(r.Cluster, r.At)
+		m = digestFailedMessage(r.Cluster, r.At)
+	default:
+		m = DigestMessage(r.Cluster, r.Check, r.Utilization, r.At)
 	}
-	return DigestMessage(r.Cluster, r.Check, r.Utilization, r.At)
+	if s, ok := digestUnclearSection(r); ok {
+		m.Sections = append(m.Sections, s)
+	}
+	return m
+}
+
+// digestUnclearMost caps the digest's lines of stuck workloads without a clear cause.
+const digestUnclearMost = 20
+
+// digestUnclearSection lists the cluster's stuck workloads whose answer is uncertain or
+// unknown: the watch never posts them on its own (only its roll-up line counts them), so the
+// digest names each, with the command that shows what is known. ok is false when there is
+// nothing to say.
+func digestUnclearSection(r digest.Report) (chat.Section, bool) {
+	switch {
+	case len(r.Unclear) > 0:
+		return chat.Section{Heading: fmt.Sprintf("Stuck without a clear cause (%d, not posted on their own)", len(r.Unclear)),
+			Lines: watch.Lines(r.Unclear, digestUnclearMost)}, true
+	case r.UnclearFailed:
+		return chat.Section{Heading: "Stuck without a clear cause", Text: "The watch's list could not be read; the bot's log has the details."}, true
+	}
+	return chat.Section{}, false
 }
 
 // digestSkippedMessage says a cluster's digest was skipped because the cluster is

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // This file explains a controller that cannot create pods. The API server refuses the pod at
@@ -61,6 +64,40 @@ func failedCreateRules(v *workloadView) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// CreateRefused reports whether the controller of a Deployment, ReplicaSet, StatefulSet,
+// DaemonSet or Job (obj, with events its own events, newest first) cannot create its pods now,
+// read as failedCreateRules reads it: its ReplicaFailure condition is True, or it lacks pods and
+// its newest FailedCreate is not older than its newest SuccessfulCreate. since is when that
+// began, as far as the object tells (the condition's transition, else the first FailedCreate
+// of the event). For a Deployment only its own condition counts (the Deployment controller
+// copies its ReplicaSets' there). It reads nothing else, for the watch (bot/watch), which
+// follows every workload of the informer caches.
+func CreateRefused(obj runtime.Object, events []Event) (since time.Time, refused bool) {
+	ws := &WorkloadSnapshot{}
+	if _, cron := obj.(*batchv1.CronJob); cron || !ws.SetWorkload(obj) {
+		return time.Time{}, false
+	}
+	cs := ws.creators()
+	if len(cs) != 1 {
+		return time.Time{}, false
+	}
+	c := cs[0]
+	ws.Events = map[types.UID][]Event{c.uid: events}
+	msg, ev, current := creationFailure(ws, c)
+	if msg == "" || !current {
+		return time.Time{}, false
+	}
+	switch {
+	case c.failure != nil:
+		since = c.failure.LastTransition.Time
+	case ev != nil && !ev.FirstSeen.IsZero():
+		since = ev.FirstSeen
+	case ev != nil:
+		since = ev.LastSeen
+	}
+	return since, true
 }
 
 // appendNewError appends e to evidence unless an earlier line already quotes the same error

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -32,6 +33,28 @@ func (ws *WorkloadSnapshot) meta() *metav1.ObjectMeta {
 		return &ws.CronJob.ObjectMeta
 	}
 	return nil
+}
+
+// SetWorkload makes obj (a *Deployment, *ReplicaSet, *StatefulSet, *DaemonSet, *Job or
+// *CronJob) the snapshot's workload; it is false for any other object.
+func (ws *WorkloadSnapshot) SetWorkload(obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		ws.Deployment = o
+	case *appsv1.ReplicaSet:
+		ws.ReplicaSet = o
+	case *appsv1.StatefulSet:
+		ws.StatefulSet = o
+	case *appsv1.DaemonSet:
+		ws.DaemonSet = o
+	case *batchv1.Job:
+		ws.Job = o
+	case *batchv1.CronJob:
+		ws.CronJob = o
+	default:
+		return false
+	}
+	return true
 }
 
 // creator is an object that creates the workload's pods (or Jobs): the workload itself, or one

@@ -22,13 +22,7 @@ func rolloutRules(v *workloadView) []Finding {
 	if d == nil {
 		return nil
 	}
-	var cond *appsv1.DeploymentCondition
-	for i := range d.Status.Conditions {
-		c := &d.Status.Conditions[i]
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			cond = c
-		}
-	}
+	cond := RolloutStalled(d)
 	if cond == nil {
 		return nil
 	}
@@ -56,6 +50,19 @@ func rolloutRules(v *workloadView) []Finding {
 		f.Fix = append(f.Fix, "This is its only revision, so there is nothing to undo to: fix the pod template (the cause above) and apply it again.")
 	}
 	return []Finding{f}
+}
+
+// RolloutStalled returns the Deployment's Progressing condition when it is False with reason
+// ProgressDeadlineExceeded (its rollout passed progressDeadlineSeconds), else nil.
+func RolloutStalled(d *appsv1.Deployment) *appsv1.DeploymentCondition {
+	var cond *appsv1.DeploymentCondition
+	for i := range d.Status.Conditions {
+		c := &d.Status.Conditions[i]
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			cond = c
+		}
+	}
+	return cond
 }
 
 // groupOf summarises the stuck pods the creator with uid controls by their codes: "2 pods

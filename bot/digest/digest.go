@@ -1,6 +1,7 @@
-// Package digest runs the Calico IPAM digest: Collect reads one cluster's IPAM check and
-// utilization into a Report, Job runs one round over every cluster and posts each Report as
-// its Render (bot.RenderDigest) shows it, and Scheduler runs Job rounds on a cron schedule,
+// Package digest runs the daily digest: Collect reads one cluster's Calico IPAM check and
+// utilization into a Report, Job runs one round over every cluster, adds the stuck workloads
+// the watch did not post because their answer is not sure (from its ledger), and posts each
+// Report as its Render (bot.RenderDigest) shows it, and Scheduler runs Job rounds on a cron schedule,
 // with one poster elected among the bot's replicas by a coordination.k8s.io Lease.
 package digest
 
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/whypending/whypending/bot/watch"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 )
@@ -49,6 +51,14 @@ type Report struct {
 	// Failed says reading the cluster's IPAM failed; the error is in Job.Run's result and
 	// the log, never in the message.
 	Failed bool
+	// NoCalico says the cluster has no Calico IPAM to report on (its report is posted for
+	// Unclear alone).
+	NoCalico bool
+	// Unclear are the cluster's stuck workloads the watch did not post on their own because
+	// their answer is uncertain or unknown (Job.Unclear); UnclearFailed says they could not be
+	// read.
+	Unclear       []watch.Item
+	UnclearFailed bool
 }
 
 // Collect reads one cluster's IPAM check and utilization through ipam into a Report; at is
@@ -80,6 +90,10 @@ type Job struct {
 	// Timeout bounds reading one cluster's IPAM (default 5 min), so a cluster that hangs
 	// does not hold up the others.
 	Timeout time.Duration
+	// Unclear, when set, returns the stuck workloads of every cluster whose answer is
+	// uncertain or unknown, from the watch's ledger (watch.Watcher.Unclear): each cluster's
+	// report lists its own, and a cluster without Calico gets a report for them alone.
+	Unclear func(ctx context.Context) ([]watch.Item, error)
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -101,30 +115,49 @@ func (j *Job) Run(ctx context.Context) error {
 		timeout = defaultTimeout
 	}
 	var errs []error
-	for _, c := range j.Clusters {
-		if c.IPAM == nil {
-			continue
+	var unclear []watch.Item
+	unclearFailed := false
+	if j.Unclear != nil {
+		var err error
+		if unclear, err = j.Unclear(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("digest: the watch's stuck workloads: %w", err))
+			unclearFailed = true
 		}
+	}
+	for _, c := range j.Clusters {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 		at := now()
+		var mine []watch.Item
+		for _, it := range unclear {
+			if it.Workload.Cluster == c.Name {
+				mine = append(mine, it)
+			}
+		}
 		r := Report{Cluster: c.Name, At: at}
-		if herr := health(c); herr != nil {
+		switch herr := health(c); {
+		case c.IPAM == nil:
+			r.NoCalico = true
+		case herr != nil:
 			errs = append(errs, fmt.Errorf("digest of cluster %s skipped: %w", c.Name, herr))
 			r.Unavailable = herr
-		} else {
+		default:
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			var err error
 			r, err = Collect(cctx, c.Name, c.IPAM, at)
 			cancel()
-			if errors.Is(err, calico.ErrCalicoNotInstalled) {
-				continue
-			}
-			if err != nil {
+			switch {
+			case errors.Is(err, calico.ErrCalicoNotInstalled):
+				r = Report{Cluster: c.Name, At: at, NoCalico: true}
+			case err != nil:
 				errs = append(errs, fmt.Errorf("digest of cluster %s: %w", c.Name, err))
 				r = Report{Cluster: c.Name, At: at, Failed: true}
 			}
+		}
+		r.Unclear, r.UnclearFailed = mine, unclearFailed
+		if r.NoCalico && len(mine) == 0 {
+			continue // nothing to report: no IPAM, nothing stuck without a clear cause
 		}
 		m := j.Render(r)
 		for _, ch := range j.Channels {

@@ -1,16 +1,18 @@
 // Package watch tells a channel when a workload gets stuck, before anyone asks, with no noise.
 // From the informer caches serve keeps (fleet's collector; no request per pod), it follows
 // every pod in a watched state (Pending or ContainerCreating, ImagePullBackOff, CrashLoopBackOff,
-// Terminating past its grace period) and, once one stays past its threshold, posts the
+// Terminating past its grace period) and every workload whose controller is (refused its pods:
+// FailedCreate; a Deployment past its progress deadline) and, once one stays past its
+// threshold, posts the
 // /why-pending answer of its workload (its owner, or the bare pod) once per channel. The
 // primary code is the post's state: a new code edits the root and adds one reply; recovery
 // edits it to "Recovered after N min" and adds one line; a reminder is one reply per
 // RemindAfter. An uncertain answer is never posted on its own.
 //
 // It follows the controller pattern: an informer event queues the owning workload's key, a
-// reconcile reads the workload's cached pods, and a threshold not reached yet is a delayed
+// reconcile reads the workload's cached object and pods, and a threshold not reached yet is a delayed
 // re-queue. Only the holder of a Lease (internal/lease) watches and posts. The posts live in
 // the ledger (one Notification per channel and workload, delivered by ledger/thread), so a
 // failover or restart posts nothing twice; each term starts by looking at every cached pod
-// and every open post again, so it misses nothing that got stuck or recovered meanwhile.
+// and workload and every open post again, so it misses nothing that got stuck or recovered meanwhile.
 package watch

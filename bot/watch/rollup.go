@@ -39,26 +39,71 @@ type rollup struct {
 	Posts []time.Time `json:"posts,omitempty"`
 	// Held are stuck workloads with a sure cause past the rate limit; Unclear those whose
 	// answer is uncertain or unknown. Neither is posted on its own while it stays stuck.
-	Held    []heldItem `json:"held,omitempty"`
-	Unclear []heldItem `json:"unclear,omitempty"`
+	Held    []Item `json:"held,omitempty"`
+	Unclear []Item `json:"unclear,omitempty"`
 	// Most is the most workloads the roll-up has listed at once.
 	Most int `json:"most,omitempty"`
 }
 
-type heldItem struct {
+// Item is a stuck workload a roll-up lists: its primary code and since when it is stuck.
+type Item struct {
 	Workload Workload    `json:"workload"`
 	Code     triage.Code `json:"code"`
 	Since    time.Time   `json:"since"`
 }
 
+// Unclear returns the stuck workloads whose answer is uncertain or unknown, as the roll-up
+// entries of every channel in the ledger list them (so any replica reads what the poster
+// recorded): each workload once, oldest first. It is what the daily digest lists.
+func (w *Watcher) Unclear(ctx context.Context) ([]Item, error) {
+	entries, err := w.o.Store.List(ctx, RollupSource, false)
+	if err != nil {
+		return nil, fmt.Errorf("list the watch's roll-ups: %w", err)
+	}
+	var out []Item
+	for _, e := range entries {
+		var r rollup
+		if err := e.DataInto(&r); err != nil {
+			return nil, fmt.Errorf("roll-up %s: %w", e.Name(), err)
+		}
+		for _, it := range r.Unclear {
+			if !slices.ContainsFunc(out, func(x Item) bool { return x.Workload == it.Workload }) {
+				out = append(out, it)
+			}
+		}
+	}
+	sortBySince(out)
+	return out, nil
+}
+
+func sortBySince(items []Item) {
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Since.Before(items[j].Since) })
+}
+
+// Lines are one line per item, oldest first, at most most of them and then "… and N more":
+// the command that shows it, its code and since when.
+func Lines(items []Item, most int) []string {
+	items = slices.Clone(items)
+	sortBySince(items)
+	var lines []string
+	for i, it := range items {
+		if i == most {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(items)-i))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("`/why-pending %s`: %s (since %s)", it.Workload.String(), it.Code, it.Since.UTC().Format("15:04 MST")))
+	}
+	return lines
+}
+
 func (r *rollup) holds(wl Workload) bool {
-	has := func(it heldItem) bool { return it.Workload == wl }
+	has := func(it Item) bool { return it.Workload == wl }
 	return slices.ContainsFunc(r.Held, has) || slices.ContainsFunc(r.Unclear, has)
 }
 
 func (r *rollup) drop(wl Workload) bool {
 	n := len(r.Held) + len(r.Unclear)
-	has := func(it heldItem) bool { return it.Workload == wl }
+	has := func(it Item) bool { return it.Workload == wl }
 	r.Held = slices.DeleteFunc(r.Held, has)
 	r.Unclear = slices.DeleteFunc(r.Unclear, has)
 	return len(r.Held)+len(r.Unclear) != n
@@ -84,7 +129,7 @@ func (w *Watcher) admit(ctx context.Context, ch Channel, wl Workload, since time
 		if r.holds(wl) {
 			return ledger.ErrUnchanged
 		}
-		it := heldItem{Workload: wl, Code: res.Code, Since: since}
+		it := Item{Workload: wl, Code: res.Code, Since: since}
 		r.Posts = slices.DeleteFunc(r.Posts, func(t time.Time) bool { return now.Sub(t) >= RateWindow })
 		switch {
 		case res.Uncertain:
@@ -170,16 +215,7 @@ func rollupMessage(r *rollup, maxPosts int) chat.Message {
 	m := chat.Message{Title: fmt.Sprintf("%d more stuck %s", n, plural(n, "workload", "workloads")), Severity: chat.SeverityWarning,
 		Footer: "watched by whypending · edited as it changes"}
 	if len(r.Held) > 0 {
-		held := slices.Clone(r.Held)
-		sort.Slice(held, func(i, j int) bool { return held[i].Since.Before(held[j].Since) })
-		var lines []string
-		for i, it := range held {
-			if i == maxRollupLines {
-				lines = append(lines, fmt.Sprintf("… and %d more", len(held)-i))
-				break
-			}
-			lines = append(lines, fmt.Sprintf("`/why-pending %s`: %s (since %s)", it.Workload.String(), it.Code, it.Since.UTC().Format("15:04 MST")))
-		}
+		lines := Lines(r.Held, maxRollupLines)
 		m.Sections = append(m.Sections, chat.Section{
 			Heading: fmt.Sprintf("Past the limit of %d new posts per channel per %s", maxPosts, "10 minutes"), Lines: lines})
 	}

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/whypending/whypending/triage"
 )
@@ -23,10 +26,15 @@ type Thresholds struct {
 	CrashLoopRestarts int32
 	// Terminating is how long past its grace period a deleted pod may linger.
 	Terminating time.Duration
+	// FailedCreate is how long a workload's controller may be refused its pods (a quota, Pod
+	// Security, a webhook, a missing ServiceAccount, a LimitRange) before it is stuck.
+	FailedCreate time.Duration
 }
 
-// DefaultThresholds are the defaults.
-var DefaultThresholds = Thresholds{Pending: 5 * time.Minute, ImagePull: 3 * time.Minute, CrashLoopRestarts: 3, Terminating: 10 * time.Minute}
+// DefaultThresholds are the defaults. A Deployment past its progress deadline is stuck
+// at once: progressDeadlineSeconds is its own threshold.
+var DefaultThresholds = Thresholds{Pending: 5 * time.Minute, ImagePull: 3 * time.Minute, CrashLoopRestarts: 3, Terminating: 10 * time.Minute,
+	FailedCreate: 2 * time.Minute}
 
 // OptOut is the annotation that keeps a pod, a workload or a namespace out of the watch.
 const OptOut = "whypending.io/watch"
@@ -75,6 +83,24 @@ func podState(p *corev1.Pod, th Thresholds, now time.Time) state {
 	return state{}
 }
 
+// workloadState is the watch's reading of a workload object (a Deployment, ReplicaSet,
+// StatefulSet, DaemonSet or Job) and its own events, newest first: a Deployment past its
+// progress deadline is stuck at once; a controller refused its pods (triage.CreateRefused:
+// ReplicaFailure, or a current FailedCreate) is stuck th.FailedCreate after that began. It is
+// empty for a controller that is fine: its pods have states of their own.
+func workloadState(obj runtime.Object, events []triage.Event, th Thresholds) state {
+	if d, ok := obj.(*appsv1.Deployment); ok && !d.Spec.Paused {
+		if c := triage.RolloutStalled(d); c != nil {
+			since := c.LastTransitionTime.Time
+			return state{name: "ProgressDeadlineExceeded", since: since, due: since}
+		}
+	}
+	if since, ok := triage.CreateRefused(obj, events); ok {
+		return state{name: "FailedCreate", since: since, due: since.Add(th.FailedCreate)}
+	}
+	return state{}
+}
+
 func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == t {
@@ -112,6 +138,19 @@ func (w Workload) Arg() string {
 }
 
 func (w Workload) String() string { return fmt.Sprintf("%s -n %s", w.Arg(), w.Namespace) }
+
+// workloadOfObject is the workload a workload object's post is about: a ReplicaSet that a
+// Deployment controls is that Deployment (as its pods are, workloadOf); the others are
+// themselves.
+func workloadOfObject(cluster string, kind triage.Kind, m metav1.Object) Workload {
+	w := Workload{Cluster: cluster, Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()}
+	if kind == triage.KindReplicaSet {
+		if o := metav1.GetControllerOfNoCopy(m); o != nil && o.Kind == "Deployment" {
+			w.Kind, w.Name = triage.KindDeployment, o.Name
+		}
+	}
+	return w
+}
 
 // workloadOf is the workload pod belongs to: its controller, with a ReplicaSet named
 // "<deployment>-<pod-template-hash>" read as its Deployment; the pod itself when it has no

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/whypending/whypending/chat"
@@ -116,6 +118,9 @@ func New(o Options) *Watcher {
 	if o.Thresholds.Terminating <= 0 {
 		o.Thresholds.Terminating = DefaultThresholds.Terminating
 	}
+	if o.Thresholds.FailedCreate <= 0 {
+		o.Thresholds.FailedCreate = DefaultThresholds.FailedCreate
+	}
 	if o.MaxPosts <= 0 {
 		o.MaxPosts = 10
 	}
@@ -180,8 +185,8 @@ func (w *Watcher) lead(ctx context.Context) {
 	w.mu.Unlock()
 }
 
-// attach follows c's pod cache, across reconnects (each connection has fresh caches, whose
-// first pods arrive as adds).
+// attach follows c's pod and workload caches, across reconnects (each connection has fresh
+// caches, whose first objects arrive as adds).
 func (w *Watcher) attach(ctx context.Context, c Cluster, q workqueue.TypedRateLimitingInterface[Workload]) {
 	var (
 		cur    *collect.Collector
@@ -198,9 +203,9 @@ func (w *Watcher) attach(ctx context.Context, c Cluster, q workqueue.TypedRateLi
 			if remove != nil {
 				remove()
 			}
-			remove, err = col.WatchPods(func(p *corev1.Pod, gone bool) { w.podChanged(c.Name(), p, gone, q) })
+			remove, err = w.follow(c.Name(), col, q)
 			if err != nil {
-				w.o.Log.Error("watch: cannot follow the pod cache", slog.String("cluster", c.Name()), slog.Any("err", err))
+				w.o.Log.Error("watch: cannot follow the informer caches", slog.String("cluster", c.Name()), slog.Any("err", err))
 				remove = nil
 			} else {
 				cur = col
@@ -212,6 +217,22 @@ func (w *Watcher) attach(ctx context.Context, c Cluster, q workqueue.TypedRateLi
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// follow registers the watch's handlers on col's pod and workload caches.
+func (w *Watcher) follow(cluster string, col *collect.Collector, q workqueue.TypedRateLimitingInterface[Workload]) (remove func(), err error) {
+	pods, err := col.WatchPods(func(p *corev1.Pod, gone bool) { w.podChanged(cluster, p, gone, q) })
+	if err != nil {
+		return nil, fmt.Errorf("pod cache: %w", err)
+	}
+	workloads, err := col.WatchWorkloads(func(kind triage.Kind, obj runtime.Object, gone bool) {
+		w.workloadChanged(cluster, col, kind, obj, gone, q)
+	})
+	if err != nil {
+		pods()
+		return nil, fmt.Errorf("workload cache: %w", err)
+	}
+	return func() { pods(); workloads() }, nil
 }
 
 // reopen queues the workload of every open post (state stuck) and of every roll-up line, so a workload that recovered
@@ -277,6 +298,29 @@ func (w *Watcher) podChanged(cluster string, p *corev1.Pod, gone bool, q workque
 	}
 }
 
+// workloadChanged queues the workload of a workload object when its controller is in a
+// watched state (refused its pods, past its progress deadline), or the workload is tracked
+// already. It reads the object's events from the cache's index, nothing more.
+func (w *Watcher) workloadChanged(cluster string, col *collect.Collector, kind triage.Kind, obj runtime.Object, gone bool,
+	q workqueue.TypedRateLimitingInterface[Workload]) {
+	m, ok := obj.(metav1.Object)
+	if !ok || w.excluded(m.GetNamespace()) {
+		return
+	}
+	wl := workloadOfObject(cluster, kind, m)
+	if !gone && workloadState(obj, col.CachedWorkloadEvents(m.GetUID()), w.o.Thresholds).name != "" {
+		w.track(wl)
+		q.Add(wl)
+		return
+	}
+	w.mu.Lock()
+	_, ok = w.tracked[wl.Subject()]
+	w.mu.Unlock()
+	if ok {
+		q.Add(wl)
+	}
+}
+
 func (w *Watcher) track(wl Workload) {
 	w.mu.Lock()
 	if w.tracked != nil {
@@ -307,7 +351,7 @@ func (w *Watcher) next(ctx context.Context, q workqueue.TypedRateLimitingInterfa
 	return true
 }
 
-// reconcile looks at the workload's pods in the cache: past a threshold, it is diagnosed and
+// reconcile looks at the workload's controller and pods in the cache: past a threshold, it is diagnosed and
 // its posts written to the ledger (delivered by the worker); none stuck, its open posts are
 // marked recovered. It returns when to look again (a threshold still ahead, a reminder).
 func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, error) {
@@ -339,15 +383,11 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 		next    time.Time
 		pending bool // a pod in a watched state, not stuck yet
 	)
-	for _, p := range pods {
-		if workloadOf(wl.Cluster, p) != wl || p.Annotations[OptOut] == "false" {
-			continue
-		}
-		st := podState(p, w.o.Thresholds, now)
+	see := func(what string, st state) {
 		switch {
 		case st.name == "":
 		case !st.due.IsZero() && !now.Before(st.due):
-			stuck = append(stuck, p.Name+"="+st.name)
+			stuck = append(stuck, what+"="+st.name)
 			if since.IsZero() || st.since.Before(since) {
 				since = st.since
 			}
@@ -357,6 +397,20 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 				next = st.due
 			}
 		}
+	}
+	if wl.Kind != triage.KindPod {
+		// The controller itself: refused its pods (there may be none), or past its deadline.
+		if obj, ok := col.CachedWorkload(wl.Kind, wl.Namespace, wl.Name); ok {
+			if m, ok := obj.(metav1.Object); ok {
+				see(wl.Arg(), workloadState(obj, col.CachedWorkloadEvents(m.GetUID()), w.o.Thresholds))
+			}
+		}
+	}
+	for _, p := range pods {
+		if workloadOf(wl.Cluster, p) != wl || p.Annotations[OptOut] == "false" {
+			continue
+		}
+		see(p.Name, podState(p, w.o.Thresholds, now))
 	}
 	after := time.Duration(0)
 	if !next.IsZero() {

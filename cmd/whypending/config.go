@@ -206,12 +206,13 @@ type WatchConfig struct {
 }
 
 // WatchThresholds are watch.thresholds (defaults: pending 5m, imagePull 3m,
-// crashLoopRestarts 3, terminating 10m).
+// crashLoopRestarts 3, terminating 10m, failedCreate 2m).
 type WatchThresholds struct {
 	Pending           Duration `json:"pending"`
 	ImagePull         Duration `json:"imagePull"`
 	CrashLoopRestarts int      `json:"crashLoopRestarts"`
 	Terminating       Duration `json:"terminating"`
+	FailedCreate      Duration `json:"failedCreate"`
 }
 
 // ApprovalsConfig is the approval policy.
@@ -948,7 +949,8 @@ func (c *Config) validateAlertmanager(p *problems) {
 func (c *Config) validateWatch(p *problems) {
 	wc := &c.Watch
 	for key, d := range map[string]Duration{"watch.thresholds.pending": wc.Thresholds.Pending, "watch.thresholds.imagePull": wc.Thresholds.ImagePull,
-		"watch.thresholds.terminating": wc.Thresholds.Terminating, "watch.remindAfter": wc.RemindAfter} {
+		"watch.thresholds.terminating": wc.Thresholds.Terminating, "watch.thresholds.failedCreate": wc.Thresholds.FailedCreate,
+		"watch.remindAfter": wc.RemindAfter} {
 		if !d.invalid && d.Duration < 0 {
 			p.add(key, "must not be negative")
 		}

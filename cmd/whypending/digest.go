@@ -12,6 +12,7 @@ import (
 	"github.com/whypending/whypending/adapters/console"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/bot/digest"
+	"github.com/whypending/whypending/bot/watch"
 	"github.com/whypending/whypending/calico"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/fleet"
@@ -71,13 +72,18 @@ func (f *kubeFlags) clusterName(host string) string {
 	return host
 }
 
-// runDigestSchedule posts the IPAM digest of clusters to cfg.Channels.Digest through poster
-// on cfg.Digest's schedule until ctx is done. With the kubernetes store, one poster is elected
+// runDigestSchedule posts the digest of clusters to cfg.Channels.Digest through poster on
+// cfg.Digest's schedule until ctx is done: their IPAM and, when the watch runs (w not nil), the
+// stuck workloads it did not post because their answer is not sure. With the kubernetes store, one poster is elected
 // among the replicas with a Lease in the store namespace of storeCluster (it waits until that
 // cluster's kubeconfig loads; while its API server is down no replica can lead, so no digest
 // is posted). With the memory store (one replica) there is no election.
-func runDigestSchedule(ctx context.Context, cfg *Config, clusters []*bot.Cluster, poster chat.ChannelPoster, storeCluster *fleet.Cluster, log *slog.Logger) error {
+func runDigestSchedule(ctx context.Context, cfg *Config, clusters []*bot.Cluster, poster chat.ChannelPoster, w *watch.Watcher,
+	storeCluster *fleet.Cluster, log *slog.Logger) error {
 	job := &digest.Job{Channels: cfg.Channels.Digest, Poster: poster, Render: bot.RenderDigest}
+	if w != nil {
+		job.Unclear = w.Unclear
+	}
 	for _, c := range clusters {
 		dc := digest.Cluster{Name: c.Name, Health: c.Health}
 		if c.IPAM != nil {

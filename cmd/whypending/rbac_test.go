@@ -51,7 +51,7 @@ const rbacValues = `config:
   approvals:
     approvers: {users: [U0ALICE], groups: [S0OPS]}
   digest: {schedule: "0 9 * * *"}
-  watch: {enabled: true, thresholds: {pending: 24h, imagePull: 24h, terminating: 24h, crashLoopRestarts: 1000}}  # watched, never posted: the alert test reads the channel
+  watch: {enabled: true, thresholds: {pending: 24h, imagePull: 24h, terminating: 24h, failedCreate: 24h, crashLoopRestarts: 1000}}  # watched, never posted: the alert test reads the channel
   authorization:
     mode: approvals
     slack:

@@ -272,7 +272,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		g.Go(func() error { return runWatch(gctx, cfg, watcher, storeCluster(liveStore), log) })
 	}
 	if cfg.Digest.Schedule != "" {
-		g.Go(func() error { return runDigestSchedule(gctx, cfg, clusters, platforms, storeCluster(liveStore), log) })
+		g.Go(func() error {
+			return runDigestSchedule(gctx, cfg, clusters, platforms, watcher, storeCluster(liveStore), log)
+		})
 	}
 	g.Go(func() error {
 		b.RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *approval.Record, m chat.Message) {

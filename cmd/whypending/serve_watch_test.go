@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,11 +20,17 @@ import (
 	"github.com/whypending/whypending/internal/proc"
 	"github.com/whypending/whypending/internal/testcluster"
 	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
 )
 
 // watchKubelet plays the kubelet of every node until ctx ends: a pod bound to a node is
 // marked Running and Ready, unless its name is in skip (the test sets those pods' status).
 func watchKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip func(name string) bool) {
+	playKubelet(ctx, cs, ns, skip, testcluster.MarkRunning)
+}
+
+// playKubelet is watchKubelet with the status mark gives a bound pod.
+func playKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip func(name string) bool, mark func(*corev1.Pod, metav1.Time)) {
 	for ctx.Err() == nil {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err == nil {
@@ -32,7 +39,7 @@ func watchKubelet(ctx context.Context, cs kubernetes.Interface, ns string, skip 
 				if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodRunning || p.DeletionTimestamp != nil || skip(p.Name) {
 					continue
 				}
-				testcluster.MarkRunning(&p, now)
+				mark(&p, now)
 				_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 			}
 		}
@@ -88,6 +95,42 @@ channels: %s
 watch:
   enabled: true
 `, c.KubeconfigPath, approvers, channels) + "  " + strings.Join(settings, "\n  ") + "\n"
+}
+
+// threadAbout is the channel's thread whose root mentions sub (zero when none does).
+func threadAbout(fake *fakeSlack, channel, sub string) slackThread {
+	for _, th := range fake.threads(channel) {
+		if strings.Contains(th.root.Text, sub) {
+			return th
+		}
+	}
+	return slackThread{}
+}
+
+// postedOnce waits a few seconds for anything more to come, then checks that the channel has
+// want threads (named in what) and that no message was posted twice, and logs the threads.
+func postedOnce(t *testing.T, fake *fakeSlack, channel string, want int, what string) []slackThread {
+	t.Helper()
+	time.Sleep(5 * time.Second)
+	ths := fake.threads(channel)
+	if len(ths) != want {
+		t.Errorf("%d posts, want %d (%s)", len(ths), want, what)
+	}
+	for mark, n := range fake.marks() {
+		if n != 1 {
+			t.Errorf("message %s posted %d times", mark, n)
+		}
+	}
+	for _, th := range ths {
+		t.Logf("root: %s", th.root.Text)
+		for _, u := range th.updates {
+			t.Logf("  edit: %s", u.Text)
+		}
+		for _, r := range th.replies {
+			t.Logf("  reply: %s", r.Text)
+		}
+	}
+	return ths
 }
 
 // TestServeWatch runs the watch end to end on the real kube-apiserver, kube-scheduler and
@@ -156,14 +199,7 @@ func TestServeWatch(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	byTitle := func(sub string) slackThread {
-		for _, th := range fake.threads("C0OPS") {
-			if strings.Contains(th.root.Text, sub) {
-				return th
-			}
-		}
-		return slackThread{}
-	}
+	byTitle := func(sub string) slackThread { return threadAbout(fake, "C0OPS", sub) }
 	waitUntil(t, 120*time.Second, "checkout's post edited to recovered", func() bool {
 		th := byTitle("checkout")
 		return len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Recovered after") && len(th.replies) == 1
@@ -225,25 +261,7 @@ func TestServeWatch(t *testing.T) {
 	}
 
 	// Nothing more comes, and nothing was posted twice.
-	time.Sleep(5 * time.Second)
-	ths := fake.threads("C0OPS")
-	if len(ths) != 3 {
-		t.Errorf("%d posts, want 3 (checkout, search, importer)", len(ths))
-	}
-	for mark, n := range fake.marks() {
-		if n != 1 {
-			t.Errorf("message %s posted %d times", mark, n)
-		}
-	}
-	for _, th := range ths {
-		t.Logf("root: %s", th.root.Text)
-		for _, u := range th.updates {
-			t.Logf("  edit: %s", u.Text)
-		}
-		for _, r := range th.replies {
-			t.Logf("  reply: %s", r.Text)
-		}
-	}
+	postedOnce(t, fake, "C0OPS", 3, "checkout, search, importer")
 	_, metrics := other.get(t, "/metrics")
 	if l := leader(other, r3); l != nil {
 		_, metrics = l.get(t, "/metrics")
@@ -253,6 +271,136 @@ func TestServeWatch(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// TestServeWatchControllers runs the watch's controller states end to end on the real
+// kube-apiserver, kube-scheduler and kube-controller-manager: a Deployment and a StatefulSet in
+// a namespace whose ResourceQuota allows no pods have no pod at all (their controllers are
+// refused), and get one post each with resource-quota-exceeded after the (short) failedCreate
+// threshold; the quota raised, their pods come up and the posts are edited to recovered with
+// one line each. A
+// Deployment whose pods never become ready passes its progressDeadlineSeconds and gets one
+// post with rollout-stalled (the controller's own verdict: a sure answer), and nothing else is
+// posted.
+func TestServeWatchControllers(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{Scheduler: true, ControllerManager: true})
+	installStore(t, c, "whypending")
+	cs := c.Client
+	ctx := t.Context()
+	testcluster.ReadyNode(t, cs, "node-1", "4", "110")
+	for _, ns := range []string{"ledger", "search"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kctx, stopKubelet := context.WithCancel(ctx)
+	defer stopKubelet()
+	none := func(string) bool { return false }
+	go watchKubelet(kctx, cs, "ledger", none)
+	// The search pods start but never pass their readiness probe.
+	go playKubelet(kctx, cs, "search", none, func(p *corev1.Pod, now metav1.Time) {
+		testcluster.MarkRunning(p, now)
+		for i := range p.Status.Conditions {
+			if ty := p.Status.Conditions[i].Type; ty == corev1.PodReady || ty == corev1.ContainersReady {
+				p.Status.Conditions[i].Status, p.Status.Conditions[i].Reason = corev1.ConditionFalse, "ContainersNotReady"
+			}
+		}
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].Ready = false
+		}
+	})
+
+	// A quota of no pods, counted by the quota controller before anything is refused against
+	// it (until then the API server refuses with "status unknown for quota").
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: "ledger"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if _, err := cs.CoreV1().ResourceQuotas("ledger").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "the quota controller to count the quota", func() bool {
+		q, err := cs.CoreV1().ResourceQuotas("ledger").Get(ctx, "pods", metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil
+	})
+
+	alertResync = time.Second
+	t.Cleanup(func() { alertResync = 0 })
+	config := watchConfig(c, "{users: [U0BOB]}", "{digest: [C0OPS]}", "thresholds: {pending: 1h, failedCreate: 4s}")
+	fake := newFakeSlack(t, nil)
+	startServeOn(t, config, fake)
+	byTitle := func(sub string) slackThread { return threadAbout(fake, "C0OPS", sub) }
+
+	// A Deployment (its ReplicaSet's ReplicaFailure condition) and a StatefulSet (its
+	// FailedCreate events: it has no such condition) are refused their pods.
+	created := time.Now().Truncate(time.Second)
+	testcluster.Deployment(t, cs, "ledger", "ledger", 2, "100m", nil)
+	journal := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "journal", Namespace: "ledger"}, Spec: appsv1.StatefulSetSpec{
+		Replicas: new(int32(1)), ServiceName: "journal", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "journal"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "journal"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/ledger/journal:1.0"}}}}}}
+	if _, err := cs.AppsV1().StatefulSets("ledger").Create(ctx, journal, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const deploy, sts = "Deployment ledger/ledger", "StatefulSet ledger/journal"
+	waitUntil(t, 90*time.Second, "a post about ledger or journal", func() bool {
+		return byTitle(deploy).root.TS != "" || byTitle(sts).root.TS != ""
+	})
+	posted := time.Since(created)
+	waitUntil(t, 90*time.Second, "one post about each of ledger and journal", func() bool {
+		return byTitle(deploy).root.TS != "" && byTitle(sts).root.TS != ""
+	})
+	for _, w := range []string{deploy, sts} {
+		if th := byTitle(w); !strings.Contains(shown(th.root), "resource-quota-exceeded") {
+			t.Errorf("%s's post = %s, want resource-quota-exceeded", w, shown(th.root))
+		}
+	}
+	if posted < 4*time.Second {
+		t.Errorf("first post %s after the workloads were created, before the 4s failedCreate threshold", posted)
+	}
+	t.Logf("first of ledger and journal posted %s after creation (threshold 4s)", posted)
+	if pods, err := cs.CoreV1().Pods("ledger").List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		t.Fatalf("namespace ledger has %d pods (err %v); the posts must come from the controllers' state, with no pod", len(pods.Items), err)
+	}
+
+	// The quota raised: the controllers' next retries create the pods, they run, and the posts
+	// are edited to recovered.
+	q, err := cs.CoreV1().ResourceQuotas("ledger").Get(ctx, "pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("10")
+	if _, err := cs.CoreV1().ResourceQuotas("ledger").Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{deploy, sts} {
+		waitUntil(t, 180*time.Second, w+"'s post edited to recovered", func() bool {
+			th := byTitle(w)
+			return len(th.updates) > 0 && strings.Contains(th.updates[len(th.updates)-1].Text, "Recovered after") && len(th.replies) == 1
+		})
+		if th := byTitle(w); !strings.Contains(th.replies[0].Text, "Recovered after") {
+			t.Errorf("%s's reply = %q, want the recovery line", w, th.replies[0].Text)
+		}
+	}
+
+	// Pods that never become ready: the rollout passes its deadline.
+	testcluster.Deployment(t, cs, "search", "search", 1, "100m", nil)
+	if _, err := cs.AppsV1().Deployments("search").Patch(ctx, "search", types.MergePatchType,
+		[]byte(`{"spec":{"progressDeadlineSeconds":3}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 90*time.Second, "one post about search", func() bool { return byTitle("search").root.TS != "" })
+	if th := byTitle("search"); !strings.Contains(shown(th.root), "rollout-stalled") {
+		t.Errorf("search's post = %s, want rollout-stalled", shown(th.root))
+	}
+	d, err := cs.AppsV1().Deployments("search").Get(ctx, "search", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := triage.RolloutStalled(d); c == nil {
+		t.Errorf("search posted but its Deployment is not past its deadline: %+v", d.Status.Conditions)
+	}
+
+	// Nothing more comes, and nothing was posted twice.
+	postedOnce(t, fake, "C0OPS", 3, "ledger, journal, search")
 }
 
 // crashLooping gives pod the status of a container that keeps exiting.
@@ -324,20 +472,8 @@ func TestServeWatchMassEvent(t *testing.T) {
 	}
 	alertResync = time.Second
 	t.Cleanup(func() { alertResync = 0 })
-	config := fmt.Sprintf(`listen: 127.0.0.1:0
-clusters:
-- name: test
-  kubeconfig: %s
-store: {namespace: whypending}
-approvals:
-  approvers: {users: [U0BOB]}
-channels:
-  digest: [C0OPS]
-watch:
-  enabled: true
-  thresholds: {pending: 3s, imagePull: 2s}
-  maxPostsPer10m: 10
-`, c.KubeconfigPath)
+	config := watchConfig(c, "{users: [U0BOB]}", "{digest: [C0OPS]}", "thresholds: {pending: 3s, imagePull: 2s}", "maxPostsPer10m: 10") +
+		`digest: {schedule: "* * * * *"}` + "\n"
 	fake := newFakeSlack(t, nil)
 	startServeOn(t, config, fake)
 
@@ -401,4 +537,35 @@ watch:
 	if roots != 11 {
 		t.Errorf("%d messages posted, want 11 (10 posts and the roll-up)", roots)
 	}
+
+	// The daily digest (here every minute) lists the pod without a clear cause, read from the
+	// ledger's roll-up, below its IPAM report (which this cluster, with Calico's CRDs and no
+	// ClusterInformation, cannot give).
+	var digestPost slackMessage
+	waitUntil(t, 90*time.Second, "a digest listing the stuck pod without a clear cause", func() bool {
+		for _, m := range fake.digests("C0OPS") {
+			if strings.Contains(shown(m), "Stuck without a clear cause") {
+				digestPost = m
+				return true
+			}
+		}
+		return false
+	})
+	if s := shown(digestPost); !strings.Contains(s, "Stuck without a clear cause (1, not posted on their own)") || !strings.Contains(s, "/why-pending nightly -n batch") ||
+		strings.Contains(s, "worker-") {
+		t.Errorf("digest = %s, want the uncertain pod nightly alone (the held-back workers have a sure cause)", s)
+	}
+}
+
+// digests are the messages posted to channel outside any ledger thread (the digest's).
+func (f *fakeSlack) digests(channel string) []slackMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []slackMessage
+	for _, m := range f.messages {
+		if m.Method == "chat.postMessage" && m.Channel == channel && m.Mark == "" && m.ThreadTS == "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

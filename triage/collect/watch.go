@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/triage"
@@ -95,6 +97,97 @@ func (lp *leanPod) watchView() *corev1.Pod {
 	return p
 }
 
+// WorkloadHandler is told about every Deployment, ReplicaSet, StatefulSet, DaemonSet and Job
+// the cache adds or changes (obj is the cached state: read-only), every one it deletes (gone
+// is true, obj the last state known), and again about a cached one whenever a FailedCreate
+// event about it arrives (a controller refused its pods: no pod tells of it).
+type WorkloadHandler func(kind triage.Kind, obj runtime.Object, gone bool)
+
+// WatchWorkloads calls h for every such workload in the cache now (as added) and for each
+// later change, until the returned remove is called or the cache stops.
+func (c *Collector) WatchWorkloads(h WorkloadHandler) (remove func(), err error) {
+	cc, ok := c.read.(*cacheReader)
+	if !ok || cc.workloads == nil {
+		return nil, ErrNotCached
+	}
+	wc := cc.workloads
+	var removes []func()
+	remove = func() {
+		for _, r := range removes {
+			r()
+		}
+	}
+	follow := func(inf cache.SharedIndexInformer, on func(obj any, gone bool)) error {
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { on(obj, false) },
+			UpdateFunc: func(_, obj any) { on(obj, false) },
+			DeleteFunc: func(obj any) {
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				on(obj, true)
+			},
+		})
+		if err != nil {
+			return err
+		}
+		removes = append(removes, func() { _ = inf.RemoveEventHandler(reg) })
+		return nil
+	}
+	for kind, inf := range wc.informers {
+		if err := follow(inf, func(obj any, gone bool) {
+			if o, ok := obj.(runtime.Object); ok {
+				h(kind, o, gone)
+			}
+		}); err != nil {
+			remove()
+			return nil, err
+		}
+	}
+	err = follow(wc.eventsInformer, func(obj any, gone bool) {
+		e, ok := obj.(*corev1.Event)
+		if !ok || gone || e.Reason != "FailedCreate" {
+			return
+		}
+		kind := triage.Kind(e.InvolvedObject.Kind)
+		if _, watched := wc.informers[kind]; !watched {
+			return
+		}
+		if o, err := wc.get(kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name); err == nil && o != nil {
+			h(kind, o, false)
+		}
+	})
+	if err != nil {
+		remove()
+		return nil, err
+	}
+	return remove, nil
+}
+
+// CachedWorkload returns the cached workload of kind namespace/name (read-only); found is false
+// when the cache has none.
+func (c *Collector) CachedWorkload(kind triage.Kind, namespace, name string) (obj runtime.Object, found bool) {
+	cc, ok := c.read.(*cacheReader)
+	if !ok || cc.workloads == nil {
+		return nil, false
+	}
+	obj, err := cc.workloads.get(kind, namespace, name)
+	if err != nil || obj == nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// CachedWorkloadEvents returns the cached events about the object with uid (a workload or any
+// object but a pod or a node), newest first.
+func (c *Collector) CachedWorkloadEvents(uid types.UID) []triage.Event {
+	cc, ok := c.read.(*cacheReader)
+	if !ok || cc.workloads == nil {
+		return nil
+	}
+	return indexedEvents(cc.workloads.events, uid)
+}
+
 // CachedObjectMeta returns the cached metadata of a namespace (kind "" and name the
 // namespace) or a workload of kind in namespace; found is false when the cache has none.
 func (c *Collector) CachedObjectMeta(kind triage.Kind, namespace, name string) (meta metav1.Object, found bool) {
@@ -109,8 +202,8 @@ func (c *Collector) CachedObjectMeta(kind triage.Kind, namespace, name string) (
 		}
 		return ns, true
 	}
-	obj, err := cc.workloads.get(kind, namespace, name)
-	if err != nil || obj == nil {
+	obj, found := c.CachedWorkload(kind, namespace, name)
+	if !found {
 		return nil, false
 	}
 	m, ok := obj.(metav1.ObjectMetaAccessor)

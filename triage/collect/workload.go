@@ -153,20 +153,7 @@ func (c *Collector) getWorkload(ctx context.Context, ws *triage.WorkloadSnapshot
 	case err != nil:
 		return false, err
 	}
-	switch o := o.(type) {
-	case *appsv1.Deployment:
-		ws.Deployment = o
-	case *appsv1.ReplicaSet:
-		ws.ReplicaSet = o
-	case *appsv1.StatefulSet:
-		ws.StatefulSet = o
-	case *appsv1.DaemonSet:
-		ws.DaemonSet = o
-	case *batchv1.Job:
-		ws.Job = o
-	case *batchv1.CronJob:
-		ws.CronJob = o
-	default:
+	if !ws.SetWorkload(o) {
 		return false, fmt.Errorf("read %s %s/%s: unexpected %T", r.Kind, r.Namespace, r.Name, o)
 	}
 	return true, nil

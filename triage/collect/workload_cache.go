@@ -38,6 +38,10 @@ type workloadCache struct {
 	// events holds the events of objects other than Pods and Nodes, indexed by
 	// involvedObject.uid (eventsByUIDIndex).
 	events cache.Indexer
+	// informers are the informers of the kinds that create pods (Deployments, through their
+	// ReplicaSets) and of the events, which the watch follows (WatchWorkloads).
+	informers      map[triage.Kind]cache.SharedIndexInformer
+	eventsInformer cache.SharedIndexInformer
 }
 
 // startWorkloadCache starts the informers of workloadCache, waits until they have synced and
@@ -54,6 +58,13 @@ func startWorkloadCache(ctx context.Context, client kubernetes.Interface) (*work
 		namespaces:   factory.Core().V1().Namespaces().Lister(),
 		quotas:       factory.Core().V1().ResourceQuotas().Lister(),
 		limitRanges:  factory.Core().V1().LimitRanges().Lister(),
+		informers: map[triage.Kind]cache.SharedIndexInformer{
+			triage.KindDeployment:  factory.Apps().V1().Deployments().Informer(),
+			triage.KindReplicaSet:  factory.Apps().V1().ReplicaSets().Informer(),
+			triage.KindStatefulSet: factory.Apps().V1().StatefulSets().Informer(),
+			triage.KindDaemonSet:   factory.Apps().V1().DaemonSets().Informer(),
+			triage.KindJob:         factory.Batch().V1().Jobs().Informer(),
+		},
 	}
 	// Controller events: everything but pod events (the pod event cache has those) and node
 	// events (kubelets write many, and no workload rule reads them).
@@ -84,7 +95,7 @@ func startWorkloadCache(ctx context.Context, client kubernetes.Interface) (*work
 		factory.Shutdown()
 		events.Shutdown()
 	}()
-	wc.events = inf.GetIndexer()
+	wc.events, wc.eventsInformer = inf.GetIndexer(), inf
 	return wc, nil
 }
 

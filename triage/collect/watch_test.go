@@ -1,0 +1,116 @@
+package collect
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/whypending/whypending/internal/testcluster"
+	"github.com/whypending/whypending/internal/testenv"
+	"github.com/whypending/whypending/triage"
+)
+
+// TestWatchWorkloads follows the workload cache as the watch does, on a real API server: a
+// StatefulSet there before is told as added, a FailedCreate event about it tells of it again
+// (a refused controller changes nothing else the cache sees), its events are read from the
+// cache by UID, and its deletion is told as gone. Events of other reasons tell nothing.
+func TestWatchWorkloads(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	ctx := t.Context()
+	const ns = "journal"
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lb := map[string]string{"app": "journal"}
+	sts, err := c.Client.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "journal", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: lb}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: lb}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/journal:1"}}}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, err := NewCached(ctx, c.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type told struct {
+		kind triage.Kind
+		name string
+		gone bool
+	}
+	var (
+		mu  sync.Mutex
+		got []told
+	)
+	remove, err := col.WatchWorkloads(func(kind triage.Kind, obj runtime.Object, gone bool) {
+		m := obj.(metav1.Object)
+		mu.Lock()
+		got = append(got, told{kind, m.GetName(), gone})
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	count := func(want told) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, g := range got {
+			if g == want {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; told %v", what, got)
+			}
+		}
+	}
+	added := told{triage.KindStatefulSet, "journal", false}
+	waitFor("the StatefulSet as added", func() bool { return count(added) >= 1 })
+
+	event := func(name, reason, typ string) {
+		t.Helper()
+		now := metav1.Now()
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Namespace: ns, Name: "journal", UID: sts.UID},
+			Reason:         reason, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "statefulset-controller"},
+			Message: "create Pod journal-0 in StatefulSet journal failed error: pods \"journal-0\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0"}
+		if _, err := c.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An event of another reason first: it must tell nothing, so the FailedCreate after it is
+	// the one that tells.
+	before := count(added)
+	event("journal.other", "RecreatingFailedPod", corev1.EventTypeNormal)
+	event("journal.failed", "FailedCreate", corev1.EventTypeWarning)
+	waitFor("the StatefulSet told again on its FailedCreate", func() bool { return count(added) == before+1 })
+	waitFor("its events in the cache", func() bool { return len(col.CachedWorkloadEvents(sts.UID)) == 2 })
+	if evs := col.CachedWorkloadEvents(sts.UID); evs[0].Reason != "FailedCreate" && evs[1].Reason != "FailedCreate" {
+		t.Errorf("cached events = %+v, want the FailedCreate among them", evs)
+	}
+	if obj, ok := col.CachedWorkload(triage.KindStatefulSet, ns, "journal"); !ok || obj.(*appsv1.StatefulSet).UID != sts.UID {
+		t.Errorf("CachedWorkload = %v, %v; want the StatefulSet", obj, ok)
+	}
+	time.Sleep(time.Second)
+	if n := count(added); n != before+1 {
+		t.Errorf("told %d times after the two events, want %d (the other event tells nothing)", n, before+1)
+	}
+
+	if err := c.Client.AppsV1().StatefulSets(ns).Delete(ctx, "journal", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the StatefulSet as gone", func() bool { return count(told{triage.KindStatefulSet, "journal", true}) == 1 })
+}

@@ -143,3 +143,41 @@ func TestUpdateCached(t *testing.T) {
 		t.Errorf("unchanged new entry: err = %v, want ErrNotFound", err)
 	}
 }
+
+// TestSendRequests: a post with no other writer costs three requests (read, claim, record:
+// the record starts from the entry the claim wrote), and an edit as many.
+func TestSendRequests(t *testing.T) {
+	_, ns := start(t)
+	client, requests := countingClient(t)
+	s := New(client, ns, Options{Self: replica(1)})
+	ctx := t.Context()
+	e, err := s.Update(ctx, testKey, func(e *Entry) error { e.Revision = 1; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBoard()
+	before := requests.Load()
+	if _, err := s.SendRevision(ctx, e.Name(), "root", 1, b.poster()); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 3 {
+		t.Errorf("a post took %d requests, want 3 (read, claim, record)", n)
+	}
+	if _, err := s.Update(ctx, testKey, func(e *Entry) error { e.Revision = 2; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	before = requests.Load()
+	if err := s.Edit(ctx, e.Name(), "root", func(context.Context, *Entry, Ref) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 3 {
+		t.Errorf("an edit took %d requests, want 3 (read, claim, record)", n)
+	}
+	got, err := s.Get(ctx, e.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got.Messages["root"]; m.Shows != 2 || len(got.Claims) != 0 || b.count("root") != 1 {
+		t.Errorf("after the post and the edit: message %+v, claims %v, %d posts; want showing 2, no claim, one post", m, got.Claims, b.count("root"))
+	}
+}

@@ -57,7 +57,7 @@ func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p
 				return Ref{}, fmt.Errorf("notification %s: find message %s after an unfinished post: %w", name, key, err)
 			}
 			if found {
-				return ref, s.record(ctx, name, key, ref, 0)
+				return ref, s.record(ctx, name, key, ref, 0, nil)
 			}
 		}
 		claimed, err := s.write(ctx, s.claimed(e, key), false)
@@ -81,7 +81,7 @@ func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p
 			s.markFailed(cctx, claimed, key)
 			return Ref{}, fmt.Errorf("notification %s: post message %s: %w", name, key, perr)
 		}
-		return ref, s.record(cctx, name, key, ref, rev)
+		return ref, s.record(cctx, name, key, ref, rev, claimed)
 	}
 	return Ref{}, fmt.Errorf("notification %s: claim message %s: still conflicting after %d attempts", name, key, maxAttempts)
 }
@@ -125,7 +125,7 @@ func (s *Store) Edit(ctx context.Context, name, key string, edit func(ctx contex
 		cancel()
 		shows := claimed.Revision
 		cctx, ccancel := settle(ctx)
-		_, werr := s.modify(cctx, name, func(e *Entry) error {
+		_, werr := s.modifyFrom(cctx, name, claimed, func(e *Entry) error {
 			if c, ok := e.Claims[ck]; ok && c.By.Same(s.self) {
 				delete(e.Claims, ck)
 			}
@@ -193,14 +193,17 @@ func (s *Store) claimed(e *Entry, key string) *Entry {
 	return &c
 }
 
-// record writes the posted message key, showing revision shows, and drops its claim. It retries with back-off until
+// record writes the posted message key, showing revision shows, and drops its claim, starting
+// from claimed (the entry as the claim wrote it; nil reads it). It retries with back-off until
 // it is written or ctx ends: a post that is made but not recorded is found again by Find, but
 // only after the claim TTL.
-func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64) error {
+func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64, claimed *Entry) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 8, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
-			_, last = s.modify(ctx, name, func(e *Entry) error {
+			from := claimed
+			claimed = nil
+			_, last = s.modifyFrom(ctx, name, from, func(e *Entry) error {
 				if e.Messages == nil {
 					e.Messages = map[string]Posted{}
 				}

@@ -180,8 +180,20 @@ func (s *Store) Update(ctx context.Context, k Key, fn func(e *Entry) error) (*En
 
 // modify is Update for an entry that must exist already.
 func (s *Store) modify(ctx context.Context, name string, fn func(e *Entry) error) (*Entry, error) {
+	return s.modifyFrom(ctx, name, nil, fn)
+}
+
+// modifyFrom is modify whose first attempt starts from from, an entry as this process last
+// wrote it (the claim a post was made under), instead of reading it again: with no other
+// writer in between it saves a request, and with one the compare-and-set fails and the next
+// attempt reads. from is changed; nil reads.
+func (s *Store) modifyFrom(ctx context.Context, name string, from *Entry, fn func(e *Entry) error) (*Entry, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		e, err := s.Get(ctx, name)
+		e, err := from, error(nil)
+		from = nil
+		if e == nil {
+			e, err = s.Get(ctx, name)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,10 @@
 //
 //   - Update creates or changes an entry with a compare-and-set on metadata.resourceVersion,
 //     retried on conflict, and keeps the fields and labels it does not know.
+//   - UpdateCached is Update for the Alertmanager receiver's acknowledgements: it reads the
+//     entry from an informer's copy (Follow), so a new group costs one create and a retry
+//     that another replica recorded costs no request; a stale copy fails the compare-and-set
+//     and falls back to Update. Only for a monotone fn (see UpdateCached).
 //   - Send posts one message under a key (the root, or a reply) at most once: it claims the key
 //     in the entry before posting and records the posted message's reference after. A claim
 //     left by a process that died (on this host, or older than the claim TTL) is resolved by

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,14 +43,17 @@ func (s *Store) Follow(ctx context.Context, source string) {
 	go inf.RunWithContext(ctx)
 }
 
-// cached is the followed copy of the entry named name: ok is false when there is no synced
-// informer (no Follow, or not synced yet) or it does not hold the entry.
-func (s *Store) cached(name string) (e *Entry, ok bool, err error) {
+// errNoCopy says there is no followed copy to read: no Follow, or its informer has not synced.
+var errNoCopy = errors.New("no followed copy")
+
+// copyOf is the followed copy of the entry named name; found is false when the synced copy
+// does not hold it, and the error errNoCopy when there is no synced copy.
+func (s *Store) copyOf(name string) (e *Entry, found bool, err error) {
 	s.mu.Lock()
 	inf := s.followed
 	s.mu.Unlock()
 	if inf == nil || !inf.HasSynced() {
-		return nil, false, nil
+		return nil, false, errNoCopy
 	}
 	obj, exists, err := inf.GetStore().GetByKey(s.namespace + "/" + name)
 	if err != nil || !exists {
@@ -65,39 +67,18 @@ func (s *Store) cached(name string) (e *Entry, ok bool, err error) {
 	return e, err == nil, err
 }
 
-// UpdateCached is Update for a delivery that is acknowledged on its word: it calls fn on the
-// followed copy of the entry (see Follow), or on a new entry when the copy has none, and
-// writes with one request; a copy that was stale (a conflict, or the entry exists already)
-// falls back to Update, which reads the API server. A redelivery that changes nothing sends
-// no request at all.
+// UpdateCached is Update for a delivery that is acknowledged on its word: its first attempt
+// calls fn on the followed copy of the entry (see Follow), or on a new entry when the copy has
+// none, and writes with one request; a copy that was stale (a conflict, or the entry exists
+// already) makes the next attempt read the API server, as Update does. A redelivery that
+// changes nothing sends no request at all.
 //
 // That is safe only for an fn that is monotone: when it returns ErrUnchanged for an entry it
 // would for every later version of it (the entry already holds what the delivery brings, and
 // later writes only add to it). The copy was stored at some point, so a delivery fn finds in
 // it was recorded, even if the copy is behind.
 func (s *Store) UpdateCached(ctx context.Context, k Key, fn func(e *Entry) error) (*Entry, error) {
-	name := k.Name()
-	e, ok, err := s.cached(name)
-	if err != nil || (ok && e.Key != k) {
-		return s.Update(ctx, k, fn)
-	}
-	create := !ok
-	if create {
-		e = &Entry{Key: k, name: name}
-	}
-	if err := fn(e); errors.Is(err, ErrUnchanged) {
-		if create {
-			return nil, fmt.Errorf("get notification %s: %w", name, ErrNotFound)
-		}
-		return e, nil
-	} else if err != nil {
-		return nil, err
-	}
-	out, err := s.write(ctx, e, create)
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return s.Update(ctx, k, fn)
-	}
-	return out, err
+	return s.update(ctx, k, fn, true)
 }
 
 // ListFollowed is List(ctx, source, false) from the followed copies when Follow's informer has

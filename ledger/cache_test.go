@@ -98,7 +98,7 @@ func TestUpdateCached(t *testing.T) {
 	}
 	// Once the informer has the entry, a redelivery of "a" sends nothing.
 	for {
-		if e, ok, _ := s.cached(k.Name()); ok && e.Revision == 0 {
+		if _, found, _ := s.copyOf(k.Name()); found {
 			break
 		}
 		if time.Now().After(deadline) {

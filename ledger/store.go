@@ -146,10 +146,26 @@ func backoff(ctx context.Context, attempt int) error {
 // entry it is given. fn may return ErrUnchanged to skip the write; any other error is returned
 // as it is. The entry returned is the one stored.
 func (s *Store) Update(ctx context.Context, k Key, fn func(e *Entry) error) (*Entry, error) {
+	return s.update(ctx, k, fn, false)
+}
+
+// update is Update; with fromCopy its first attempt reads the followed copy (UpdateCached).
+func (s *Store) update(ctx context.Context, k Key, fn func(e *Entry) error, fromCopy bool) (*Entry, error) {
 	name := k.Name()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		e, err := s.Get(ctx, name)
-		create := errors.Is(err, ErrNotFound)
+		var e *Entry
+		found, err := false, errNoCopy
+		if fromCopy && attempt == 0 {
+			e, found, err = s.copyOf(name)
+		}
+		if err != nil { // no copy to read (or an unreadable one): read the API server
+			e, err = s.Get(ctx, name)
+			found = err == nil
+			if errors.Is(err, ErrNotFound) {
+				err = nil
+			}
+		}
+		create := err == nil && !found
 		switch {
 		case create:
 			e = &Entry{Key: k, name: name}

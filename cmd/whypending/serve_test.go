@@ -351,7 +351,7 @@ store: {namespace: whypending}
 	})
 }
 
-// TestSetGoMemLimit checks the garbage collector's soft limit: 90% of the container's limit,
+// TestSetGoMemLimit checks the garbage collector's soft limit: 75% of the container's limit,
 // logged; GOMEMLIMIT in the environment wins over it (the runtime has applied it at start).
 func TestSetGoMemLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
@@ -363,10 +363,10 @@ func TestSetGoMemLimit(t *testing.T) {
 
 	var out bytes.Buffer
 	setGoMemLimit(slog.New(slog.NewJSONHandler(&out, nil)), memlimit.Limit(1000<<20))
-	if got, want := debug.SetMemoryLimit(-1), int64(900<<20); got != want {
-		t.Errorf("soft limit = %d, want %d (90%% of 1000 MiB)", got, want)
+	if got, want := debug.SetMemoryLimit(-1), int64(750<<20); got != want {
+		t.Errorf("soft limit = %d, want %d (75%% of 1000 MiB)", got, want)
 	}
-	if !strings.Contains(out.String(), `"bytes":943718400,"from":"container memory limit"`) {
+	if !strings.Contains(out.String(), `"bytes":786432000,"from":"container memory limit"`) {
 		t.Errorf("log lacks the limit set:\n%s", out.String())
 	}
 

@@ -39,6 +39,9 @@ type Collector struct {
 	// refused notes the reads the API server refuses during one question (read is then
 	// refused too; see recording); nil outside a question.
 	refused *refusals
+	// recent shares the cluster-wide reads of concurrent questions (the cached Collector
+	// only; nil: each question reads its own).
+	recent *recentReads
 }
 
 // New returns a Collector that reads the API directly on every Collect (the CLI's
@@ -61,7 +64,7 @@ func NewCached(ctx context.Context, client kubernetes.Interface) (*Collector, er
 	if err != nil {
 		return nil, err
 	}
-	return &Collector{read: r, now: time.Now}, nil
+	return &Collector{read: r, now: time.Now, recent: &recentReads{}}, nil
 }
 
 // HasSynced reports whether every informer of a cached Collector has synced (true for a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,11 +31,44 @@ type clusterReads struct {
 // sharedKey carries the clusterReads of AnswerEach through its questions.
 type sharedKey struct{}
 
-// clusterReads returns the cluster-wide reads: those ctx carries (AnswerEach), else fresh
-// ones. A question that shares them notes their refused reads as its own.
+// recentReads lets the questions that run at the same time share one clusterReads: in a mass
+// event the bot answers several chat questions about unscheduled pods at once, and each would
+// otherwise group every cached pod by node for itself. A question takes the latest reads if
+// they were made at most readsFresh ago and another question still holds them (a weak
+// pointer: they go with the last question that uses them), else makes new ones.
+type recentReads struct {
+	mu   sync.Mutex
+	last weak.Pointer[clusterReads]
+	at   time.Time
+}
+
+// readsFresh is how old shared cluster reads may be: about what the informer caches lag.
+const readsFresh = time.Second
+
+// get returns the reads to use at now.
+func (r *recentReads) get(now time.Time) *clusterReads {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cr := r.last.Value(); cr != nil && now.Sub(r.at) < readsFresh {
+		return cr
+	}
+	cr := &clusterReads{}
+	r.last, r.at = weak.Make(cr), now
+	return cr
+}
+
+// clusterReads returns the cluster-wide reads: those ctx carries (AnswerEach), else recent
+// ones another question holds (recentReads; not for a question limited to what one identity
+// may see, which AnswerEach answers alone too), else fresh ones. A question that shares them
+// notes their refused reads as its own.
 func (c *Collector) clusterReads(ctx context.Context) *clusterReads {
 	cr, _ := ctx.Value(sharedKey{}).(*clusterReads)
-	if cr == nil {
+	_, limited := ctx.Value(visibleKey{}).(func(context.Context, string) bool)
+	switch {
+	case cr != nil:
+	case c.recent != nil && !limited:
+		cr = c.recent.get(c.now())
+	default:
 		cr = &clusterReads{}
 	}
 	cr.once.Do(func() {

@@ -49,22 +49,36 @@ var errNoCopy = errors.New("no followed copy")
 // copyOf is the followed copy of the entry named name; found is false when the synced copy
 // does not hold it, and the error errNoCopy when there is no synced copy.
 func (s *Store) copyOf(name string) (e *Entry, found bool, err error) {
-	s.mu.Lock()
-	inf := s.followed
-	s.mu.Unlock()
-	if inf == nil || !inf.HasSynced() {
+	inf := s.syncedCopy()
+	if inf == nil {
 		return nil, false, errNoCopy
 	}
 	obj, exists, err := inf.GetStore().GetByKey(s.namespace + "/" + name)
 	if err != nil || !exists {
 		return nil, false, err
 	}
-	u, isU := obj.(*unstructured.Unstructured)
-	if !isU {
-		return nil, false, fmt.Errorf("notification %s: cached as %T", name, obj)
-	}
-	e, err = fromObject(u.DeepCopy())
+	e, err = fromCopy(obj)
 	return e, err == nil, err
+}
+
+// syncedCopy is Follow's informer once it has synced, else nil.
+func (s *Store) syncedCopy() cache.SharedIndexInformer {
+	s.mu.Lock()
+	inf := s.followed
+	s.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return nil
+	}
+	return inf
+}
+
+// fromCopy decodes a followed copy, leaving the informer's object as it is.
+func fromCopy(obj any) (*Entry, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("notification cached as %T", obj)
+	}
+	return fromObject(u.DeepCopy())
 }
 
 // UpdateCached is Update for a delivery that is acknowledged on its word: its first attempt
@@ -85,23 +99,19 @@ func (s *Store) UpdateCached(ctx context.Context, k Key, fn func(e *Entry) error
 // synced (no request), else from the API server. The copies may be behind: use it to find
 // entries to look at, and decide on a live read (Update) before writing.
 func (s *Store) ListFollowed(ctx context.Context, source string) ([]*Entry, error) {
-	s.mu.Lock()
-	inf := s.followed
-	s.mu.Unlock()
-	if inf == nil || !inf.HasSynced() {
+	inf := s.syncedCopy()
+	if inf == nil {
 		return s.List(ctx, source, false)
 	}
 	var out []*Entry
 	for _, obj := range inf.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || u.GetLabels()[LabelSource] != source {
-			continue
-		}
-		e, err := fromObject(u.DeepCopy())
+		e, err := fromCopy(obj)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		if e.Source == source {
+			out = append(out, e)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil

@@ -6,7 +6,8 @@
 // threshold, posts the
 // /why-pending answer of its workload (its owner, or the bare pod) once per channel. The
 // primary code is the post's state: a new code edits the root and adds one reply; recovery
-// edits it to "Recovered after N min" and adds one line; a reminder is one reply per
+// edits it to "Recovered after N min" and adds one line (a workload deleted or scaled to zero
+// while stuck is said to be so, never recovered); a reminder is one reply per
 // RemindAfter. An uncertain answer is never posted on its own.
 //
 // It follows the controller pattern: an informer event queues the owning workload's key, a

@@ -17,6 +17,14 @@ const (
 	stateRecovered = "recovered"
 )
 
+// How an episode ended (post.End): the workload recovered, was deleted, or kept no pods
+// (scaled to zero). Only the first is a recovery; the others never say so.
+const (
+	endRecovered = ""
+	endDeleted   = "deleted"
+	endNoPods    = "no-pods"
+)
+
 // post is what the ledger entry of one workload and channel keeps (ledger.Entry.Data): the
 // post's state is its primary code, never its text.
 type post struct {
@@ -27,6 +35,9 @@ type post struct {
 	// when it recovered.
 	Since       time.Time `json:"since"`
 	RecoveredAt time.Time `json:"recoveredAt,omitzero"`
+	// End says how the episode ended (endRecovered, endDeleted, endNoPods) once State is
+	// stateRecovered.
+	End string `json:"end,omitempty"`
 	// RemindedAt is when the last reminder reply was added (or the episode started).
 	RemindedAt time.Time `json:"remindedAt"`
 	// Message is the /why-pending answer the root shows; Nodes and Logs say it has a per-node
@@ -104,7 +115,7 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 		if res.Uncertain {
 			return false
 		}
-		d.State, d.Since, d.RecoveredAt, d.RemindedAt = stateStuck, since, time.Time{}, now
+		d.State, d.Since, d.RecoveredAt, d.End, d.RemindedAt = stateStuck, since, time.Time{}, endRecovered, now
 		d.setAnswer(res)
 		d.addReply(fmt.Sprintf("Stuck again: %s.", res.Code))
 	case !res.Uncertain && d.Code != res.Code:
@@ -120,15 +131,16 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 	return true
 }
 
-// recover marks an open post recovered at now (false when it is not open).
-func (d *post) recover(now time.Time) bool {
+// recover marks an open post ended at now (false when it is not open): end says how
+// (endRecovered, endDeleted, endNoPods).
+func (d *post) recover(now time.Time, end string) bool {
 	if d.State != stateStuck {
 		return false
 	}
-	d.State, d.RecoveredAt = stateRecovered, now
+	d.State, d.RecoveredAt, d.End = stateRecovered, now, end
 	if d.Snooze != nil {
 		// A snoozed workload that recovers: the root says so (an edit), no line is posted.
-		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "cleared: recovered"})
+		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "cleared: " + d.ended()})
 		quiet := d.Snooze.active(now)
 		d.Snooze = nil
 		if quiet {
@@ -136,9 +148,28 @@ func (d *post) recover(now time.Time) bool {
 			return true
 		}
 	}
-	d.addReply(fmt.Sprintf("Recovered after %s.", roundDuration(now.Sub(d.Since))))
+	stuck := roundDuration(now.Sub(d.Since))
+	switch end {
+	case endDeleted:
+		d.addReply(fmt.Sprintf("%s was deleted after %s stuck (last cause %s); it did not recover.", d.Workload.String(), stuck, d.Code))
+	case endNoPods:
+		d.addReply(fmt.Sprintf("%s has no pods now (scaled to zero?) after %s stuck (last cause %s); it did not recover.", d.Workload.String(), stuck, d.Code))
+	default:
+		d.addReply(fmt.Sprintf("Recovered after %s.", stuck))
+	}
 	d.bump = true
 	return true
+}
+
+// ended is how the episode ended, in a word or two.
+func (d *post) ended() string {
+	switch d.End {
+	case endDeleted:
+		return "deleted"
+	case endNoPods:
+		return "no pods"
+	}
+	return "recovered"
 }
 
 // save writes d into e: a new revision of the root when the root must change, pending.
@@ -200,14 +231,14 @@ func (w *Watcher) render(e *ledger.Entry) thread.Thread {
 }
 
 func replySeverity(d *post, r reply) chat.Severity {
-	if len(d.Replies) > 0 && d.Replies[len(d.Replies)-1].Key == r.Key && d.State == stateRecovered {
+	if len(d.Replies) > 0 && d.Replies[len(d.Replies)-1].Key == r.Key && d.State == stateRecovered && d.End == endRecovered {
 		return chat.SeverityOK
 	}
 	return chat.SeverityInfo
 }
 
 // rootMessage is the root: the /why-pending answer while stuck, "Recovered after N min"
-// once it recovered.
+// once it recovered ("Deleted while stuck", "No pods left while stuck" when it ended so).
 func rootMessage(d *post, name string) chat.Message {
 	m := d.Message
 	m.Buttons = nil
@@ -221,13 +252,17 @@ func rootMessage(d *post, name string) chat.Message {
 		m.Buttons = append(m.Buttons, followupButtons(d, name)...)
 	}
 	if d.State == stateRecovered {
-		return chat.Message{
-			Title:    fmt.Sprintf("Recovered after %s · %s", roundDuration(d.RecoveredAt.Sub(d.Since)), d.Workload.String()),
-			Severity: chat.SeverityOK,
-			Sections: []chat.Section{{Text: fmt.Sprintf("Was stuck from %s to %s; last cause %s. Ask again: /why-pending %s",
-				d.Since.UTC().Format("15:04"), d.RecoveredAt.UTC().Format("15:04 MST"), d.Code, d.Workload.String())}},
-			Footer: d.Message.Footer,
+		span := fmt.Sprintf("Was stuck from %s to %s; last cause %s.", d.Since.UTC().Format("15:04"), d.RecoveredAt.UTC().Format("15:04 MST"), d.Code)
+		title, sev, next := fmt.Sprintf("Recovered after %s · %s", roundDuration(d.RecoveredAt.Sub(d.Since)), d.Workload.String()),
+			chat.SeverityOK, " Ask again: /why-pending "+d.Workload.String()
+		switch d.End {
+		case endDeleted:
+			title, sev, next = fmt.Sprintf("Deleted while stuck · %s", d.Workload.String()), chat.SeverityInfo, " It was deleted; it did not recover."
+		case endNoPods:
+			title, sev = fmt.Sprintf("No pods left while stuck · %s", d.Workload.String()), chat.SeverityInfo
+			next = " It has no pods now (scaled to zero?); it did not recover." + next
 		}
+		return chat.Message{Title: title, Severity: sev, Sections: []chat.Section{{Text: span + next}}, Footer: d.Message.Footer}
 	}
 	m.Footer = lead + footerTail(d.Message.Footer)
 	return m

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -41,15 +42,35 @@ func TestPostLife(t *testing.T) {
 	if d.Snooze != nil || d.Code != cpu.Code || d.Replies[2].Text != "The snooze ended; still stuck after 3.0 h: insufficient-cpu." {
 		t.Errorf("after the snooze: %+v, reply %q", d.Snooze, d.Replies[2].Text)
 	}
-	step("recovered", d.recover(t0.Add(200*time.Minute)), true, true, 4)
-	step("recovered again", d.recover(t0.Add(201*time.Minute)), false, false, 4)
+	step("recovered", d.recover(t0.Add(200*time.Minute), endRecovered), true, true, 4)
+	step("recovered again", d.recover(t0.Add(201*time.Minute), endDeleted), false, false, 4)
 	if d.Replies[3].Text != "Recovered after 3.3 h." {
 		t.Errorf("recovery line = %q", d.Replies[3].Text)
 	}
 	step("stuck again", d.update(wl, t0.Add(5*time.Hour), cpu, t0.Add(5*time.Hour), remind), true, true, 5)
 	d.Snooze = &snooze{UntilRecovered: true, By: "slack:U0BOB"}
-	step("recovered while snoozed: an edit, no line", d.recover(t0.Add(6*time.Hour)), true, true, 5)
+	step("recovered while snoozed: an edit, no line", d.recover(t0.Add(6*time.Hour), endRecovered), true, true, 5)
 	if m := rootMessage(&d, "watch-x"); m.Title != "Recovered after 60 min · deploy/checkout -n shop" || len(m.Buttons) != 0 {
 		t.Errorf("recovered root = %q, %d buttons", m.Title, len(m.Buttons))
+	}
+	step("stuck again", d.update(wl, t0.Add(7*time.Hour), cpu, t0.Add(7*time.Hour), remind), true, true, 6)
+	step("deleted", d.recover(t0.Add(7*time.Hour+12*time.Minute), endDeleted), true, true, 7)
+	if got := d.Replies[6].Text; got != "deploy/checkout -n shop was deleted after 12 min stuck (last cause insufficient-cpu); it did not recover." {
+		t.Errorf("deleted line = %q", got)
+	}
+	m := rootMessage(&d, "watch-x")
+	if m.Title != "Deleted while stuck · deploy/checkout -n shop" || m.Severity == chat.SeverityOK || strings.Contains(m.Sections[0].Text, "Recovered") {
+		t.Errorf("deleted root = %q (%v): %q", m.Title, m.Severity, m.Sections[0].Text)
+	}
+	if replySeverity(&d, d.Replies[6]) == chat.SeverityOK {
+		t.Error("the deletion line is shown as a recovery (green)")
+	}
+	step("created again, stuck", d.update(wl, t0.Add(8*time.Hour), cpu, t0.Add(8*time.Hour), remind), true, true, 8)
+	if d.End != endRecovered {
+		t.Errorf("a new episode keeps End %q", d.End)
+	}
+	step("scaled to zero", d.recover(t0.Add(9*time.Hour), endNoPods), true, true, 9)
+	if m := rootMessage(&d, "watch-x"); m.Title != "No pods left while stuck · deploy/checkout -n shop" || m.Severity == chat.SeverityOK {
+		t.Errorf("scaled-to-zero root = %q (%v)", m.Title, m.Severity)
 	}
 }

@@ -160,7 +160,7 @@ func (w *Watcher) admit(ctx context.Context, ch Channel, wl Workload, since time
 	return admitted, nil
 }
 
-// release takes wl out of ch's roll-up (it recovered).
+// release takes wl out of ch's roll-up (it recovered, was deleted or scaled to zero).
 func (w *Watcher) release(ctx context.Context, ch Channel, wl Workload) error {
 	k := rollupKey(ch)
 	if _, err := w.o.Store.Get(ctx, k.Name()); errors.Is(err, ledger.ErrNotFound) {
@@ -209,7 +209,7 @@ func rollupMessage(r *rollup, maxPosts int) chat.Message {
 	n := len(r.Held) + len(r.Unclear)
 	if n == 0 {
 		return chat.Message{Title: "No more stuck workloads held back", Severity: chat.SeverityOK,
-			Sections: []chat.Section{{Text: fmt.Sprintf("Every workload this message listed (up to %d at once) recovered or got its own post.", r.Most)}},
+			Sections: []chat.Section{{Text: fmt.Sprintf("Every workload this message listed (up to %d at once) recovered, was deleted or got its own post.", r.Most)}},
 			Footer:   "watched by whypending"}
 	}
 	m := chat.Message{Title: fmt.Sprintf("%d more stuck %s", n, plural(n, "workload", "workloads")), Severity: chat.SeverityWarning,

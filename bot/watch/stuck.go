@@ -178,3 +178,20 @@ func workloadOf(cluster string, p *corev1.Pod) Workload {
 	}
 	return w
 }
+
+// scaledToZero reports whether obj is a Deployment, StatefulSet or ReplicaSet asked for no
+// replicas: with no pods it ended, it did not recover.
+func scaledToZero(obj runtime.Object) bool {
+	var r *int32
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		r = o.Spec.Replicas
+	case *appsv1.StatefulSet:
+		r = o.Spec.Replicas
+	case *appsv1.ReplicaSet:
+		r = o.Spec.Replicas
+	default:
+		return false
+	}
+	return r != nil && *r == 0
+}

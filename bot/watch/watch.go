@@ -398,19 +398,30 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 			}
 		}
 	}
+	end := endRecovered
 	if wl.Kind != triage.KindPod {
 		// The controller itself: refused its pods (there may be none), or past its deadline.
 		if obj, ok := col.CachedWorkload(wl.Kind, wl.Namespace, wl.Name); ok {
 			if m, ok := obj.(metav1.Object); ok {
 				see(wl.Arg(), workloadState(obj, col.CachedWorkloadEvents(m.GetUID()), w.o.Thresholds))
 			}
+			if scaledToZero(obj) {
+				end = endNoPods
+			}
+		} else if col.CachedWorkloadGone(wl.Kind, wl.Namespace, wl.Name) {
+			end = endDeleted
 		}
 	}
+	found := false
 	for _, p := range pods {
 		if workloadOf(wl.Cluster, p) != wl || p.Annotations[OptOut] == "false" {
 			continue
 		}
+		found = true
 		see(p.Name, podState(p, w.o.Thresholds, now))
+	}
+	if wl.Kind == triage.KindPod && !found {
+		end = endDeleted // the pod is its own workload: not in the synced cache, it was deleted
 	}
 	after := time.Duration(0)
 	if !next.IsZero() {
@@ -423,7 +434,7 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 			return after, nil
 		}
 		w.untrack(wl)
-		return 0, w.recovered(ctx, wl, now)
+		return 0, w.recovered(ctx, wl, now, end)
 	}
 	sort.Strings(stuck)
 	sig := strings.Join(stuck, ",")
@@ -557,8 +568,8 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 	return errors.Join(errs...)
 }
 
-// recovered marks the open posts of wl recovered.
-func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time) error {
+// recovered marks the open posts of wl ended: recovered, deleted or scaled to zero (end).
+func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time, end string) error {
 	var errs []error
 	for _, ch := range w.channels(wl) {
 		if err := w.release(ctx, ch, wl); err != nil {
@@ -568,7 +579,7 @@ func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time) err
 		if _, err := w.o.Store.Get(ctx, k.Name()); errors.Is(err, ledger.ErrNotFound) {
 			continue
 		}
-		if err := w.change(ctx, k, func(d *post) bool { return d.recover(now) }); err != nil {
+		if err := w.change(ctx, k, func(d *post) bool { return d.recover(now, end) }); err != nil {
 			errs = append(errs, err)
 		}
 	}

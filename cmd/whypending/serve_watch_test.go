@@ -208,6 +208,18 @@ func TestServeWatch(t *testing.T) {
 		t.Errorf("checkout's reply = %q, want the recovery line", th.replies[0].Text)
 	}
 
+	// search is deleted while stuck: its post says so, never "Recovered".
+	if err := cs.AppsV1().Deployments(ns).Delete(ctx, "search", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 120*time.Second, "search's post edited to deleted", func() bool {
+		th := byTitle("search")
+		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "Deleted while stuck") && len(th.replies) == 1
+	})
+	if th := byTitle("search"); !strings.Contains(th.replies[0].Text, "was deleted after") || strings.Contains(th.replies[0].Text+shown(th.updates[len(th.updates)-1]), "Recovered") {
+		t.Errorf("search deleted: reply %q, root %s; want the deletion, no recovery", th.replies[0].Text, shown(th.updates[len(th.updates)-1]))
+	}
+
 	// A bare pod whose cause changes: Pending for cpu, then bound and pulling an image that
 	// does not exist.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -176,6 +177,17 @@ func (c *Collector) CachedWorkload(kind triage.Kind, namespace, name string) (ob
 		return nil, false
 	}
 	return obj, true
+}
+
+// CachedWorkloadGone reports whether the workload cache holds no workload of kind named
+// name in namespace (it was deleted). It is false when there is no workload cache to tell.
+func (c *Collector) CachedWorkloadGone(kind triage.Kind, namespace, name string) bool {
+	cc, ok := c.read.(*cacheReader)
+	if !ok || cc.workloads == nil {
+		return false
+	}
+	_, err := cc.workloads.get(kind, namespace, name)
+	return apierrors.IsNotFound(err)
 }
 
 // CachedWorkloadEvents returns the cached events about the object with uid (a workload or any

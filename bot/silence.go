@@ -55,7 +55,7 @@ func (b *Bot) maySilence(ctx context.Context, who chat.Principal, channel string
 			return fmt.Errorf("could not check whether you are an approver: %v", err)
 		}
 		if !ok {
-			return fmt.Errorf("only approvers may silence alerts (alertmanager.silencers: approvers)")
+			return fmt.Errorf("only approvers may silence alerts (alertmanager.silencers: approvers).")
 		}
 		return nil
 	}

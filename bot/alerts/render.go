@@ -126,7 +126,7 @@ func silenceButtons(g *group, thread string, now time.Time) []chat.Button {
 	}
 	var out []chat.Button
 	for _, d := range SilenceDurations {
-		out = append(out, chat.SilenceButton{Thread: thread, For: d}.Button("Silence "+strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m"), chat.StyleDefault))
+		out = append(out, chat.SilenceButton{Thread: thread, For: d}.Button("Silence "+shortDuration(d), chat.StyleDefault))
 	}
 	return out
 }

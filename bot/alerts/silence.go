@@ -131,7 +131,7 @@ func (r *Receiver) Silence(ctx context.Context, who chat.Principal, channel stri
 			return ledger.ErrUnchanged
 		}
 		g.Silence.State, g.Silence.ID = "active", id
-		g.SilenceLog = append(g.SilenceLog, silenceEvent{At: now, By: by, What: "silenced for " + s.For.String(), ID: id})
+		g.SilenceLog = append(g.SilenceLog, silenceEvent{At: now, By: by, What: "silenced for " + shortDuration(s.For), ID: id})
 		e.Revision++
 		e.Pending = true
 		return e.SetData(&g)
@@ -143,7 +143,7 @@ func (r *Receiver) Silence(ctx context.Context, who chat.Principal, channel stri
 	r.o.Log.Info("audit: alert group silenced", slog.String("by", by), slog.String("channel", channel), slog.String("thread", e.Name()),
 		slog.String("silence", id), slog.Time("until", claim.Until))
 	r.worker.Enqueue(e.Name())
-	return chat.Outcome{Notice: fmt.Sprintf("Silenced for %s (until %s): Alertmanager silence %s.", s.For, claim.Until.Format("15:04 MST"), id)}
+	return chat.Outcome{Notice: fmt.Sprintf("Silenced for %s (until %s): Alertmanager silence %s.", shortDuration(s.For), claim.Until.Format("15:04 MST"), id)}
 }
 
 // unsilence expires the group's active silence once.

@@ -151,6 +151,10 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 			switch {
 			case a.Hidden || a.Object == nil:
 				// Hidden alerts are counted in the root; unmapped ones listed there.
+			case a.Status == "resolved":
+				// Over before it was first seen (the bot was down, or it joined resolved): the
+				// root lists it as resolved; an answer about the object now (healthy, or gone)
+				// would read as the cause of an alert that no longer fires.
 			case diagnosed < maxDiagnoses:
 				// A joining alert's one reply is its diagnosis, titled as joining.
 				diagnosed++
@@ -357,11 +361,19 @@ func since(start, end, now time.Time) string {
 	if end.IsZero() {
 		end = now
 	}
-	if d := end.Sub(start); d < time.Minute {
+	return shortDuration(end.Sub(start))
+}
+
+// shortDuration is d as Go writes it, without the zero tail: "45s", "23m", "1h23m", "4h".
+func shortDuration(d time.Duration) string {
+	if d < time.Minute {
 		return d.Round(time.Second).String()
-	} else {
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 	}
+	s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func firstOf(xs ...string) string {

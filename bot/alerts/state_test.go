@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/whypending/whypending/chat"
 )
 
 func hookOf(alerts ...Alert) *Webhook {
@@ -273,4 +275,44 @@ func TestResolveMissing(t *testing.T) {
 		!strings.HasPrefix(g.Replies[len(g.Replies)-1].Text, "All resolved") {
 		t.Errorf("all gone: status %s, replies %+v", g.Status, g.Replies)
 	}
+}
+
+// TestMergeFirstResolved: a group first seen resolved (the bot was down while it fired) is
+// listed as resolved in the root, and gets no diagnosis reply: the object now (healthy, or
+// gone) is not the cause of an alert that no longer fires. A firing one in the same
+// notification is diagnosed.
+func TestMergeFirstResolved(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var g group
+	h := hookOf(crashAlert("web-1", "resolved", t0))
+	h.Status = "resolved"
+	if changed, _ := g.merge(h, t0.Add(20*time.Minute), "cluster", "", time.Minute, time.Hour); !changed || len(g.Replies) != 0 || g.Status != "resolved" {
+		t.Fatalf("first seen resolved: changed %v, status %s, replies %+v; want resolved, no reply", changed, g.Status, g.Replies)
+	}
+	if m := rootMessage(&g, "", t0.Add(20*time.Minute)); !strings.Contains(shownText(m), "web-1") || !strings.Contains(shownText(m), "resolved after 10m") {
+		t.Errorf("root = %s, want web-1 listed as resolved after 10m", shownText(m))
+	}
+	g.merge(hookOf(crashAlert("web-1", "resolved", t0), crashAlert("web-2", "firing", t0)), t0.Add(21*time.Minute), "cluster", "", time.Minute, time.Hour)
+	if len(g.Replies) != 1 || len(g.Alerts) != 2 || g.Replies[0].Alert != g.Alerts[1].id() {
+		t.Errorf("a firing alert joining: replies %+v, want web-2's diagnosis", g.Replies)
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		45 * time.Second: "45s", 10 * time.Minute: "10m", 83 * time.Minute: "1h23m",
+		4 * time.Hour: "4h", 24 * time.Hour: "24h", 90*time.Minute + 40*time.Second: "1h31m",
+	} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func shownText(m chat.Message) string {
+	s := m.Title
+	for _, sec := range m.Sections {
+		s += "\n" + sec.Text + "\n" + strings.Join(sec.Lines, "\n")
+	}
+	return s
 }

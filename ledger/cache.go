@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,11 +14,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Follow starts an informer over the Notifications of source, which UpdateCached reads
-// instead of the API server. It lists and watches through the store's current connection, so
-// a replaced connection is picked up at the informer's next relist. It runs until ctx ends.
-func (s *Store) Follow(ctx context.Context, source string) {
-	sel := LabelSource + "=" + source
+// Follow starts an informer over the Notifications of sources, which UpdateCached,
+// UpdateFromCopy, GetCached and Copy read instead of the API server. It lists and watches
+// through the store's current connection, so a replaced connection is picked up at the
+// informer's next relist. It runs until ctx ends; then the store reads the API server again.
+func (s *Store) Follow(ctx context.Context, sources ...string) {
+	sel := LabelSource + " in (" + strings.Join(sources, ",") + ")"
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			res, err := s.res()
@@ -40,7 +42,15 @@ func (s *Store) Follow(ctx context.Context, source string) {
 	s.mu.Lock()
 	s.followed = inf
 	s.mu.Unlock()
-	go inf.RunWithContext(ctx)
+	go func() {
+		inf.RunWithContext(ctx)
+		// A stopped informer's copy would only grow older.
+		s.mu.Lock()
+		if s.followed == inf {
+			s.followed = nil
+		}
+		s.mu.Unlock()
+	}()
 }
 
 // errNoCopy says there is no followed copy to read: no Follow, or its informer has not synced.
@@ -92,7 +102,34 @@ func fromCopy(obj any) (*Entry, error) {
 // later writes only add to it). The copy was stored at some point, so a delivery fn finds in
 // it was recorded, even if the copy is behind.
 func (s *Store) UpdateCached(ctx context.Context, k Key, fn func(e *Entry) error) (*Entry, error) {
-	return s.update(ctx, k, fn, true)
+	return s.update(ctx, k, fn, readCopy)
+}
+
+// UpdateFromCopy is Update whose first attempt calls fn on the followed copy of the entry (or
+// on a new entry when the copy has none), for any fn: a write from a copy that was behind
+// fails its compare-and-set (a conflict, or the entry exists already) and the next attempt
+// reads the API server, and an ErrUnchanged on the copy is checked there too. With a current
+// copy a change costs one request instead of two.
+func (s *Store) UpdateFromCopy(ctx context.Context, k Key, fn func(e *Entry) error) (*Entry, error) {
+	return s.update(ctx, k, fn, readCopyConfirm)
+}
+
+// GetCached is Get from the followed copy when the copy holds the entry, else from the API
+// server, so an ErrNotFound is always the API server's word. The copy may be behind: decide
+// on it only what a compare-and-set write checks again, or what may wait a resync.
+func (s *Store) GetCached(ctx context.Context, name string) (*Entry, error) {
+	if e, found, err := s.copyOf(name); err == nil && found {
+		return e, nil
+	}
+	return s.Get(ctx, name)
+}
+
+// Copy is the followed copy of the entry named name, with no request: found is false when
+// there is no synced copy or it does not hold the entry. For what may be stale (when to look
+// again), never for a decision to write.
+func (s *Store) Copy(name string) (e *Entry, found bool) {
+	e, found, err := s.copyOf(name)
+	return e, err == nil && found
 }
 
 // ListFollowed is List(ctx, source, false) from the followed copies when Follow's informer has

@@ -181,3 +181,130 @@ func TestSendRequests(t *testing.T) {
 		t.Errorf("after the post and the edit: message %+v, claims %v, %d posts; want showing 2, no claim, one post", m, got.Claims, b.count("root"))
 	}
 }
+
+// TestUpdateFromCopy: a change from a current copy costs one request; an fn that finds
+// nothing to change on a copy that is behind is asked again on a live read, so a change the
+// copy did not show yet is not skipped (fn here is not monotone: it sets, not adds).
+func TestUpdateFromCopy(t *testing.T) {
+	_, ns := start(t)
+	client, requests := countingClient(t)
+	s := New(client, ns, Options{Self: replica(1)})
+	other := New(shared.Dynamic, ns, Options{Self: replica(2)})
+	followCtx, stopFollowing := context.WithCancel(t.Context())
+	defer stopFollowing()
+	s.Follow(followCtx, "watch", "rollup")
+	ctx := t.Context()
+	k := Key{Source: "watch", Platform: "slack", Channel: "C1", Subject: "deploy-a"}
+	set := func(v string) func(e *Entry) error {
+		return func(e *Entry) error {
+			if e.State == v {
+				return ErrUnchanged
+			}
+			e.State = v
+			return nil
+		}
+	}
+	waitCopy := func(state string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if e, ok := s.Copy(k.Name()); ok && e.State == state {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the copy never showed state %q", state)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s.syncedCopy() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer did not sync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := requests.Load()
+	if _, err := s.UpdateFromCopy(ctx, k, set("stuck")); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("a new entry took %d requests, want 1 (the create)", n)
+	}
+	waitCopy("stuck")
+	before = requests.Load()
+	if _, err := s.UpdateFromCopy(ctx, k, set("recovered")); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("a change from a current copy took %d requests, want 1 (the update)", n)
+	}
+	if e, err := s.GetCached(ctx, k.Name()); err != nil || e.State == "" {
+		t.Errorf("GetCached = %v, %v", e, err)
+	}
+	// The copy falls behind: it still says recovered while the entry is stuck again.
+	waitCopy("recovered")
+	stopFollowing()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := other.Update(ctx, k, set("stuck")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateFromCopy(ctx, k, set("recovered")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Get(ctx, k.Name()); err != nil || e.State != "recovered" {
+		t.Errorf("after a change whose copy said there was nothing to change: %v, %v; want recovered", e, err)
+	}
+	// A stopped Follow leaves no copy: GetCached and Copy read the API server or nothing.
+	if _, ok := s.Copy(k.Name()); ok {
+		t.Error("Copy answered from a stopped informer")
+	}
+	if _, err := s.GetCached(ctx, "no-such-entry"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetCached of a missing entry = %v, want ErrNotFound", err)
+	}
+}
+
+// TestSendFromRequests: a post and an edit that start from the entry the caller has cost two
+// requests each (claim, record), and a caller's entry that is behind (another replica posted
+// meanwhile) costs a read, never a second post.
+func TestSendFromRequests(t *testing.T) {
+	_, ns := start(t)
+	client, requests := countingClient(t)
+	s := New(client, ns, Options{Self: replica(1)})
+	other := New(shared.Dynamic, ns, Options{Self: replica(2)})
+	ctx := t.Context()
+	e, err := s.Update(ctx, testKey, func(e *Entry) error { e.Revision = 1; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBoard()
+	before := requests.Load()
+	_, cur, err := s.SendFrom(ctx, e, "root", 1, b.poster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 2 {
+		t.Errorf("a post from the caller's entry took %d requests, want 2 (claim, record)", n)
+	}
+	cur, err = s.UpdateFrom(ctx, cur, func(e *Entry) error { e.Revision = 2; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = requests.Load()
+	if _, err := s.EditFrom(ctx, cur, "root", func(context.Context, *Entry, Ref) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load() - before; n != 2 {
+		t.Errorf("an edit from the caller's entry took %d requests, want 2 (claim, record)", n)
+	}
+	// e is behind now: another replica posts "r1"; a send from e reads and posts nothing.
+	if _, err := other.SendRevision(ctx, e.Name(), "r1", 0, b.poster()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.SendFrom(ctx, e, "r1", 0, b.poster()); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count("r1"); n != 1 {
+		t.Errorf("r1 posted %d times from a stale entry, want 1", n)
+	}
+}

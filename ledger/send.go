@@ -38,37 +38,57 @@ func (s *Store) Send(ctx context.Context, name, key string, p Poster) (Ref, erro
 // only once the entry's Revision passes rev. A message that Find recovers after an unfinished
 // post is recorded as showing revision 0, since nobody knows what it was rendered from.
 func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p Poster) (Ref, error) {
+	ref, _, err := s.sendFrom(ctx, name, nil, key, rev, p)
+	return ref, err
+}
+
+// SendFrom is SendRevision starting from e, the entry as the caller last read or wrote it,
+// instead of reading it again (an e that is behind fails the claim's compare-and-set, and
+// the next attempt reads). It also returns the entry as Send last read or wrote it (nil when
+// a write failed), for the caller's next step to start from.
+func (s *Store) SendFrom(ctx context.Context, e *Entry, key string, rev int64, p Poster) (Ref, *Entry, error) {
+	return s.sendFrom(ctx, e.Name(), e, key, rev, p)
+}
+
+func (s *Store) sendFrom(ctx context.Context, name string, e *Entry, key string, rev int64, p Poster) (Ref, *Entry, error) {
 	defer s.lock(name, key)()
-	e, err := s.Get(ctx, name)
-	if err != nil {
-		return Ref{}, err
-	}
+	given := e != nil
 	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if e == nil {
+			var err error
+			if e, err = s.Get(ctx, name); err != nil {
+				return Ref{}, nil, err
+			}
+		}
 		if m, ok := e.Messages[key]; ok {
-			return m.Ref, nil
+			return m.Ref, e, nil
 		}
 		if c, ok := e.Claims[key]; ok {
+			if given {
+				// The caller's copy may show a claim that is over by now: read before acting on it.
+				e, given = nil, false
+				continue
+			}
 			if s.live(c) {
-				return Ref{}, fmt.Errorf("notification %s, message %s (claimed by %s at %s): %w",
+				return Ref{}, nil, fmt.Errorf("notification %s, message %s (claimed by %s at %s): %w",
 					name, key, c.By.Host, c.At.Format(time.RFC3339), ErrBusy)
 			}
 			ref, found, err := p.Find(ctx, key, c.At.Add(-findMargin))
 			if err != nil {
-				return Ref{}, fmt.Errorf("notification %s: find message %s after an unfinished post: %w", name, key, err)
+				return Ref{}, nil, fmt.Errorf("notification %s: find message %s after an unfinished post: %w", name, key, err)
 			}
 			if found {
-				return ref, s.record(ctx, name, key, ref, 0, nil)
+				out, err := s.record(ctx, name, key, ref, 0, nil)
+				return ref, out, err
 			}
 		}
 		claimed, err := s.write(ctx, s.claimed(e, key), false)
 		if isConflict(err) {
-			if e, err = s.Get(ctx, name); err != nil {
-				return Ref{}, err
-			}
+			e, given = nil, false
 			continue
 		}
 		if err != nil {
-			return Ref{}, err
+			return Ref{}, nil, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, s.claimTTL/2)
 		ref, perr := p.Post(pctx, key)
@@ -79,11 +99,12 @@ func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p
 			// The platform may have made the message anyway (a timeout after the write): keep
 			// the claim, marked failed, so whoever tries next asks Find first.
 			s.markFailed(cctx, claimed, key)
-			return Ref{}, fmt.Errorf("notification %s: post message %s: %w", name, key, perr)
+			return Ref{}, nil, fmt.Errorf("notification %s: post message %s: %w", name, key, perr)
 		}
-		return ref, s.record(cctx, name, key, ref, rev, claimed)
+		out, err := s.record(cctx, name, key, ref, rev, claimed)
+		return ref, out, err
 	}
-	return Ref{}, fmt.Errorf("notification %s: claim message %s: still conflicting after %d attempts", name, key, maxAttempts)
+	return Ref{}, nil, fmt.Errorf("notification %s: claim message %s: still conflicting after %d attempts", name, key, maxAttempts)
 }
 
 // Edit brings message key of the thread named name up to the entry's Revision by calling
@@ -92,40 +113,60 @@ func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p
 // never race each other and leave the older text standing. An edit needs no Find: doing it
 // again is harmless.
 func (s *Store) Edit(ctx context.Context, name, key string, edit func(ctx context.Context, e *Entry, ref Ref) error) error {
+	_, err := s.editFrom(ctx, name, nil, key, edit)
+	return err
+}
+
+// EditFrom is Edit starting from e, the entry as the caller last read or wrote it (see
+// SendFrom), and returns the entry as Edit last read or wrote it (nil when a write failed).
+func (s *Store) EditFrom(ctx context.Context, e *Entry, key string, edit func(ctx context.Context, e *Entry, ref Ref) error) (*Entry, error) {
+	return s.editFrom(ctx, e.Name(), e, key, edit)
+}
+
+func (s *Store) editFrom(ctx context.Context, name string, e *Entry, key string, edit func(ctx context.Context, e *Entry, ref Ref) error) (*Entry, error) {
 	ck := "edit:" + key
 	defer s.lock(name, ck)()
-	e, err := s.Get(ctx, name)
-	if err != nil {
-		return err
-	}
+	given := e != nil
 	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if e == nil {
+			var err error
+			if e, err = s.Get(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 		m, ok := e.Messages[key]
+		if !ok && given {
+			e, given = nil, false // the caller's copy may be behind the post: read
+			continue
+		}
 		if !ok {
-			return fmt.Errorf("notification %s: edit message %s: it was not posted", name, key)
+			return nil, fmt.Errorf("notification %s: edit message %s: it was not posted", name, key)
 		}
 		if m.Shows >= e.Revision {
-			return nil
+			return e, nil
+		}
+		if _, ok := e.Claims[ck]; ok && given {
+			e, given = nil, false // a claim seen in the caller's copy may be over: read
+			continue
 		}
 		if c, ok := e.Claims[ck]; ok && s.live(c) {
-			return fmt.Errorf("notification %s, edit of %s (claimed by %s at %s): %w",
+			return nil, fmt.Errorf("notification %s, edit of %s (claimed by %s at %s): %w",
 				name, key, c.By.Host, c.At.Format(time.RFC3339), ErrBusy)
 		}
 		claimed, err := s.write(ctx, s.claimed(e, ck), false)
 		if isConflict(err) {
-			if e, err = s.Get(ctx, name); err != nil {
-				return err
-			}
+			e, given = nil, false
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ectx, cancel := context.WithTimeout(ctx, s.claimTTL/2)
 		eerr := edit(ectx, claimed, m.Ref)
 		cancel()
 		shows := claimed.Revision
 		cctx, ccancel := settle(ctx)
-		_, werr := s.modifyFrom(cctx, name, claimed, func(e *Entry) error {
+		out, werr := s.modifyFrom(cctx, name, claimed, func(e *Entry) error {
 			if c, ok := e.Claims[ck]; ok && c.By.Same(s.self) {
 				delete(e.Claims, ck)
 			}
@@ -140,11 +181,11 @@ func (s *Store) Edit(ctx context.Context, name, key string, edit func(ctx contex
 		})
 		ccancel()
 		if eerr != nil {
-			return fmt.Errorf("notification %s: edit message %s: %w", name, key, eerr)
+			return nil, fmt.Errorf("notification %s: edit message %s: %w", name, key, eerr)
 		}
-		return werr
+		return out, werr
 	}
-	return fmt.Errorf("notification %s: claim edit of %s: still conflicting after %d attempts", name, key, maxAttempts)
+	return nil, fmt.Errorf("notification %s: claim edit of %s: still conflicting after %d attempts", name, key, maxAttempts)
 }
 
 // settleTimeout bounds the writes that settle an attempt (record the post, release or mark
@@ -197,13 +238,14 @@ func (s *Store) claimed(e *Entry, key string) *Entry {
 // from claimed (the entry as the claim wrote it; nil reads it). It retries with back-off until
 // it is written or ctx ends: a post that is made but not recorded is found again by Find, but
 // only after the claim TTL.
-func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64, claimed *Entry) error {
+func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64, claimed *Entry) (*Entry, error) {
 	var last error
+	var out *Entry
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 8, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
 			from := claimed
 			claimed = nil
-			_, last = s.modifyFrom(ctx, name, from, func(e *Entry) error {
+			out, last = s.modifyFrom(ctx, name, from, func(e *Entry) error {
 				if e.Messages == nil {
 					e.Messages = map[string]Posted{}
 				}
@@ -219,9 +261,9 @@ func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int
 		if last == nil {
 			last = err
 		}
-		return fmt.Errorf("notification %s: record message %s (posted as %s): %w", name, key, ref.ID, last)
+		return nil, fmt.Errorf("notification %s: record message %s (posted as %s): %w", name, key, ref.ID, last)
 	}
-	return nil
+	return out, nil
 }
 
 // markFailed marks this process's claim on key as failed, best effort: if the write fails,

@@ -146,18 +146,27 @@ func backoff(ctx context.Context, attempt int) error {
 // entry it is given. fn may return ErrUnchanged to skip the write; any other error is returned
 // as it is. The entry returned is the one stored.
 func (s *Store) Update(ctx context.Context, k Key, fn func(e *Entry) error) (*Entry, error) {
-	return s.update(ctx, k, fn, false)
+	return s.update(ctx, k, fn, readAPI)
 }
 
-// update is Update; with fromCopy its first attempt reads the followed copy (UpdateCached).
-func (s *Store) update(ctx context.Context, k Key, fn func(e *Entry) error, fromCopy bool) (*Entry, error) {
+// How update's first attempt reads the entry; every later attempt reads the API server.
+type readFrom int
+
+const (
+	readAPI         readFrom = iota // the API server (Update)
+	readCopy                        // the followed copy; fn's ErrUnchanged on it is final (UpdateCached)
+	readCopyConfirm                 // the followed copy; fn's ErrUnchanged on it is checked on the API server (UpdateFromCopy)
+)
+
+func (s *Store) update(ctx context.Context, k Key, fn func(e *Entry) error, from readFrom) (*Entry, error) {
 	name := k.Name()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var e *Entry
 		found, err := false, errNoCopy
-		if fromCopy && attempt == 0 {
+		if from != readAPI && attempt == 0 {
 			e, found, err = s.copyOf(name)
 		}
+		copied := err == nil && attempt == 0 && from != readAPI
 		if err != nil { // no copy to read (or an unreadable one): read the API server
 			e, err = s.Get(ctx, name)
 			found = err == nil
@@ -175,6 +184,9 @@ func (s *Store) update(ctx context.Context, k Key, fn func(e *Entry) error, from
 			return nil, fmt.Errorf("notification %s belongs to %s, not %s (hash collision?)", name, e.Key, k)
 		}
 		if err := fn(e); errors.Is(err, ErrUnchanged) {
+			if copied && from == readCopyConfirm {
+				continue // the copy may be behind: ask the API server before writing nothing
+			}
 			if create {
 				return nil, fmt.Errorf("get notification %s: %w", name, ErrNotFound)
 			}
@@ -194,6 +206,15 @@ func (s *Store) update(ctx context.Context, k Key, fn func(e *Entry) error, from
 	return nil, fmt.Errorf("update notification %s: still conflicting after %d attempts", name, maxAttempts)
 }
 
+// UpdateFrom is Update of an entry that exists, whose first attempt calls fn on from (the
+// entry as this process last read or wrote it) instead of reading it: with no other writer
+// in between that saves a request, and a from that is behind fails the compare-and-set, so
+// the next attempt reads. An ErrUnchanged on from is checked on the API server too. A
+// deleted entry is ErrNotFound.
+func (s *Store) UpdateFrom(ctx context.Context, from *Entry, fn func(e *Entry) error) (*Entry, error) {
+	return s.modifyFrom(ctx, from.Name(), from, fn)
+}
+
 // modify is Update for an entry that must exist already.
 func (s *Store) modify(ctx context.Context, name string, fn func(e *Entry) error) (*Entry, error) {
 	return s.modifyFrom(ctx, name, nil, fn)
@@ -206,6 +227,7 @@ func (s *Store) modify(ctx context.Context, name string, fn func(e *Entry) error
 func (s *Store) modifyFrom(ctx context.Context, name string, from *Entry, fn func(e *Entry) error) (*Entry, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		e, err := from, error(nil)
+		copied := from != nil
 		from = nil
 		if e == nil {
 			e, err = s.Get(ctx, name)
@@ -214,6 +236,9 @@ func (s *Store) modifyFrom(ctx context.Context, name string, from *Entry, fn fun
 			return nil, err
 		}
 		if err := fn(e); errors.Is(err, ErrUnchanged) {
+			if copied {
+				continue // from may be behind: ask the API server before writing nothing
+			}
 			return e, nil
 		} else if err != nil {
 			return nil, err
@@ -224,6 +249,9 @@ func (s *Store) modifyFrom(ctx context.Context, name string, from *Entry, fn fun
 				return nil, err
 			}
 			continue
+		}
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("update notification %s: %w", name, ErrNotFound)
 		}
 		return out, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -32,12 +33,36 @@ type Worker struct {
 	Log *slog.Logger
 
 	queue workqueue.TypedRateLimitingInterface[string]
+	mu    sync.Mutex
+	hints map[string]*Entry // Offer's entries, taken by the next reconcile of their name
 }
 
 // Enqueue asks for the entry named name to be reconciled soon. It is safe before Run.
 func (w *Worker) Enqueue(name string) {
 	w.init()
 	w.queue.Add(name)
+}
+
+// Offer is Enqueue of the entry e just written by this process: the reconcile starts from e
+// instead of reading it again (an e that is behind by then fails its next compare-and-set,
+// and that step reads). It is safe before Run.
+func (w *Worker) Offer(e *Entry) {
+	w.mu.Lock()
+	if w.hints == nil {
+		w.hints = map[string]*Entry{}
+	}
+	w.hints[e.Name()] = e
+	w.mu.Unlock()
+	w.Enqueue(e.Name())
+}
+
+// hint takes the entry Offer left for name, if any.
+func (w *Worker) hint(name string) *Entry {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.hints[name]
+	delete(w.hints, name)
+	return e
 }
 
 func (w *Worker) init() {
@@ -111,7 +136,10 @@ func (w *Worker) next(ctx context.Context, log *slog.Logger) bool {
 		return false
 	}
 	defer w.queue.Done(name)
-	e, err := w.Store.Get(ctx, name)
+	e, err := w.hint(name), error(nil)
+	if e == nil || !e.Pending {
+		e, err = w.Store.Get(ctx, name)
+	}
 	if errors.Is(err, ErrNotFound) {
 		w.queue.Forget(name)
 		return true

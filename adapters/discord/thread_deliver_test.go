@@ -47,7 +47,8 @@ func TestThreadDeliveredOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return thread.Deliver(ctx, s, platforms, e, render)
+		_, err = thread.Deliver(ctx, s, platforms, e, render)
+		return err
 	}
 	if err := deliver(one); err != nil { // the root alone
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func TestThreadDeliveredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.loseAnswers.Store(1)
-	if err := thread.Deliver(ctx, one, platforms, e, render); err == nil {
+	if _, err := thread.Deliver(ctx, one, platforms, e, render); err == nil {
 		t.Fatal("Deliver with the root's answer lost returned no error")
 	}
 	for _, s := range []*ledger.Store{two, one, two} {
@@ -51,7 +51,7 @@ func TestThreadDeliveredOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := thread.Deliver(ctx, s, platforms, e, render); err != nil {
+		if _, err := thread.Deliver(ctx, s, platforms, e, render); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestThreadDeliveredOnce(t *testing.T) {
 	}
 	for _, s := range []*ledger.Store{one, two} {
 		e, _ := s.Get(ctx, e.Name())
-		if err := thread.Deliver(ctx, s, platforms, e, render); err != nil {
+		if _, err := thread.Deliver(ctx, s, platforms, e, render); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -227,7 +227,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		if e.Pending {
-			r.worker.Enqueue(e.Name())
+			r.worker.Offer(e)
 		}
 		if !news {
 			r.o.Metrics.Deduplicated.Inc()
@@ -279,24 +279,19 @@ func tooLarge(err error) bool {
 
 // reconcile posts and edits what the entry's thread still lacks.
 func (r *Receiver) reconcile(ctx context.Context, e *ledger.Entry) error {
-	err := thread.Deliver(ctx, r.o.Store, r.o.Platforms, e, r.render)
+	cur, err := thread.Deliver(ctx, r.o.Store, r.o.Platforms, e, r.render)
 	if err != nil {
 		return err
 	}
-	fresh, err := r.o.Store.Get(ctx, e.Name())
-	if err != nil {
-		return err
-	}
-	if !fresh.Pending || !thread.Done(fresh, r.render(fresh)) {
-		if fresh.Pending {
-			return fmt.Errorf("notification %s: not done yet", fresh.Name())
+	// From the entry Deliver last wrote: one request when nobody wrote in between.
+	_, err = r.o.Store.UpdateFrom(ctx, cur, func(e *ledger.Entry) error {
+		switch {
+		case !e.Pending:
+			return ledger.ErrUnchanged
+		case !thread.Done(e, r.render(e)):
+			return fmt.Errorf("notification %s: not done yet", e.Name())
 		}
-		return nil
-	}
-	_, err = r.o.Store.Update(ctx, fresh.Key, func(e *ledger.Entry) error {
-		if thread.Done(e, r.render(e)) {
-			e.Pending = false
-		}
+		e.Pending = false
 		return nil
 	})
 	return err

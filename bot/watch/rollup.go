@@ -120,7 +120,7 @@ func rollupKey(ch Channel) ledger.Key {
 // never posts over the limit).
 func (w *Watcher) admit(ctx context.Context, ch Channel, wl Workload, since time.Time, res Result, now time.Time) (bool, error) {
 	admitted := false
-	_, err := w.o.Store.Update(ctx, rollupKey(ch), func(e *ledger.Entry) error {
+	_, err := w.o.Store.UpdateFromCopy(ctx, rollupKey(ch), func(e *ledger.Entry) error {
 		admitted = false
 		var r rollup
 		if err := e.DataInto(&r); err != nil {
@@ -163,10 +163,7 @@ func (w *Watcher) admit(ctx context.Context, ch Channel, wl Workload, since time
 // release takes wl out of ch's roll-up (it recovered, was deleted or scaled to zero).
 func (w *Watcher) release(ctx context.Context, ch Channel, wl Workload) error {
 	k := rollupKey(ch)
-	if _, err := w.o.Store.Get(ctx, k.Name()); errors.Is(err, ledger.ErrNotFound) {
-		return nil
-	}
-	_, err := w.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
+	_, err := w.o.Store.UpdateFromCopy(ctx, k, func(e *ledger.Entry) error {
 		var r rollup
 		if err := e.DataInto(&r); err != nil {
 			return err
@@ -181,8 +178,8 @@ func (w *Watcher) release(ctx context.Context, ch Channel, wl Workload) error {
 		e.Summary = fmt.Sprintf("%d held back, %d without a clear cause", len(r.Held), len(r.Unclear))
 		return e.SetData(&r)
 	})
-	if errors.Is(err, ledger.ErrUnchanged) {
-		return nil
+	if errors.Is(err, ledger.ErrUnchanged) || errors.Is(err, ledger.ErrNotFound) {
+		return nil // not listed, or no roll-up (nothing is made for it)
 	}
 	return err // delivered on the roll-up worker's resync, as in admit
 }

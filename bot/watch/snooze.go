@@ -117,7 +117,7 @@ func (w *Watcher) changeOpen(ctx context.Context, thread, what string, fn func(d
 	if err != nil {
 		return fmt.Sprintf("Could not record the %s; nothing was done: %s", what, err.Error()), false
 	}
-	w.enqueue(e.Name())
+	w.enqueue(e)
 	return notice, true
 }
 

@@ -156,6 +156,9 @@ func (w *Watcher) lead(ctx context.Context) {
 	w.mu.Lock()
 	w.seen, w.tracked, w.open = map[string]string{}, map[string]Workload{}, map[string]bool{}
 	w.mu.Unlock()
+	// The posts' and roll-ups' followed copies: most reads of a reconcile need no request
+	// (ledger.Store.UpdateFromCopy, GetCached).
+	w.o.Store.Follow(ctx, Source, RollupSource)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[Workload](time.Second, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[Workload]{Name: "watch"})
@@ -515,8 +518,10 @@ func (w *Watcher) attention(ctx context.Context, wl Workload, now time.Time) (du
 		}
 	}
 	for _, ch := range w.channels(wl) {
-		e, err := w.o.Store.Get(ctx, key(ch, wl).Name())
-		if err != nil {
+		// The followed copy: this only says when to look again; what is written is decided
+		// on a compare-and-set read (change).
+		e, ok := w.o.Store.Copy(key(ch, wl).Name())
+		if !ok {
 			continue
 		}
 		var d post
@@ -543,7 +548,7 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 	var errs []error
 	for _, ch := range w.channels(wl) {
 		k := key(ch, wl)
-		_, err := w.o.Store.Get(ctx, k.Name())
+		_, err := w.o.Store.GetCached(ctx, k.Name())
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 			// A new post: only a sure answer within the channel's rate limit.
@@ -576,9 +581,6 @@ func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time, end
 			errs = append(errs, err)
 		}
 		k := key(ch, wl)
-		if _, err := w.o.Store.Get(ctx, k.Name()); errors.Is(err, ledger.ErrNotFound) {
-			continue
-		}
 		if err := w.change(ctx, k, func(d *post) bool { return d.recover(now, end) }); err != nil {
 			errs = append(errs, err)
 		}
@@ -590,9 +592,11 @@ func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time, end
 }
 
 // change applies fn to the post of k by compare-and-set and queues its delivery; fn returns
-// false when the post already says it all.
+// false when the post already says it all (or, for a post that does not exist, when there is
+// nothing to post: then none is made). It starts from the followed copy of the post, so a
+// change costs one request when the copy is current.
 func (w *Watcher) change(ctx context.Context, k ledger.Key, fn func(d *post) bool) error {
-	e, err := w.o.Store.Update(ctx, k, func(e *ledger.Entry) error {
+	e, err := w.o.Store.UpdateFromCopy(ctx, k, func(e *ledger.Entry) error {
 		var d post
 		if err := e.DataInto(&d); err != nil {
 			return err
@@ -602,23 +606,24 @@ func (w *Watcher) change(ctx context.Context, k ledger.Key, fn func(d *post) boo
 		}
 		return d.save(e)
 	})
-	if errors.Is(err, ledger.ErrUnchanged) {
-		return nil
+	if errors.Is(err, ledger.ErrUnchanged) || errors.Is(err, ledger.ErrNotFound) {
+		return nil // nothing to change, or no post to change
 	}
 	if err == nil && e.Pending {
-		w.enqueue(e.Name())
+		w.enqueue(e)
 	}
 	return err
 }
 
-// enqueue asks this replica's delivery worker to deliver the entry named name soon; a replica
-// that does not lead leaves it to the leader's resync (the entry is pending).
-func (w *Watcher) enqueue(name string) {
+// enqueue asks this replica's delivery worker to deliver e, just written, soon (starting
+// from e: ledger.Worker.Offer); a replica that does not lead leaves it to the leader's
+// resync (the entry is pending).
+func (w *Watcher) enqueue(e *ledger.Entry) {
 	w.mu.Lock()
 	worker := w.worker
 	w.mu.Unlock()
 	if worker != nil {
-		worker.Enqueue(name)
+		worker.Offer(e)
 	}
 }
 
@@ -645,10 +650,11 @@ func (w *Watcher) deliver(ctx context.Context, e *ledger.Entry) error {
 
 // deliver makes e's thread show what render says, then clears its pending mark.
 func deliver(ctx context.Context, s *ledger.Store, p thread.Platforms, e *ledger.Entry, render thread.Render) error {
-	if err := thread.Deliver(ctx, s, p, e, render); err != nil {
+	cur, err := thread.Deliver(ctx, s, p, e, render)
+	if err != nil {
 		return err
 	}
-	_, err := s.Update(ctx, e.Key, func(e *ledger.Entry) error {
+	_, err = s.UpdateFrom(ctx, cur, func(e *ledger.Entry) error {
 		if !thread.Done(e, render(e)) {
 			return fmt.Errorf("notification %s: not done yet", e.Name())
 		}

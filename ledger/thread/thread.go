@@ -70,25 +70,31 @@ func Mark(entry, key string) string { return entry + "/" + key }
 // revision), then posts each reply once, in order, in the root's thread. It stops at the
 // first error and returns it (ledger.ErrBusy, wrapped, when another process is posting a
 // message now), so calling it again goes on where it stopped. Messages e already records
-// cost no request.
-func Deliver(ctx context.Context, s *ledger.Store, p Platforms, e *ledger.Entry, render Render) error {
+// cost no request, and each step starts from the entry the step before wrote (e at first),
+// so a message costs two requests (its claim and its record). It returns the entry as it
+// last read or wrote it, for the caller's next write to start from.
+func Deliver(ctx context.Context, s *ledger.Store, p Platforms, e *ledger.Entry, render Render) (*ledger.Entry, error) {
 	pl, ok := p[e.Platform]
 	if !ok {
-		return fmt.Errorf("notification %s: chat platform %q is not connected", e.Name(), e.Platform)
+		return nil, fmt.Errorf("notification %s: chat platform %q is not connected", e.Name(), e.Platform)
 	}
 	name := e.Name()
 	th := render(e)
 	rootKey := th.Root.Key
+	cur := e
 	root, posted := e.Messages[rootKey]
 	if !posted {
-		ref, err := s.SendRevision(ctx, name, rootKey, e.Revision, poster{pl, e.Channel, "", Mark(name, rootKey), th.Root.Render})
+		ref, out, err := s.SendFrom(ctx, cur, rootKey, e.Revision, poster{pl, e.Channel, "", Mark(name, rootKey), th.Root.Render})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		root = ledger.Posted{Ref: ref, Shows: e.Revision}
+		root, cur = ledger.Posted{Ref: ref, Shows: e.Revision}, out
+		if m, ok := out.Messages[rootKey]; ok {
+			root = m // found posted by another replica: it shows what that one rendered
+		}
 	}
 	if root.Shows < e.Revision {
-		err := s.Edit(ctx, name, rootKey, func(ctx context.Context, ce *ledger.Entry, ref ledger.Ref) error {
+		out, err := s.EditFrom(ctx, cur, rootKey, func(ctx context.Context, ce *ledger.Entry, ref ledger.Ref) error {
 			now := render(ce).Root
 			if now.Key != rootKey {
 				return nil // the thread moved on to another root; this one is not edited again
@@ -100,18 +106,21 @@ func Deliver(ctx context.Context, s *ledger.Store, p Platforms, e *ledger.Entry,
 			return pl.Edit(ctx, ref, Mark(name, rootKey), m)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
+		cur = out
 	}
 	for _, r := range th.Replies {
 		if _, ok := e.Messages[r.Key]; ok {
 			continue
 		}
-		if _, err := s.Send(ctx, name, r.Key, poster{pl, e.Channel, root.Ref.Thread, Mark(name, r.Key), r.Render}); err != nil {
-			return err
+		_, out, err := s.SendFrom(ctx, cur, r.Key, 0, poster{pl, e.Channel, root.Ref.Thread, Mark(name, r.Key), r.Render})
+		if err != nil {
+			return nil, err
 		}
+		cur = out
 	}
-	return nil
+	return cur, nil
 }
 
 // Done reports whether e's thread shows what th says: the root is posted and shows

@@ -164,7 +164,7 @@ func TestDeliver(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					err = Deliver(t.Context(), store(i), p, e, render(&renders))
+					_, err = Deliver(t.Context(), store(i), p, e, render(&renders))
 					if err == nil {
 						return
 					}
@@ -223,13 +223,13 @@ func TestDeliverAfterALostAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Deliver(t.Context(), store(0), Platforms{"slack": b}, e, render(&renders)); err == nil {
+	if _, err := Deliver(t.Context(), store(0), Platforms{"slack": b}, e, render(&renders)); err == nil {
 		t.Fatal("Deliver succeeded, want the lost answer's error")
 	}
 	if e, err = store(1).Get(t.Context(), e.Name()); err != nil {
 		t.Fatal(err)
 	}
-	if err := Deliver(t.Context(), store(1), Platforms{"slack": b}, e, render(&renders)); err != nil {
+	if _, err := Deliver(t.Context(), store(1), Platforms{"slack": b}, e, render(&renders)); err != nil {
 		t.Fatal(err)
 	}
 	if posts, _ := b.titles(); fmt.Sprint(posts) != "[root r0 a]" {
@@ -246,7 +246,7 @@ func TestDeliverWithoutThePlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	var renders atomic.Int64
-	if err := Deliver(t.Context(), store(0), Platforms{}, e, render(&renders)); err == nil {
+	if _, err := Deliver(t.Context(), store(0), Platforms{}, e, render(&renders)); err == nil {
 		t.Fatal("Deliver without the platform succeeded")
 	}
 	if e, err = store(0).Get(t.Context(), e.Name()); err != nil || len(e.Claims) != 0 {

@@ -14,6 +14,15 @@
 //     entry from an informer's copy (Follow), so a new group costs one create and a retry
 //     that another replica recorded costs no request; a stale copy fails the compare-and-set
 //     and falls back to Update. Only for a monotone fn (see UpdateCached).
+//   - UpdateFromCopy is the same for any fn (the watch's posts and roll-ups): an ErrUnchanged
+//     on the copy is checked on a live read, so a change is never skipped because the copy is
+//     behind. GetCached reads the copy when it holds the entry (a NotFound is always the API
+//     server's); Copy reads it with no request, for when to look again only.
+//   - Every step of a delivery starts from the entry the step before wrote: the worker from
+//     the entry just written (Worker.Offer), each Send and Edit of thread.Deliver from the one
+//     before (SendFrom, EditFrom), the pending mark from Deliver's last (UpdateFrom). A post or
+//     an edit is two requests, its claim and its record; an entry that is behind fails the
+//     compare-and-set and that step reads.
 //   - Send posts one message under a key (the root, or a reply) at most once: it claims the key
 //     in the entry before posting and records the posted message's reference after. A claim
 //     left by a process that died (on this host, or older than the claim TTL) is resolved by
@@ -27,6 +36,6 @@
 //     whypending.io/pending=true), from an in-process queue and from a periodic resync, so any
 //     replica finishes what another left.
 //
-// The RBAC this needs in the store namespace: get, list, create and update on
+// The RBAC this needs in the store namespace: get, list, watch (Follow), create and update on
 // notifications.whypending.io (charts/whypending/crds/whypending.io_notifications.yaml).
 package ledger

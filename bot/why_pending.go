@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/whypending/whypending/bot/watch"
@@ -33,7 +34,11 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 		who = as.String()
 	}
 	a, err := b.answer(ctx, c, t, who)
-	if err != nil {
+	var two *triage.TwoNamespacesError
+	switch {
+	case errors.As(err, &two): // "svc/web -n shop" where namespace svc exists
+		return chat.Reply{}, userErrorf("%v", err)
+	case err != nil:
 		return chat.Reply{}, err
 	}
 	if a.Code() == triage.CodeNamespaceNotFound {

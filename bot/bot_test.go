@@ -52,6 +52,7 @@ func TestCommands(t *testing.T) {
 		{"no pod named", "why-pending", "", "/why-pending: name one pod", false, ""},
 		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a valid pod or workload name`, false, ""},
 		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: down, fresh, plain, prod, staging)`, false, ""},
+		{"a name that is not a pod name is refused as such on an unavailable cluster too", "why-pending", "Web_1 --cluster down", `/why-pending: "Web_1" is not a valid pod or workload name`, false, ""},
 		{"a pod on an unavailable cluster gets one line naming the cluster and the API server's error", "why-pending", "web --cluster down", downLine, false, ""},
 		{"an ipam check on an unavailable cluster gets the same line", "ipam", "check --cluster down", downLine, false, ""},
 		{"a cluster without Calico answers /ipam with a user error", "ipam", "check --cluster plain", "/ipam: Calico is not installed on cluster plain", false, ""},

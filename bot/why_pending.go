@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/whypending/whypending/bot/watch"
@@ -33,7 +34,11 @@ func (b *Bot) whyPending(ctx context.Context, req chat.Request) (chat.Reply, err
 		who = as.String()
 	}
 	a, err := b.answer(ctx, c, t, who)
-	if err != nil {
+	var two *triage.TwoNamespacesError
+	switch {
+	case errors.As(err, &two): // "svc/web -n shop" where namespace svc exists
+		return chat.Reply{}, userErrorf("%v", err)
+	case err != nil:
 		return chat.Reply{}, err
 	}
 	if a.Code() == triage.CodeNamespaceNotFound {
@@ -106,9 +111,11 @@ func (b *Bot) whyPendingTarget(req chat.Request) (*Cluster, triage.Target, error
 	if (!all && len(f.positional) != 1) || (all && len(f.positional) != 0) {
 		return nil, triage.Target{}, userErrorf("name one pod or workload, e.g. /why-pending shop/web-7f9c or /why-pending deploy/checkout, or use --all")
 	}
-	c, err := b.cluster(f.values["cluster"])
-	if err != nil {
-		return nil, triage.Target{}, err
+	// The target is read before the cluster's health is told: a name no pod can have is
+	// refused as such whether or not the cluster answers.
+	c, unhealthy := b.cluster(f.values["cluster"])
+	if c == nil {
+		return nil, triage.Target{}, unhealthy
 	}
 	ns := firstNonEmpty(f.values["namespace"], f.values["n"], b.channelNS[req.Channel], c.Namespace, "default")
 	arg := ""
@@ -123,6 +130,9 @@ func (b *Bot) whyPendingTarget(req chat.Request) (*Cluster, triage.Target, error
 		if t, err = t.Given(given); err != nil {
 			return nil, triage.Target{}, userErrorf("%v", err)
 		}
+	}
+	if unhealthy != nil {
+		return nil, triage.Target{}, unhealthy
 	}
 	return c, t, nil
 }

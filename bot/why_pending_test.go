@@ -39,6 +39,7 @@ func TestWhyPendingTargets(t *testing.T) {
 		{"deploy/checkout", "CSHOP", triage.Target{Namespace: "shop", Kind: triage.KindDeployment, Name: "checkout", OtherReading: &triage.PodRef{Namespace: "deploy", Name: "checkout"}}, "Deployment shop/checkout: insufficient-cpu"},
 		{"checkout -n payments", "CSHOP", triage.Target{Namespace: "payments", Name: "checkout", NamespaceGiven: true}, "Deployment payments/checkout: insufficient-cpu"},
 		{"prod/web-7f9c", "COTHER", triage.Target{Namespace: "prod", Name: "web-7f9c"}, "Deployment prod/web-7f9c"},
+		{"svc/web -n shop", "COTHER", triage.Target{Namespace: "svc", Name: "web", NamespaceGiven: true, FlagNamespace: "shop"}, "Deployment svc/web"},
 		{"--all", "CSHOP", triage.Target{Namespace: "shop", All: true}, "Namespace shop: nothing is stuck"},
 		{"—all", "COTHER", triage.Target{Namespace: "default", All: true}, "Namespace default: nothing is stuck"},
 	}
@@ -68,5 +69,21 @@ func TestWhyPendingTargets(t *testing.T) {
 	help := b.Command(t.Context(), chat.Request{Principal: alice, Channel: "CSHOP", Command: "whypending", Args: []string{"help"}})
 	if !strings.Contains(help.Message.Sections[1].Code, "TYPE/NAME") {
 		t.Errorf("/whypending help does not explain TYPE/NAME: %+v", help.Message.Sections)
+	}
+}
+
+// TestWhyPendingTwoNamespacesAnswered: the answer's refusal of "svc/web -n shop" (namespace svc
+// exists, so the question names two) is shown to the asker as Given's refusal is, not as a
+// failure.
+func TestWhyPendingTwoNamespacesAnswered(t *testing.T) {
+	answer := AnswererFunc(func(_ context.Context, tg triage.Target) (*triage.Answer, error) {
+		return nil, tg.TwoNamespaces()
+	})
+	b := New(Options{Clusters: []*Cluster{{Name: "prod", Namespace: "default", Answerer: answer}}, Log: quietLog})
+	name, args := chat.ParseCommand("/why-pending", "svc/web -n shop")
+	got := b.Command(t.Context(), chat.Request{Principal: alice, Channel: "COTHER", Command: name, Args: args})
+	want := "/why-pending: two namespaces given: -n shop, and svc in svc/web; give one (-n shop web, or svc/web)"
+	if got.Message.Title != want {
+		t.Errorf("title = %q, want %q", got.Message.Title, want)
 	}
 }

@@ -54,6 +54,13 @@ func init() {
 	}
 }
 
+// otherKind returns the kind word names when it is kubectl's name of a kind whypending does
+// not diagnose ("svc": "Service"; case does not matter).
+func otherKind(word string) (string, bool) {
+	kind, ok := otherKinds[strings.ToLower(word)]
+	return kind, ok
+}
+
 // namespaceNotFoundFinding is the answer to a question about something in a namespace that
 // does not exist; what is the thing asked about ("pod web", "Deployment checkout", "" for a
 // sweep) and name its name.
@@ -69,7 +76,7 @@ func namespaceNotFoundFinding(m *MissingNamespace, what, name string) Finding {
 		f.Summary += fmt.Sprintf(", so there is no %s in it", what)
 	}
 	f.Summary += "."
-	if kind, ok := otherKinds[strings.ToLower(m.Name)]; ok && name != "" {
+	if kind, ok := otherKind(m.Name); ok && name != "" {
 		// "svc/web": the asker named a kind, not a namespace.
 		f.Summary += fmt.Sprintf(" %s/%s reads as %s in namespace %s: %s is kubectl's name of the %s kind, which whypending does not diagnose."+
 			" It explains pods and the workloads that own them (po, deploy, sts, ds, job, cj, rs): ask about the pods or the workload behind %s %s.",

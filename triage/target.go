@@ -87,6 +87,14 @@ type Target struct {
 	// NamespaceGiven says the asker named the namespace (-n): a TYPE/NAME whose workload does
 	// not exist is then answered as such, never as OtherReading's pod.
 	NamespaceGiven bool `json:"namespaceGiven,omitempty"`
+	// FlagNamespace is the namespace named with -n when the argument is NAMESPACE/NAME in
+	// another namespace whose name is also kubectl's name of a kind whypending does not
+	// diagnose ("svc/web -n shop"); "" otherwise. Whether svc/ names a namespace or a kind
+	// depends on whether namespace svc exists, which Given cannot know: the question is read
+	// as NAME in NAMESPACE, the way it is without -n (a missing namespace svc gets the answer
+	// that says what svc/ names), and when namespace svc exists the answer is
+	// TwoNamespaces, the error Given returns for any other namespace.
+	FlagNamespace string `json:"flagNamespace,omitempty"`
 	// Visible, when set, says whether the answer may name what is in another namespace than
 	// Namespace: the pods and workloads a mistyped name is close to. Nil allows every
 	// namespace. The bot sets it, under per-user authorization, to the namespaces the asker
@@ -100,6 +108,8 @@ func (t Target) String() string {
 	switch {
 	case t.All:
 		return "--all -n " + t.Namespace
+	case t.Kind == "" && t.FlagNamespace != "":
+		return t.Namespace + "/" + t.Name + " -n " + t.FlagNamespace
 	case t.Kind == "":
 		return t.Namespace + "/" + t.Name
 	case t.Kind == KindPod:
@@ -156,15 +166,39 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 }
 
 // Given marks t's namespace as named by the asker (-n namespace; see NamespaceGiven). A
-// NAMESPACE/NAME argument that names another namespace is an error: the question names two,
-// and answering either one would answer what was not asked.
+// NAMESPACE/NAME argument that names another namespace is an error (*TwoNamespacesError):
+// the question names two, and answering either one would answer what was not asked. When
+// NAMESPACE is also kubectl's name of a kind whypending does not diagnose ("svc/web -n shop"),
+// the answer decides instead (see FlagNamespace).
 func (t Target) Given(namespace string) (Target, error) {
 	if !t.All && t.Kind == "" && t.Namespace != namespace {
-		return Target{}, fmt.Errorf("two namespaces given: -n %s, and %s in %s/%s; give one (-n %s %s, or %s/%s)",
-			namespace, t.Namespace, t.Namespace, t.Name, namespace, t.Name, t.Namespace, t.Name)
+		if _, isKind := otherKind(t.Namespace); !isKind {
+			return Target{}, &TwoNamespacesError{Flag: namespace, Namespace: t.Namespace, Name: t.Name}
+		}
+		t.FlagNamespace = namespace
 	}
 	t.NamespaceGiven = true
 	return t, nil
+}
+
+// TwoNamespaces is the error of a FlagNamespace question whose NAMESPACE exists, nil for any
+// other target.
+func (t Target) TwoNamespaces() error {
+	if t.FlagNamespace == "" {
+		return nil
+	}
+	return &TwoNamespacesError{Flag: t.FlagNamespace, Namespace: t.Namespace, Name: t.Name}
+}
+
+// TwoNamespacesError is a question that names two namespaces: -n Flag, and Namespace in the
+// argument Namespace/Name. Its text is for the asker, who gives one of the two.
+type TwoNamespacesError struct {
+	Flag, Namespace, Name string
+}
+
+func (e *TwoNamespacesError) Error() string {
+	return fmt.Sprintf("two namespaces given: -n %s, and %s in %s/%s; give one (-n %s %s, or %s/%s)",
+		e.Flag, e.Namespace, e.Namespace, e.Name, e.Flag, e.Name, e.Namespace, e.Name)
 }
 
 // TargetSyntax explains how ParseTarget reads its argument, for --help and /whypending help.

@@ -25,7 +25,9 @@ func Render(w io.Writer, m chat.Message) error {
 	for _, s := range m.Sections {
 		b.WriteString("\n")
 		if s.Heading != "" {
-			fmt.Fprintf(&b, "%s\n", strings.ToUpper(Escape(s.Heading)))
+			// As written: headings carry names (a pod's, a container's, a code), which are
+			// case-sensitive; the indented body below sets the heading apart.
+			fmt.Fprintf(&b, "%s\n", Escape(s.Heading))
 		}
 		if s.Text != "" {
 			for _, line := range strings.Split(Escape(s.Text), "\n") {
@@ -72,7 +74,7 @@ func Render(w io.Writer, m chat.Message) error {
 		}
 	}
 	if len(m.Buttons) > 0 {
-		b.WriteString("\nACTIONS\n")
+		b.WriteString("\nActions\n")
 		for i, btn := range m.Buttons {
 			fmt.Fprintf(&b, "  [%d] %s\n", i+1, Escape(btn.Label))
 		}

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,5 +65,22 @@ func TestRenderCapsLongTables(t *testing.T) {
 	}
 	if want := "… and 142 more rows"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q", want)
+	}
+}
+
+// TestRenderKeepsNamesInHeadings: a heading is written as it is: the pod name and the code in
+// a workload group's heading are case-sensitive identifiers, never upper-cased.
+func TestRenderKeepsNamesInHeadings(t *testing.T) {
+	heading := "4 of 5 pods Pending: insufficient-cpu — pod checkout-7d9f8b6c4-x2xq"
+	m := chat.Message{Title: "Deployment shop/checkout: insufficient-cpu", Sections: []chat.Section{
+		{Heading: "Cause", Text: "No node has 1500m cpu free."},
+		{Heading: heading, Text: "No node has 1500m cpu free."},
+	}}
+	var b bytes.Buffer
+	if err := Render(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(b.String(), "\n"); !slices.Contains(lines, heading) || !slices.Contains(lines, "Cause") {
+		t.Errorf("output lacks the headings %q and %q as written:\n%s", "Cause", heading, b.String())
 	}
 }

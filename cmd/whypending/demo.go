@@ -259,6 +259,9 @@ func demoAnswer(ctx context.Context, f *demoFleet, session *console.Session, lin
 	}
 	target := demoClusterFlag(fields)
 	if fields[0] == "/why-pending" && target == "" && len(fields) >= 2 {
+		if demoRefused(fields[1:]) {
+			return session.Handle(ctx, line) // the bot says why, before it asks any cluster
+		}
 		ns := demoNamespace(fields[1:])
 		if ns == "" {
 			return []chat.Message{{Title: "which namespace? use /why-pending NAMESPACE/POD or /why-pending TYPE/NAME -n NAMESPACE", Severity: chat.SeverityWarning,
@@ -281,6 +284,30 @@ func demoAnswer(ctx context.Context, f *demoFleet, session *console.Session, lin
 		}
 	}
 	return session.Handle(ctx, line)
+}
+
+// demoRefused reports whether the bot refuses the /why-pending arguments args whatever the
+// namespace: more than one name, or a name no pod or workload can have ("Web_1", one longer
+// than 253 characters; triage.ParseTarget's check). Which namespace it is in does not matter
+// then, so the demo does not ask, nor look for a cluster that has it.
+func demoRefused(args []string) bool {
+	var names []string // the bot's positional arguments
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			names = append(names, a)
+			continue
+		}
+		switch strings.TrimLeft(a, "-") {
+		case "n", "namespace", "cluster":
+			i++ // its value
+		}
+	}
+	if len(names) != 1 {
+		return len(names) > 1
+	}
+	_, err := triage.ParseTarget(names[0], "default", false)
+	return err != nil
 }
 
 // demoClusterFlag is the value of --cluster (or --cluster=NAME) in a command's fields.

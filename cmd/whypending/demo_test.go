@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/whypending/whypending"
+	"github.com/whypending/whypending/adapters/console"
+	"github.com/whypending/whypending/bot"
 )
 
 // TestDemoInterruptStopsStartingClusters interrupts the demo (Ctrl-C cancels its context)
@@ -158,4 +161,37 @@ func controlPlaneChildren(t *testing.T) map[int]string {
 		}
 	}
 	return out
+}
+
+// TestDemoRefusesBadNameFirst: a question the bot refuses whatever the namespace (a name no
+// pod or workload can have, or two names) gets the bot's refusal, not the demo's "which
+// namespace?" or "no demo cluster has namespace"; a valid name without a namespace is still
+// asked which. No cluster starts.
+func TestDemoRefusesBadNameFirst(t *testing.T) {
+	scenarios, err := readScenarios(whypending.Scenarios, "testdata/scenarios", []string{"seed-frontend-cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := newDemoFleet(t.Context(), scenarios, io.Discard, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	session := console.NewSession(bot.New(bot.Options{Clusters: f.botClusters(), Log: slog.New(slog.DiscardHandler)}), demoRequester)
+	long := strings.Repeat("a", 254)
+	for line, want := range map[string]string{
+		"/why-pending Web_1":            `/why-pending: "Web_1" is not a valid pod or workload name`,
+		"/why-pending " + long:          `/why-pending: "` + long + `" is not a valid pod or workload name`,
+		"/why-pending deploy/Web_1":     `/why-pending: "Web_1" is not a valid deployment name`,
+		"/why-pending nowhere/Web_1":    `/why-pending: "Web_1" is not a valid pod or workload name`,
+		"/why-pending -n nowhere Web_1": `/why-pending: "Web_1" is not a valid pod or workload name`,
+		"/why-pending -n nowhere web":   `no demo cluster has namespace "nowhere"`,
+		"/why-pending web 1":            "/why-pending: name one pod or workload",
+		"/why-pending web":              "which namespace?",
+	} {
+		msgs := demoAnswer(t.Context(), f, session, line)
+		if len(msgs) != 1 || !strings.HasPrefix(msgs[0].Title, want) {
+			t.Errorf("%s: %+v, want one message titled %q…", line, msgs, want)
+		}
+	}
 }

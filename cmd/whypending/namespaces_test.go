@@ -176,3 +176,23 @@ func TestBotNamespaceOnAnotherCluster(t *testing.T) {
 		t.Errorf("/why-pending %s --cluster staging = %q, want the pod's answer (%q…)", name, got.Message.Title, want)
 	}
 }
+
+// TestWhyPendingKindNamedNamespace: "svc/web -n shop" answers as "svc/web" does while no
+// namespace svc exists (exit 2; svc/ names the Service kind, which whypending does not
+// diagnose, and the fix says how to look at it); once namespace svc exists it is refused as
+// naming two namespaces, in one line that blames no API server.
+func TestWhyPendingKindNamedNamespace(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	kc := c.KubeconfigPath
+	createNamespace(t, c, "shop")
+	_, alone, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "svc/web")
+	code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kc, "svc/web", "-n", "shop")
+	if code != exitPodNotFound || out != alone || !strings.Contains(out, "kubectl describe service web") {
+		t.Errorf("svc/web -n shop: exit %d, stderr %q, output:\n%s\nwant exit 2 and what svc/web alone gets:\n%s", code, errOut, out, alone)
+	}
+	createNamespace(t, c, "svc")
+	code, out, errOut = runCLI(t, "why-pending", "--kubeconfig", kc, "svc/web", "-n", "shop")
+	if want := "error: two namespaces given: -n shop, and svc in svc/web; give one (-n shop web, or svc/web)\n"; code != 1 || errOut != want {
+		t.Errorf("svc/web -n shop with namespace svc: exit %d, stderr %q, stdout %q; want 1 and %q", code, errOut, out, want)
+	}
+}

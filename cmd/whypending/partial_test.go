@@ -133,10 +133,10 @@ func TestWhyPendingWithOnlyGetPods(t *testing.T) {
 		}
 		// No table to speak of, and no raw API error pasted into the cause (one line per
 		// refused read is the evidence).
-		cause := strings.SplitN(strings.SplitN(out, "CAUSE\n", 2)[1], "\n\n", 2)[0]
+		cause := strings.SplitN(strings.SplitN(out, "\nCause\n", 2)[1], "\n\n", 2)[0]
 		for _, bad := range []string{"node table shows no node", "is forbidden: User"} {
 			if strings.Contains(cause, bad) {
-				t.Errorf("CAUSE contains %q:\n%s", bad, cause)
+				t.Errorf("the cause contains %q:\n%s", bad, cause)
 			}
 		}
 	})

@@ -91,6 +91,21 @@ func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
 	}
 }
 
+// serveLogger is the bot's log: JSON lines on w, from Info up. A duration is written as a Go
+// duration string ("took":"1.52s"), as the config writes durations, not as the JSON
+// handler's integer nanoseconds.
+func serveLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: durationText}))
+}
+
+// durationText is a slog ReplaceAttr that writes duration values as Go duration strings.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}
+
 // runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
 // listener's address once it accepts connections (tests).
 func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
@@ -98,7 +113,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := serveLogger(stderr)
 	klog.SetSlogLogger(log.With(slog.String("from", "client-go")))
 	setGoMemLimit(log, memlimit.FromCgroup)
 	var secrets SlackSecrets

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -387,5 +388,26 @@ func TestSetGoMemLimit(t *testing.T) {
 	setGoMemLimit(slog.New(slog.NewJSONHandler(&out, nil)), func() (uint64, error) { return 0, memlimit.ErrNoLimit })
 	if out.Len() != 0 {
 		t.Errorf("no limit anywhere logged:\n%s", out.String())
+	}
+}
+
+// TestServeLoggerDurations: the bot's log writes durations ("took", "retryAfter", inside a
+// group too) as Go duration strings, not as integer nanoseconds.
+func TestServeLoggerDurations(t *testing.T) {
+	var out bytes.Buffer
+	serveLogger(&out).Info("caches synced", slog.Duration("took", 1520*time.Millisecond),
+		slog.Group("call", slog.Duration("retryAfter", 2*time.Second)), slog.Int("pods", 3))
+	var line struct {
+		Took string `json:"took"`
+		Call struct {
+			RetryAfter string `json:"retryAfter"`
+		} `json:"call"`
+		Pods int `json:"pods"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("decode %s: %v", out.String(), err)
+	}
+	if line.Took != "1.52s" || line.Call.RetryAfter != "2s" || line.Pods != 3 {
+		t.Errorf("log line = %s, want took 1.52s, call.retryAfter 2s, pods 3", out.String())
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -82,7 +83,11 @@ rests on what could be read and lists each refused read and the permission that 
 			a, err := slowStep(ctx, cmd.ErrOrStderr(), "reading what the answer needs", cfg.Host, func(ctx context.Context) (*triage.Answer, error) {
 				return collect.Answer(ctx, collect.New(client).WithCalico(cfg), t)
 			})
-			if err != nil {
+			var two *triage.TwoNamespacesError
+			switch {
+			case errors.As(err, &two):
+				return err // the asker's, like Given's: nothing to say about the server
+			case err != nil:
 				return commandError(ctx, cfg, err)
 			}
 			if cl, err := calico.NewClient(ctx, cfg); err == nil {

@@ -15,9 +15,9 @@ import (
 //
 //   - --all: the namespace sweep (Sweep);
 //   - a pod (NAMESPACE/POD, po/NAME): its Diagnosis;
-//   - a bare NAME: the pod of that name; when there is none, the first workload of that name
-//     in triage.WorkloadKinds order (the answer notes it, and any other kind with that name);
-//     with neither, the pod-not-found answer with the closest pod names;
+//   - a bare NAME (or NAMESPACE/NAME): the pod of that name; when there is none, the first
+//     workload of that name in triage.WorkloadKinds order (the answer notes it, and any other
+//     kind with that name); with neither, the pod-not-found answer with the closest pod names;
 //   - TYPE/NAME: the workload's WorkloadDiagnosis. When TYPE is also a namespace name
 //     (t.OtherReading) and a pod exists under that reading, the answer notes how to ask for it;
 //     when the workload does not exist but that pod does, the answer is the pod's (as
@@ -25,7 +25,8 @@ import (
 //     asker named the namespace with -n (t.NamespaceGiven).
 //
 // It returns an error only when the API server cannot answer the main read (the pod, the
-// workload, or the namespace's pods and workloads for a sweep).
+// workload, or the namespace's pods and workloads for a sweep), or a *triage.TwoNamespacesError
+// when t.FlagNamespace is set and its NAMESPACE exists (the asker's error, for the asker).
 func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer, error) {
 	ctx = withVisible(ctx, t.Visible)
 	switch {
@@ -42,6 +43,9 @@ func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer,
 		}
 		return &triage.Answer{Pod: d}, nil
 	case t.Kind == "":
+		if err := twoNamespaces(ctx, c, t); err != nil {
+			return nil, err
+		}
 		return bareName(ctx, c, t)
 	}
 	ref := triage.WorkloadRef{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name}
@@ -64,6 +68,21 @@ func Answer(ctx context.Context, c *Collector, t triage.Target) (*triage.Answer,
 			o.Namespace, o.Name, t.Kind, t.Name, t.Namespace, o.Name, o.Namespace, o.Namespace, o.Name))
 	}
 	return a, nil
+}
+
+// twoNamespaces is t.TwoNamespaces() when t's NAMESPACE, named like a kind ("svc/web -n
+// shop"), is not known to be missing: the question is then refused as naming two namespaces,
+// as Given refuses any other. The test is the one a question without -n makes (Collect's
+// missingNamespace): only a namespace that does not exist is read as a kind.
+func twoNamespaces(ctx context.Context, c *Collector, t triage.Target) error {
+	err := t.TwoNamespaces()
+	if err == nil {
+		return nil
+	}
+	if _, nsErr := c.read.namespace(ctx, t.Namespace); apierrors.IsNotFound(nsErr) {
+		return nil
+	}
+	return err
 }
 
 // bareName answers a bare NAME: the pod, else a workload of that name.

@@ -255,3 +255,9 @@ const CodeUnknown Code = "unknown"
 func (c Code) Pending() bool {
 	return c != CodeNodeNotReady && slices.Contains(schedulingOrder, c)
 }
+
+// Terminating reports whether c is a cause that keeps a deleted pod from going away (the
+// Terminating family of docs/triage-codes.md): once the pod is gone, that problem is over.
+func (c Code) Terminating() bool {
+	return c == CodeFinalizerBlocking || c == CodeNodeUnreachableTerminating || c == CodeVolumeTeardownStuck
+}

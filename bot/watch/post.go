@@ -18,11 +18,13 @@ const (
 )
 
 // How an episode ended (post.End): the workload recovered, was deleted, or kept no pods
-// (scaled to zero). Only the first is a recovery; the others never say so.
+// (scaled to zero), or a pod stuck Terminating is gone at last. Only the first and the last
+// are a recovery; the others never say so.
 const (
 	endRecovered = ""
 	endDeleted   = "deleted"
 	endNoPods    = "no-pods"
+	endGone      = "gone" // deleted while stuck Terminating: going away was the fix
 )
 
 // post is what the ledger entry of one workload and channel keeps (ledger.Entry.Data): the
@@ -137,6 +139,9 @@ func (d *post) recover(now time.Time, end string) bool {
 	if d.State != stateStuck {
 		return false
 	}
+	if end == endDeleted && d.Code.Terminating() {
+		end = endGone // the pod would not go away; now it has
+	}
 	d.State, d.RecoveredAt, d.End = stateRecovered, now, end
 	if d.Snooze != nil {
 		// A snoozed workload that recovers: the root says so (an edit), no line is posted.
@@ -154,6 +159,8 @@ func (d *post) recover(now time.Time, end string) bool {
 		d.addReply(fmt.Sprintf("%s was deleted after %s stuck (last cause %s); it did not recover.", d.Workload.String(), stuck, d.Code))
 	case endNoPods:
 		d.addReply(fmt.Sprintf("%s has no pods now (scaled to zero?) after %s stuck (last cause %s); it did not recover.", d.Workload.String(), stuck, d.Code))
+	case endGone:
+		d.addReply(fmt.Sprintf("Gone after %s stuck Terminating (last cause %s).", stuck, d.Code))
 	default:
 		d.addReply(fmt.Sprintf("Recovered after %s.", stuck))
 	}
@@ -168,6 +175,8 @@ func (d *post) ended() string {
 		return "deleted"
 	case endNoPods:
 		return "no pods"
+	case endGone:
+		return "gone"
 	}
 	return "recovered"
 }
@@ -231,7 +240,7 @@ func (w *Watcher) render(e *ledger.Entry) thread.Thread {
 }
 
 func replySeverity(d *post, r reply) chat.Severity {
-	if len(d.Replies) > 0 && d.Replies[len(d.Replies)-1].Key == r.Key && d.State == stateRecovered && d.End == endRecovered {
+	if len(d.Replies) > 0 && d.Replies[len(d.Replies)-1].Key == r.Key && d.State == stateRecovered && (d.End == endRecovered || d.End == endGone) {
 		return chat.SeverityOK
 	}
 	return chat.SeverityInfo
@@ -261,6 +270,9 @@ func rootMessage(d *post, name string) chat.Message {
 		case endNoPods:
 			title, sev = fmt.Sprintf("No pods left while stuck · %s", d.Workload.String()), chat.SeverityInfo
 			next = " It has no pods now (scaled to zero?); it did not recover." + next
+		case endGone:
+			title = fmt.Sprintf("Gone after %s stuck Terminating · %s", roundDuration(d.RecoveredAt.Sub(d.Since)), d.Workload.String())
+			next = ""
 		}
 		return chat.Message{Title: title, Severity: sev, Sections: []chat.Section{{Text: span + next}}, Footer: d.Message.Footer}
 	}

@@ -73,4 +73,13 @@ func TestPostLife(t *testing.T) {
 	if m := rootMessage(&d, "watch-x"); m.Title != "No pods left while stuck · deploy/checkout -n shop" || m.Severity == chat.SeverityOK {
 		t.Errorf("scaled-to-zero root = %q (%v)", m.Title, m.Severity)
 	}
+	// A pod stuck Terminating that is deleted at last: that is the fix, said as such.
+	var g post
+	pod := Workload{Cluster: "prod", Kind: triage.KindPod, Namespace: "shop", Name: "draining"}
+	g.update(pod, t0, Result{Code: triage.CodeFinalizerBlocking, Message: chat.Message{Title: "fin"}}, t0, remind)
+	g.recover(t0.Add(5*time.Minute), endDeleted)
+	if m := rootMessage(&g, "watch-y"); m.Title != "Gone after 5 min stuck Terminating · draining -n shop" || m.Severity != chat.SeverityOK ||
+		g.Replies[0].Text != "Gone after 5 min stuck Terminating (last cause finalizer-blocking)." || replySeverity(&g, g.Replies[0]) != chat.SeverityOK {
+		t.Errorf("gone while Terminating: root %q (%v), reply %q", m.Title, m.Severity, g.Replies[0].Text)
+	}
 }

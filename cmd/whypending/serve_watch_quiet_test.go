@@ -22,9 +22,10 @@ import (
 // whypending.io/watch: "false" on their namespace, on a Deployment, on a bare pod) or in a
 // namespace of watch.excludeNamespaces get no post, while a control Deployment stuck beside
 // them does. The control post gets exactly one "Still stuck after" reply per remindAfter (a
-// pod event between two brings none early) and no edit. A pod held Terminating by a finalizer past thresholds.terminating gets one post
-// with finalizer-blocking; the finalizer removed, the pod is gone and its post says it was
-// deleted, never recovered. Nothing is posted twice.
+// pod event between two brings none early) and no edit. A pod held Terminating by a
+// finalizer past thresholds.terminating gets one post with finalizer-blocking; the finalizer
+// removed, the pod is gone, which was the fix: its post says "Gone after", never "did not
+// recover". Nothing is posted twice.
 func TestServeWatchQuiet(t *testing.T) {
 	const ns, remind = "shop", 6 * time.Second
 	c := startWatchCluster(t, 1, ns, func(string) bool { return false })
@@ -122,7 +123,8 @@ func TestServeWatchQuiet(t *testing.T) {
 		}
 	}
 
-	// The finalizer removed: the pod is gone, its post says it was deleted.
+	// The finalizer removed: the pod is gone at last, which is what was wanted: its post says
+	// it is gone (a recovery), never that it was deleted without recovering.
 	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "draining", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`),
 		metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -132,10 +134,10 @@ func TestServeWatchQuiet(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	// The root is edited before the line is posted: both are waited for.
-	waitUntil(t, 60*time.Second, "draining's post edited to deleted, with one line", func() bool {
+	waitUntil(t, 60*time.Second, "draining's post edited to gone, with one line", func() bool {
 		th := byTitle("draining")
-		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "Deleted while stuck") &&
-			strings.Contains(th.replies[len(th.replies)-1].Text, "was deleted after")
+		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "Gone after") &&
+			strings.Contains(th.replies[len(th.replies)-1].Text, "Gone after")
 	})
 	th := byTitle("draining")
 	last := th.replies[len(th.replies)-1].Text
@@ -143,8 +145,8 @@ func TestServeWatchQuiet(t *testing.T) {
 	for _, m := range append(th.replies, th.updates...) {
 		all += shown(m)
 	}
-	if !strings.Contains(last, "draining -n shop was deleted after") || strings.Contains(all, "Recovered") {
-		t.Errorf("draining deleted: last reply %q; want the deletion, and no recovery anywhere in the thread", last)
+	if !strings.Contains(last, "stuck Terminating (last cause finalizer-blocking)") || strings.Contains(all, "did not recover") {
+		t.Errorf("draining gone: last reply %q; want it gone after being stuck Terminating, never 'did not recover'", last)
 	}
 
 	postedOnce(t, fake, "C0OPS", 2, "checkout, draining")

@@ -124,6 +124,21 @@ func (s *Store) GetCached(ctx context.Context, name string) (*Entry, error) {
 	return s.Get(ctx, name)
 }
 
+// Exists reports whether the entry named name exists: from the followed copy when it has
+// synced (no request), else from the API server. The copy may be behind by moments, so a
+// "no" may be wrong for an entry just written: use it only where a wrong "no" is caught by
+// the compare-and-set that follows (UpdateFromCopy finds the entry when it creates it).
+func (s *Store) Exists(ctx context.Context, name string) (bool, error) {
+	if _, found, err := s.copyOf(name); err == nil {
+		return found, nil
+	}
+	_, err := s.Get(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Copy is the followed copy of the entry named name, with no request: found is false when
 // there is no synced copy or it does not hold the entry. For what may be stale (when to look
 // again), never for a decision to write.

@@ -279,7 +279,7 @@ func TestSendFromRequests(t *testing.T) {
 	}
 	b := newBoard()
 	before := requests.Load()
-	_, cur, err := s.SendFrom(ctx, e, "root", 1, b.poster())
+	_, cur, err := s.SendFrom(ctx, e, "root", 1, b.poster(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestSendFromRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = requests.Load()
-	if _, err := s.EditFrom(ctx, cur, "root", func(context.Context, *Entry, Ref) error { return nil }); err != nil {
+	if _, err := s.EditFrom(ctx, cur, "root", func(context.Context, *Entry, Ref) error { return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := requests.Load() - before; n != 2 {
@@ -301,7 +301,7 @@ func TestSendFromRequests(t *testing.T) {
 	if _, err := other.SendRevision(ctx, e.Name(), "r1", 0, b.poster()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SendFrom(ctx, e, "r1", 0, b.poster()); err != nil {
+	if _, _, err := s.SendFrom(ctx, e, "r1", 0, b.poster(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.count("r1"); n != 1 {

@@ -38,19 +38,22 @@ func (s *Store) Send(ctx context.Context, name, key string, p Poster) (Ref, erro
 // only once the entry's Revision passes rev. A message that Find recovers after an unfinished
 // post is recorded as showing revision 0, since nobody knows what it was rendered from.
 func (s *Store) SendRevision(ctx context.Context, name, key string, rev int64, p Poster) (Ref, error) {
-	ref, _, err := s.sendFrom(ctx, name, nil, key, rev, p)
+	ref, _, err := s.sendFrom(ctx, name, nil, key, rev, p, nil)
 	return ref, err
 }
 
 // SendFrom is SendRevision starting from e, the entry as the caller last read or wrote it,
 // instead of reading it again (an e that is behind fails the claim's compare-and-set, and
 // the next attempt reads). It also returns the entry as Send last read or wrote it (nil when
-// a write failed), for the caller's next step to start from.
-func (s *Store) SendFrom(ctx context.Context, e *Entry, key string, rev int64, p Poster) (Ref, *Entry, error) {
-	return s.sendFrom(ctx, e.Name(), e, key, rev, p)
+// a write failed), for the caller's next step to start from. also, when not nil, is applied
+// to the entry in the same write that records the message (the caller's last change, such
+// as clearing Pending, made without a request of its own); it must be a function of the
+// entry it is given.
+func (s *Store) SendFrom(ctx context.Context, e *Entry, key string, rev int64, p Poster, also func(e *Entry)) (Ref, *Entry, error) {
+	return s.sendFrom(ctx, e.Name(), e, key, rev, p, also)
 }
 
-func (s *Store) sendFrom(ctx context.Context, name string, e *Entry, key string, rev int64, p Poster) (Ref, *Entry, error) {
+func (s *Store) sendFrom(ctx context.Context, name string, e *Entry, key string, rev int64, p Poster, also func(e *Entry)) (Ref, *Entry, error) {
 	defer s.lock(name, key)()
 	given := e != nil
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -78,7 +81,7 @@ func (s *Store) sendFrom(ctx context.Context, name string, e *Entry, key string,
 				return Ref{}, nil, fmt.Errorf("notification %s: find message %s after an unfinished post: %w", name, key, err)
 			}
 			if found {
-				out, err := s.record(ctx, name, key, ref, 0, nil)
+				out, err := s.record(ctx, name, key, ref, 0, nil, also)
 				return ref, out, err
 			}
 		}
@@ -101,7 +104,7 @@ func (s *Store) sendFrom(ctx context.Context, name string, e *Entry, key string,
 			s.markFailed(cctx, claimed, key)
 			return Ref{}, nil, fmt.Errorf("notification %s: post message %s: %w", name, key, perr)
 		}
-		out, err := s.record(cctx, name, key, ref, rev, claimed)
+		out, err := s.record(cctx, name, key, ref, rev, claimed, also)
 		return ref, out, err
 	}
 	return Ref{}, nil, fmt.Errorf("notification %s: claim message %s: still conflicting after %d attempts", name, key, maxAttempts)
@@ -113,17 +116,18 @@ func (s *Store) sendFrom(ctx context.Context, name string, e *Entry, key string,
 // never race each other and leave the older text standing. An edit needs no Find: doing it
 // again is harmless.
 func (s *Store) Edit(ctx context.Context, name, key string, edit func(ctx context.Context, e *Entry, ref Ref) error) error {
-	_, err := s.editFrom(ctx, name, nil, key, edit)
+	_, err := s.editFrom(ctx, name, nil, key, edit, nil)
 	return err
 }
 
-// EditFrom is Edit starting from e, the entry as the caller last read or wrote it (see
-// SendFrom), and returns the entry as Edit last read or wrote it (nil when a write failed).
-func (s *Store) EditFrom(ctx context.Context, e *Entry, key string, edit func(ctx context.Context, e *Entry, ref Ref) error) (*Entry, error) {
-	return s.editFrom(ctx, e.Name(), e, key, edit)
+// EditFrom is Edit starting from e, the entry as the caller last read or wrote it, and
+// returns the entry as Edit last read or wrote it (nil when a write failed); also is applied
+// in the write that records the edit, as in SendFrom.
+func (s *Store) EditFrom(ctx context.Context, e *Entry, key string, edit func(ctx context.Context, e *Entry, ref Ref) error, also func(e *Entry)) (*Entry, error) {
+	return s.editFrom(ctx, e.Name(), e, key, edit, also)
 }
 
-func (s *Store) editFrom(ctx context.Context, name string, e *Entry, key string, edit func(ctx context.Context, e *Entry, ref Ref) error) (*Entry, error) {
+func (s *Store) editFrom(ctx context.Context, name string, e *Entry, key string, edit func(ctx context.Context, e *Entry, ref Ref) error, also func(e *Entry)) (*Entry, error) {
 	ck := "edit:" + key
 	defer s.lock(name, ck)()
 	given := e != nil
@@ -175,6 +179,9 @@ func (s *Store) editFrom(ctx context.Context, name string, e *Entry, key string,
 				if m.Shows < shows {
 					m.Shows = shows
 					e.Messages[key] = m
+				}
+				if also != nil {
+					also(e)
 				}
 			}
 			return nil
@@ -234,11 +241,11 @@ func (s *Store) claimed(e *Entry, key string) *Entry {
 	return &c
 }
 
-// record writes the posted message key, showing revision shows, and drops its claim, starting
-// from claimed (the entry as the claim wrote it; nil reads it). It retries with back-off until
-// it is written or ctx ends: a post that is made but not recorded is found again by Find, but
-// only after the claim TTL.
-func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64, claimed *Entry) (*Entry, error) {
+// record writes the posted message key, showing revision shows, and drops its claim (and
+// applies also, if not nil), starting from claimed (the entry as the claim wrote it; nil
+// reads it). It retries with back-off until it is written or ctx ends: a post that is made
+// but not recorded is found again by Find, but only after the claim TTL.
+func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int64, claimed *Entry, also func(e *Entry)) (*Entry, error) {
 	var last error
 	var out *Entry
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 8, Cap: 10 * time.Second},
@@ -253,6 +260,9 @@ func (s *Store) record(ctx context.Context, name, key string, ref Ref, shows int
 					e.Messages[key] = Posted{Ref: ref, At: s.now().UTC(), Shows: shows}
 				}
 				delete(e.Claims, key)
+				if also != nil {
+					also(e)
+				}
 				return nil
 			})
 			return last == nil, nil

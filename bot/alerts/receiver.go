@@ -280,8 +280,8 @@ func tooLarge(err error) bool {
 // reconcile posts and edits what the entry's thread still lacks.
 func (r *Receiver) reconcile(ctx context.Context, e *ledger.Entry) error {
 	cur, err := thread.Deliver(ctx, r.o.Store, r.o.Platforms, e, r.render)
-	if err != nil {
-		return err
+	if err != nil || !cur.Pending {
+		return err // an error, or done: the last record cleared the mark
 	}
 	// From the entry Deliver last wrote: one request when nobody wrote in between.
 	_, err = r.o.Store.UpdateFrom(ctx, cur, func(e *ledger.Entry) error {

@@ -100,6 +100,9 @@ type Watcher struct {
 	tracked map[string]Workload
 	// open are the workloads with a post open (the stuck-now gauge).
 	open map[string]bool
+	// written are the posts (entry names) this term has written: they exist even while the
+	// followed copy does not show them yet.
+	written map[string]bool
 	// worker delivers the posts of the current term.
 	worker *ledger.Worker
 }
@@ -154,7 +157,7 @@ func (w *Watcher) Run(ctx context.Context, el *lease.Elector) error {
 // misses nothing), every open post is checked for recovery, and the threads are delivered.
 func (w *Watcher) lead(ctx context.Context) {
 	w.mu.Lock()
-	w.seen, w.tracked, w.open = map[string]string{}, map[string]Workload{}, map[string]bool{}
+	w.seen, w.tracked, w.open, w.written = map[string]string{}, map[string]Workload{}, map[string]bool{}, map[string]bool{}
 	w.mu.Unlock()
 	// The posts' and roll-ups' followed copies: most reads of a reconcile need no request
 	// (ledger.Store.UpdateFromCopy, GetCached).
@@ -548,9 +551,13 @@ func (w *Watcher) stuck(ctx context.Context, wl Workload, since time.Time, res R
 	var errs []error
 	for _, ch := range w.channels(wl) {
 		k := key(ch, wl)
-		_, err := w.o.Store.GetCached(ctx, k.Name())
+		// From the followed copy, or this term's own writes, which the copy may not show yet.
+		exists, err := w.wrote(k.Name()), error(nil)
+		if !exists {
+			exists, err = w.o.Store.Exists(ctx, k.Name())
+		}
 		switch {
-		case errors.Is(err, ledger.ErrNotFound):
+		case err == nil && !exists:
 			// A new post: only a sure answer within the channel's rate limit.
 			ok, err := w.admit(ctx, ch, wl, since, res, now)
 			if err != nil {
@@ -609,10 +616,24 @@ func (w *Watcher) change(ctx context.Context, k ledger.Key, fn func(d *post) boo
 	if errors.Is(err, ledger.ErrUnchanged) || errors.Is(err, ledger.ErrNotFound) {
 		return nil // nothing to change, or no post to change
 	}
+	if err == nil {
+		w.mu.Lock()
+		if w.written != nil {
+			w.written[e.Name()] = true
+		}
+		w.mu.Unlock()
+	}
 	if err == nil && e.Pending {
 		w.enqueue(e)
 	}
 	return err
+}
+
+// wrote says whether this term wrote the post named name.
+func (w *Watcher) wrote(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written[name]
 }
 
 // enqueue asks this replica's delivery worker to deliver e, just written, soon (starting
@@ -651,8 +672,8 @@ func (w *Watcher) deliver(ctx context.Context, e *ledger.Entry) error {
 // deliver makes e's thread show what render says, then clears its pending mark.
 func deliver(ctx context.Context, s *ledger.Store, p thread.Platforms, e *ledger.Entry, render thread.Render) error {
 	cur, err := thread.Deliver(ctx, s, p, e, render)
-	if err != nil {
-		return err
+	if err != nil || !cur.Pending {
+		return err // an error, or done: the last record cleared the mark
 	}
 	_, err = s.UpdateFrom(ctx, cur, func(e *ledger.Entry) error {
 		if !thread.Done(e, render(e)) {

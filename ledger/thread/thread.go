@@ -71,8 +71,10 @@ func Mark(entry, key string) string { return entry + "/" + key }
 // first error and returns it (ledger.ErrBusy, wrapped, when another process is posting a
 // message now), so calling it again goes on where it stopped. Messages e already records
 // cost no request, and each step starts from the entry the step before wrote (e at first),
-// so a message costs two requests (its claim and its record). It returns the entry as it
-// last read or wrote it, for the caller's next write to start from.
+// so a message costs two requests (its claim and its record). The last step's record also
+// clears e's pending mark when the thread is then done. It returns the entry as it last read
+// or wrote it, for the caller's next write to start from: when that is still Pending, the
+// caller clears the mark (Deliver had nothing to post, or another writer came in between).
 func Deliver(ctx context.Context, s *ledger.Store, p Platforms, e *ledger.Entry, render Render) (*ledger.Entry, error) {
 	pl, ok := p[e.Platform]
 	if !ok {
@@ -81,10 +83,30 @@ func Deliver(ctx context.Context, s *ledger.Store, p Platforms, e *ledger.Entry,
 	name := e.Name()
 	th := render(e)
 	rootKey := th.Root.Key
+	var replies []Message
+	for _, r := range th.Replies {
+		if _, ok := e.Messages[r.Key]; !ok {
+			replies = append(replies, r)
+		}
+	}
+	// finish goes with the last step planned; a step that was not planned (an edit after a
+	// root another replica posted) leaves the mark to the caller.
+	finish := func(ce *ledger.Entry) {
+		if Done(ce, render(ce)) {
+			ce.Pending = false
+		}
+	}
+	last := func(isLast bool) func(*ledger.Entry) {
+		if isLast {
+			return finish
+		}
+		return nil
+	}
 	cur := e
 	root, posted := e.Messages[rootKey]
+	edit := posted && root.Shows < e.Revision
 	if !posted {
-		ref, out, err := s.SendFrom(ctx, cur, rootKey, e.Revision, poster{pl, e.Channel, "", Mark(name, rootKey), th.Root.Render})
+		ref, out, err := s.SendFrom(ctx, cur, rootKey, e.Revision, poster{pl, e.Channel, "", Mark(name, rootKey), th.Root.Render}, last(len(replies) == 0))
 		if err != nil {
 			return nil, err
 		}
@@ -104,17 +126,14 @@ func Deliver(ctx context.Context, s *ledger.Store, p Platforms, e *ledger.Entry,
 				return err
 			}
 			return pl.Edit(ctx, ref, Mark(name, rootKey), m)
-		})
+		}, last(edit && len(replies) == 0))
 		if err != nil {
 			return nil, err
 		}
 		cur = out
 	}
-	for _, r := range th.Replies {
-		if _, ok := e.Messages[r.Key]; ok {
-			continue
-		}
-		_, out, err := s.SendFrom(ctx, cur, r.Key, 0, poster{pl, e.Channel, root.Ref.Thread, Mark(name, r.Key), r.Render})
+	for i, r := range replies {
+		_, out, err := s.SendFrom(ctx, cur, r.Key, 0, poster{pl, e.Channel, root.Ref.Thread, Mark(name, r.Key), r.Render}, last(i == len(replies)-1))
 		if err != nil {
 			return nil, err
 		}

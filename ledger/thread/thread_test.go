@@ -253,3 +253,65 @@ func TestDeliverWithoutThePlatform(t *testing.T) {
 		t.Errorf("claims = %+v, %v; want none", e.Claims, err)
 	}
 }
+
+// TestDeliverClearsPending: the last message's record also clears the pending mark (no write
+// of its own), both for a new thread and for a change (an edit and a new reply), and a
+// delivery with nothing left to post leaves the mark to its caller.
+func TestDeliverClearsPending(t *testing.T) {
+	store := stores(t)
+	b := &board{}
+	var renders atomic.Int64
+	p := Platforms{"slack": b}
+	write := func(fn func(e *ledger.Entry, s *state)) *ledger.Entry {
+		t.Helper()
+		e, err := store(0).Update(t.Context(), key, func(e *ledger.Entry) error {
+			var s state
+			if err := e.DataInto(&s); err != nil {
+				return err
+			}
+			fn(e, &s)
+			e.Revision++
+			e.Pending = true
+			return e.SetData(s)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	check := func(what string, e *ledger.Entry) {
+		t.Helper()
+		cur, err := Deliver(t.Context(), store(0), p, e, render(&renders))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := store(1).Get(t.Context(), e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Pending || live.Pending || !Done(live, render(&renders)(live)) {
+			t.Errorf("%s: returned pending %v, stored pending %v, done %v; want the mark cleared by the last record", what, cur.Pending, live.Pending, Done(live, render(&renders)(live)))
+		}
+	}
+	check("a new thread", write(func(e *ledger.Entry, s *state) { s.Replies = []string{"a", "b"} }))
+	check("a change", write(func(e *ledger.Entry, s *state) { s.Replies = append(s.Replies, "c") }))
+	check("an edit alone", write(func(e *ledger.Entry, s *state) {}))
+	// Everything posted already: Deliver writes nothing, the entry stays pending for its caller.
+	e := write(func(e *ledger.Entry, s *state) {})
+	e, err := store(0).Update(t.Context(), key, func(e *ledger.Entry) error {
+		m := e.Messages[ledger.RootKey]
+		m.Shows = e.Revision
+		e.Messages[ledger.RootKey] = m
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := Deliver(t.Context(), store(0), p, e, render(&renders))
+	if err != nil || !cur.Pending {
+		t.Errorf("nothing to post: pending %v, err %v; want the entry back as it was, pending", cur.Pending, err)
+	}
+	if posts, edits := b.titles(); len(posts) != 4 || len(edits) != 2 {
+		t.Errorf("posts %v, edits %v; want root, a, b, c and two edits", posts, edits)
+	}
+}

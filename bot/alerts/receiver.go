@@ -127,7 +127,7 @@ func New(o Options) *Receiver {
 // With Silences set it also ends, every SilenceCheck, the silences that ended in
 // Alertmanager (checkSilences).
 func (r *Receiver) Run(ctx context.Context) {
-	r.o.AckStore.Follow(ctx, Source)
+	r.o.AckStore.Follow(ctx, Source, GroupSource)
 	if r.o.Silences != nil {
 		go func() {
 			t := time.NewTicker(r.o.SilenceCheck)
@@ -214,6 +214,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			r.o.Metrics.Deduplicated.Inc()
 			continue
 		}
+		if seesNone(&hook, r.o.ChannelNamespaces[ch.ID]) && !r.hasThread(ctx, k) {
+			// Nothing the channel may see, and no thread to keep up to date: no root that
+			// would show nothing (and offer a silence of what the channel cannot see).
+			r.o.Metrics.NotShown.Inc()
+			r.o.Log.Debug("alertmanager: no alert of the group is for the channel's namespace; no thread", "groupKey", hook.GroupKey, "channel", ch.ID)
+			continue
+		}
 		e, news, err := r.record(ctx, k, ch, &hook)
 		if err != nil && tooLarge(err) {
 			// A retry would be refused the same: answer 4xx so Alertmanager does not retry.
@@ -235,6 +242,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.recent.add(k, digest, r.o.Now(), r.o.SeenEvery)
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// hasThread says the channel has an entry for the group already (also when that cannot be
+// read: the record that follows then says why).
+func (r *Receiver) hasThread(ctx context.Context, k ledger.Key) bool {
+	_, err := r.o.AckStore.GetCached(ctx, k.Name())
+	return !errors.Is(err, ledger.ErrNotFound)
 }
 
 // record merges hook into the entry of its group in channel ch. news is false when the
@@ -303,10 +317,18 @@ func (r *Receiver) render(e *ledger.Entry) thread.Thread {
 	if err := e.DataInto(&g); err != nil {
 		r.o.Log.Error("alertmanager: unreadable notification", "name", e.Name(), "err", err)
 	}
-	th := thread.Thread{Root: thread.Message{Key: ledger.RootKey, Render: func(context.Context) (chat.Message, error) {
+	th := thread.Thread{Root: thread.Message{Key: ledger.RootKey, Render: func(ctx context.Context) (chat.Message, error) {
+		if r.o.Silences != nil {
+			// The silence is the group's, from any channel: read from its entry at each render.
+			sl, err := r.groupSilence(ctx, g.Receiver, e.Subject)
+			if err != nil {
+				return chat.Message{}, err
+			}
+			g.Silence = sl
+		}
 		m := rootMessage(&g, e.Name(), r.o.Now())
 		if r.o.Silences != nil {
-			m.Buttons = silenceButtons(&g, e.Name(), r.o.Now())
+			m.Buttons = silenceButtons(&g, e.Name(), r.o.ChannelNamespaces[e.Channel], r.o.Now())
 		}
 		return m, nil
 	}}}
@@ -362,6 +384,7 @@ type Metrics struct {
 	Posted       prometheus.Counter
 	Deduplicated prometheus.Counter
 	Silences     prometheus.Counter
+	NotShown     prometheus.Counter
 	Refused      *prometheus.CounterVec
 }
 
@@ -378,6 +401,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Unmapped:     c("unmapped", "Received alerts whose labels name no Kubernetes object (shown, not diagnosed)."),
 		Posted:       c("posted", "Thread replies rendered for posting (diagnoses and change lines)."),
 		Deduplicated: c("deduplicated", "Deliveries (per channel) that brought nothing new: redeliveries, repeat_interval re-sends."),
+		NotShown:     c("not_shown", "Deliveries (per channel) of a group none of whose alerts the channel answers for (channels.namespaces): no thread is started."),
 		Silences:     prometheus.NewCounter(prometheus.CounterOpts{Name: "whypending_silences_made_total", Help: "Alertmanager silences made from chat."}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "whypending_alerts_refused_total",
 			Help: "Webhook deliveries refused, by reason (unauthorized, malformed, version, too_large, entry_too_large, receiver, method, read)."}, []string{"reason"}),

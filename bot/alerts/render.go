@@ -108,16 +108,27 @@ func rootMessage(g *group, thread string, now time.Time) chat.Message {
 		m.Sections = append(m.Sections, chat.Section{Text: strings.Join(notes, " "), Lines: links})
 	}
 	if sl := g.Silence; sl != nil && sl.State == "active" && sl.Until.After(now) {
-		m.Sections = append(m.Sections, chat.Section{Text: fmt.Sprintf("Silenced in Alertmanager until %s by %s (silence %s).",
-			sl.Until.Format("2006-01-02 15:04 MST"), sl.By, sl.ID)})
+		from := ""
+		if sl.Channel != "" {
+			from = " from channel " + sl.Channel
+		}
+		m.Sections = append(m.Sections, chat.Section{Text: fmt.Sprintf("Silenced in Alertmanager until %s by %s%s (silence %s).",
+			until(sl.Until), sl.By, from, sl.ID)})
 	}
 	m.Footer = "first seen " + g.FirstAt.Format(time.RFC3339) + " · last seen " + g.LastSeen.Format(time.RFC3339) + " · whypending"
 	return m
 }
 
+// until is when a silence ends, with its date: it may not be today.
+func until(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") }
+
 // silenceButtons are the root's: Unsilence while its silence lasts, else Silence for each of
-// SilenceDurations while the group fires.
-func silenceButtons(g *group, thread string, now time.Time) []chat.Button {
+// SilenceDurations while the group fires; none in a channel, answered for channelNS, that
+// may not silence the group (group.silenceable).
+func silenceButtons(g *group, thread, channelNS string, now time.Time) []chat.Button {
+	if !g.silenceable(channelNS) {
+		return nil
+	}
 	if sl := g.Silence; sl != nil && sl.State == "active" && sl.Until.After(now) {
 		return []chat.Button{chat.SilenceButton{Thread: thread}.Button("Unsilence", chat.StyleDefault)}
 	}

@@ -34,10 +34,10 @@ type group struct {
 	LastSeen time.Time `json:"lastSeen"`
 	// RemindedAt is when the last reminder reply was added (or the thread started).
 	RemindedAt time.Time `json:"remindedAt"`
-	// Silence is the group's Alertmanager silence made from chat, if one; SilenceLog is
-	// every silence and unsilence, who and when (the audit).
-	Silence    *silenceState  `json:"silence,omitempty"`
-	SilenceLog []silenceEvent `json:"silenceLog,omitempty"`
+	// Silence is the group's Alertmanager silence made from chat, if one, as the group's own
+	// entry keeps it (groupEntry): filled in when the root is rendered, never stored here, since
+	// one silence serves the group's threads in every channel.
+	Silence *silenceState `json:"-"`
 }
 
 // alertState is one firing episode of one alert.
@@ -122,9 +122,7 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 		if !x.EndsAt.IsZero() && x.Status == "resolved" {
 			a.EndsAt = x.EndsAt.UTC()
 		}
-		// The namespace label decides what a channel may see, whether or not the labels name
-		// an object (KubeQuotaExceeded has only namespace).
-		a.Hidden = channelNS != "" && x.Labels["namespace"] != "" && x.Labels["namespace"] != channelNS
+		a.Hidden = hiddenFrom(x.Labels, channelNS)
 		if o, ok := ObjectOf(x.Labels, clusterLabel); ok {
 			a.Object = &o
 		}
@@ -260,14 +258,44 @@ func (g *group) resolveMissing(ids map[string]bool, now time.Time) bool {
 	return true
 }
 
-// endSilence records that the group's silence ended without a click in its thread (why says
-// how), with one reply saying so.
-func (g *group) endSilence(now time.Time, why string) {
-	cur := g.Silence
-	g.Silence = nil
-	g.SilenceLog = append(g.SilenceLog, silenceEvent{At: now, By: "alertmanager", What: "ended: " + why, ID: cur.ID})
-	line := fmt.Sprintf("Silence %s (by %s) ended: %s. Alertmanager notifies this group again.", cur.ID, cur.By, why)
-	g.Replies = append(g.Replies, reply{Key: fmt.Sprintf("change-%d", len(g.Replies)+g.Seq), Text: line})
+// hiddenFrom says a channel answered for channelNS ("": every namespace) may not see an alert
+// with labels: the namespace label decides, whether or not the labels name an object
+// (KubeQuotaExceeded has only namespace).
+func hiddenFrom(labels map[string]string, channelNS string) bool {
+	return channelNS != "" && labels["namespace"] != "" && labels["namespace"] != channelNS
+}
+
+// seesNone says a channel answered for channelNS sees none of the delivery's alerts.
+func seesNone(h *Webhook, channelNS string) bool {
+	for _, a := range h.Alerts {
+		if !hiddenFrom(a.Labels, channelNS) {
+			return false
+		}
+	}
+	return true
+}
+
+// silenceable says the thread's channel, answered for channelNS, may silence the group: it
+// sees every alert of it. A silence matches the group's labels, so one made from a channel
+// that cannot see an alert (hidden, or not kept one by one) would mute that alert too.
+func (g *group) silenceable(channelNS string) bool {
+	if channelNS == "" {
+		return true
+	}
+	if g.Untracked > 0 || g.Truncated > 0 {
+		return false
+	}
+	for _, a := range g.Alerts {
+		if a.Hidden {
+			return false
+		}
+	}
+	return true
+}
+
+// addLine adds one reply saying what changed.
+func (g *group) addLine(text string) {
+	g.Replies = append(g.Replies, reply{Key: fmt.Sprintf("change-%d", len(g.Replies)+g.Seq), Text: text})
 }
 
 // pruneResolved drops the oldest resolved episode to make room; false when none is resolved.

@@ -316,3 +316,59 @@ func shownText(m chat.Message) string {
 	}
 	return s
 }
+
+// TestSilenceNeedsEveryAlert: a channel answered for one namespace gets Silence buttons on a
+// group's root only when it sees every alert of the group (a silence matches the group's
+// labels, so it would mute the others too), and a delivery none of whose alerts it sees is
+// one it gets no root for.
+func TestSilenceNeedsEveryAlert(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	in := func(ns, pod string) Alert {
+		a := crashAlert(pod, "firing", t0)
+		a.Labels["namespace"] = ns
+		return a
+	}
+	for _, c := range []struct {
+		name      string
+		channelNS string
+		alerts    []Alert
+		untracked int
+		buttons   bool
+		seesNone  bool
+	}{
+		{"a channel of every namespace silences any group", "", []Alert{in("shop", "web-1"), in("other", "db-1")}, 0, true, false},
+		{"a group all in the channel's namespace", "shop", []Alert{in("shop", "web-1"), in("shop", "web-2")}, 0, true, false},
+		{"a group partly in another namespace", "shop", []Alert{in("shop", "web-1"), in("other", "db-1")}, 0, false, false},
+		{"a group all in another namespace", "shop", []Alert{in("other", "db-1")}, 0, false, true},
+		{"an alert without a namespace label is seen", "shop", []Alert{in("", "web-1")}, 0, true, false},
+		{"alerts counted, not kept, may be anywhere", "shop", []Alert{in("shop", "web-1")}, 3, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var g group
+			g.merge(hookOf(c.alerts...), t0, "", c.channelNS, time.Minute, 0)
+			g.Untracked = c.untracked
+			if got := len(silenceButtons(&g, "alert-x", c.channelNS, t0)) > 0; got != c.buttons {
+				t.Errorf("Silence buttons = %v, want %v", got, c.buttons)
+			}
+			if got := g.silenceable(c.channelNS); got != c.buttons {
+				t.Errorf("silenceable(%q) = %v, want %v", c.channelNS, got, c.buttons)
+			}
+			if got := seesNone(hookOf(c.alerts...), c.channelNS); got != c.seesNone {
+				t.Errorf("seesNone(%q) = %v, want %v", c.channelNS, got, c.seesNone)
+			}
+		})
+	}
+}
+
+// TestSilenceShowsTheDate: a silence's end is shown with its date, in the root and in the
+// click's answer: 24 hours on is not today.
+func TestSilenceShowsTheDate(t *testing.T) {
+	end := time.Date(2026, 12, 3, 16, 20, 0, 0, time.UTC)
+	if got, want := until(end), "2026-12-03 16:20 UTC"; got != want {
+		t.Errorf("until(%v) = %q, want %q", end, got, want)
+	}
+	g := group{Status: "firing", Silence: &silenceState{State: "active", ID: "s1", By: "U0BOB on slack", Until: end, Channel: "C0TWO"}}
+	if m := shownText(rootMessage(&g, "", end.Add(-time.Hour))); !strings.Contains(m, "until 2026-12-03 16:20 UTC by U0BOB on slack from channel C0TWO (silence s1)") {
+		t.Errorf("root = %s, want the silence's end with its date, who and the channel", m)
+	}
+}

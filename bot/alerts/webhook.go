@@ -7,7 +7,9 @@
 // and, when the group changes, an edit of the root plus one reply
 // saying what changed. Alertmanager's redeliveries and repeat_interval re-sends post nothing
 // new; the posting itself is ledger/thread's, so it happens once across retries, replicas and
-// restarts.
+// restarts. A channel of channels.namespaces that sees none of a group's alerts gets no thread
+// of it. The group's silence made from chat is the group's, not a channel's: it lives in one
+// more entry per receiver and groupKey (GroupSource), which every channel's root renders.
 //
 // The webhook body is decoded into small structs matching Alertmanager's v4 schema rather than
 // Alertmanager's own types: those live in notify/webhook and template, which bring in

@@ -310,7 +310,9 @@ func crashAndPending(t *testing.T) string {
 // are Pending: each group gets one root with its diagnosis replies (the right codes), a
 // joining alert an edit plus one reply, the resolve an edit to Resolved plus one reply; and
 // redeliveries (three rounds of every body), repeat_interval re-sends and a replica stopped
-// mid-stream and replaced post nothing twice.
+// mid-stream and replaced post nothing twice. The receiver posts to two channels, C0OPS and
+// C0TWO: a group has one silence whichever channel's root is clicked, both roots show it, and
+// Unsilence from the other channel ends it.
 func TestServeAnswersAlertmanager(t *testing.T) {
 	e := startAlertsE2E(t)
 	lb, front, am, crash, pending := e.lb, e.front, e.am, e.crash, e.pending
@@ -318,7 +320,7 @@ func TestServeAnswersAlertmanager(t *testing.T) {
   approvers: {users: [U0BOB]}
 channels:
   namespaces: {C0SHOP: workload-grouped}
-`, "{team: [C0OPS], shop: [C0SHOP]}")
+`, "{team: [C0OPS, C0TWO], shop: [C0SHOP]}")
 	fake := newFakeSlack(t, nil)
 	r1, r2 := startServeOn(t, config, fake), startServeOn(t, config, fake)
 	lb.set(r1.base, r2.base)
@@ -328,8 +330,8 @@ channels:
 		ths := fake.threads("C0OPS")
 		return len(ths) == 2 && len(ths[0].replies) == 1 && len(ths[1].replies) == 1
 	})
-	byName := func() (crashTh, pendingTh slackThread) {
-		for _, th := range fake.threads("C0OPS") {
+	byNameIn := func(channel string) (crashTh, pendingTh slackThread) {
+		for _, th := range fake.threads(channel) {
 			if strings.Contains(th.root.Text, "KubePodCrashLooping") {
 				crashTh = th
 			} else {
@@ -338,6 +340,7 @@ channels:
 		}
 		return
 	}
+	byName := func() (crashTh, pendingTh slackThread) { return byNameIn("C0OPS") }
 	crashTh, pendingTh := byName()
 	if !strings.Contains(shown(crashTh.replies[0]), "container-exits-immediately") {
 		t.Errorf("crash-looping pod's reply = %s, want code container-exits-immediately", shown(crashTh.replies[0]))
@@ -408,11 +411,14 @@ channels:
 	lb.mu.Unlock()
 
 	// The refusals, and an alert for a namespace the channel does not answer for.
-	body := func(version, receiver, ns string) []byte {
+	body := func(version, receiver string, namespaces ...string) []byte {
+		var alerts []string
+		for i, ns := range namespaces {
+			alerts = append(alerts, fmt.Sprintf(`{"status":"firing","labels":{"alertname":"KubePodCrashLooping","namespace":%q,"pod":"crash-app"},
+"startsAt":"2026-12-01T00:00:00Z","endsAt":"0001-01-01T00:00:00Z","fingerprint":"f00d%d"}`, ns, i))
+		}
 		return fmt.Appendf(nil, `{"version":%q,"groupKey":"{}:{alertname=\"KubePodCrashLooping\"}","status":"firing","receiver":%q,
-"groupLabels":{"alertname":"KubePodCrashLooping"},"externalURL":"http://am.example","alerts":[{"status":"firing",
-"labels":{"alertname":"KubePodCrashLooping","namespace":%q,"pod":"crash-app"},"startsAt":"2026-12-01T00:00:00Z",
-"endsAt":"0001-01-01T00:00:00Z","fingerprint":"f00d"}]}`, version, receiver, ns)
+"groupLabels":{"alertname":"KubePodCrashLooping"},"externalURL":"http://am.example","alerts":[%s]}`, version, receiver, strings.Join(alerts, ","))
 	}
 	url := r2.base + "/alertmanager"
 	for _, c := range []struct {
@@ -426,20 +432,34 @@ channels:
 		{"an unknown version", amToken, body("3", "team", "seed-crash-app"), http.StatusBadRequest},
 		{"an oversized body", amToken, bytes.Repeat([]byte(" "), 5<<20), http.StatusRequestEntityTooLarge},
 		{"an unknown receiver", amToken, body("4", "nobody", "seed-crash-app"), http.StatusNotFound},
-		{"another namespace's alert", amToken, body("4", "shop", "seed-crash-app"), http.StatusOK},
+		{"a group of another namespace's alert only", amToken, body("4", "shop", "seed-crash-app"), http.StatusOK},
 	} {
 		if code, text := postAlert(t, url, c.token, c.body); code != c.want {
 			t.Errorf("%s: %d %s, want %d", c.name, code, text, c.want)
 		}
 	}
+	time.Sleep(3 * time.Second) // both replicas resync every second: a root would be posted now
+	if ths := fake.threads("C0SHOP"); len(ths) != 0 {
+		t.Errorf("shop channel got %d roots for a group of another namespace's alert only, want none: %s", len(ths), shown(ths[0].root))
+	}
+	_, metrics = r2.get(t, "/metrics")
+	for _, want := range []string{`whypending_alerts_refused_total{reason="unauthorized"} 2`, "whypending_alerts_not_shown_total 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
+	// The group gains an alert of the channel's namespace: now it has a root, with the other
+	// alert counted, not shown or diagnosed, and no Silence buttons (the silence would mute
+	// the alert the channel cannot see).
+	if code, text := postAlert(t, url, amToken, body("4", "shop", "workload-grouped", "seed-crash-app")); code != http.StatusOK {
+		t.Fatalf("a group of two namespaces' alerts: %d %s", code, text)
+	}
 	waitUntil(t, 30*time.Second, "the shop channel's root", func() bool { return len(fake.threads("C0SHOP")) == 1 })
 	time.Sleep(2 * time.Second)
 	shop := fake.threads("C0SHOP")[0]
-	if len(shop.replies) != 0 || strings.Contains(shown(shop.root), "crash-app") || !strings.Contains(shown(shop.root), "does not answer for") {
-		t.Errorf("shop channel shows %s with %d replies, want the alert counted, not shown or diagnosed", shown(shop.root), len(shop.replies))
-	}
-	if _, metrics := r2.get(t, "/metrics"); !strings.Contains(metrics, `whypending_alerts_refused_total{reason="unauthorized"} 2`) {
-		t.Errorf("/metrics lacks the refusals:\n%s", metrics)
+	if strings.Contains(shown(shop.root), "seed-crash-app") || !strings.Contains(shown(shop.root), "1 alert is for a namespace this channel does not answer for") ||
+		strings.Contains(shown(shop.root), "silence:") {
+		t.Errorf("shop channel shows %s, want the other namespace's alert counted, not shown, and no Silence buttons", shown(shop.root))
 	}
 
 	for _, th := range fake.threads("C0OPS") {
@@ -457,6 +477,8 @@ channels:
 	// suppresses the group's next notification itself; Unsilence expires it.
 	_, pendingTh = byName()
 	silence := rootButton(t, fake, pendingTh.root.TS, "silence:1h0m0s")
+	_, pendingTwo := byNameIn("C0TWO")
+	silenceTwo := rootButton(t, fake, pendingTwo.root.TS, "silence:1h0m0s")
 	r2.client.click(t, "U0MALLORY", pendingTh.root.TS, silence)
 	if n := fake.answer(t, "/clicks/1"); !strings.Contains(n.Text, "only approvers may silence") {
 		t.Errorf("non-approver's click answered %q", n.Text)
@@ -464,12 +486,28 @@ channels:
 	r2.client.click(t, "U0BOB", pendingTh.root.TS, silence)
 	r3.client.click(t, "U0BOB", pendingTh.root.TS, silence)
 	silences := oneSilence(t, am, "U0BOB", "C0OPS")
-	waitUntil(t, 30*time.Second, "the root edited to show the silence", func() bool {
-		_, th := byName()
-		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "Silenced in Alertmanager until")
-	})
-	if _, th := byName(); true {
-		t.Logf("silenced root: %s", shown(th.updates[len(th.updates)-1]))
+	// The same group's root in C0TWO: its click, once the silence is made, makes no second.
+	two := &slackClient{base: r3.base, secret: r3.client.secret, channel: "C0TWO", slack: fake}
+	two.seq.Store(1000) // its response_urls apart from the C0OPS clients'
+	two.click(t, "U0BOB", pendingTwo.root.TS, silenceTwo)
+	if n := fake.answer(t, "/clicks/1001"); !strings.Contains(n.Text, "already silenced until "+time.Now().UTC().Format("2006-01-02")) ||
+		!strings.Contains(n.Text, "from channel C0OPS") {
+		t.Errorf("C0TWO's click answered %q, want already silenced, with the date, from C0OPS", n.Text)
+	}
+	oneSilence(t, am, "U0BOB", "C0OPS")
+	for _, ch := range []string{"C0OPS", "C0TWO"} {
+		waitUntil(t, 30*time.Second, ch+"'s root edited to show the silence", func() bool {
+			_, th := byNameIn(ch)
+			if len(th.updates) == 0 {
+				return false
+			}
+			last := shown(th.updates[len(th.updates)-1])
+			return strings.Contains(last, "Silenced in Alertmanager until") && strings.Contains(last, "from channel C0OPS") &&
+				strings.Contains(last, "(silence "+silences[0].ID+")") && strings.Contains(last, "unsilence")
+		})
+	}
+	if _, th := byNameIn("C0TWO"); true {
+		t.Logf("silenced root in C0TWO: %s", shown(th.updates[len(th.updates)-1]))
 	}
 	second := pending
 	second.Labels = map[string]string{"alertname": "KubeDeploymentReplicasMismatch", "namespace": "workload-grouped", "deployment": "checkout-canary", "severity": "warning"}
@@ -478,12 +516,20 @@ channels:
 	if _, th := byName(); len(th.replies) != 1 {
 		t.Errorf("the silenced group got %d replies, want Alertmanager to have suppressed the new alert", len(th.replies))
 	}
-	_, pendingTh = byName()
-	r2.client.click(t, "U0BOB", pendingTh.root.TS, rootButton(t, fake, pendingTh.root.TS, "unsilence"))
+	// Unsilence from C0TWO ends the silence made from C0OPS, and both roots say so.
+	_, pendingTwo = byNameIn("C0TWO")
+	two.click(t, "U0BOB", pendingTwo.root.TS, rootButton(t, fake, pendingTwo.root.TS, "unsilence"))
 	waitUntil(t, 30*time.Second, "the silence expired", func() bool {
 		am.Get(t, "/api/v2/silences", &silences)
 		return len(silences) == 1 && silences[0].Status.State == "expired"
 	})
+	for _, ch := range []string{"C0OPS", "C0TWO"} {
+		waitUntil(t, 30*time.Second, ch+"'s root offering Silence again", func() bool {
+			_, th := byNameIn(ch)
+			last := shown(th.updates[len(th.updates)-1])
+			return !strings.Contains(last, "Silenced in Alertmanager") && strings.Contains(last, "silence:1h0m0s")
+		})
+	}
 	waitUntil(t, 60*time.Second, "the unsuppressed alert's reply", func() bool {
 		_, th := byName()
 		return len(th.replies) == 2 && strings.Contains(th.replies[1].Text, "Joined")

@@ -104,9 +104,10 @@ func (r *Receiver) Silence(ctx context.Context, who chat.Principal, channel stri
 	by := who.Attribution() + " on " + who.Platform
 	if !g.silenceable(r.o.ChannelNamespaces[channel]) {
 		r.o.Log.Info("audit: silence refused", slog.String("by", by), slog.String("channel", channel), slog.String("thread", e.Name()),
-			slog.String("why", "the channel does not see every alert of the group"))
-		return chat.Outcome{Notice: "This channel does not see every alert of the group (channels.namespaces), and its silence would mute those too; " +
-			"silence it from a channel that sees them all. Nothing was done."}
+			slog.String("why", "the channel does not see every alert the silence would match"))
+		return chat.Outcome{Notice: "This channel answers for one namespace (channels.namespaces), and a silence of this group would mute alerts it does not see: " +
+			"the group has alerts of other namespaces, or its labels (Alertmanager's group_by) do not name namespace " + r.o.ChannelNamespaces[channel] +
+			", so the silence would match that alert in every namespace. Silence it from a channel that answers for all namespaces. Nothing was done."}
 	}
 	gk := groupKeyOf(g.Receiver, e.Subject)
 	if s.For <= 0 {

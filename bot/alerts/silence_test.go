@@ -85,7 +85,7 @@ func TestSilenceWhereAlertsAreHidden(t *testing.T) {
 	}
 	bob := chat.Principal{Platform: "slack", ID: "U0BOB"}
 	out := r.Silence(ctx, bob, "C0TWO", chat.SilenceButton{Thread: thread("C0TWO"), For: time.Hour})
-	if !strings.Contains(out.Notice, "does not see every alert of the group") || !strings.Contains(out.Notice, "Nothing was done") {
+	if !strings.Contains(out.Notice, "would mute alerts it does not see") || !strings.Contains(out.Notice, "Nothing was done") {
 		t.Errorf("C0TWO's forged click answered %q, want refused", out.Notice)
 	}
 	if n := posts.Load(); n != 0 {

@@ -276,13 +276,15 @@ func seesNone(h *Webhook, channelNS string) bool {
 }
 
 // silenceable says the thread's channel, answered for channelNS, may silence the group: it
-// sees every alert of it. A silence matches the group's labels, so one made from a channel
-// that cannot see an alert (hidden, or not kept one by one) would mute that alert too.
+// sees every alert of it, and the group's labels pin its namespace. A silence matches the
+// group's labels, so one made from a channel that cannot see an alert (hidden, or not kept
+// one by one) would mute that alert too, and one whose labels do not name the namespace
+// (group_by: [alertname]) would mute the same alert in every namespace, now and later.
 func (g *group) silenceable(channelNS string) bool {
 	if channelNS == "" {
 		return true
 	}
-	if g.Untracked > 0 || g.Truncated > 0 {
+	if g.GroupLabels["namespace"] != channelNS || g.Untracked > 0 || g.Truncated > 0 {
 		return false
 	}
 	for _, a := range g.Alerts {

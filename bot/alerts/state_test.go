@@ -318,9 +318,10 @@ func shownText(m chat.Message) string {
 }
 
 // TestSilenceNeedsEveryAlert: a channel answered for one namespace gets Silence buttons on a
-// group's root only when it sees every alert of the group (a silence matches the group's
-// labels, so it would mute the others too), and a delivery none of whose alerts it sees is
-// one it gets no root for.
+// group's root only when it sees every alert of the group and the group's labels pin that
+// namespace (a silence matches the group's labels, so it would mute the others too, or the
+// same alert in every namespace), and a delivery none of whose alerts it sees is one it gets
+// no root for.
 func TestSilenceNeedsEveryAlert(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	in := func(ns, pod string) Alert {
@@ -331,21 +332,26 @@ func TestSilenceNeedsEveryAlert(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		channelNS string
+		groupNS   string // the group's namespace label ("": grouped by alertname only)
 		alerts    []Alert
 		untracked int
 		buttons   bool
 		seesNone  bool
 	}{
-		{"a channel of every namespace silences any group", "", []Alert{in("shop", "web-1"), in("other", "db-1")}, 0, true, false},
-		{"a group all in the channel's namespace", "shop", []Alert{in("shop", "web-1"), in("shop", "web-2")}, 0, true, false},
-		{"a group partly in another namespace", "shop", []Alert{in("shop", "web-1"), in("other", "db-1")}, 0, false, false},
-		{"a group all in another namespace", "shop", []Alert{in("other", "db-1")}, 0, false, true},
-		{"an alert without a namespace label is seen", "shop", []Alert{in("", "web-1")}, 0, true, false},
-		{"alerts counted, not kept, may be anywhere", "shop", []Alert{in("shop", "web-1")}, 3, false, false},
+		{"a channel of every namespace silences any group", "", "", []Alert{in("shop", "web-1"), in("other", "db-1")}, 0, true, false},
+		{"a group of the channel's namespace", "shop", "shop", []Alert{in("shop", "web-1"), in("shop", "web-2")}, 0, true, false},
+		{"all in the namespace, grouped by alertname only", "shop", "", []Alert{in("shop", "web-1"), in("shop", "web-2")}, 0, false, false},
+		{"a group partly in another namespace", "shop", "", []Alert{in("shop", "web-1"), in("other", "db-1")}, 0, false, false},
+		{"a group all in another namespace", "shop", "other", []Alert{in("other", "db-1")}, 0, false, true},
+		{"alerts counted, not kept, may be anywhere", "shop", "shop", []Alert{in("shop", "web-1")}, 3, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var g group
-			g.merge(hookOf(c.alerts...), t0, "", c.channelNS, time.Minute, 0)
+			h := hookOf(c.alerts...)
+			if c.groupNS != "" {
+				h.GroupLabels = map[string]string{"alertname": "KubePodCrashLooping", "namespace": c.groupNS}
+			}
+			g.merge(h, t0, "", c.channelNS, time.Minute, 0)
 			g.Untracked = c.untracked
 			if got := len(silenceButtons(&g, "alert-x", c.channelNS, t0)) > 0; got != c.buttons {
 				t.Errorf("Silence buttons = %v, want %v", got, c.buttons)

@@ -671,11 +671,20 @@ func (w *Watcher) deliver(ctx context.Context, e *ledger.Entry) error {
 
 // deliver makes e's thread show what render says, then clears its pending mark.
 func deliver(ctx context.Context, s *ledger.Store, p thread.Platforms, e *ledger.Entry, render thread.Render) error {
-	cur, err := thread.Deliver(ctx, s, p, e, render)
-	if err != nil || !cur.Pending {
-		return err // an error, or done: the last record cleared the mark
+	var cur *ledger.Entry
+	for range 3 {
+		var err error
+		if cur, err = thread.Deliver(ctx, s, p, e, render); err != nil || !cur.Pending {
+			return err // an error, or done: the last record cleared the mark
+		}
+		if thread.Done(cur, render(cur)) {
+			break
+		}
+		// A newer revision came in while posting (a roll-up growing in a mass event): deliver
+		// it now rather than wait for a retry's back-off.
+		e = cur
 	}
-	_, err = s.UpdateFrom(ctx, cur, func(e *ledger.Entry) error {
+	_, err := s.UpdateFrom(ctx, cur, func(e *ledger.Entry) error {
 		if !thread.Done(e, render(e)) {
 			return fmt.Errorf("notification %s: not done yet", e.Name())
 		}

@@ -166,6 +166,10 @@ func TestCSIDriverNotRegisteredNamesItsNodeDaemonSet(t *testing.T) {
 			s.CSIPlugin.Events["uid-ebs"] = []Event{warning("FailedCreate", `Error creating: pods "ebs-csi-node-x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "ebs-plugin" must not set securityContext.privileged=true)`, 9, time.Minute)}
 			s.CSIPlugin.Namespaces["kube-system"] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}
 		}, `Pod Security "baseline:latest" refuses its pods`, "kubectl label namespace kube-system pod-security.kubernetes.io/enforce=privileged --overwrite"},
+		{"refused by admission: retried at once by touching the DaemonSet, restarting none of its running pods", func(s *Snapshot) {
+			s.CSIPlugin.Events["uid-ebs"] = []Event{warning("FailedCreate", `Error creating: pods "ebs-csi-node-x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "ebs-plugin" must not set securityContext.privileged=true)`, 9, time.Minute)}
+			s.CSIPlugin.Namespaces["kube-system"] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}
+		}, `Pod Security "baseline:latest" refuses its pods`, `kubectl annotate daemonset/ebs-csi-node -n kube-system whypending.io/retry="$(date +%s)" --overwrite`},
 		{"a taint its tolerations miss", func(s *Snapshot) {
 			s.Nodes[0].Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}, "does not tolerate taint dedicated=gpu:NoSchedule", "kubectl patch daemonset -n kube-system ebs-csi-node"},
@@ -196,6 +200,9 @@ func TestCSIDriverNotRegisteredNamesItsNodeDaemonSet(t *testing.T) {
 			}
 			if !strings.Contains(fix, tt.fix) {
 				t.Errorf("fix = %q, want %q", fix, tt.fix)
+			}
+			if strings.Contains(fix, "kubectl rollout restart daemonset/") {
+				t.Errorf("fix restarts the DaemonSet's Ready pods on every node: %q", fix)
 			}
 			if strings.Contains(fix, "remove securityContext.privileged") {
 				t.Errorf("fix removes privileged from a CSI node plugin: %q", fix)

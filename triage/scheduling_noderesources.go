@@ -427,7 +427,7 @@ func scaleDownFix(big consumer, ns, amount, res, node string, named bool) string
 	if !named {
 		return fmt.Sprintf("A workload in a namespace you cannot read has pods requesting %s of %s on %s, and without them the pod fits there: ask the cluster's admins whether it can be scaled down.", amount, res, node)
 	}
-	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s, and without them the pod fits there; a scale-down removes its Pending pods first, so go below the number of its scheduled pods (kubectl get pods -n %s -o wide)",
+	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s, and without them the pod fits there; a scale-down removes its Pending pods first, so go below the number of its scheduled pods (kubectl get pods -n %s -o wide), and each one removed is a Ready replica of it fewer: only if it can spare them",
 		big.kind, shellQuote(big.name), shellQuote(big.namespace), amount, res, node, shellQuote(big.namespace))
 	if big.namespace != ns {
 		line += fmt.Sprintf("; it is in namespace %s, not %s: another team's workload, ask its owners first", big.namespace, ns)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,13 +20,15 @@ import (
 // TestNoFixDeletesAReadyReplica is the property behind the tester's workload-grouped report (a
 // fix told the user to delete the only Ready replica of the Deployment asked about): over
 // generated clusters where a replica of a Deployment, StatefulSet or ReplicaSet is Pending
-// beside running replicas of its own, Ready or not, and pods of other workloads, every rule's
-// fix is read, and none may
+// beside running replicas of its own, Ready or not, and pods of other workloads, or where the
+// pod asked about (of such a workload, or a bare pod) runs Ready again between OOM kills, every
+// rule's fix is read, and none may
 //   - paste a kubectl delete (or evict, force, drain) of a Ready replica of that workload;
 //   - name a Ready replica with a delete in prose without saying readyFirst (deleting the last
 //     Ready one takes the workload down);
 //   - scale down or restart the workload itself;
-//   - loosen its rollout (maxUnavailable) without saying what that costs.
+//   - loosen its rollout (maxUnavailable) without saying what that costs;
+//   - replace a Ready bare pod (it has no other replica) without saying it then serves nothing.
 //
 // WHYPENDING_READY_WORLDS sets how many worlds (default 400); the seed is logged, and
 // WHYPENDING_PROPERTY_SEED reruns one.
@@ -40,7 +43,7 @@ func TestNoFixDeletesAReadyReplica(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with WHYPENDING_PROPERTY_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	withReplacement := 0
+	withReplacement, replaces := 0, 0
 	shown := map[string]bool{} // one replacement fix logged per workload kind, to read
 	for i := range worlds {
 		w := generateReadyWorld(rng)
@@ -53,6 +56,9 @@ func TestNoFixDeletesAReadyReplica(t *testing.T) {
 			if problem := hurtsReadyReplica(fix, w); problem != "" {
 				t.Errorf("world %d (%s): fix %q %s", i, w.desc, fix, problem)
 			}
+			if strings.Contains(fix, "replace --force") {
+				replaces++
+			}
 			if strings.Contains(fix, "replaced") || strings.Contains(fix, "maxUnavailable") {
 				withReplacement++
 				if !shown[w.kind] {
@@ -62,9 +68,9 @@ func TestNoFixDeletesAReadyReplica(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d worlds, %d fixes about replacing the workload's running replicas", worlds, withReplacement)
-	if withReplacement == 0 {
-		t.Fatal("no world made a fix about the workload's running replicas: the generator no longer reaches the case")
+	t.Logf("%d worlds, %d fixes about replacing the workload's running replicas, %d replacing a bare pod", worlds, withReplacement, replaces)
+	if withReplacement == 0 || replaces == 0 {
+		t.Fatal("no world made a fix about the workload's running replicas or a bare pod's replace: the generator no longer reaches the cases")
 	}
 }
 
@@ -93,6 +99,13 @@ func hurtsReadyReplica(fix string, w *readyWorld) string {
 				return fmt.Sprintf("pastes a delete of the Ready replica %s", name)
 			}
 		}
+	}
+	if w.kind == "" {
+		// A bare pod has no other replica to be Ready first: the fix must say what it costs.
+		if len(w.ready) > 0 && strings.Contains(fix, w.ready[0]) && destructive.MatchString(fix) && !strings.Contains(fix, "it serves nothing until the new pod is Ready") {
+			return "replaces the Ready bare pod without saying it serves nothing meanwhile"
+		}
+		return ""
 	}
 	for _, name := range w.ready {
 		if strings.Contains(fix, name) && destructive.MatchString(fix) && !strings.Contains(fix, readyFirst) {
@@ -166,11 +179,37 @@ func generateReadyWorld(rng *rand.Rand) *readyWorld {
 			mine++
 		}
 	}
+	if rng.IntN(3) == 0 {
+		return w.oomWorld(rng, replica(name(mine)), nodes, bound)
+	}
 	pod := replica(name(mine))
 	w.snap = snap(pod, nodes, bound, failedScheduling(fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", len(nodes), len(nodes)), 4))
 	if rng.IntN(4) > 0 {
 		w.snap.WorkloadReplicas = ptr.To(replicas)
 	}
 	w.desc = fmt.Sprintf("%s/%s of %d at %s, %d on nodes (%d Ready), %d nodes", w.kind, w.owner, replicas, req, mine, len(w.ready), len(nodes))
+	return w
+}
+
+// oomWorld makes pod (a replica of w's workload, or with one chance in three a bare pod) the
+// pod asked about, bound to the first node and Ready again 2 minutes after an OOM kill: the
+// fixes raise its memory limit, which for a bare pod means deleting it.
+func (w *readyWorld) oomWorld(rng *rand.Rand, pod *corev1.Pod, nodes []*corev1.Node, bound []*corev1.Pod) *readyWorld {
+	if rng.IntN(3) == 0 {
+		w.kind, w.owner, w.ready = "", "", nil
+		pod.OwnerReferences = nil
+		delete(pod.Labels, "pod-template-hash")
+		bound = slices.DeleteFunc(bound, func(p *corev1.Pod) bool { return strings.HasPrefix(p.Name, "checkout-") })
+	}
+	pod.Spec.NodeName, pod.Status.Phase = nodes[0].Name, corev1.PodRunning
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: int32(1 + rng.IntN(9)),
+		State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testNow.Add(-time.Minute))}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.NewTime(testNow.Add(-2 * time.Minute))}}}}
+	w.ready = append(w.ready, pod.Name)
+	w.snap = snap(pod, nodes, append(bound, pod))
+	w.desc = fmt.Sprintf("%s/%s: the pod asked about Ready again after an OOM kill, %d Ready", orDefault(w.kind, "bare"), orDefault(w.owner, pod.Name), len(w.ready))
 	return w
 }

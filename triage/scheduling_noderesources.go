@@ -455,10 +455,11 @@ func surgeFreeCost(owner string, fit replicaFit) string {
 
 // replaceRunningNote says how the workload's running replicas (fit.running), whose room the
 // lower request counts on, get replaced: a Deployment's rollout and a StatefulSet's rolling
-// update replace them by themselves, so no delete is needed; a ReplicaSet does not roll, so its
-// pods that are not Ready are the ones to delete. A Ready replica is never offered for deletion
+// update replace them by themselves (a Deployment never takes its Ready replicas below
+// spec.replicas minus maxUnavailable, so nothing needs deleting); a ReplicaSet does not roll, so
+// its pods that are not Ready are the ones to delete. A Ready replica is never offered for deletion
 // except readyFirst, saying what it costs: deleting the only Ready one takes the workload down.
-func replaceRunningNote(kind, owner string, fit replicaFit) string {
+func replaceRunningNote(kind, ns, owner string, fit replicaFit) string {
 	what := "the running replica " + fit.running[0]
 	if n := len(fit.running); n > 1 {
 		what = fmt.Sprintf("the %d running replicas (%s)", n, joinLimited(fit.running, 3))
@@ -468,7 +469,7 @@ func replaceRunningNote(kind, owner string, fit replicaFit) string {
 	case "deployment":
 		line = fmt.Sprintf("They fit once the rollout has replaced %s. Nothing needs deleting now: the Deployment controller removes old replicas by itself, only while enough replicas stay Ready.", what)
 	case "statefulset":
-		line = fmt.Sprintf("They fit once the rolling update has replaced %s. Nothing needs deleting now: the StatefulSet controller replaces its pods by itself, one at a time from the highest ordinal.", what)
+		line = fmt.Sprintf("They fit once the rolling update has replaced %s. The StatefulSet controller replaces its pods by itself, one at a time from the highest ordinal (kubectl rollout status statefulset/%s -n %s follows it).", what, shellQuote(owner), shellQuote(ns))
 	default:
 		line = fmt.Sprintf("They fit once %s %s replaced: a ReplicaSet does not replace its pods when its template changes, so delete those of its pods that are not Ready (they serve nothing) to have them recreated with the new request.", what, plural(len(fit.running), "is", "are"))
 	}
@@ -538,7 +539,7 @@ func (v *schedulingView) lowerRequestFixes(sf shortfall) []string {
 		out := []string{fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: %s, if the app can live with it",
 			kind, owner, ns, res, per, where)}
 		if len(fit.running) > 0 {
-			out = append(out, replaceRunningNote(kind, owner, fit))
+			out = append(out, replaceRunningNote(kind, ns, owner, fit))
 		}
 		return out
 	}

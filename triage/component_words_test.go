@@ -48,7 +48,7 @@ func TestSandboxWordsNameTheComponent(t *testing.T) {
 		{"a generic message still names the plugin and quotes it", `plugin type="kube-ovn" failed (add): RPC failed; request ip return 500 no address allocated to pod`,
 			CodeSandboxCreationFailed, `The CNI plugin "kube-ovn" on node-1 cannot set up the pod's network`, "journalctl", false},
 		{"cilium multi-pool", `plugin type="cilium-cni" failed (add): unable to allocate IP via local cilium agent: [POST /ipam][502] postIpamFailure "all CIDR ranges are exhausted"`,
-			CodeCNIIPRangeExhausted, "The Cilium agent on node-1 has no free pod address", "kubectl delete pod -n kube-system cilium-abcde", false},
+			CodeCNIIPRangeExhausted, "The Cilium agent on node-1 has no free pod address", "kubectl delete pod -n kube-system cilium-abcde   # stop-gap: the DaemonSet restarts the agent, which rebuilds its allocator from the CiliumNode; until it is Ready again no new pod on the node gets networking, while running pods keep theirs", false},
 		{"cilium cluster-pool", `plugin type="cilium-cni" failed (add): unable to allocate IP via local cilium agent: [POST /ipam][502] postIpamFailure  range is full`,
 			CodeCNIIPRangeExhausted, "The Cilium agent on node-1 has no free pod address", "CiliumPodIPPool", false},
 		{"azure CNI", `plugin type="azure-vnet" failed (add): IPAM Invoker Add failed with error: Failed to allocate pool: Failed to delegate: Failed to allocate address: No available addresses`,
@@ -117,7 +117,7 @@ func TestAWSAdviceReadsTheCNISettings(t *testing.T) {
 		{"the DaemonSet not readable, the node's pod is: its env decides", nil, errString("daemonsets.apps \"aws-node\" is forbidden"),
 			"Prefix delegation is already on", "create-subnet-cidr-reservation", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3", pd)},
 		{"on in the template, not yet on the node: replace the pod, never 'turn it on'", awsNode(pd), nil,
-			"prefix delegation is off", "kubectl delete pod aws-node-q4pbj -n kube-system", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3")},
+			"prefix delegation is off", "replace it (kubectl delete pod aws-node-q4pbj -n kube-system), then raise max-pods to match. Until the new aws-node pod is Ready no new pod on the node gets an IP, while running pods keep theirs.", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3")},
 		{"a CNI older than prefix delegation: upgrade it first", awsNode(), nil,
 			"prefix delegation is off", "older than v1.9.0", "kubectl set env", nodePod("602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.6.0")},
 	}
@@ -166,6 +166,10 @@ func TestCSIDriverNotRegisteredNamesItsNodeDaemonSet(t *testing.T) {
 			s.CSIPlugin.Events["uid-ebs"] = []Event{warning("FailedCreate", `Error creating: pods "ebs-csi-node-x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "ebs-plugin" must not set securityContext.privileged=true)`, 9, time.Minute)}
 			s.CSIPlugin.Namespaces["kube-system"] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}
 		}, `Pod Security "baseline:latest" refuses its pods`, "kubectl label namespace kube-system pod-security.kubernetes.io/enforce=privileged --overwrite"},
+		{"refused by admission: retried at once by touching the DaemonSet, restarting none of its running pods", func(s *Snapshot) {
+			s.CSIPlugin.Events["uid-ebs"] = []Event{warning("FailedCreate", `Error creating: pods "ebs-csi-node-x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "ebs-plugin" must not set securityContext.privileged=true)`, 9, time.Minute)}
+			s.CSIPlugin.Namespaces["kube-system"] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}
+		}, `Pod Security "baseline:latest" refuses its pods`, `kubectl annotate daemonset/ebs-csi-node -n kube-system whypending.io/retry="$(date +%s)" --overwrite`},
 		{"a taint its tolerations miss", func(s *Snapshot) {
 			s.Nodes[0].Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}, "does not tolerate taint dedicated=gpu:NoSchedule", "kubectl patch daemonset -n kube-system ebs-csi-node"},
@@ -196,6 +200,9 @@ func TestCSIDriverNotRegisteredNamesItsNodeDaemonSet(t *testing.T) {
 			}
 			if !strings.Contains(fix, tt.fix) {
 				t.Errorf("fix = %q, want %q", fix, tt.fix)
+			}
+			if strings.Contains(fix, "kubectl rollout restart daemonset/") {
+				t.Errorf("fix restarts the DaemonSet's Ready pods on every node: %q", fix)
 			}
 			if strings.Contains(fix, "remove securityContext.privileged") {
 				t.Errorf("fix removes privileged from a CSI node plugin: %q", fix)

@@ -545,7 +545,8 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 
 // setResourcesFix is the command that changes container's resources (flags such as
 // "--limits=memory=512Mi"): on the owning workload, or, for a pod no controller owns, the note
-// that it must be recreated with the new value of what.
+// that it must be recreated with the new value of what; replace --force deletes it first, so a
+// bare pod that is Ready now (between crashes) is told it serves nothing until the new one is.
 func setResourcesFix(pod *corev1.Pod, container, flags, what string) string {
 	target, mutable := templateTarget(pod)
 	switch {
@@ -554,7 +555,11 @@ func setResourcesFix(pod *corev1.Pod, container, flags, what string) string {
 	case strings.HasPrefix(target, "job/"):
 		return fmt.Sprintf("Set %s on container %s (%s): %s.", what, container, flags, immutableNote(target))
 	}
-	return fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise %s of %s in pod.yaml (%s), then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod), what, container, flags)
+	line := fmt.Sprintf("kubectl get pod %s %s -o yaml > pod.yaml  # a bare pod: raise %s of %s in pod.yaml (%s), then kubectl replace --force -f pod.yaml", shellQuote(pod.Name), nsFlag(pod), what, container, flags)
+	if servesTraffic(pod) {
+		line += "; that deletes the pod, which is Ready now and has no other replica: it serves nothing until the new pod is Ready"
+	}
+	return line
 }
 
 // doubled is twice quantity q ("256Mi" -> "512Mi"), for a suggested limit; "" when q does not

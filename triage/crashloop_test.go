@@ -63,6 +63,42 @@ func TestCrashRules(t *testing.T) {
 	}
 }
 
+// TestBarePodResourcesFixSaysWhatReplaceCosts: a bare pod's limit can only change by replace
+// --force, which deletes it; when it is Ready now (running again after an OOM kill 2 minutes
+// ago) the fix says it serves nothing until the new pod is Ready, and says nothing of the kind
+// for a pod in back-off, which serves nothing already.
+func TestBarePodResourcesFixSaysWhatReplaceCosts(t *testing.T) {
+	const cost = "that deletes the pod, which is Ready now and has no other replica: it serves nothing until the new pod is Ready"
+	readyAgain := func(p *corev1.Pod) {
+		st := status(p, "app")
+		st.RestartCount = 4
+		st.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.NewTime(clock0.Add(-2 * time.Minute))}}
+	}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		wantCost bool
+	}{
+		{"Ready again between OOM kills: the replace costs it", testPod(memory("20Mi", "30Mi"), readyAgain), true},
+		{"in back-off: nothing Ready to lose", testPod(memory("20Mi", "30Mi"), crashLoop("app", 14, 137, "OOMKilled", "")), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := crashRules(testSnapshot(tt.pod))
+			if len(fs) == 0 || fs[0].Code != CodeOOMKilled {
+				t.Fatalf("findings = %+v, want oom-killed first", fs)
+			}
+			fix := strings.Join(fs[0].Fix, "\n")
+			if !strings.Contains(fix, "kubectl replace --force -f pod.yaml") {
+				t.Fatalf("fix = %q, want the bare pod's replace", fix)
+			}
+			if got := strings.Contains(fix, cost); got != tt.wantCost {
+				t.Errorf("fix says the cost = %v, want %v: %q", got, tt.wantCost, fix)
+			}
+		})
+	}
+}
+
 func TestCrashRulesEvidence(t *testing.T) {
 	s := testSnapshot(testPod(crashLoop("app", 7, 1, "Error", "")))
 	s.PreviousLogs = map[string]LogTail{"app": {Err: errors.New("dial tcp 10.0.0.1:10250: i/o timeout")}}

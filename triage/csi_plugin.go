@@ -152,6 +152,15 @@ func csiGenericFix(s *Snapshot, driver string) []string {
 }
 
 // nodePluginState says why node DaemonSet ds has no working pod on the pod's node: its own
+// retryDaemonSetFix is how to have the DaemonSet controller create its missing pod: it retries
+// with back-off, and any change to the DaemonSet object queues it at once. An annotation on the
+// DaemonSet (not its template) is that change; kubectl rollout restart would be too, but it
+// also replaces the plugin's Ready pods on every other node, one at a time, for nothing.
+func retryDaemonSetFix(ds *appsv1.DaemonSet) string {
+	return fmt.Sprintf(`kubectl annotate daemonset/%s -n %s whypending.io/retry="$(date +%%s)" --overwrite   # the DaemonSet controller retries with back-off (minutes apart after many failures) and creates its pod once the API server admits it; a change to the DaemonSet object retries at once, and this one restarts none of its running pods (kubectl rollout restart would replace them all)`,
+		shellQuote(ds.Name), shellQuote(ds.Namespace))
+}
+
 // node rules skip the node, its pod there is not ready, or the API server refuses its pods
 // (its newest FailedCreate).
 func nodePluginState(s *Snapshot, plug *CSIPlugin, ds *appsv1.DaemonSet) (string, []Evidence, []string) {
@@ -164,7 +173,7 @@ func nodePluginState(s *Snapshot, plug *CSIPlugin, ds *appsv1.DaemonSet) (string
 	name := ds.Namespace + "/" + ds.Name
 	st := ds.Status
 	ev := []Evidence{{Object: ref.String(), Field: "status", Message: fmt.Sprintf("desired %d, current %d, ready %d", st.DesiredNumberScheduled, st.CurrentNumberScheduled, st.NumberReady)}}
-	restart := fmt.Sprintf("kubectl get pods -n %s -o wide -w   # the DaemonSet controller retries with back-off (minutes apart after many failures) and creates its pod once the API server admits it; kubectl rollout restart daemonset/%s -n %s retries at once", shellQuote(ds.Namespace), shellQuote(ds.Name), shellQuote(ds.Namespace))
+	restart := retryDaemonSetFix(ds)
 	// Its own pod on the node.
 	for _, p := range s.Bound().On(s.Pod.Spec.NodeName) {
 		if !ownedBy(p, ds.UID) {

@@ -197,7 +197,7 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		switch {
 		case st.templatePrefixDelegation:
 			// On in the template already: the node's pod has not been replaced since.
-			f.Fix = append(f.Fix, fmt.Sprintf("Or let prefix delegation reach the node: the aws-node DaemonSet's template already sets ENABLE_PREFIX_DELEGATION=true, but the node's pod predates it; replace it (kubectl delete pod %s -n kube-system), then raise max-pods to match.", shellQuote(strings.TrimPrefix(st.source, "Pod kube-system/"))))
+			f.Fix = append(f.Fix, fmt.Sprintf("Or let prefix delegation reach the node: the aws-node DaemonSet's template already sets ENABLE_PREFIX_DELEGATION=true, but the node's pod predates it; replace it (kubectl delete pod %s -n kube-system), then raise max-pods to match. Until the new aws-node pod is Ready no new pod on the node gets an IP, while running pods keep theirs.", shellQuote(strings.TrimPrefix(st.source, "Pod kube-system/"))))
 		case st.tooOld != "":
 			// The setting exists from v1.9.0: on an older CNI it would change nothing.
 			f.Fix = append(f.Fix, fmt.Sprintf("Or, on Nitro instances, prefix delegation: the VPC CNI here is %s, older than v1.9.0, which added it; upgrade the CNI (the vpc-cni add-on) first, then set ENABLE_PREFIX_DELEGATION=true on the aws-node DaemonSet and raise max-pods to match.", st.tooOld))

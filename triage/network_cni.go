@@ -73,9 +73,9 @@ func ciliumExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 	}
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get ciliumnode %s -o jsonpath='{.spec.ipam}{\"\\n\"}{.status.ipam}'   # what the operator assigned to the node: compare with the agent's view", shellQuote(node)))
 	if agent != nil {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl delete pod -n %s %s   # stop-gap: the DaemonSet restarts the agent, which rebuilds its allocator from the CiliumNode", shellQuote(agent.Namespace), shellQuote(agent.Name)))
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl delete pod -n %s %s   # stop-gap: the DaemonSet restarts the agent, which rebuilds its allocator from the CiliumNode; until it is Ready again no new pod on the node gets networking, while running pods keep theirs", shellQuote(agent.Namespace), shellQuote(agent.Name)))
 	} else {
-		f.Fix = append(f.Fix, fmt.Sprintf("Restart the Cilium agent on %s (delete its pod; the DaemonSet recreates it) as a stop-gap.", node))
+		f.Fix = append(f.Fix, fmt.Sprintf("Restart the Cilium agent on %s (delete its pod; the DaemonSet recreates it) as a stop-gap: until it is Ready again no new pod on the node gets networking, while running pods keep theirs.", node))
 	}
 	f.Fix = append(f.Fix,
 		"Upgrade Cilium if the agent holds fewer CIDRs than the CiliumNode lists (released CIDRs are reclaimed in later releases).",

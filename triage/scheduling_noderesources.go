@@ -427,10 +427,57 @@ func scaleDownFix(big consumer, ns, amount, res, node string, named bool) string
 	if !named {
 		return fmt.Sprintf("A workload in a namespace you cannot read has pods requesting %s of %s on %s, and without them the pod fits there: ask the cluster's admins whether it can be scaled down.", amount, res, node)
 	}
-	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s, and without them the pod fits there; a scale-down removes its Pending pods first, so go below the number of its scheduled pods (kubectl get pods -n %s -o wide)",
+	line := fmt.Sprintf("kubectl scale %s/%s -n %s --replicas=<fewer>   # its pods request %s of %s on %s, and without them the pod fits there; a scale-down removes its Pending pods first, so go below the number of its scheduled pods (kubectl get pods -n %s -o wide), and each one removed is a Ready replica of it fewer: only if it can spare them",
 		big.kind, shellQuote(big.name), shellQuote(big.namespace), amount, res, node, shellQuote(big.namespace))
 	if big.namespace != ns {
 		line += fmt.Sprintf("; it is in namespace %s, not %s: another team's workload, ask its owners first", big.namespace, ns)
+	}
+	return line
+}
+
+// readyFirst is the condition every fix that names a Ready replica to delete states: deleting
+// the last Ready replica takes the workload down (the property TestNoFixDeletesAReadyReplica
+// checks it).
+const readyFirst = "only once other replicas are Ready"
+
+// surgeFreeCost says what the maxSurge 0 / maxUnavailable 1 patch costs: the controller then
+// stops an old Ready replica before its replacement starts, and with one Ready replica that is
+// the whole workload.
+func surgeFreeCost(owner string, fit replicaFit) string {
+	switch len(fit.ready) {
+	case 0:
+		return fmt.Sprintf("no replica of %s is Ready now, so stopping an old one first costs nothing that serves", owner)
+	case 1:
+		return fmt.Sprintf("costs: the rollout then stops %s, the only Ready replica, before its replacement starts, so %s serves nothing until the new pod is Ready; if it must stay up, make room on a node instead", fit.ready[0], owner)
+	}
+	return fmt.Sprintf("costs: the rollout then stops one old replica before each replacement starts, so %s runs with %d of its %d Ready replicas meanwhile", owner, len(fit.ready)-1, len(fit.ready))
+}
+
+// replaceRunningNote says how the workload's running replicas (fit.running), whose room the
+// lower request counts on, get replaced: a Deployment's rollout and a StatefulSet's rolling
+// update replace them by themselves (a Deployment never takes its Ready replicas below
+// spec.replicas minus maxUnavailable, so nothing needs deleting); a ReplicaSet does not roll, so
+// its pods that are not Ready are the ones to delete. A Ready replica is never offered for deletion
+// except readyFirst, saying what it costs: deleting the only Ready one takes the workload down.
+func replaceRunningNote(kind, ns, owner string, fit replicaFit) string {
+	what := "the running replica " + fit.running[0]
+	if n := len(fit.running); n > 1 {
+		what = fmt.Sprintf("the %d running replicas (%s)", n, joinLimited(fit.running, 3))
+	}
+	var line string
+	switch kind {
+	case "deployment":
+		line = fmt.Sprintf("They fit once the rollout has replaced %s. Nothing needs deleting now: the Deployment controller removes old replicas by itself, only while enough replicas stay Ready.", what)
+	case "statefulset":
+		line = fmt.Sprintf("They fit once the rolling update has replaced %s. The StatefulSet controller replaces its pods by itself, one at a time from the highest ordinal (kubectl rollout status statefulset/%s -n %s follows it).", what, shellQuote(owner), shellQuote(ns))
+	default:
+		line = fmt.Sprintf("They fit once %s %s replaced: a ReplicaSet does not replace its pods when its template changes, so delete those of its pods that are not Ready (they serve nothing) to have them recreated with the new request.", what, plural(len(fit.running), "is", "are"))
+	}
+	switch n := len(fit.ready); {
+	case n == 1:
+		line += fmt.Sprintf(" %s is the only Ready replica of %s: deleting it now takes %s down. If new pods stay Pending beside it, delete it %s (it costs one Ready replica until its replacement starts in its room).", fit.ready[0], owner, owner, readyFirst)
+	case n > 1:
+		line += fmt.Sprintf(" %s %s Ready: if new pods stay Pending beside them, delete them one at a time and %s (each costs one Ready replica until its replacement starts in its room).", joinLimited(fit.ready, 3), plural(n, "is", "are"), readyFirst)
 	}
 	return line
 }
@@ -472,7 +519,7 @@ func (v *schedulingView) lowerRequestFixes(sf shortfall) []string {
 			return []string{
 				fmt.Sprintf("The room the pod needs is held by %s's own running %s (%s): its rollout waits to start new pods beside the old ones (maxUnavailable 0 keeps them). Let it replace them first:",
 					owner, plural(len(fit.running), "replica", "replicas"), joinLimited(fit.running, 3)),
-				fmt.Sprintf(`kubectl patch deployment %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, shellQuote(owner), shellQuote(ns)),
+				fmt.Sprintf(`kubectl patch deployment %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'   # %s`, shellQuote(owner), shellQuote(ns), surgeFreeCost(owner, fit)),
 			}
 		case fit.rollout:
 			return nil
@@ -491,13 +538,8 @@ func (v *schedulingView) lowerRequestFixes(sf shortfall) []string {
 		}
 		out := []string{fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: %s, if the app can live with it",
 			kind, owner, ns, res, per, where)}
-		switch n := len(fit.running); {
-		case n == 1:
-			out = append(out, fmt.Sprintf("They fit once the rollout has replaced the running replica %s: if the rollout waits with new pods Pending while it runs, delete it (kubectl delete pod -n %s %s).",
-				fit.running[0], shellQuote(ns), shellQuote(fit.running[0])))
-		case n > 1:
-			out = append(out, fmt.Sprintf("They fit once the rollout has replaced the %d running replicas (%s): if the rollout waits with new pods Pending while they run, delete them one at a time.",
-				n, joinLimited(fit.running, 3)))
+		if len(fit.running) > 0 {
+			out = append(out, replaceRunningNote(kind, ns, owner, fit))
 		}
 		return out
 	}

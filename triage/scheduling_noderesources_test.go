@@ -226,6 +226,9 @@ func TestScaleFixNeverScalesThePodsOwnWorkloadNorGuessesReplicas(t *testing.T) {
 	if !strings.HasPrefix(got, "kubectl scale deployment/web -n other --replicas=<fewer>") || !strings.Contains(got, "another team's workload") {
 		t.Errorf("scale fix = %q, want Deployment other/web flagged as another namespace's", got)
 	}
+	if !strings.Contains(got, "each one removed is a Ready replica of it fewer: only if it can spare them") {
+		t.Errorf("scale fix = %q, want what the scale-down costs web", got)
+	}
 }
 
 // TestScaleFixOnlyWhenItFreesEnough checks that scaling another workload down is suggested only

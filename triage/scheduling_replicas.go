@@ -28,8 +28,9 @@ type replicaFit struct {
 	replicas int
 	known    bool
 	// running are the workload's pods on nodes whose room the fit counts on: they only make
-	// room once the rollout has replaced them.
-	running []string
+	// room once the rollout has replaced them. ready are those of them that are Ready (serving):
+	// no fix may tell the user to delete one of those while it could be the last.
+	running, ready []string
 	// rollout is true when no lower request is needed: the replicas fit as they are once the
 	// workload's running pods (running) are replaced, so a rollout waits on its own old pods.
 	rollout bool
@@ -108,10 +109,13 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	s := *v.snap
 	s.RequestedByNode = make(map[string]corev1.ResourceList, len(v.snap.RequestedByNode))
 	gone := withoutPods{NodePods: v.cluster.pods, own: own, on: map[string]bool{}}
-	var running []string
+	var running, ready []string
 	for _, n := range v.cluster.nodes {
 		for _, p := range v.cluster.pods.Where(n.Name, own) {
 			running = append(running, p.Name)
+			if servesTraffic(p) {
+				ready = append(ready, p.Name)
+			}
 			gone.on[n.Name] = true
 		}
 		if used, ok := v.snap.RequestedByNode[n.Name]; ok && !gone.on[n.Name] {
@@ -119,6 +123,7 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 		}
 	}
 	sort.Strings(running)
+	sort.Strings(ready)
 	without := newClusterOf(&s, gone)
 
 	unit := requestUnit(res)
@@ -166,7 +171,7 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 			return fit, false
 		}
 		// They fit as they are once the running ones are gone: a rollout waits on its own pods.
-		fit.rollout, fit.running = true, running
+		fit.rollout, fit.running, fit.ready = true, running, ready
 		return fit, true
 	}
 	// The largest per in [1, hi-1] whose replicas all fit (fewer fit as per grows).
@@ -185,9 +190,16 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	fit.per = lo * unit
 	fit.counts = place(lo, without)
 	if len(running) > 0 && total(place(lo, v.cluster)) < fit.replicas {
-		fit.running = running
+		fit.running, fit.ready = running, ready
 	}
 	return fit, true
+}
+
+// servesTraffic reports whether pod is Ready and not being deleted: a replica that serves, so
+// deleting it by hand leaves the workload with one Ready replica fewer.
+func servesTraffic(pod *corev1.Pod) bool {
+	c := podCondition(pod, corev1.PodReady)
+	return pod.DeletionTimestamp == nil && c != nil && c.Status == corev1.ConditionTrue
 }
 
 // resourcesFit is the plugin of resourceReasons, the only filter that reads the pod's requests.

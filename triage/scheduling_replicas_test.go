@@ -85,6 +85,13 @@ func TestResourcesFixLetsEveryReplicaFit(t *testing.T) {
 			none: "kubectl set resources",
 		},
 		{
+			name: "one Ready replica whose old pod holds the room: the patch says it takes checkout down meanwhile",
+			s: world(checkout("checkout-5d8f-bbbbb", "cpu=1500m"), ptr.To[int32](1), func(s *Snapshot) {
+				s.PodsByNode["node-1"][0].Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			}),
+			want: []string{`"maxSurge":0,"maxUnavailable":1}}}}'   # costs: the rollout then stops checkout-5d8f-aaaaa, the only Ready replica, before its replacement starts, so checkout serves nothing until the new pod is Ready`},
+		},
+		{
 			name: "spec.replicas not read: the replicas seen (the one on node-1 and this one)",
 			s:    world(checkout("checkout-5d8f-bbbbb", "cpu=1500m"), nil),
 			want: []string{"the 2 replicas seen fit then"},

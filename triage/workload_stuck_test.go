@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,10 @@ func TestStuckWorkloadsAreNeverHealthy(t *testing.T) {
 			d := EvaluateWorkload(ws)
 			if got := d.Primary().Code; got != CodeCronJobBlockedByActiveJob {
 				t.Errorf("JobAlreadyActive event %t: primary = %s, want cronjob-blocked-by-active-job; summary: %s", skippedEvent, got, d.Summary)
+			}
+			// Deleting the hung Job stops its pods: the fix says so.
+			if fix := strings.Join(d.Primary().Fix, "\n"); !strings.Contains(fix, "kubectl delete job -n shop export-29146440") || !strings.Contains(fix, "this stops the Job's running pods, and what they did so far is lost") {
+				t.Errorf("fix = %q, want the hung Job's delete and what it costs", fix)
 			}
 		}
 	})

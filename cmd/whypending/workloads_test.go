@@ -70,6 +70,23 @@ func TestWhyPendingWorkloads(t *testing.T) {
 		}
 	})
 
+	t.Run("the fix never says to delete the only Ready replica (the tester's report)", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", ns, "deploy/checkout")
+		if code != 0 {
+			t.Fatalf("exit code = %d; stderr: %s", code, errOut)
+		}
+		ready := "checkout-6f7b9c5d4-2lq8v"
+		for _, want := range []string{"--requests=cpu=666m", "Nothing needs deleting now: the Deployment controller removes old replicas by itself",
+			ready + " is the only Ready replica of checkout: deleting it now takes checkout down"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "kubectl delete pod -n "+ns+" "+ready) {
+			t.Errorf("output pastes a delete of the only Ready replica %s:\n%s", ready, out)
+		}
+	})
+
 	t.Run("--all lists the stuck pods by cause", func(t *testing.T) {
 		code, out, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "-n", ns, "--all", "-o", "json")
 		if code != 0 {

@@ -91,6 +91,9 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 	if err != nil {
 		return nil, err
 	}
+	if s.MissingNamespace != nil {
+		s.MissingNamespace.Flag = t.FlagNamespace
+	}
 	if s.Pod != nil || s.MissingNamespace != nil { // namespace-not-found: no workload either
 		return &triage.Answer{Pod: triage.Evaluate(s)}, nil
 	}

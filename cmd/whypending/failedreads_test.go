@@ -130,3 +130,38 @@ func TestFailedReadsMakeThePartialAnswer(t *testing.T) {
 	})
 }
 
+// TestQuestionDeadline: against an API server that accepts TLS and never answers, --all gives
+// up after one request timeout (the six workload lists stop at the first that timed out, not
+// six timeouts one after another), and why-pending without --timeout still ends within its
+// own default deadline, saying so.
+func TestQuestionDeadline(t *testing.T) {
+	server, kubeconfig := silentServer(t)
+	defer func(d time.Duration) { questionTimeout = d }(questionTimeout)
+	questionTimeout = 3 * time.Second
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		want   string
+		within time.Duration
+	}{
+		{"--all", []string{"why-pending", "--all", "--request-timeout", "2s"},
+			"the Kubernetes API server at " + server + " did not answer within 2s (GET /apis/apps/v1/namespaces/shop/deployments)", 5 * time.Second},
+		{"the default deadline", []string{"why-pending", "web", "--request-timeout", "0"},
+			"did not finish within 3s (--timeout) while waiting for the Kubernetes API server at " + server, 6 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			code, out, errOut := runCLI(t, append(tc.args, "--kubeconfig", kubeconfig)...)
+			took := time.Since(start)
+			if code != 1 || out != "" {
+				t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
+			}
+			if took > tc.within {
+				t.Errorf("took %s, want under %s", took, tc.within)
+			}
+			if !strings.Contains(errOut, "error: "+tc.want) {
+				t.Errorf("stderr = %q, want the error %q", errOut, tc.want)
+			}
+		})
+	}
+}

@@ -45,9 +45,9 @@ type RefusedRead struct {
 	Message string `json:"message"`
 	// Failure is why the read did not succeed; "" is ReadForbidden.
 	Failure ReadFailure `json:"failure,omitempty"`
-	// WaitedSeconds is how long the read waited before it failed, in whole seconds (at least
-	// 1), for a read that did not succeed for another reason than ReadForbidden; 0 when not
-	// known (a read shared with another question).
+	// WaitedSeconds is how long the read waited before it failed, rounded to whole seconds,
+	// for a read that did not succeed for another reason than ReadForbidden; 0 when under
+	// half a second or not known (a read shared with another question), and then not said.
 	WaitedSeconds int `json:"waitedSeconds,omitempty"`
 }
 

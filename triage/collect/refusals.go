@@ -79,7 +79,7 @@ func (r *refusals) note(err error, start time.Time, verb, resource, namespace st
 	if status, ok := forbidden(err); ok {
 		key.Message = status.Status().Message
 	} else if !start.IsZero() {
-		key.WaitedSeconds = max(1, int(time.Since(start).Round(time.Second)/time.Second))
+		key.WaitedSeconds = int(time.Since(start).Round(time.Second) / time.Second)
 	}
 	r.list = append(r.list, key)
 }

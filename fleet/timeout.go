@@ -35,6 +35,10 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("the Kubernetes API server at %s did not answer within %s (%s %s)", e.Host, e.After, e.Method, e.Path)
 }
 
+// Timeout reports that the request timed out (true), so that a *url.Error around it, and
+// anything that asks errors.As for a Timeout method, reads it as a timeout.
+func (e *TimeoutError) Timeout() bool { return true }
+
 // RequestTimeout makes every request sent through cfg give up when the API server sends
 // nothing for d: no response within d of sending the request (a server that accepts the
 // connection, even the TLS handshake, and never replies), or no byte of the body for d

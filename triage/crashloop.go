@@ -525,6 +525,10 @@ func readinessFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 		// say so, and do not claim the cause.
 		f.Severity = SeverityWarning
 		f.Summary = fmt.Sprintf("Container %q has been running for %s but is not Ready, and it has a %s probe; no probe failure event was found.", st.Name, FormatAge(running), kind)
+		if u := s.eventsUnread(); u != "" {
+			f.Uncertain = true
+			f.Summary = fmt.Sprintf("Container %q has been running for %s but is not Ready, and it has a %s probe; the pod's events, which would show its failures, could not be read (%s).", st.Name, FormatAge(running), kind, u)
+		}
 	}
 	for _, e := range events {
 		if len(f.Evidence) < 2 {

@@ -135,7 +135,11 @@ func notFoundFinding(s *Snapshot) Finding {
 	if len(s.Refused) > 0 {
 		// The lookups that would have found a workload of that name were refused: it may exist.
 		f.Uncertain = true
-		f.Summary += fmt.Sprintf(" The API server refused the reads that look for a workload named %q, so one may exist: whypending cannot tell.", s.Requested.Name)
+		how := "were refused by the API server"
+		if _, failed := splitFailures(s.Refused); len(failed) > 0 {
+			how = "did not all succeed (refused, timed out or failed)"
+		}
+		f.Summary += fmt.Sprintf(" The reads that look for a workload named %q %s, so one may exist: whypending cannot tell.", s.Requested.Name, how)
 	}
 	if len(s.SimilarPods) > 0 {
 		f.Summary += " Did you mean " + strings.Join(s.SimilarPods, ", ") + "?"

@@ -254,7 +254,9 @@ func (p *pull) finding(code Code) Finding {
 		}
 	default:
 		f.Uncertain = true
-		if p.words == "" || strings.HasPrefix(p.words, "Back-off pulling image") {
+		if u := p.s.eventsUnread(); u != "" && (p.words == "" || strings.HasPrefix(p.words, "Back-off pulling image")) {
+			f.Summary = fmt.Sprintf("The kubelet on %s cannot pull %s for %s (%s); the runtime's error is in the pod's events, which could not be read (%s), so the cause is not known.", node, image, who, p.c.Status.State.Waiting.Reason, u)
+		} else if p.words == "" || strings.HasPrefix(p.words, "Back-off pulling image") {
 			f.Summary = fmt.Sprintf("The kubelet on %s cannot pull %s for %s (%s), and no event with the runtime's error is left (events expire after an hour); the cause is not known.", node, image, who, p.c.Status.State.Waiting.Reason)
 		} else {
 			f.Summary = fmt.Sprintf("The kubelet on %s cannot pull %s for %s; no rule recognises the runtime's error, so its own words are the evidence: %q.", node, image, who, truncateStart(p.words, 300))

@@ -17,6 +17,10 @@ type MissingNamespace struct {
 	// Existing are the names of the namespaces that exist (for "did you mean"); nil when they
 	// could not be listed.
 	Existing []string
+	// Flag is the namespace the asker named with -n when the question read Name as a
+	// namespace though it is kubectl's name of a kind ("svc/web -n shop": Target.FlagNamespace);
+	// the object of that kind is looked for there. "" when -n was not given.
+	Flag string
 }
 
 // NamespaceStuck is a namespace and how many of its pods are stuck (PodNeedsDiagnosis).
@@ -81,7 +85,11 @@ func namespaceNotFoundFinding(m *MissingNamespace, what, name string) Finding {
 		f.Summary += fmt.Sprintf(" %s/%s reads as %s in namespace %s: %s is kubectl's name of the %s kind, which whypending does not diagnose."+
 			" It explains pods and the workloads that own them (po, deploy, sts, ds, job, cj, rs): ask about the pods or the workload behind %s %s.",
 			m.Name, name, what, m.Name, m.Name, kind, kind, name)
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe %s %s", strings.ToLower(kind), name))
+		describe := fmt.Sprintf("kubectl describe %s %s", strings.ToLower(kind), shellQuote(name))
+		if m.Flag != "" {
+			describe += " -n " + shellQuote(m.Flag)
+		}
+		f.Fix = append(f.Fix, describe)
 		return f
 	}
 	if near := closestNames(m.Name, m.Existing, maxSimilarNamespaces); len(near) > 0 {

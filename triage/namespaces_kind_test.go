@@ -17,6 +17,11 @@ func TestNamespaceNamedLikeAKind(t *testing.T) {
 	if got := strings.Join(f.Fix, "; "); got != "kubectl get namespaces; kubectl describe service web" {
 		t.Errorf("fix = %q", got)
 	}
+	// "svc/web -n seed-crash-app": the Service is looked for in the namespace -n names.
+	f = namespaceNotFoundFinding(&MissingNamespace{Name: "svc", Flag: "seed-crash-app"}, "pod web", "web")
+	if got := strings.Join(f.Fix, "; "); got != "kubectl get namespaces; kubectl describe service web -n seed-crash-app" {
+		t.Errorf("fix with -n = %q", got)
+	}
 	f = namespaceNotFoundFinding(&MissingNamespace{Name: "shopp", Existing: []string{"shop", "svc"}}, "pod web", "web")
 	if !strings.Contains(f.Summary, "Did you mean namespace shop?") || strings.Contains(f.Summary, "kubectl's name") {
 		t.Errorf("a mistyped namespace: %q", f.Summary)

@@ -101,3 +101,87 @@ func TestRefusedReadCanI(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedReadsArePartial: a read that timed out or failed (not refused) makes the answer
+// partial like a refused one: listed with why it failed, a health check and a retry as fix,
+// no permission to grant; and a rule that finds no event says the events could not be read
+// instead of "no event is left".
+func TestFailedReadsArePartial(t *testing.T) {
+	timedOut := errors.New(`list events for pod shop/web: Get "https://k8s/api/v1/namespaces/shop/events": context deadline exceeded`)
+	failed := []RefusedRead{
+		{Verb: "list", Resource: "events", Namespace: "shop", Message: timedOut.Error(), Failure: ReadTimedOut, WaitedSeconds: 30},
+		{Verb: "list", Resource: "nodes", Message: "the server is currently unable to handle the request", Failure: ReadFailed, WaitedSeconds: 1},
+	}
+	s := testSnapshot(testPod(pending("ImagePullBackOff", `Back-off pulling image "registry.example.com/shop/app:1.0"`)))
+	s.EventsErr, s.NodesErr, s.Refused = timedOut, errors.New("list nodes: unavailable"), failed
+	d := Evaluate(s)
+	p := d.Primary()
+	if p.Code != CodeImagePullFailed || !p.Uncertain || !d.Partial {
+		t.Fatalf("primary = %s uncertain %t, partial %t; want %s, uncertain, partial", p.Code, p.Uncertain, d.Partial, CodeImagePullFailed)
+	}
+	if strings.Contains(p.Summary, "no event") || strings.Contains(p.Summary, "expire") {
+		t.Errorf("summary claims the events are gone: %q", p.Summary)
+	}
+	for _, want := range []string{"which could not be read (timed out after 30s)",
+		"Partial answer: 2 reads failed (list events in namespace shop: timed out after 30s, list nodes cluster-wide: failed after 1s: the server is currently unable to handle the request)"} {
+		if !strings.Contains(p.Summary, want) {
+			t.Errorf("summary = %q, want %q", p.Summary, want)
+		}
+	}
+	var evidence []string
+	for _, e := range p.Evidence {
+		evidence = append(evidence, e.Message)
+	}
+	for _, want := range []string{"events: timed out after 30s (list in namespace shop)", "nodes: failed after 1s: the server is currently unable to handle the request (list cluster-wide)"} {
+		if !slicesContain(evidence, want) {
+			t.Errorf("evidence = %q, want %q", evidence, want)
+		}
+	}
+	fix := strings.Join(p.Fix, "\n")
+	for _, want := range []string{"kubectl get --raw='/readyz?verbose'", "kubectl get events -n shop --request-timeout=2m", "kubectl get nodes --request-timeout=2m"} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("fix = %q, want %q", p.Fix, want)
+		}
+	}
+	if strings.Contains(fix, "can-i") || strings.Contains(fix, "clusterrole") {
+		t.Errorf("fix grants permissions for reads that were not refused: %q", p.Fix)
+	}
+}
+
+// TestUnreadEventsAreNotAbsentEvents: each rule that says "no event" when it finds none says
+// instead that the events could not be read when their read failed.
+func TestUnreadEventsAreNotAbsentEvents(t *testing.T) {
+	timedOut := []RefusedRead{{Verb: "list", Resource: "events", Namespace: "default", Failure: ReadTimedOut, WaitedSeconds: 30}}
+	unread := func(s *Snapshot) *Snapshot {
+		s.EventsErr, s.Refused = errors.New("list events: timed out"), timedOut
+		return s
+	}
+	bound := testPod(onNode("node-1"))
+	bound.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	tests := []struct {
+		name string
+		snap *Snapshot
+		rule func(*Snapshot) []Finding
+	}{
+		{"image pull back-off", unread(testSnapshot(testPod(pending("ImagePullBackOff", `Back-off pulling image "x:1"`)))), imageRules},
+		{"bound, never started", unread(testSnapshot(bound, nil...)), func(s *Snapshot) []Finding {
+			f, ok := boundNotStartedFinding(s)
+			if !ok {
+				return nil
+			}
+			return []Finding{f}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := tt.rule(tt.snap)
+			if len(fs) == 0 {
+				t.Fatal("no finding")
+			}
+			sum := fs[0].Summary
+			if !strings.Contains(sum, "could not be read (timed out after 30s)") || strings.Contains(sum, "no event") || strings.Contains(sum, "no kubelet event") || strings.Contains(sum, "expire") {
+				t.Errorf("summary = %q, want it to say the events could not be read, and claim none is missing", sum)
+			}
+		})
+	}
+}

@@ -206,6 +206,11 @@ func (v *schedulingView) schedulerNotRunningFinding() (Finding, bool) {
 			{Object: "Pod " + v.podRef(), Field: "events", Message: fmt.Sprintf("%d event(s), none from a scheduler", len(v.snap.Events))},
 		},
 	}
+	if u := v.snap.eventsUnread(); u != "" {
+		// The missing condition alone says it; the events were not read, so none is claimed.
+		f.Summary = fmt.Sprintf("No scheduler has looked at this pod: it has no PodScheduled condition although %s (its events could not be read: %s). Is %s running?", why, u, name)
+		f.Evidence[2].Message = "could not be read: " + u
+	}
 	if name == corev1.DefaultSchedulerName {
 		f.Fix = []string{
 			"kubectl get pods -n kube-system -l component=kube-scheduler -o wide",
@@ -552,12 +557,18 @@ func (v *schedulingView) messageOnlyFinding() (Finding, bool) {
 }
 
 // oneLineErr is err on one line for a summary: "refused by the API server, see below" when
-// the reads were refused (their messages are the evidence, one line each), else err's lines
+// the reads were refused (their messages are the evidence, one line each), why they failed
+// when they timed out or failed otherwise ("nodes: timed out after 30s"), else err's lines
 // joined with "; ".
 func oneLineErr(err error, refused []RefusedRead) string {
 	msg := err.Error()
 	if len(refused) > 0 && strings.Contains(msg, "forbidden") {
 		return "the API server refused the reads; each is listed below"
+	}
+	for _, r := range refused {
+		if !r.Forbidden() && (r.Resource == "nodes" || r.Resource == "pods") {
+			return r.Resource + ": " + r.Reason()
+		}
 	}
 	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
 }

@@ -54,6 +54,9 @@ func boundNotStartedFinding(s *Snapshot) (Finding, bool) {
 			fmt.Sprintf("On %s: systemctl status kubelet; journalctl -u kubelet --since -30m | grep %s", shellQuote(name), shellQuote(pod.Name)),
 		},
 	}
+	if u := s.eventsUnread(); u != "" {
+		f.Summary = fmt.Sprintf("The pod was bound to node %s%s, but the kubelet there has not reported a container status; its events could not be read (%s), so whether the kubelet reported anything else is not known.", name, since, u)
+	}
 	if !boundAt.IsZero() {
 		f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: "status.conditions[PodScheduled]",
 			Message: "True since " + FormatAge(age(s, boundAt)) + " ago"})

@@ -531,6 +531,10 @@ func noPodsFinding(ws *WorkloadSnapshot, desired *int32) Finding {
 			"kubectl get pods -n kube-system -l component=kube-controller-manager  # is the controller manager running?",
 		},
 	}
+	if u := unread(ws.EventsErr, ws.Refused, "events"); u != "" {
+		f.Summary = fmt.Sprintf("%s wants %s but has none, and its events, which would say why, could not be read (%s).", ref, want, u)
+		f.Evidence = append(f.Evidence, Evidence{Object: ref.String(), Field: "status", Message: "no pods; events could not be read"})
+	}
 	if len(f.Evidence) == 0 {
 		f.Evidence = []Evidence{{Object: ref.String(), Field: "status", Message: "no pods and no Warning events"}}
 	}

@@ -187,8 +187,10 @@ func TestWhyPendingKindNamedNamespace(t *testing.T) {
 	createNamespace(t, c, "shop")
 	_, alone, _ := runCLI(t, "why-pending", "--kubeconfig", kc, "svc/web")
 	code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kc, "svc/web", "-n", "shop")
-	if code != exitPodNotFound || out != alone || !strings.Contains(out, "kubectl describe service web") {
-		t.Errorf("svc/web -n shop: exit %d, stderr %q, output:\n%s\nwant exit 2 and what svc/web alone gets:\n%s", code, errOut, out, alone)
+	// The same answer, but the Service is looked for in the namespace -n names.
+	want := strings.Replace(alone, "kubectl describe service web\n", "kubectl describe service web -n shop\n", 1)
+	if code != exitPodNotFound || out != want || want == alone {
+		t.Errorf("svc/web -n shop: exit %d, stderr %q, output:\n%s\nwant exit 2 and what svc/web alone gets, with -n shop in its describe:\n%s", code, errOut, out, want)
 	}
 	createNamespace(t, c, "svc")
 	code, out, errOut = runCLI(t, "why-pending", "--kubeconfig", kc, "svc/web", "-n", "shop")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -20,10 +21,15 @@ import (
 const (
 	// exitPodNotFound: the pod, workload or namespace does not exist.
 	exitPodNotFound = 2
-	// exitPartial: an answer, but the API server refused some of its reads (RBAC), so it
-	// rests on what could be read; the answer lists the refused reads.
+	// exitPartial: an answer, but some of its reads were refused (RBAC), timed out or failed,
+	// so it rests on what could be read; the answer lists those reads and why.
 	exitPartial = 3
 )
+
+// questionTimeout is why-pending's --timeout when none is given: a question's reads, each
+// within --request-timeout, end together within it, so an API server that does not answer
+// costs at most this long whatever the question reads. A variable for the tests.
+var questionTimeout = time.Minute
 
 func newWhyPendingCommand(kube *kubeFlags) *cobra.Command {
 	var output string
@@ -44,9 +50,12 @@ pods (FailedCreate), a stalled rollout, a Job at its backoffLimit, a DaemonSet t
 ` + triage.TargetSyntax + `
 
 Exit codes: 0 answered, 1 error (e.g. the API server cannot be reached), 2 no such pod,
-workload or namespace (the answer lists the closest names), 3 a partial answer: your access
-let whypending read the pod but not everything the answer needs (events, nodes, …), so it
-rests on what could be read and lists each refused read and the permission that completes it.`,
+workload or namespace (the answer lists the closest names), 3 a partial answer: whypending
+read the pod but not everything the answer needs (events, nodes, …): your access refused it, or
+the read timed out or failed; the answer rests on what could be read and lists each such read,
+why, and the permission or the retry that completes it.
+
+--timeout defaults to 1m here: the question's reads end together within it.`,
 		Example: `  whypending why-pending -n shop web-7f9c
   whypending why-pending shop/web-7f9c -o json | jq -r '.findings[0].code'
   whypending why-pending -n shop deploy/checkout
@@ -77,6 +86,9 @@ rests on what could be read and lists each refused read and the permission that 
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return fmt.Errorf("create client for %s: %w", cfg.Host, err)
+			}
+			if !cmd.Flags().Changed("timeout") {
+				kube.timeout = questionTimeout
 			}
 			ctx, cancel := kube.withDeadline(cmd.Context())
 			defer cancel()

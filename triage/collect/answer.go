@@ -91,6 +91,9 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 	if err != nil {
 		return nil, err
 	}
+	if s.MissingNamespace != nil {
+		s.MissingNamespace.Flag = t.FlagNamespace
+	}
 	if s.Pod != nil || s.MissingNamespace != nil { // namespace-not-found: no workload either
 		return &triage.Answer{Pod: triage.Evaluate(s)}, nil
 	}
@@ -100,7 +103,7 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 	for _, k := range triage.WorkloadKinds {
 		ws := &triage.WorkloadSnapshot{Requested: triage.WorkloadRef{Kind: k, Namespace: t.Namespace, Name: t.Name}}
 		ok, err := rc.getWorkload(ctx, ws)
-		if err != nil && !apierrors.IsForbidden(err) {
+		if _, failed := failure(err); err != nil && !failed {
 			return nil, fmt.Errorf("get %s %s/%s: %w", k, t.Namespace, t.Name, err)
 		}
 		if ok {
@@ -111,8 +114,9 @@ func bareName(ctx context.Context, c *Collector, t triage.Target) (*triage.Answe
 		}
 	}
 	if first == nil {
-		// A refused lookup is no answer: the pod-not-found answer is then partial and
-		// uncertain (the workload may exist), and says nothing of workloads it could not read.
+		// A refused or failed lookup is no answer: the pod-not-found answer is then partial
+		// and uncertain (the workload may exist), and says nothing of workloads it could not
+		// read.
 		if s.Refused = append(s.Refused, refused.refused()...); len(s.Refused) > 0 {
 			return &triage.Answer{Pod: triage.Evaluate(s)}, nil
 		}

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,9 @@ func TestAnswerKindNamedNamespaceWithFlag(t *testing.T) {
 	}
 	if got, want := withFlag.Pod.Primary(), alone.Pod.Primary(); got.Code != triage.CodeNamespaceNotFound || got.Summary != want.Summary {
 		t.Errorf("svc/web -n shop = %s %q, want %s %q (what svc/web alone gets)", got.Code, got.Summary, want.Code, want.Summary)
+	}
+	if got, want := withFlag.Pod.Primary().Fix, "kubectl describe service web -n shop"; !slices.Contains(got, want) {
+		t.Errorf("svc/web -n shop fix = %q, want %q (the Service in the namespace -n names)", got, want)
 	}
 
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}, metav1.CreateOptions{}); err != nil {

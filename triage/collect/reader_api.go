@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -162,47 +163,65 @@ func (r apiReader) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Eve
 
 // objectEvents lists the events about the object from core/v1 and events.k8s.io/v1 (the same
 // objects seen through two APIs; a cluster may serve either), merges them by event UID and
-// sorts them newest first. It fails only when both lists fail.
+// sorts them newest first. It fails only when both lists fail. The two lists run at once, so
+// an API server that does not answer costs one request timeout, not two.
 func (r apiReader) objectEvents(ctx context.Context, namespace, uid string) ([]triage.Event, error) {
-	byUID := map[types.UID]triage.Event{}
-	var order []types.UID
-	add := func(id types.UID, e triage.Event) {
-		if _, seen := byUID[id]; !seen {
-			order = append(order, id)
-		}
-		byUID[id] = e
-	}
-
+	var core, newer []uidEvent
 	var coreErr, newErr error
-	coreSel := fields.OneTermEqualSelector("involvedObject.uid", uid).String()
-	coreErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return r.client.CoreV1().Events(namespace).List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{FieldSelector: coreSel, Limit: pageSize}, func(obj runtime.Object) error {
-		e := obj.(*corev1.Event)
-		add(e.UID, eventFromCore(e))
-		return nil
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		coreSel := fields.OneTermEqualSelector("involvedObject.uid", uid).String()
+		coreErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return r.client.CoreV1().Events(namespace).List(ctx, opts)
+		}).EachListItem(ctx, metav1.ListOptions{FieldSelector: coreSel, Limit: pageSize}, func(obj runtime.Object) error {
+			e := obj.(*corev1.Event)
+			core = append(core, withUID(e.UID, eventFromCore(e)))
+			return nil
+		})
 	})
-
-	// events.k8s.io/v1 carries series and reportingController natively; where both APIs
-	// return the same event, its view wins.
-	newSel := fields.OneTermEqualSelector("regarding.uid", uid).String()
-	newErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return r.client.EventsV1().Events(namespace).List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{FieldSelector: newSel, Limit: pageSize}, func(obj runtime.Object) error {
-		e := obj.(*eventsv1.Event)
-		add(e.UID, eventFromEventsV1(e))
-		return nil
+	wg.Go(func() {
+		newSel := fields.OneTermEqualSelector("regarding.uid", uid).String()
+		newErr = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return r.client.EventsV1().Events(namespace).List(ctx, opts)
+		}).EachListItem(ctx, metav1.ListOptions{FieldSelector: newSel, Limit: pageSize}, func(obj runtime.Object) error {
+			e := obj.(*eventsv1.Event)
+			newer = append(newer, withUID(e.UID, eventFromEventsV1(e)))
+			return nil
+		})
 	})
-
+	wg.Wait()
 	if coreErr != nil && newErr != nil {
 		return nil, coreErr
+	}
+	return mergeEvents(core, newer), nil
+}
+
+// uidEvent is an event with the UID of the object it was read from.
+type uidEvent struct {
+	uid types.UID
+	triage.Event
+}
+
+func withUID(uid types.UID, e triage.Event) uidEvent { return uidEvent{uid, e} }
+
+// mergeEvents merges the events of both APIs by event UID, sorted newest first:
+// events.k8s.io/v1 carries series and reportingController natively, so where both APIs
+// return the same event, its view wins.
+func mergeEvents(core, newer []uidEvent) []triage.Event {
+	byUID := map[types.UID]triage.Event{}
+	var order []types.UID
+	for _, e := range append(core, newer...) {
+		if _, seen := byUID[e.uid]; !seen {
+			order = append(order, e.uid)
+		}
+		byUID[e.uid] = e.Event
 	}
 	events := make([]triage.Event, 0, len(order))
 	for _, id := range order {
 		events = append(events, byUID[id])
 	}
 	triage.SortEvents(events)
-	return events, nil
+	return events
 }
 
 // namespaceEvents lists the namespace's core/v1 events once (paginated) and groups them by

@@ -3,8 +3,10 @@ package collect
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -16,8 +18,9 @@ import (
 	"github.com/whypending/whypending/triage"
 )
 
-// refusals is a reader that notes every read the API server refuses (403 Forbidden) during one
-// question, so the answer can say it is partial and what would complete it. Each question gets
+// refusals is a reader that notes every read that fails during one question (the API server
+// refuses it with 403 Forbidden, it times out, the connection fails, a 5xx), so the answer
+// can say it is partial and what would complete it. Each question gets
 // its own (Collector.recording). Reads that only feed "did you mean" suggestions (names,
 // podRefs, workloadsNamed, podExists, serviceAccountNamespaces) are not noted: without them
 // the answer is as complete.
@@ -45,7 +48,7 @@ func (r *refusals) noteIPAM(err error) {
 			if d.Group != "" {
 				resource += "." + d.Group
 			}
-			r.note(err, "list", resource, "")
+			r.note(err, time.Time{}, "list", resource, "")
 		}
 	}
 }
@@ -57,10 +60,11 @@ func (r *refusals) refused() []triage.RefusedRead {
 	return append([]triage.RefusedRead(nil), r.list...)
 }
 
-// note records err when the API server refused it. A Forbidden error inside a joined error (a
-// read made of two requests) counts too.
-func (r *refusals) note(err error, verb, resource, namespace string) {
-	status, ok := forbidden(err)
+// note records err when the read failed (failure): refused by the API server, timed out or
+// failed otherwise, started at start (zero: not timed). A Forbidden error inside a joined
+// error (a read made of two requests) counts too. The first failure of a read is kept.
+func (r *refusals) note(err error, start time.Time, verb, resource, namespace string) {
+	why, ok := failure(err)
 	if !ok {
 		return
 	}
@@ -71,8 +75,38 @@ func (r *refusals) note(err error, verb, resource, namespace string) {
 		return
 	}
 	r.seen[key] = true
-	key.Message = status.Status().Message
+	key.Failure, key.Message = why, err.Error()
+	if status, ok := forbidden(err); ok {
+		key.Message = status.Status().Message
+	} else if !start.IsZero() {
+		key.WaitedSeconds = int(time.Since(start).Round(time.Second) / time.Second)
+	}
 	r.list = append(r.list, key)
+}
+
+// failure reports whether err means a read failed, and why: refused (403), timed out, or
+// failed otherwise (the connection, a 5xx, 429 Too Many Requests, 410 Gone for an expired
+// list). The API server's other answers (404 NotFound, 400 for a container with no previous
+// log, …) say something about the object, so they are answers, not failures.
+func failure(err error) (triage.ReadFailure, bool) {
+	var status apierrors.APIStatus
+	var timeout interface{ Timeout() bool } // net.Error, *url.Error, fleet.TimeoutError
+	switch {
+	case err == nil:
+		return "", false
+	case apierrors.IsForbidden(err) && errors.As(err, &status):
+		return triage.ReadForbidden, true
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		errors.As(err, &timeout) && timeout.Timeout():
+		return triage.ReadTimedOut, true
+	case errors.As(err, &status):
+		code := status.Status().Code
+		if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusGone {
+			return triage.ReadFailed, true
+		}
+		return "", false
+	}
+	return triage.ReadFailed, true
 }
 
 // forbidden returns the Forbidden status in err, if there is one.
@@ -120,145 +154,174 @@ func workloadResource(kind triage.Kind) string {
 }
 
 func (r *refusals) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	start := time.Now()
 	p, err := r.reader.pod(ctx, namespace, name)
-	r.note(err, "get", "pods", namespace)
+	r.note(err, start, "get", "pods", namespace)
 	return p, err
 }
 
 func (r *refusals) pods(ctx context.Context, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+	start := time.Now()
 	p, err := r.reader.pods(ctx, namespace, sel)
-	r.note(err, "list", "pods", namespace)
+	r.note(err, start, "list", "pods", namespace)
 	return p, err
 }
 
 func (r *refusals) podsOnNode(ctx context.Context, namespace, node string, sel labels.Selector) ([]*corev1.Pod, error) {
+	start := time.Now()
 	p, err := r.reader.podsOnNode(ctx, namespace, node, sel)
-	r.note(err, "list", "pods", namespace)
+	r.note(err, start, "list", "pods", namespace)
 	return p, err
 }
 
 func (r *refusals) boundPods(ctx context.Context, node string, skip types.UID) ([]*corev1.Pod, error) {
+	start := time.Now()
 	p, err := r.reader.boundPods(ctx, node, skip)
-	r.note(err, "list", "pods", "")
+	r.note(err, start, "list", "pods", "")
 	return p, err
 }
 
 func (r *refusals) allBound(ctx context.Context) (triage.NodePods, map[string]corev1.ResourceList, error) {
+	start := time.Now()
 	p, used, err := r.reader.allBound(ctx)
-	r.note(err, "list", "pods", "")
+	r.note(err, start, "list", "pods", "")
 	return p, used, err
 }
 
 func (r *refusals) podLog(ctx context.Context, namespace, name string, opts *corev1.PodLogOptions) ([]byte, error) {
+	start := time.Now()
 	b, err := r.reader.podLog(ctx, namespace, name, opts)
-	r.note(err, "get", "pods/log", namespace)
+	if why, _ := failure(err); why != triage.ReadFailed {
+		// A log the API server answers with an error is the kubelet's failure, relayed (it
+		// cannot reach the node's kubelet); the finding shows it as the log's own evidence
+		// (triage.LogTail.Err). A refused or timed-out log read makes the answer partial.
+		r.note(err, start, "get", "pods/log", namespace)
+	}
 	return b, err
 }
 
 func (r *refusals) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Event, error) {
+	start := time.Now()
 	e, err := r.reader.podEvents(ctx, pod)
-	r.note(err, "list", "events", pod.Namespace)
+	r.note(err, start, "list", "events", pod.Namespace)
 	return e, err
 }
 
 func (r *refusals) objectEvents(ctx context.Context, namespace, uid string) ([]triage.Event, error) {
+	start := time.Now()
 	e, err := r.reader.objectEvents(ctx, namespace, uid)
-	r.note(err, "list", "events", namespace)
+	r.note(err, start, "list", "events", namespace)
 	return e, err
 }
 
 func (r *refusals) namespaceEvents(ctx context.Context, namespace string) (eventIndex, error) {
+	start := time.Now()
 	e, err := r.reader.namespaceEvents(ctx, namespace)
-	r.note(err, "list", "events", namespace)
+	r.note(err, start, "list", "events", namespace)
 	return e, err
 }
 
 func (r *refusals) node(ctx context.Context, name string) (*corev1.Node, error) {
+	start := time.Now()
 	n, err := r.reader.node(ctx, name)
-	r.note(err, "get", "nodes", "")
+	r.note(err, start, "get", "nodes", "")
 	return n, err
 }
 
 func (r *refusals) nodes(ctx context.Context) ([]*corev1.Node, error) {
+	start := time.Now()
 	n, err := r.reader.nodes(ctx)
-	r.note(err, "list", "nodes", "")
+	r.note(err, start, "list", "nodes", "")
 	return n, err
 }
 
 func (r *refusals) claim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	start := time.Now()
 	c, err := r.reader.claim(ctx, namespace, name)
-	r.note(err, "get", "persistentvolumeclaims", namespace)
+	r.note(err, start, "get", "persistentvolumeclaims", namespace)
 	return c, err
 }
 
 func (r *refusals) claims(ctx context.Context, namespace string) ([]*corev1.PersistentVolumeClaim, error) {
+	start := time.Now()
 	c, err := r.reader.claims(ctx, namespace)
-	r.note(err, "list", "persistentvolumeclaims", namespace)
+	r.note(err, start, "list", "persistentvolumeclaims", namespace)
 	return c, err
 }
 
 func (r *refusals) volume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	start := time.Now()
 	v, err := r.reader.volume(ctx, name)
-	r.note(err, "get", "persistentvolumes", "")
+	r.note(err, start, "get", "persistentvolumes", "")
 	return v, err
 }
 
 func (r *refusals) volumes(ctx context.Context, names map[string]bool) (map[string]*corev1.PersistentVolume, error) {
+	start := time.Now()
 	v, err := r.reader.volumes(ctx, names)
-	r.note(err, "list", "persistentvolumes", "")
+	r.note(err, start, "list", "persistentvolumes", "")
 	return v, err
 }
 
 func (r *refusals) storageClasses(ctx context.Context) ([]*storagev1.StorageClass, error) {
+	start := time.Now()
 	s, err := r.reader.storageClasses(ctx)
-	r.note(err, "list", "storageclasses.storage.k8s.io", "")
+	r.note(err, start, "list", "storageclasses.storage.k8s.io", "")
 	return s, err
 }
 
 func (r *refusals) csiNodes(ctx context.Context) ([]*storagev1.CSINode, error) {
+	start := time.Now()
 	n, err := r.reader.csiNodes(ctx)
-	r.note(err, "list", "csinodes.storage.k8s.io", "")
+	r.note(err, start, "list", "csinodes.storage.k8s.io", "")
 	return n, err
 }
 
 func (r *refusals) workload(ctx context.Context, kind triage.Kind, namespace, name string) (runtime.Object, error) {
+	start := time.Now()
 	o, err := r.reader.workload(ctx, kind, namespace, name)
-	r.note(err, "get", workloadResource(kind), namespace)
+	r.note(err, start, "get", workloadResource(kind), namespace)
 	return o, err
 }
 
 func (r *refusals) listWorkloads(ctx context.Context, namespace string, kind triage.Kind, into *namespaceWorkloads) error {
+	start := time.Now()
 	err := r.reader.listWorkloads(ctx, namespace, kind, into)
-	r.note(err, "list", workloadResource(kind), namespace)
+	r.note(err, start, "list", workloadResource(kind), namespace)
 	return err
 }
 
 func (r *refusals) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	start := time.Now()
 	n, err := r.reader.namespace(ctx, name)
-	r.note(err, "get", "namespaces", "")
+	r.note(err, start, "get", "namespaces", "")
 	return n, err
 }
 
 func (r *refusals) quotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error) {
+	start := time.Now()
 	q, err := r.reader.quotas(ctx, namespace)
-	r.note(err, "list", "resourcequotas", namespace)
+	r.note(err, start, "list", "resourcequotas", namespace)
 	return q, err
 }
 
 func (r *refusals) limitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error) {
+	start := time.Now()
 	l, err := r.reader.limitRanges(ctx, namespace)
-	r.note(err, "list", "limitranges", namespace)
+	r.note(err, start, "list", "limitranges", namespace)
 	return l, err
 }
 
 func (r *refusals) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	start := time.Now()
 	c, err := r.reader.configMap(ctx, namespace, name)
-	r.note(err, "list", "configmaps", namespace)
+	r.note(err, start, "list", "configmaps", namespace)
 	return c, err
 }
 
 func (r *refusals) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	start := time.Now()
 	s, err := r.reader.service(ctx, namespace, name)
-	r.note(err, "list", "services", namespace)
+	r.note(err, start, "list", "services", namespace)
 	return s, err
 }

@@ -84,8 +84,8 @@ func (c *Collector) clusterReads(ctx context.Context) *clusterReads {
 		cr.tables = triage.NewNodeTables()
 	})
 	if c.refused != nil {
-		c.refused.note(cr.nodesErr, "list", "nodes", "")
-		c.refused.note(cr.boundErr, "list", "pods", "")
+		c.refused.note(cr.nodesErr, time.Time{}, "list", "nodes", "")
+		c.refused.note(cr.boundErr, time.Time{}, "list", "pods", "")
 	}
 	return cr
 }

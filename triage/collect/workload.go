@@ -175,7 +175,8 @@ var namespaceWorkloadKinds = []triage.Kind{triage.KindDeployment, triage.KindRep
 	triage.KindDaemonSet, triage.KindJob, triage.KindCronJob}
 
 // workloadsIn reads the namespace's workloads of the kinds listed (all six when kinds is
-// empty), one list per kind.
+// empty), one list per kind. After a list that timed out it makes no more (the error is that
+// list's), so an API server that does not answer costs one request timeout, not six.
 func (c *Collector) workloadsIn(ctx context.Context, ns string, kinds ...triage.Kind) (*namespaceWorkloads, error) {
 	out := &namespaceWorkloads{}
 	var errs []error
@@ -185,6 +186,9 @@ func (c *Collector) workloadsIn(ctx context.Context, ns string, kinds ...triage.
 		}
 		if err := c.read.listWorkloads(ctx, ns, k, out); err != nil {
 			errs = append(errs, fmt.Errorf("list %ss in %s: %w", k, ns, err))
+			if why, _ := failure(err); why == triage.ReadTimedOut {
+				break // the API server does not answer: each other list would wait as long
+			}
 		}
 	}
 	return out, errors.Join(errs...)

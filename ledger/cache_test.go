@@ -38,6 +38,18 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// waitSynced waits until s's followed copy has synced.
+func waitSynced(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for s.syncedCopy() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer did not sync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // add is a monotone Update function: it appends v to the entry's data unless it is there.
 func add(v string) func(e *Entry) error {
 	return func(e *Entry) error {
@@ -83,12 +95,7 @@ func TestUpdateCached(t *testing.T) {
 	ctx := t.Context()
 
 	deadline := time.Now().Add(30 * time.Second)
-	for !s.followed.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatal("the informer did not sync")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSynced(t, s)
 	before := requests.Load()
 	if _, err := s.UpdateCached(ctx, k, add("a")); err != nil {
 		t.Fatal(err)
@@ -217,13 +224,7 @@ func TestUpdateFromCopy(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for s.syncedCopy() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the informer did not sync")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSynced(t, s)
 	before := requests.Load()
 	if _, err := s.UpdateFromCopy(ctx, k, set("stuck")); err != nil {
 		t.Fatal(err)

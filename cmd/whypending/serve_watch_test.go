@@ -517,6 +517,13 @@ func TestServeWatchMassEvent(t *testing.T) {
 		}
 		return r, own
 	}
+	seen := "no roll-up"
+	defer func() {
+		if t.Failed() {
+			_, own := rollupOf()
+			t.Logf("at the end: %d posts of their own; the roll-up said: %s", own, seen)
+		}
+	}()
 	waitUntil(t, 180*time.Second, "the roll-up listing 190 held back and 1 without a clear cause", func() bool {
 		r, _ := rollupOf()
 		if r.root.TS == "" {
@@ -526,6 +533,7 @@ func TestServeWatchMassEvent(t *testing.T) {
 		if len(r.updates) > 0 {
 			last = r.updates[len(r.updates)-1]
 		}
+		seen = fmt.Sprintf("%s (%d edits)", chat.Cut(last.Text, 300), len(r.updates))
 		return strings.Contains(last.Text, "191 more stuck workloads")
 	})
 	r, own := rollupOf()

@@ -185,3 +185,22 @@ func TestUnreadEventsAreNotAbsentEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadPodsAreNotAbsentPods: a Deployment whose ReplicaSets (or pods) could not be listed
+// is not said to have no pods, nor is its controller blamed: its pods are unknown.
+func TestUnreadPodsAreNotAbsentPods(t *testing.T) {
+	ws := deploymentWS(5)
+	ws.ReplicaSets, ws.Pods = nil, nil
+	ws.Refused = []RefusedRead{{Verb: "list", Resource: "replicasets.apps", Namespace: "shop", Failure: ReadTimedOut, WaitedSeconds: 5}}
+	d := EvaluateWorkload(ws)
+	sum := d.Summary
+	for _, f := range d.Findings {
+		sum += " " + f.Summary
+	}
+	if !strings.Contains(sum, "its pods could not be read (list replicasets.apps: timed out after 5s)") || strings.Contains(sum, "has none") || strings.Contains(sum, "controller-manager") {
+		t.Errorf("answer = %q, want its pods unknown, never 'has none' or the controller blamed", sum)
+	}
+	if !d.Partial || !d.Uncertain {
+		t.Errorf("partial %v, uncertain %v; want both", d.Partial, d.Uncertain)
+	}
+}

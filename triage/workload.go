@@ -535,10 +535,29 @@ func noPodsFinding(ws *WorkloadSnapshot, desired *int32) Finding {
 		f.Summary = fmt.Sprintf("%s wants %s but has none, and its events, which would say why, could not be read (%s).", ref, want, u)
 		f.Evidence = append(f.Evidence, Evidence{Object: ref.String(), Field: "status", Message: "no pods; events could not be read"})
 	}
+	if r, ok := podsUnread(ws.Refused); ok {
+		// No pod seen because the reads that find them failed: nothing is known of its pods,
+		// least of all that it has none.
+		f.Summary = fmt.Sprintf("%s wants %s; its pods could not be read (%s %s: %s), so whether it has any, and why they would be stuck, is not known.",
+			ref, want, r.Verb, r.Resource, r.Reason())
+		f.Evidence = []Evidence{{Object: ref.String(), Field: "status", Message: "pods not read: " + r.String()}}
+		f.Fix = []string{fmt.Sprintf("kubectl describe %s  # its status counts the replicas and ready ones", ref.kubectl())}
+	}
 	if len(f.Evidence) == 0 {
 		f.Evidence = []Evidence{{Object: ref.String(), Field: "status", Message: "no pods and no Warning events"}}
 	}
 	return f
+}
+
+// podsUnread is the first failed read among those that find a workload's pods: the pod list
+// or a list of the controllers between the workload and its pods (ReplicaSets, Jobs).
+func podsUnread(refused []RefusedRead) (RefusedRead, bool) {
+	for _, r := range refused {
+		if r.Verb == "list" && (r.Resource == "pods" || strings.HasSuffix(r.Resource, ".apps") || strings.HasSuffix(r.Resource, ".batch")) {
+			return r, true
+		}
+	}
+	return RefusedRead{}, false
 }
 
 // workloadHealthyFinding says the workload is not stuck: every desired pod Running and Ready,

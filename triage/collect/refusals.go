@@ -29,6 +29,10 @@ type refusals struct {
 	mu   sync.Mutex
 	seen map[triage.RefusedRead]bool
 	list []triage.RefusedRead
+	// stalls are the reads (resource and namespace) that timed out: asked again in the same
+	// question (the events of each of a workload's pods), they fail at once with that error
+	// instead of waiting out another request timeout each.
+	stalls map[string]error
 }
 
 // recording returns a copy of c whose reads are noted in the returned refusals.
@@ -75,6 +79,12 @@ func (r *refusals) note(err error, start time.Time, verb, resource, namespace st
 		return
 	}
 	r.seen[key] = true
+	if why == triage.ReadTimedOut {
+		if r.stalls == nil {
+			r.stalls = map[string]error{}
+		}
+		r.stalls[resource+"/"+namespace] = err
+	}
 	key.Failure, key.Message = why, err.Error()
 	if status, ok := forbidden(err); ok {
 		key.Message = status.Status().Message
@@ -200,7 +210,18 @@ func (r *refusals) podLog(ctx context.Context, namespace, name string, opts *cor
 	return b, err
 }
 
+// stalled is the error of an earlier read of resource in namespace that timed out in this
+// question, nil when none did.
+func (r *refusals) stalled(resource, namespace string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stalls[resource+"/"+namespace]
+}
+
 func (r *refusals) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Event, error) {
+	if err := r.stalled("events", pod.Namespace); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	e, err := r.reader.podEvents(ctx, pod)
 	r.note(err, start, "list", "events", pod.Namespace)
@@ -208,6 +229,9 @@ func (r *refusals) podEvents(ctx context.Context, pod *corev1.Pod) ([]triage.Eve
 }
 
 func (r *refusals) objectEvents(ctx context.Context, namespace, uid string) ([]triage.Event, error) {
+	if err := r.stalled("events", namespace); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	e, err := r.reader.objectEvents(ctx, namespace, uid)
 	r.note(err, start, "list", "events", namespace)
@@ -215,6 +239,9 @@ func (r *refusals) objectEvents(ctx context.Context, namespace, uid string) ([]t
 }
 
 func (r *refusals) namespaceEvents(ctx context.Context, namespace string) (eventIndex, error) {
+	if err := r.stalled("events", namespace); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	e, err := r.reader.namespaceEvents(ctx, namespace)
 	r.note(err, start, "list", "events", namespace)

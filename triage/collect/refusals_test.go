@@ -44,3 +44,44 @@ func TestNoteFailedReads(t *testing.T) {
 		})
 	}
 }
+
+// slowEvents is a reader whose event lists wait until their context ends, counting calls.
+type slowEvents struct {
+	reader
+	calls int
+}
+
+func (s *slowEvents) objectEvents(ctx context.Context, namespace, uid string) ([]triage.Event, error) {
+	s.calls++
+	<-ctx.Done()
+	return nil, fmt.Errorf("list events: %w", ctx.Err())
+}
+
+// TestStalledReadIsNotWaitedAgain: once an events read timed out in a question, the next
+// events read of that namespace (the next pod's, the workload's) fails at once with the same
+// error instead of waiting out another timeout; other namespaces are still asked.
+func TestStalledReadIsNotWaitedAgain(t *testing.T) {
+	slow := &slowEvents{}
+	r := &refusals{reader: slow, seen: map[triage.RefusedRead]bool{}}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := r.objectEvents(ctx, "shop", "uid-1"); err == nil {
+		t.Fatal("the hung read succeeded")
+	}
+	t0 := time.Now()
+	if _, err := r.objectEvents(t.Context(), "shop", "uid-2"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second read: %v, want the first read's timeout", err)
+	}
+	if waited := time.Since(t0); waited > 20*time.Millisecond || slow.calls != 1 {
+		t.Errorf("second read waited %s and made %d calls, want none", waited, slow.calls)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel2()
+	r.objectEvents(ctx2, "batch", "uid-3")
+	if slow.calls != 2 {
+		t.Errorf("another namespace's read was not asked (%d calls)", slow.calls)
+	}
+	if l := r.refused(); len(l) != 2 || l[0].Failure != triage.ReadTimedOut {
+		t.Errorf("refused = %v, want shop's and batch's events, timed out", l)
+	}
+}

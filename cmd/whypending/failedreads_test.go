@@ -130,10 +130,28 @@ func TestFailedReadsMakeThePartialAnswer(t *testing.T) {
 	})
 }
 
+// TestFailedWorkloadListMakesAPartialSweep: --all whose ReplicaSet list hangs still sweeps
+// the pods it could read: a partial answer (exit 3) naming the list, not an error.
+func TestFailedWorkloadListMakesAPartialSweep(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	crash := testcluster.Load(t, c, "seed-crash-app")
+	ns, _, _ := strings.Cut(crash.Expected.Pod, "/")
+	kubeconfig := hangingProxy(t, c, "/replicasets")
+	code, out, errOut := runCLI(t, "why-pending", "--kubeconfig", kubeconfig, "--request-timeout", "2s", "-n", ns, "--all")
+	if code != exitPartial {
+		t.Fatalf("exit %d, want %d (partial); stderr:\n%s\nstdout:\n%s", code, exitPartial, errOut, out)
+	}
+	for _, want := range []string{"list replicasets.apps in namespace " + ns + ": timed out after 2s", string(crash.Expected.Code)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestQuestionDeadline: against an API server that accepts TLS and never answers, --all gives
-// up after one request timeout (the six workload lists stop at the first that timed out, not
-// six timeouts one after another), and why-pending without --timeout still ends within its
-// own default deadline, saying so.
+// up at its deadline (the six workload lists stop at the first that timed out, then the pods
+// list times out: two request timeouts at most, not seven one after another), and
+// why-pending without --timeout still ends within its own default deadline, saying so.
 func TestQuestionDeadline(t *testing.T) {
 	server, kubeconfig := silentServer(t)
 	defer func(d time.Duration) { questionTimeout = d }(questionTimeout)
@@ -145,7 +163,7 @@ func TestQuestionDeadline(t *testing.T) {
 		within time.Duration
 	}{
 		{"--all", []string{"why-pending", "--all", "--request-timeout", "2s"},
-			"the Kubernetes API server at " + server + " did not answer within 2s (GET /apis/apps/v1/namespaces/shop/deployments)", 5 * time.Second},
+			"did not finish within 3s (--timeout) while waiting for the Kubernetes API server at " + server, 5 * time.Second},
 		{"the default deadline", []string{"why-pending", "web", "--request-timeout", "0"},
 			"did not finish within 3s (--timeout) while waiting for the Kubernetes API server at " + server, 6 * time.Second},
 	} {

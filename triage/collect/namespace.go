@@ -39,15 +39,16 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 	now := c.now()
 	out := &triage.NamespaceSnapshot{Now: now, Namespace: namespace}
 	defer func() { out.Refused = refused.refused() }()
-	// A refused list (RBAC) leaves its kind out and makes the sweep partial; when every list
-	// of pods and workloads is refused there is nothing to answer from.
+	// A refused or failed workload list (RBAC, a list that timed out) leaves its kind out and
+	// makes the sweep partial (noted by recording), as long as the pods could be read; when
+	// every list of pods and workloads is refused there is nothing to answer from.
 	w, wErr := c.workloadsIn(ctx, namespace)
-	if wErr != nil && !onlyForbidden(wErr) {
-		return nil, wErr
-	}
 	pods, err := c.read.pods(ctx, namespace, labels.Everything())
 	if err != nil && !onlyForbidden(err) {
 		return nil, err
+	}
+	if err != nil && wErr != nil && !onlyForbidden(wErr) {
+		return nil, wErr
 	}
 	if err != nil && wErr != nil && len(w.refs()) == 0 {
 		return nil, fmt.Errorf("the API server refused every read of namespace %s (list pods and list %s: forbidden); a sweep needs at least list pods there: check with kubectl auth can-i list pods -n %s",

@@ -180,7 +180,7 @@ func TestIPAMReleaseBlocks(t *testing.T) {
 	}
 	// Named blocks: the plan keeps what the release would keep, says why, and names a block once.
 	out = mustRunIPAM(t, c.KubeconfigPath, "release-blocks", "172.24.10.0/26", "10.99.0.0/26", "172.24.10.0/26")
-	for _, want := range []string{"Plan: release 0 empty IPAM blocks on ", "LEFT ALONE", "- 172.24.10.0/26: 64 of its 64 addresses are allocated", "- 10.99.0.0/26: no such block"} {
+	for _, want := range []string{"Plan: release 0 empty IPAM blocks on ", "Left alone", "- 172.24.10.0/26: 64 of its 64 addresses are allocated", "- 10.99.0.0/26: no such block"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan for named blocks lacks %q:\n%s", want, out)
 		}

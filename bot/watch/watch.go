@@ -467,7 +467,13 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	if res.Code == "" {
 		res.Code, res.Uncertain = triage.CodeUnknown, true
 	}
-	return after, w.stuck(ctx, wl, since, res, now)
+	if err := w.stuck(ctx, wl, since, res, now); err != nil {
+		// Not recorded: the retry must diagnose and record again, not find the signature
+		// seen and skip it (the workload would never be posted).
+		w.forget(wl)
+		return 0, err
+	}
+	return after, nil
 }
 
 // optedOut says the namespace or the workload carries whypending.io/watch: "false".

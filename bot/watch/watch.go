@@ -160,7 +160,7 @@ func (w *Watcher) lead(ctx context.Context) {
 	w.seen, w.tracked, w.open, w.written = map[string]string{}, map[string]Workload{}, map[string]bool{}, map[string]bool{}
 	w.mu.Unlock()
 	// The posts' and roll-ups' followed copies: most reads of a reconcile need no request
-	// (ledger.Store.UpdateFromCopy, GetCached).
+	// (ledger.Store.UpdateFromCopy, Exists, Copy).
 	w.o.Store.Follow(ctx, Source, RollupSource)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[Workload](time.Second, time.Minute),

@@ -22,9 +22,9 @@ func BlockName(cidr netip.Prefix) string {
 	return cidrName(cidr.Masked().String())
 }
 
-func cidrName(s string) string {
-	return strings.NewReplacer(".", "-", ":", "-", "/", "-").Replace(s)
-}
+func cidrName(s string) string { return cidrDashes.Replace(s) }
+
+var cidrDashes = strings.NewReplacer(".", "-", ":", "-", "/", "-") // built once, safe for concurrent use
 
 // AffinityName is the BlockAffinity object name for node and block CIDR: "<node>-<block name>",
 // e.g. "worker-1-172-24-10-64-26". When that would be 253 characters or more, the node part is

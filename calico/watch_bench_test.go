@@ -195,15 +195,11 @@ func BenchmarkWatchChurn(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		slack := newWatchSlack()
+		pprofOf := map[*serveProcess]string{}
 		start := func(watch bool) (*serveProcess, func()) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			c := fmt.Sprintf("listen: %q\nclusters:\n  - name: bench\n    kubeconfig: %q\nslack:\n  mode: http\n  apiURL: %q\napprovals:\n  approvers: {users: [U0BENCH]}\n",
-				addr, kubeconfig, slack.srv.URL+"/api/")
+			addr, pprofAddr := freeAddr(b), freeAddr(b)
+			c := fmt.Sprintf("listen: %q\npprofListen: %q\nclusters:\n  - name: bench\n    kubeconfig: %q\nslack:\n  mode: http\n  apiURL: %q\napprovals:\n  approvers: {users: [U0BENCH]}\n",
+				addr, pprofAddr, kubeconfig, slack.srv.URL+"/api/")
 			if watch {
 				c += fmt.Sprintf("store: {namespace: %s}\nchannels: {digest: [C0BENCH]}\nwatch:\n  enabled: true\n  thresholds: {imagePull: %s}\n  maxPostsPer10m: 100000\n", watchBenchStore, watchThreshold)
 			} else {
@@ -219,6 +215,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 			if err := p.cmd.Start(); err != nil {
 				b.Fatal(err)
 			}
+			pprofOf[p] = "http://" + pprofAddr
 			return p, p.stop
 		}
 		plain, stopPlain := start(false)
@@ -249,6 +246,26 @@ func BenchmarkWatchChurn(b *testing.B) {
 			}
 		})
 
+		// Halfway through the churn, where most pods are stuck or being posted, each process's
+		// live heap: a heap profile after a collection (kept in WHYPENDING_BENCH_PROFILES
+		// when set, for `go tool pprof -diff_base`), and the heap the collection left.
+		var live sync.WaitGroup
+		liveMiB := map[string]float64{}
+		live.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(window / 2):
+			}
+			for p, name := range map[*serveProcess]string{plain: "nowatch", watched: "watch"} {
+				if mib, err := liveHeap(ctx, pprofOf[p], name); err != nil {
+					b.Logf("heap profile of %s: %v", name, err)
+				} else {
+					liveMiB[name] = mib
+				}
+			}
+		})
+
 		// The churn: pod i goes stuck at i*window/N and recovers watchStuckFor later.
 		churnStart := time.Now()
 		stuckAt := make([]time.Time, watchChurnPods)
@@ -273,6 +290,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 			})
 		}
 		wg.Wait()
+		live.Wait()
 		time.Sleep(10 * time.Second) // the last recoveries reach the posts
 		elapsed := time.Since(churnStart)
 		close(sampling)
@@ -294,6 +312,10 @@ func BenchmarkWatchChurn(b *testing.B) {
 		m["rss-avg-MiB-nowatch"], m["rss-avg-MiB-watch"] = avg(rssP), avg(rssW)
 		m["rss-extra-pct"] = 100 * (avg(rssW) - avg(rssP)) / avg(rssP)
 		m["hwm-MiB-nowatch"], m["hwm-MiB-watch"] = float64(hwmP)/1024, float64(hwmW)/1024
+		if liveMiB["nowatch"] > 0 && liveMiB["watch"] > 0 {
+			m["heap-live-MiB-nowatch"], m["heap-live-MiB-watch"] = liveMiB["nowatch"], liveMiB["watch"]
+			m["heap-live-extra-pct"] = 100 * (liveMiB["watch"] - liveMiB["nowatch"]) / liveMiB["nowatch"]
+		}
 		slack.mu.Lock()
 		var delays []time.Duration
 		for i, since := range stuckAt {
@@ -360,4 +382,56 @@ func recoverPod(ctx context.Context, kube kubernetes.Interface, name string) err
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
 	_, err = kube.CoreV1().Pods(watchBenchNS).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	return err
+}
+
+// freeAddr is a free loopback host:port.
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// liveHeap takes a heap profile of the serve process whose profiles are at base, after a
+// collection (?gc=1), saves it as WHYPENDING_BENCH_PROFILES/heap-NAME.pb.gz when that is set,
+// and returns the live heap: HeapAlloc right after a collection, from the MemStats that end
+// the profile's text form.
+func liveHeap(ctx context.Context, base, name string) (float64, error) {
+	get := func(q string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?"+q, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("heap profile: %s", resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	raw, err := get("gc=1")
+	if err != nil {
+		return 0, err
+	}
+	if dir := os.Getenv("WHYPENDING_BENCH_PROFILES"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "heap-"+name+".pb.gz"), raw, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	text, err := get("gc=1&debug=1") // after another collection; the text form ends with the runtime's MemStats
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`).FindSubmatch(text)
+	if m == nil {
+		return 0, fmt.Errorf("no HeapAlloc in the heap profile's text form")
+	}
+	var n float64
+	_, err = fmt.Sscan(string(m[1]), &n)
+	return n / (1 << 20), err
 }

@@ -108,9 +108,11 @@ func CutMiddle(s string, limit int) string {
 }
 
 // OneLine turns line breaks and tabs into spaces.
-func OneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
-}
+func OneLine(s string) string { return oneLine.Replace(s) }
+
+// oneLine is built once: a Replacer builds its lookup table on first use, and is safe for
+// concurrent use.
+var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
 
 // DefuseFences breaks "```" inside text, with zero-width spaces, so it cannot close the code
 // block it is shown in early (Slack mrkdwn and Discord markdown both fence with "```").

@@ -240,9 +240,11 @@ func ParseActionID(id string) string {
 
 // escape makes text safe for mrkdwn: Slack reads "<…>" as links and mentions and "&" as the
 // start of an entity, so exactly these three are replaced (Slack's documented escaping).
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+func escape(s string) string { return mrkdwnEscaper.Replace(s) }
+
+// mrkdwnEscaper is built once (a Replacer builds its table on first use; it is safe for
+// concurrent use), not per escaped string.
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // fitEscaped escapes s and cuts it so the escaped text has at most limit characters,
 // never splitting an entity; a cut ends with "…".

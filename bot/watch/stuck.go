@@ -152,10 +152,10 @@ func workloadOfObject(cluster string, kind triage.Kind, m metav1.Object) Workloa
 	return w
 }
 
-// workloadOf is the workload pod belongs to: its controller, with a ReplicaSet named
+// workloadOf is the workload of the pod with metadata p: its controller, with a ReplicaSet named
 // "<deployment>-<pod-template-hash>" read as its Deployment; the pod itself when it has no
 // controller of a workload kind.
-func workloadOf(cluster string, p *corev1.Pod) Workload {
+func workloadOf(cluster string, p *metav1.ObjectMeta) Workload {
 	w := Workload{Cluster: cluster, Kind: triage.KindPod, Namespace: p.Namespace, Name: p.Name}
 	for _, o := range p.OwnerReferences {
 		if o.Controller == nil || !*o.Controller {

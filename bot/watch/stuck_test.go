@@ -99,7 +99,7 @@ func TestWorkloadOfObject(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "checkout", Controller: &yes}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "checkout-7d9f8b6c4-x2", Labels: map[string]string{"pod-template-hash": "7d9f8b6c4"},
 		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "checkout-7d9f8b6c4", Controller: &yes}}}}
-	if got, want := workloadOfObject("prod", triage.KindReplicaSet, rs), workloadOf("prod", pod); got != want || got.Kind != triage.KindDeployment || got.Name != "checkout" {
+	if got, want := workloadOfObject("prod", triage.KindReplicaSet, rs), workloadOf("prod", &pod.ObjectMeta); got != want || got.Kind != triage.KindDeployment || got.Name != "checkout" {
 		t.Errorf("ReplicaSet's workload = %+v, its pod's %+v; want both Deployment checkout", got, want)
 	}
 	bare := &metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}

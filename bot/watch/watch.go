@@ -290,7 +290,7 @@ func (w *Watcher) podChanged(cluster string, p *corev1.Pod, gone bool, q workque
 	if w.excluded(p.Namespace) {
 		return
 	}
-	wl := workloadOf(cluster, p)
+	wl := workloadOf(cluster, &p.ObjectMeta)
 	if !gone && podState(p, w.o.Thresholds, w.o.Now()).name != "" {
 		w.track(wl)
 		q.Add(wl)
@@ -379,7 +379,7 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 		return 0, nil
 	}
 	now := w.o.Now()
-	pods, err := col.CachedPods(wl.Namespace)
+	pods, err := col.CachedPods(wl.Namespace, func(m *metav1.ObjectMeta) bool { return workloadOf(wl.Cluster, m) == wl })
 	if err != nil {
 		return 0, err
 	}
@@ -420,7 +420,7 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	}
 	found := false
 	for _, p := range pods {
-		if workloadOf(wl.Cluster, p) != wl || p.Annotations[OptOut] == "false" {
+		if p.Annotations[OptOut] == "false" {
 			continue
 		}
 		found = true

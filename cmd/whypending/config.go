@@ -34,6 +34,10 @@ type Config struct {
 	// Listen is the HTTP listen address for /slack/*, /discord/interactions, /healthz,
 	// /readyz, /metrics (default ":8080").
 	Listen string `json:"listen"`
+	// PprofListen, when set, serves Go's profiles (net/http/pprof, /debug/pprof/) on their own
+	// listener at this host:port, e.g. "127.0.0.1:6060" (off by default). Keep it on
+	// loopback: a heap profile shows what the process holds, and it has no authentication.
+	PprofListen string `json:"pprofListen"`
 	// Clusters are the clusters the bot answers for; the first is the default.
 	Clusters []ClusterConfig `json:"clusters"`
 	// Slack connects the bot to a Slack app. Slack is served when this section is present,
@@ -763,6 +767,13 @@ func (c *Config) Validate() error {
 	bad := probs.add
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port (e.g. \":8080\")", c.Listen)
+	}
+	if c.PprofListen != "" {
+		if _, _, err := net.SplitHostPort(c.PprofListen); err != nil {
+			bad("pprofListen", "%q is not host:port (e.g. \"127.0.0.1:6060\")", c.PprofListen)
+		} else if c.PprofListen == c.Listen {
+			bad("pprofListen", "%q is also listen: profiles get their own port", c.PprofListen)
+		}
 	}
 	if len(c.Clusters) == 0 {
 		bad("clusters", "at least one cluster is required")

@@ -96,6 +96,7 @@ func TestParseConfigProblems(t *testing.T) {
 			name: "every invalid value gets its own line",
 			yaml: `
 listen: nonsense
+pprofListen: localhost
 clusters:
 - name: Prod_EU
 - name: b
@@ -113,6 +114,7 @@ store: {backend: etcd}
 `,
 			want: []string{
 				`listen: "nonsense" is not host:port (e.g. ":8080")`,
+				`pprofListen: "localhost" is not host:port (e.g. "127.0.0.1:6060")`,
 				`clusters[0].name: "Prod_EU" must be a DNS label (lower-case letters, digits, '-')`,
 				"clusters[1].inCluster: cannot be combined with kubeconfig or context",
 				`clusters[2].name: "b" is used by another cluster`,

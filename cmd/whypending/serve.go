@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -143,6 +144,13 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
+	var pprofLn net.Listener
+	if cfg.PprofListen != "" {
+		if pprofLn, err = lc.Listen(ctx, "tcp", cfg.PprofListen); err != nil {
+			return fmt.Errorf("listen on %s (pprofListen): %w", cfg.PprofListen, err)
+		}
+		defer pprofLn.Close()
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -253,6 +261,10 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Serve(gctx, ln) })
+	if pprofLn != nil {
+		g.Go(func() error { return servePprof(gctx, pprofLn) })
+		log.Info("profiles served", slog.String("pprofListen", pprofLn.Addr().String()))
+	}
 	log.Info("whypending serving", slog.String("listen", ln.Addr().String()), slog.String("slack", platformMode(cfg.SlackEnabled(), cfg.Slack.Mode)),
 		slog.String("discord", platformMode(cfg.DiscordEnabled(), cfg.Discord.Mode)),
 		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend), slog.String("authorization", string(cfg.Authorization.Mode)))
@@ -410,4 +422,25 @@ func newAuthorizer(cfg *Config, clusters []*fleet.Cluster, dir *slack.Directory,
 	o.Profiles = map[string]authz.Profiles{"slack": dir}
 	o.Metrics, o.Log = metrics.Authorization, log
 	return authz.New(o)
+}
+
+// servePprof serves Go's profiles (net/http/pprof) on ln until ctx is done: the heap, CPU,
+// goroutine and trace profiles of /debug/pprof/. It has no write timeout, since a CPU
+// profile or a trace writes for as long as its ?seconds= asks.
+func servePprof(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve profiles: %w", err)
+	}
+	return nil
 }

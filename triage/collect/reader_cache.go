@@ -257,12 +257,14 @@ func (r *cacheReader) podsOnNode(_ context.Context, namespace, node string, sel 
 
 // boundPods filters on the cache entries, so only the pods kept are built.
 func (r *cacheReader) boundPods(_ context.Context, node string, skip types.UID) ([]*corev1.Pod, error) {
-	objs := r.podIndex.List()
+	var objs []any
 	if node != "" {
 		var err error
 		if objs, err = r.podIndex.ByIndex(podsByNodeIndex, node); err != nil {
 			return nil, err
 		}
+	} else {
+		objs = r.podIndex.List()
 	}
 	var out []*corev1.Pod
 	for _, o := range objs {

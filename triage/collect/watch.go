@@ -66,8 +66,11 @@ func (c *Collector) WatchPods(h PodHandler) (remove func(), err error) {
 	return func() { _ = inf.RemoveEventHandler(reg) }, nil
 }
 
-// CachedPods returns the cached pods of namespace, as light views (no spec).
-func (c *Collector) CachedPods(namespace string) ([]*corev1.Pod, error) {
+// CachedPods returns the cached pods of namespace whose metadata match keeps (nil: every
+// pod), as light views (no spec). match sees the cache's metadata (read-only, and only
+// during the call): a view is built only for the pods it keeps, so asking for one
+// workload's pods in a namespace of thousands builds a few.
+func (c *Collector) CachedPods(namespace string, match func(*metav1.ObjectMeta) bool) ([]*corev1.Pod, error) {
 	cc, ok := c.read.(*cacheReader)
 	if !ok {
 		return nil, ErrNotCached
@@ -76,11 +79,21 @@ func (c *Collector) CachedPods(namespace string) ([]*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*corev1.Pod, 0, len(objs))
+	var (
+		out []*corev1.Pod
+		m   metav1.ObjectMeta // one for the whole scan: match must not keep it
+	)
 	for _, o := range objs {
-		if lp := leanPodOf(o); lp != nil {
-			out = append(out, lp.watchView())
+		lp := leanPodOf(o)
+		if lp == nil {
+			continue
 		}
+		if match != nil {
+			if m = lp.objectMeta(); !match(&m) {
+				continue
+			}
+		}
+		out = append(out, lp.watchView())
 	}
 	return out, nil
 }

@@ -129,8 +129,11 @@ func (s *Store) GetCached(ctx context.Context, name string) (*Entry, error) {
 // "no" may be wrong for an entry just written: use it only where a wrong "no" is caught by
 // the compare-and-set that follows (UpdateFromCopy finds the entry when it creates it).
 func (s *Store) Exists(ctx context.Context, name string) (bool, error) {
-	if _, found, err := s.copyOf(name); err == nil {
-		return found, nil
+	if inf := s.syncedCopy(); inf != nil {
+		// Presence only: nothing is decoded.
+		if _, found, err := inf.GetStore().GetByKey(s.namespace + "/" + name); err == nil {
+			return found, nil
+		}
 	}
 	_, err := s.Get(ctx, name)
 	if errors.Is(err, ErrNotFound) {

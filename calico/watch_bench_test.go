@@ -1,9 +1,11 @@
 package calico
 
-// BenchmarkWatchChurn measures the watch (bot/watch) on a fixture with churn: two
-// `whypending serve` processes of the built binary run side by side over the same cluster,
-// one without the watch and one with it (store backend kubernetes, a recording Slack), while
-// 1,000 pods go stuck (ImagePullBackOff on a fixture node) and recover over the churn window.
+// BenchmarkWatchChurn measures the watch (bot/watch) on a fixture with churn: three
+// `whypending serve` processes of the built binary run side by side over the same cluster
+// while 1,000 pods go stuck (ImagePullBackOff on a fixture node) and recover over the churn
+// window: one without the watch, left alone; one without the watch that is asked
+// `/why-pending` about each pod when the watch would post it (what a team without the watch
+// does); and one with the watch (store backend kubernetes, a recording Slack).
 // Results: calico/BENCHMARKS.md, "Watch under churn".
 //
 //	WHYPENDING_BENCH_KUBECONFIG=/path/to/L/kubeconfig go test ./calico -run '^$' -bench BenchmarkWatchChurn -benchtime 1x -timeout 60m
@@ -15,8 +17,10 @@ package calico
 //
 // Metrics: extra-cpu-cores (the watch process's CPU beyond the one without, averaged over the
 // window), cpu-cores-nowatch, rss-avg-MiB and rss-extra-pct (average RSS over the window),
-// hwm-extra-MiB, delay-p50-s and delay-p95-s (from a pod's threshold to its post reaching
-// Slack), posts, load1.
+// the same against the asked process (-asked, rss-extra-pct-vs-asked), heap-live-MiB (the
+// heap a collection leaves, halfway through; the heap profiles are kept in
+// WHYPENDING_BENCH_PROFILES when set), delay-p50-s and delay-p95-s (from a pod's threshold
+// to its post reaching Slack), posts, load1.
 
 import (
 	"bytes"
@@ -196,7 +200,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 		b.StopTimer()
 		slack := newWatchSlack()
 		pprofOf := map[*serveProcess]string{}
-		start := func(watch bool) (*serveProcess, func()) {
+		start := func(watch, asked bool) (*serveProcess, func()) {
 			addr, pprofAddr := freeAddr(b), freeAddr(b)
 			c := fmt.Sprintf("listen: %q\npprofListen: %q\nclusters:\n  - name: bench\n    kubeconfig: %q\nslack:\n  mode: http\n  apiURL: %q\napprovals:\n  approvers: {users: [U0BENCH]}\n",
 				addr, pprofAddr, kubeconfig, slack.srv.URL+"/api/")
@@ -210,6 +214,10 @@ func BenchmarkWatchChurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			p := &serveProcess{cmd: nicedCommand(bin, "serve", "--config", path), base: "http://" + addr, slack: &fakeSlack{srv: httptest.NewServer(http.NotFoundHandler())}, logBuf: &bytes.Buffer{}}
+			if asked {
+				p.slack.srv.Close()
+				p.slack = newFakeSlack() // its answers arrive at response_url
+			}
 			p.cmd.Env = append(os.Environ(), "SLACK_SIGNING_SECRET="+serveSecret, "SLACK_BOT_TOKEN=xoxb-watch-bench", "GOMAXPROCS=2")
 			p.cmd.Stderr = p.logBuf
 			if err := p.cmd.Start(); err != nil {
@@ -218,10 +226,11 @@ func BenchmarkWatchChurn(b *testing.B) {
 			pprofOf[p] = "http://" + pprofAddr
 			return p, p.stop
 		}
-		plain, stopPlain := start(false)
-		watched, stopWatched := start(true)
+		plain, stopPlain := start(false, false)
+		asked, stopAsked := start(false, true)
+		watched, stopWatched := start(true, false)
 		rctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
-		for _, p := range []*serveProcess{plain, watched} {
+		for _, p := range []*serveProcess{plain, asked, watched} {
 			if err := p.waitReady(rctx); err != nil {
 				b.Fatal(err)
 			}
@@ -229,8 +238,8 @@ func BenchmarkWatchChurn(b *testing.B) {
 		cancel()
 		time.Sleep(10 * time.Second) // settle after the sync
 		load0 := loadAverage()
-		cpuP, cpuW := procCPU(plain.pid()), procCPU(watched.pid())
-		var rssP, rssW []float64
+		cpuP, cpuA, cpuW := procCPU(plain.pid()), procCPU(asked.pid()), procCPU(watched.pid())
+		var rssP, rssA, rssW []float64
 		sampling := make(chan struct{})
 		var sampled sync.WaitGroup
 		sampled.Go(func() {
@@ -241,8 +250,9 @@ func BenchmarkWatchChurn(b *testing.B) {
 				case <-time.After(time.Second):
 				}
 				a, _ := procMem(plain.pid())
+				q, _ := procMem(asked.pid())
 				c, _ := procMem(watched.pid())
-				rssP, rssW = append(rssP, float64(a)/1024), append(rssW, float64(c)/1024)
+				rssP, rssA, rssW = append(rssP, float64(a)/1024), append(rssA, float64(q)/1024), append(rssW, float64(c)/1024)
 			}
 		})
 
@@ -257,7 +267,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 				return
 			case <-time.After(window / 2):
 			}
-			for p, name := range map[*serveProcess]string{plain: "nowatch", watched: "watch"} {
+			for p, name := range map[*serveProcess]string{plain: "nowatch", asked: "asked", watched: "watch"} {
 				if mib, err := liveHeap(ctx, pprofOf[p], name); err != nil {
 					b.Logf("heap profile of %s: %v", name, err)
 				} else {
@@ -270,7 +280,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 		churnStart := time.Now()
 		stuckAt := make([]time.Time, watchChurnPods)
 		var wg sync.WaitGroup
-		var failures atomic.Int64
+		var failures, askFailures atomic.Int64
 		for i := range watchChurnPods {
 			at := churnStart.Add(time.Duration(i) * (window - watchStuckFor) / watchChurnPods)
 			time.Sleep(time.Until(at))
@@ -282,6 +292,14 @@ func BenchmarkWatchChurn(b *testing.B) {
 				continue
 			}
 			stuckAt[i] = since
+			wg.Go(func() {
+				// What an on-call engineer without the watch would do: ask about the pod when
+				// the watch would have posted it.
+				time.Sleep(time.Until(since.Add(watchThreshold)))
+				if _, text, err := asked.ask("/why-pending", "-n "+watchBenchNS+" "+name); err != nil || !strings.Contains(text, name) {
+					askFailures.Add(1)
+				}
+			})
 			wg.Go(func() {
 				time.Sleep(time.Until(since.Add(watchStuckFor)))
 				if err := recoverPod(context.Background(), kube, name); err != nil {
@@ -295,13 +313,14 @@ func BenchmarkWatchChurn(b *testing.B) {
 		elapsed := time.Since(churnStart)
 		close(sampling)
 		sampled.Wait()
-		dP, dW := procCPU(plain.pid())-cpuP, procCPU(watched.pid())-cpuW
+		dP, dA, dW := procCPU(plain.pid())-cpuP, procCPU(asked.pid())-cpuA, procCPU(watched.pid())-cpuW
 		_, hwmP := procMem(plain.pid())
 		_, hwmW := procMem(watched.pid())
-		m := map[string]float64{"load1-start": load0, "load1": loadAverage(), "failures": float64(failures.Load())}
+		m := map[string]float64{"load1-start": load0, "load1": loadAverage(), "failures": float64(failures.Load()), "ask-failures": float64(askFailures.Load())}
 		m["cpu-cores-nowatch"] = dP / elapsed.Seconds()
 		m["cpu-cores-watch"] = dW / elapsed.Seconds()
 		m["extra-cpu-cores"] = (dW - dP) / elapsed.Seconds()
+		m["cpu-cores-asked"] = dA / elapsed.Seconds()
 		avg := func(xs []float64) float64 {
 			s := 0.0
 			for _, x := range xs {
@@ -311,10 +330,13 @@ func BenchmarkWatchChurn(b *testing.B) {
 		}
 		m["rss-avg-MiB-nowatch"], m["rss-avg-MiB-watch"] = avg(rssP), avg(rssW)
 		m["rss-extra-pct"] = 100 * (avg(rssW) - avg(rssP)) / avg(rssP)
+		m["rss-avg-MiB-asked"] = avg(rssA)
+		m["rss-extra-pct-vs-asked"] = 100 * (avg(rssW) - avg(rssA)) / avg(rssA)
 		m["hwm-MiB-nowatch"], m["hwm-MiB-watch"] = float64(hwmP)/1024, float64(hwmW)/1024
 		if liveMiB["nowatch"] > 0 && liveMiB["watch"] > 0 {
 			m["heap-live-MiB-nowatch"], m["heap-live-MiB-watch"] = liveMiB["nowatch"], liveMiB["watch"]
 			m["heap-live-extra-pct"] = 100 * (liveMiB["watch"] - liveMiB["nowatch"]) / liveMiB["nowatch"]
+			m["heap-live-MiB-asked"] = liveMiB["asked"]
 		}
 		slack.mu.Lock()
 		var delays []time.Duration
@@ -333,6 +355,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 		}
 		b.Logf("watch churn (%d pods over %s): %v", watchChurnPods, window, m)
 		stopWatched()
+		stopAsked()
 		stopPlain()
 		slack.srv.Close()
 		if len(delays) < watchChurnPods*9/10 {

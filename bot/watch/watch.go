@@ -348,9 +348,25 @@ func (w *Watcher) workloadChanged(cluster string, col *collect.Collector, kind t
 	w.mu.Lock()
 	_, ok = w.tracked[wl.Subject()]
 	w.mu.Unlock()
-	if ok {
-		q.Add(wl)
+	if ok || !gone && w.wasUnwatched(wl) {
+		q.Add(wl) // tracked, or its opt-out may be gone (stuck again: a new episode)
 	}
+}
+
+// wasUnwatched says whether a post of wl ended because wl was opted out, as the followed
+// copies show (no request).
+func (w *Watcher) wasUnwatched(wl Workload) bool {
+	for _, ch := range w.channels(wl) {
+		e, ok := w.o.Store.Copy(key(ch, wl).Name())
+		if !ok {
+			continue
+		}
+		var d post
+		if e.DataInto(&d) == nil && d.State == stateRecovered && d.End == endUnwatched {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Watcher) track(wl Workload) {

@@ -23,7 +23,8 @@ import (
 // namespace of watch.excludeNamespaces get no post, while a control Deployment stuck beside
 // them does. Three posted ones opted out later (their namespace, a Deployment, a bare pod
 // annotated) are each edited once to "No longer watched", saying where, with one line, never
-// "Deleted" or "Recovered", and get nothing more. The control post gets exactly one "Still stuck after" reply per remindAfter (a
+// "Deleted" or "Recovered", and get nothing more; the Deployment's annotation removed, its
+// post says "Stuck again". The control post gets exactly one "Still stuck after" reply per remindAfter (a
 // pod event between two brings none early) and no edit. A pod held Terminating by a
 // finalizer past thresholds.terminating gets one post with finalizer-blocking; the finalizer
 // removed, the pod is gone, which was the fix: its post says "Gone after", never "did not
@@ -178,6 +179,16 @@ func TestServeWatchQuiet(t *testing.T) {
 			t.Errorf("%s opted out by its %s: root %s, replies %q; want it no longer watched %s, never deleted or recovered", l.name, l.patch, root, after, l.where)
 		}
 	}
+
+	// The Deployment's opt-out removed, still stuck: a new episode in the same post.
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "payments", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"whypending.io/watch":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "payments stuck again", func() bool {
+		th := byTitle("payments")
+		return th.find("Stuck again: insufficient-cpu") > th.find("No longer watched")
+	})
 
 	// Opted out and excluded: stuck all along, never posted.
 	for _, name := range []string{"ledger", "reports", "scratch", "nightly"} {

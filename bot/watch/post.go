@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/whypending/whypending/chat"
@@ -18,14 +19,48 @@ const (
 )
 
 // How an episode ended (post.End): the workload recovered, was deleted, or kept no pods
-// (scaled to zero), or a pod stuck Terminating is gone at last. Only the first and the last
-// are a recovery; the others never say so.
+// (scaled to zero), or a pod stuck Terminating is gone at last, or the watch stopped
+// following it while it was stuck (opted out: post.Unwatched says where). Only endRecovered
+// and endGone are a recovery; the others never say so.
 const (
 	endRecovered = ""
 	endDeleted   = "deleted"
 	endNoPods    = "no-pods"
 	endGone      = "gone" // deleted while stuck Terminating: going away was the fix
+	endUnwatched = "unwatched"
 )
+
+// Where an opt-out is (optOut.Where).
+const (
+	optOutPod       = "pod"       // the annotation on the pod (or, for a workload, on each of its stuck pods)
+	optOutWorkload  = "workload"  // the annotation on the workload
+	optOutNamespace = "namespace" // the annotation on the namespace
+	optOutExcluded  = "excluded"  // the namespace is in watch.excludeNamespaces
+)
+
+// optOut is what took a workload out of the watch while its post was open: where the opt-out
+// is (optOutPod, optOutWorkload, optOutNamespace, optOutExcluded) and the objects it is on
+// (the pods' names, the workload's, the namespace's).
+type optOut struct {
+	Where string   `json:"where"`
+	Names []string `json:"names,omitempty"`
+}
+
+// String says where the opt-out is, in words: "`whypending.io/watch: "false"` on namespace
+// shop", "namespace batch is in watch.excludeNamespaces".
+func (o optOut) String() string {
+	names := strings.Join(o.Names, ", ")
+	annotation := "`" + OptOut + `: "false"` + "`"
+	switch o.Where {
+	case optOutExcluded:
+		return fmt.Sprintf("namespace %s is in watch.excludeNamespaces", names)
+	case optOutNamespace:
+		return fmt.Sprintf("%s on namespace %s", annotation, names)
+	case optOutPod:
+		return fmt.Sprintf("%s on %s %s", annotation, plural(len(o.Names), "pod", "pods"), names)
+	}
+	return fmt.Sprintf("%s on %s", annotation, names)
+}
 
 // post is what the ledger entry of one workload and channel keeps (ledger.Entry.Data): the
 // post's state is its primary code, never its text.
@@ -37,9 +72,11 @@ type post struct {
 	// when it recovered.
 	Since       time.Time `json:"since"`
 	RecoveredAt time.Time `json:"recoveredAt,omitzero"`
-	// End says how the episode ended (endRecovered, endDeleted, endNoPods) once State is
-	// stateRecovered.
-	End string `json:"end,omitempty"`
+	// End says how the episode ended (endRecovered, endDeleted, endNoPods, endGone,
+	// endUnwatched) once State is stateRecovered; Unwatched where the opt-out that ended it
+	// is (End endUnwatched only).
+	End       string  `json:"end,omitempty"`
+	Unwatched *optOut `json:"unwatched,omitempty"`
 	// RemindedAt is when the last reminder reply was added (or the episode started).
 	RemindedAt time.Time `json:"remindedAt"`
 	// Message is the /why-pending answer the root shows; Nodes and Logs say it has a per-node
@@ -117,7 +154,7 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 		if res.Uncertain {
 			return false
 		}
-		d.State, d.Since, d.RecoveredAt, d.End, d.RemindedAt = stateStuck, since, time.Time{}, endRecovered, now
+		d.State, d.Since, d.RecoveredAt, d.End, d.Unwatched, d.RemindedAt = stateStuck, since, time.Time{}, endRecovered, nil, now
 		d.setAnswer(res)
 		d.addReply(fmt.Sprintf("Stuck again: %s.", res.Code))
 	case !res.Uncertain && d.Code != res.Code:
@@ -133,8 +170,20 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 	return true
 }
 
+// unwatch marks an open post ended at now because the watch no longer follows its workload
+// (o says where the opt-out is); false when it is not open. The workload may well still be
+// stuck: the post says what was last known, never that it recovered. A later episode, once
+// the opt-out is removed, is "Stuck again" (update).
+func (d *post) unwatch(now time.Time, o optOut) bool {
+	if d.State != stateStuck {
+		return false
+	}
+	d.Unwatched = &o
+	return d.recover(now, endUnwatched)
+}
+
 // recover marks an open post ended at now (false when it is not open): end says how
-// (endRecovered, endDeleted, endNoPods).
+// (endRecovered, endDeleted, endNoPods; endUnwatched through unwatch).
 func (d *post) recover(now time.Time, end string) bool {
 	if d.State != stateStuck {
 		return false
@@ -161,6 +210,8 @@ func (d *post) recover(now time.Time, end string) bool {
 		d.addReply(fmt.Sprintf("%s has no pods now (scaled to zero?) after %s stuck (last cause %s); it did not recover.", d.Workload.String(), stuck, d.Code))
 	case endGone:
 		d.addReply(fmt.Sprintf("Gone after %s stuck Terminating (last cause %s).", stuck, d.Code))
+	case endUnwatched:
+		d.addReply(fmt.Sprintf("No longer watched: %s (last seen stuck %s with %s).", d.optOut(), stuck, d.Code))
 	default:
 		d.addReply(fmt.Sprintf("Recovered after %s.", stuck))
 	}
@@ -177,8 +228,19 @@ func (d *post) ended() string {
 		return "no pods"
 	case endGone:
 		return "gone"
+	case endUnwatched:
+		return "no longer watched"
 	}
 	return "recovered"
+}
+
+// optOut is where the opt-out that ended the episode is (a post written before it was
+// recorded says nothing of where).
+func (d *post) optOut() optOut {
+	if d.Unwatched == nil {
+		return optOut{Where: optOutWorkload, Names: []string{d.Workload.String()}}
+	}
+	return *d.Unwatched
 }
 
 // save writes d into e: a new revision of the root when the root must change, pending.
@@ -247,7 +309,8 @@ func replySeverity(d *post, r reply) chat.Severity {
 }
 
 // rootMessage is the root: the /why-pending answer while stuck, "Recovered after N min"
-// once it recovered ("Deleted while stuck", "No pods left while stuck" when it ended so).
+// once it recovered ("Deleted while stuck", "No pods left while stuck", "No longer watched"
+// when it ended so).
 func rootMessage(d *post, name string) chat.Message {
 	m := d.Message
 	m.Buttons = nil
@@ -273,6 +336,11 @@ func rootMessage(d *post, name string) chat.Message {
 		case endGone:
 			title = fmt.Sprintf("Gone after %s stuck Terminating · %s", roundDuration(d.RecoveredAt.Sub(d.Since)), d.Workload.String())
 			next = ""
+		case endUnwatched:
+			title, sev = fmt.Sprintf("No longer watched · %s", d.Workload.String()), chat.SeverityInfo
+			span = fmt.Sprintf("No longer watched: %s (last seen stuck %s with %s, from %s to %s).",
+				d.optOut(), roundDuration(d.RecoveredAt.Sub(d.Since)), d.Code, d.Since.UTC().Format("15:04"), d.RecoveredAt.UTC().Format("15:04 MST"))
+			next = " It may still be stuck; nothing more is posted about it while it is not watched." + next
 		}
 		return chat.Message{Title: title, Severity: sev, Sections: []chat.Section{{Text: span + next}}, Footer: d.Message.Footer}
 	}

@@ -83,3 +83,64 @@ func TestPostLife(t *testing.T) {
 		t.Errorf("gone while Terminating: root %q (%v), reply %q", m.Title, m.Severity, g.Replies[0].Text)
 	}
 }
+
+// TestPostUnwatched: a post whose workload is opted out while it is stuck is ended as no
+// longer watched, saying where the opt-out is and what was last known, never that it
+// recovered or was deleted; one line; nothing after it; the opt-out removed and the workload
+// stuck again is a new episode.
+func TestPostUnwatched(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	wl := Workload{Cluster: "prod", Kind: triage.KindDeployment, Namespace: "shop", Name: "checkout"}
+	img := Result{Code: "image-not-found", Message: chat.Message{Title: "image"}}
+	const remind = time.Hour
+	annotation := "`whypending.io/watch: \"false\"`"
+	tests := []struct {
+		name      string
+		o         optOut
+		wantReply string
+	}{
+		{"the namespace annotated", optOut{Where: optOutNamespace, Names: []string{"shop"}},
+			"No longer watched: " + annotation + " on namespace shop (last seen stuck 23 min with image-not-found)."},
+		{"the workload annotated", optOut{Where: optOutWorkload, Names: []string{"deploy/checkout"}},
+			"No longer watched: " + annotation + " on deploy/checkout (last seen stuck 23 min with image-not-found)."},
+		{"its stuck pods annotated", optOut{Where: optOutPod, Names: []string{"checkout-1", "checkout-2"}},
+			"No longer watched: " + annotation + " on pods checkout-1, checkout-2 (last seen stuck 23 min with image-not-found)."},
+		{"the namespace excluded", optOut{Where: optOutExcluded, Names: []string{"shop"}},
+			"No longer watched: namespace shop is in watch.excludeNamespaces (last seen stuck 23 min with image-not-found)."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d post
+			d.update(wl, t0, img, t0, remind)
+			d.bump = false
+			if !d.unwatch(t0.Add(23*time.Minute), tt.o) || !d.bump || len(d.Replies) != 1 || d.Replies[0].Text != tt.wantReply {
+				t.Fatalf("unwatch: bump %v, replies %+v; want one reply %q", d.bump, d.Replies, tt.wantReply)
+			}
+			if replySeverity(&d, d.Replies[0]) == chat.SeverityOK {
+				t.Error("the unwatched line is shown as a recovery (green)")
+			}
+			m := rootMessage(&d, "watch-x")
+			text := m.Title + " " + m.Sections[0].Text
+			if m.Title != "No longer watched · deploy/checkout -n shop" || m.Severity == chat.SeverityOK || len(m.Buttons) != 0 ||
+				!strings.Contains(text, strings.TrimSuffix(tt.wantReply, ").")) || strings.Contains(text, "Recovered") || strings.Contains(text, "deleted") {
+				t.Errorf("unwatched root = %q (%v, %d buttons): %q", m.Title, m.Severity, len(m.Buttons), m.Sections[0].Text)
+			}
+			d.bump = false
+			if d.unwatch(t0.Add(24*time.Minute), tt.o) || d.recover(t0.Add(25*time.Minute), endDeleted) || d.bump {
+				t.Error("an unwatched post was ended again")
+			}
+			if d.update(wl, t0, img, t0.Add(30*time.Minute), remind); d.State != stateStuck || d.End != endRecovered || d.Unwatched != nil ||
+				len(d.Replies) != 2 || d.Replies[1].Text != "Stuck again: image-not-found." {
+				t.Errorf("watched and stuck again: state %q end %q unwatched %v replies %+v; want a new episode", d.State, d.End, d.Unwatched, d.Replies)
+			}
+		})
+	}
+	// Snoozed: the root says so, no line is posted (as for a recovery while snoozed).
+	var d post
+	d.update(wl, t0, img, t0, remind)
+	d.Snooze = &snooze{UntilRecovered: true, By: "slack:U0BOB"}
+	if !d.unwatch(t0.Add(time.Minute), optOut{Where: optOutNamespace, Names: []string{"shop"}}) || len(d.Replies) != 0 ||
+		d.SnoozeLog[len(d.SnoozeLog)-1].What != "cleared: no longer watched" {
+		t.Errorf("unwatched while snoozed: replies %+v, snooze log %+v; want an edit, no line", d.Replies, d.SnoozeLog)
+	}
+}

@@ -155,6 +155,13 @@ func (w *Watcher) admit(ctx context.Context, ch Channel, wl Workload, since time
 	if err != nil {
 		return false, err
 	}
+	if !admitted {
+		w.mu.Lock()
+		if w.written != nil {
+			w.written[rollupKey(ch).Name()] = true // it lists wl now (unwatched reads this)
+		}
+		w.mu.Unlock()
+	}
 	// Not enqueued: the roll-up worker's resync (RollupEvery) coalesces a burst into a few
 	// edits.
 	return admitted, nil

@@ -238,7 +238,33 @@ func (w *Watcher) follow(cluster string, col *collect.Collector, q workqueue.Typ
 		pods()
 		return nil, fmt.Errorf("workload cache: %w", err)
 	}
-	return func() { pods(); workloads() }, nil
+	namespaces, err := col.WatchNamespaces(func(ns metav1.Object) { w.namespaceChanged(cluster, ns, q) })
+	if err != nil {
+		pods()
+		workloads()
+		return nil, fmt.Errorf("namespace cache: %w", err)
+	}
+	return func() { pods(); workloads(); namespaces() }, nil
+}
+
+// namespaceChanged queues the tracked workloads of a namespace that opted out of the watch
+// (whypending.io/watch: "false"): an open post must say it is no longer watched, and no pod
+// event may come to tell.
+func (w *Watcher) namespaceChanged(cluster string, ns metav1.Object, q workqueue.TypedRateLimitingInterface[Workload]) {
+	if ns.GetAnnotations()[OptOut] != "false" {
+		return
+	}
+	w.mu.Lock()
+	var wls []Workload
+	for _, wl := range w.tracked {
+		if wl.Cluster == cluster && wl.Namespace == ns.GetName() {
+			wls = append(wls, wl)
+		}
+	}
+	w.mu.Unlock()
+	for _, wl := range wls {
+		q.Add(wl)
+	}
 }
 
 // reopen queues the workload of every open post (state stuck) and of every roll-up line, so a workload that recovered
@@ -322,9 +348,25 @@ func (w *Watcher) workloadChanged(cluster string, col *collect.Collector, kind t
 	w.mu.Lock()
 	_, ok = w.tracked[wl.Subject()]
 	w.mu.Unlock()
-	if ok {
-		q.Add(wl)
+	if ok || !gone && w.wasUnwatched(wl) {
+		q.Add(wl) // tracked, or its opt-out may be gone (stuck again: a new episode)
 	}
+}
+
+// wasUnwatched says whether a post of wl ended because wl was opted out, as the followed
+// copies show (no request).
+func (w *Watcher) wasUnwatched(wl Workload) bool {
+	for _, ch := range w.channels(wl) {
+		e, ok := w.o.Store.Copy(key(ch, wl).Name())
+		if !ok {
+			continue
+		}
+		var d post
+		if e.DataInto(&d) == nil && d.State == stateRecovered && d.End == endUnwatched {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Watcher) track(wl Workload) {
@@ -374,11 +416,12 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	if err != nil {
 		return 0, err
 	}
-	if w.optedOut(col, wl) {
-		w.untrack(wl)
-		return 0, nil
-	}
 	now := w.o.Now()
+	if o, ok := w.optedOut(col, wl); ok {
+		// Not watched (any more): an open post says so, once, and a roll-up drops it.
+		w.untrack(wl)
+		return 0, w.unwatched(ctx, wl, now, o)
+	}
 	pods, err := col.CachedPods(wl.Namespace, func(m *metav1.ObjectMeta) bool { return workloadOf(wl.Cluster, m) == wl })
 	if err != nil {
 		return 0, err
@@ -419,12 +462,17 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 		}
 	}
 	found := false
+	var optedOut []string // its pods opted out in a watched state
 	for _, p := range pods {
+		found = true
+		st := podState(p, w.o.Thresholds, now)
 		if p.Annotations[OptOut] == "false" {
+			if st.name != "" {
+				optedOut = append(optedOut, p.Name)
+			}
 			continue
 		}
-		found = true
-		see(p.Name, podState(p, w.o.Thresholds, now))
+		see(p.Name, st)
 	}
 	if wl.Kind == triage.KindPod && !found {
 		end = endDeleted // the pod is its own workload: not in the synced cache, it was deleted
@@ -440,6 +488,11 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 			return after, nil
 		}
 		w.untrack(wl)
+		if len(optedOut) > 0 {
+			// What is still stuck opted out: not a recovery, and not a deletion.
+			sort.Strings(optedOut)
+			return 0, w.unwatched(ctx, wl, now, optOut{Where: optOutPod, Names: optedOut})
+		}
 		return 0, w.recovered(ctx, wl, now, end)
 	}
 	sort.Strings(stuck)
@@ -476,17 +529,22 @@ func (w *Watcher) reconcile(ctx context.Context, wl Workload) (time.Duration, er
 	return after, nil
 }
 
-// optedOut says the namespace or the workload carries whypending.io/watch: "false".
-func (w *Watcher) optedOut(col *collect.Collector, wl Workload) bool {
+// optedOut says whether wl is out of the watch, and where that is said: its namespace in
+// watch.excludeNamespaces, or whypending.io/watch: "false" on the namespace or the workload.
+// A pod's own annotation is read with the pod (reconcile).
+func (w *Watcher) optedOut(col *collect.Collector, wl Workload) (optOut, bool) {
+	if w.excluded(wl.Namespace) {
+		return optOut{Where: optOutExcluded, Names: []string{wl.Namespace}}, true
+	}
 	if m, ok := col.CachedObjectMeta("", wl.Namespace, ""); ok && m.GetAnnotations()[OptOut] == "false" {
-		return true
+		return optOut{Where: optOutNamespace, Names: []string{wl.Namespace}}, true
 	}
 	if wl.Kind != triage.KindPod {
 		if m, ok := col.CachedObjectMeta(wl.Kind, wl.Namespace, wl.Name); ok && m.GetAnnotations()[OptOut] == "false" {
-			return true
+			return optOut{Where: optOutWorkload, Names: []string{wl.Kind.Short() + "/" + wl.Name}}, true
 		}
 	}
-	return false
+	return optOut{}, false
 }
 
 func (w *Watcher) untrack(wl Workload) {
@@ -602,6 +660,52 @@ func (w *Watcher) recovered(ctx context.Context, wl Workload, now time.Time, end
 		w.setOpen(wl, false)
 	}
 	return errors.Join(errs...)
+}
+
+// unwatched ends the open posts of wl, which the watch no longer follows (o says where the
+// opt-out is), and takes it out of the roll-ups: nothing more is posted about it until it is
+// watched and stuck again (a new episode).
+func (w *Watcher) unwatched(ctx context.Context, wl Workload, now time.Time, o optOut) error {
+	var errs []error
+	for _, ch := range w.channels(wl) {
+		// An opted-out workload's pods keep sending events: only what may hold it is written
+		// (a compare-and-set that finds nothing to change would still cost a request).
+		if w.mayHold(ctx, rollupKey(ch).Name(), func(e *ledger.Entry) bool {
+			var r rollup
+			return e.DataInto(&r) != nil || r.holds(wl)
+		}) {
+			if err := w.release(ctx, ch, wl); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		k := key(ch, wl)
+		if w.mayHold(ctx, k.Name(), func(e *ledger.Entry) bool {
+			var d post
+			return e.DataInto(&d) != nil || d.State == stateStuck
+		}) {
+			if err := w.change(ctx, k, func(d *post) bool { return d.unwatch(now, o) }); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		w.setOpen(wl, false)
+	}
+	return errors.Join(errs...)
+}
+
+// mayHold says whether the entry named name may need a change (open says so of an entry):
+// this term wrote it, or its followed copy says so, or there is no copy to tell. A copy
+// behind a previous term's last write is looked at again on the workload's next event.
+func (w *Watcher) mayHold(ctx context.Context, name string, open func(e *ledger.Entry) bool) bool {
+	if w.wrote(name) {
+		return true
+	}
+	if e, ok := w.o.Store.Copy(name); ok {
+		return open(e)
+	}
+	exists, err := w.o.Store.Exists(ctx, name)
+	return err != nil || exists
 }
 
 // change applies fn to the post of k by compare-and-set and queues its delivery; fn returns

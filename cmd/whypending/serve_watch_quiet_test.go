@@ -21,7 +21,10 @@ import (
 // a recording Slack. Workloads stuck Pending past the threshold but opted out (the annotation
 // whypending.io/watch: "false" on their namespace, on a Deployment, on a bare pod) or in a
 // namespace of watch.excludeNamespaces get no post, while a control Deployment stuck beside
-// them does. The control post gets exactly one "Still stuck after" reply per remindAfter (a
+// them does. Three posted ones opted out later (their namespace, a Deployment, a bare pod
+// annotated) are each edited once to "No longer watched", saying where, with one line, never
+// "Deleted" or "Recovered", and get nothing more; the Deployment's annotation removed, its
+// post says "Stuck again". The control post gets exactly one "Still stuck after" reply per remindAfter (a
 // pod event between two brings none early) and no edit. A pod held Terminating by a
 // finalizer past thresholds.terminating gets one post with finalizer-blocking; the finalizer
 // removed, the pod is gone, which was the fix: its post says "Gone after", never "did not
@@ -32,7 +35,8 @@ func TestServeWatchQuiet(t *testing.T) {
 	cs := c.Client
 	ctx := t.Context()
 	optOut := map[string]string{watch.OptOut: "false"}
-	for _, n := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Annotations: optOut}}, {ObjectMeta: metav1.ObjectMeta{Name: "batch"}}} {
+	for _, n := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Annotations: optOut}}, {ObjectMeta: metav1.ObjectMeta{Name: "batch"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "outlet"}}} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +59,11 @@ func TestServeWatchQuiet(t *testing.T) {
 	}
 	pendingPod(t, cs, ns, "scratch", optOut)
 	pendingPod(t, cs, "batch", "nightly", nil)
+	// Watched at first, opted out once posted: the namespace outlet, the Deployment
+	// payments, the bare pod solo.
+	testcluster.Deployment(t, cs, "outlet", "cart", 1, "3", nil)
+	testcluster.Deployment(t, cs, ns, "payments", 1, "3", nil)
+	pendingPod(t, cs, ns, "solo", nil)
 	created := time.Now().Truncate(time.Second) // creationTimestamp has whole seconds
 	testcluster.Deployment(t, cs, ns, "checkout", 1, "3", nil)
 
@@ -116,6 +125,71 @@ func TestServeWatchQuiet(t *testing.T) {
 	}
 	reminders(2, remind*5/2)
 
+	// Opted out while posted: each post is edited to say it is no longer watched and where,
+	// with one line, never that it recovered or was deleted; nothing comes after.
+	later := []struct{ name, where, patch string }{
+		{"cart", "on namespace outlet", "namespace"},
+		{"payments", "on deploy/payments", "deployment"},
+		{"solo", "on pod solo", "pod"},
+	}
+	before := map[string]int{}
+	for _, l := range later {
+		waitUntil(t, 60*time.Second, "the post about "+l.name, func() bool { return byTitle(l.name).root.TS != "" })
+		before[l.name] = len(byTitle(l.name).replies)
+	}
+	annotate := []byte(`{"metadata":{"annotations":{"whypending.io/watch":"false"}}}`)
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, "outlet", types.MergePatchType, annotate, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "payments", types.MergePatchType, annotate, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "solo", types.MergePatchType, annotate, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range later {
+		waitUntil(t, 60*time.Second, l.name+"'s post edited to no longer watched, with one line", func() bool {
+			th := byTitle(l.name)
+			return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "No longer watched") &&
+				th.find("No longer watched") >= 0
+		})
+	}
+	time.Sleep(remind + 2*time.Second) // a reminder would be due by now
+	for _, l := range later {
+		th := byTitle(l.name)
+		var after []string
+		for _, r := range th.replies[before[l.name]:] {
+			after = append(after, r.Text)
+		}
+		i := th.find("No longer watched") - before[l.name]
+		root := shown(th.updates[len(th.updates)-1])
+		if i < 0 || len(after)-i != 1 || !strings.Contains(after[i], l.where) || !strings.Contains(after[i], "last seen stuck") {
+			t.Errorf("%s opted out by its %s: replies since %q; want one saying it is no longer watched %s, and nothing after", l.name, l.patch, after, l.where)
+		}
+		for _, r := range after[:max(i, 0)] {
+			if !strings.Contains(r, "Still stuck after") {
+				t.Errorf("%s opted out: reply %q before the line; want only reminders", l.name, r)
+			}
+		}
+		all := root
+		for _, r := range after {
+			all += r
+		}
+		if !strings.Contains(root, l.where) || strings.Contains(all, "Deleted") || strings.Contains(all, "deleted") || strings.Contains(all, "Recovered") {
+			t.Errorf("%s opted out by its %s: root %s, replies %q; want it no longer watched %s, never deleted or recovered", l.name, l.patch, root, after, l.where)
+		}
+	}
+
+	// The Deployment's opt-out removed, still stuck: a new episode in the same post.
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "payments", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"whypending.io/watch":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "payments stuck again", func() bool {
+		th := byTitle("payments")
+		return th.find("Stuck again: insufficient-cpu") > th.find("No longer watched")
+	})
+
 	// Opted out and excluded: stuck all along, never posted.
 	for _, name := range []string{"ledger", "reports", "scratch", "nightly"} {
 		if th := byTitle(name); th.root.TS != "" {
@@ -149,7 +223,7 @@ func TestServeWatchQuiet(t *testing.T) {
 		t.Errorf("draining gone: last reply %q; want it gone after being stuck Terminating, never 'did not recover'", last)
 	}
 
-	postedOnce(t, fake, "C0OPS", 2, "checkout, draining")
+	postedOnce(t, fake, "C0OPS", 5, "checkout, draining, cart, payments, solo")
 }
 
 // pendingPod creates a bare pod asking for 3 CPUs (more than any node has) with annotations.

@@ -178,6 +178,27 @@ func (c *Collector) WatchWorkloads(h WorkloadHandler) (remove func(), err error)
 	return remove, nil
 }
 
+// WatchNamespaces calls h for every namespace the cache adds or changes (ns is the cached
+// state: read-only), until the returned remove is called or the cache stops. Deletions are
+// not passed on: a namespace's workloads tell of their own.
+func (c *Collector) WatchNamespaces(h func(ns metav1.Object)) (remove func(), err error) {
+	cc, ok := c.read.(*cacheReader)
+	if !ok || cc.workloads == nil || cc.workloads.namespacesInformer == nil {
+		return nil, ErrNotCached
+	}
+	inf := cc.workloads.namespacesInformer
+	on := func(obj any) {
+		if m, ok := obj.(metav1.Object); ok {
+			h(m)
+		}
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = inf.RemoveEventHandler(reg) }, nil
+}
+
 // CachedWorkload returns the cached workload of kind namespace/name (read-only); found is false
 // when the cache has none.
 func (c *Collector) CachedWorkload(kind triage.Kind, namespace, name string) (obj runtime.Object, found bool) {

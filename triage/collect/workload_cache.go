@@ -42,6 +42,9 @@ type workloadCache struct {
 	// ReplicaSets) and of the events, which the watch follows (WatchWorkloads).
 	informers      map[triage.Kind]cache.SharedIndexInformer
 	eventsInformer cache.SharedIndexInformer
+	// namespacesInformer is the namespaces' informer, which the watch follows for its opt-out
+	// annotation (WatchNamespaces).
+	namespacesInformer cache.SharedIndexInformer
 }
 
 // startWorkloadCache starts the informers of workloadCache, waits until they have synced and
@@ -49,15 +52,16 @@ type workloadCache struct {
 func startWorkloadCache(ctx context.Context, client kubernetes.Interface) (*workloadCache, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripWorkloadForCache))
 	wc := &workloadCache{
-		deployments:  factory.Apps().V1().Deployments().Lister(),
-		replicaSets:  factory.Apps().V1().ReplicaSets().Lister(),
-		statefulSets: factory.Apps().V1().StatefulSets().Lister(),
-		daemonSets:   factory.Apps().V1().DaemonSets().Lister(),
-		jobs:         factory.Batch().V1().Jobs().Lister(),
-		cronJobs:     factory.Batch().V1().CronJobs().Lister(),
-		namespaces:   factory.Core().V1().Namespaces().Lister(),
-		quotas:       factory.Core().V1().ResourceQuotas().Lister(),
-		limitRanges:  factory.Core().V1().LimitRanges().Lister(),
+		deployments:        factory.Apps().V1().Deployments().Lister(),
+		replicaSets:        factory.Apps().V1().ReplicaSets().Lister(),
+		statefulSets:       factory.Apps().V1().StatefulSets().Lister(),
+		daemonSets:         factory.Apps().V1().DaemonSets().Lister(),
+		jobs:               factory.Batch().V1().Jobs().Lister(),
+		cronJobs:           factory.Batch().V1().CronJobs().Lister(),
+		namespaces:         factory.Core().V1().Namespaces().Lister(),
+		quotas:             factory.Core().V1().ResourceQuotas().Lister(),
+		limitRanges:        factory.Core().V1().LimitRanges().Lister(),
+		namespacesInformer: factory.Core().V1().Namespaces().Informer(),
 		informers: map[triage.Kind]cache.SharedIndexInformer{
 			triage.KindDeployment:  factory.Apps().V1().Deployments().Informer(),
 			triage.KindReplicaSet:  factory.Apps().V1().ReplicaSets().Informer(),

@@ -114,8 +114,33 @@ func OneLine(s string) string { return oneLine.Replace(s) }
 // concurrent use.
 var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
 
-// DefuseFences breaks "```" inside text, with zero-width spaces, so it cannot close the code
-// block it is shown in early (Slack mrkdwn and Discord markdown both fence with "```").
+// DefuseFences breaks every run of three or more backticks inside text with zero-width
+// spaces between its backticks ("```" becomes "`\u200b`\u200b`"), so no "```" is left to close
+// the code block the text is shown in early (Slack mrkdwn and Discord markdown both fence
+// with "```"). Runs of one or two backticks are kept. Replacing "```" alone left one in a run
+// of five: the third backtick of the replacement and the two after it.
 func DefuseFences(s string) string {
-	return strings.ReplaceAll(s, "```", "`\u200b`\u200b`")
+	if !strings.Contains(s, "```") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/2)
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '`' {
+			j++
+		}
+		if j-i < 3 {
+			b.WriteString(s[i:j])
+		} else {
+			b.WriteString(strings.Repeat("`\u200b", j-i-1) + "`")
+		}
+		i = j
+	}
+	return b.String()
 }

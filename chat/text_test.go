@@ -33,3 +33,25 @@ func TestCutsAtWords(t *testing.T) {
 		t.Errorf("one long word is cut where it must be: %q", got)
 	}
 }
+
+// TestDefuseFences: no run of backticks, however long, keeps three in a row, so a log line or
+// a table cell cannot close the code block it is shown in; shorter runs and other text stay.
+func TestDefuseFences(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"no fences here", "no fences here"},
+		{"`code` and ``two``", "`code` and ``two``"},
+		{"```closed```", "`\u200b`\u200b`closed`\u200b`\u200b`"},
+		{"a````b", "a`\u200b`\u200b`\u200b`b"},
+		{"`````", "`\u200b`\u200b`\u200b`\u200b`"},
+		{"x ```````` y", "x " + strings.Repeat("`\u200b", 7) + "` y"},
+	}
+	for _, tt := range tests {
+		got := DefuseFences(tt.in)
+		if got != tt.want {
+			t.Errorf("DefuseFences(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if strings.Contains(got, "```") {
+			t.Errorf("DefuseFences(%q) = %q keeps a fence", tt.in, got)
+		}
+	}
+}

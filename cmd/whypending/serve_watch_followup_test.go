@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,35 +223,51 @@ func TestServeWatchFollowups(t *testing.T) {
 	}
 }
 
-// TestServeWatchFollowupsOnDiscord is the follow-ups on Discord: a signed click on a watch
-// post's Events and Nodes buttons puts the answers in the Discord thread started on the post;
-// an interaction signed with another key is refused and posts nothing.
+// TestServeWatchFollowupsOnDiscord is TestServeWatchFollowups on Discord, on one cluster: a
+// signed click on a watch post's Events and Nodes buttons puts the answers in the Discord
+// thread started on the post; an interaction signed with another key is refused and posts
+// nothing; Logs on a crash-looping pod puts its previous container's log in the post's thread,
+// as it is inside one code block (a mention there is shown, not parsed; no run of backticks
+// closes the block), in an embed sent with allowed_mentions {parse: []}; Re-check now after
+// the cause changed, clicked by two people at once, edits the root once and replies once each
+// (one "cause changed", one "still stuck"), and each clicker gets their notice to themselves.
 func TestServeWatchFollowupsOnDiscord(t *testing.T) {
-	c := startWatchCluster(t, 1, "shop", func(string) bool { return false })
+	const ns = "shop"
+	c := startWatchCluster(t, 1, ns, func(name string) bool { return name == "importer" || name == "worker" })
 	cs := c.Client
+	ctx := t.Context()
+	const log = "starting worker\npanic: @everyone <@1600000000000000001> <@&1700000000000000001> *boom* ```closed``` `````five\n"
+	kubeletLogs(t, cs, "node-1", map[string]string{ns + "/worker/app": log})
 	alertResync = time.Second
 	t.Cleanup(func() { alertResync = 0 })
-	config := watchConfig(c, `{discord: {roles: ["1700000000000000001"]}}`, fmt.Sprintf("{digest: [%q]}", discordfake.ChannelID), "thresholds: {pending: 3s}", "remindAfter: 1h")
+	config := watchConfig(c, `{discord: {roles: ["1700000000000000001"]}}`, fmt.Sprintf("{digest: [%q]}", discordfake.ChannelID),
+		"thresholds: {pending: 3s, imagePull: 1h}", "remindAfter: 1h")
 	fake, sign := discordfake.New(t), discordfake.NewSigner(t)
 	r := startServeDiscord(t, config, fake, sign)
 	carol := discordfake.Member{ID: "1600000000000000002", Name: "carol"} // no role: follow-ups are anyone's
+	dave := discordfake.Member{ID: "1600000000000000004", Name: "dave"}
 
-	testcluster.Deployment(t, cs, "shop", "checkout", 2, "1500m", nil)
-	var root *discordgo.Message
-	waitUntil(t, 90*time.Second, "the post about checkout", func() bool {
-		for _, m := range fake.Thread(discordfake.ChannelID) {
-			if strings.Contains(discordfake.MessageText(m), "checkout") {
-				root = m
-				return true
+	// postAbout waits for the channel's post that mentions subject.
+	postAbout := func(subject string) *discordgo.Message {
+		t.Helper()
+		var root *discordgo.Message
+		waitUntil(t, 90*time.Second, "the post about "+subject, func() bool {
+			for _, m := range fake.Thread(discordfake.ChannelID) {
+				if strings.Contains(discordfake.MessageText(m), subject) {
+					root = m
+					return true
+				}
 			}
-		}
-		return false
-	})
-	interaction := func(label string) (string, []byte) {
+			return false
+		})
+		return root
+	}
+	// interaction is who's click on root's button label, as Discord sends it.
+	interaction := func(root *discordgo.Message, label string, who discordfake.Member) (string, []byte) {
 		t.Helper()
 		for _, b := range discordfake.ButtonsOf(root) {
 			if b.Label == label {
-				token, body := discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData(b.CustomID), carol, root)
+				token, body := discordfake.InteractionJSON(t, discordgo.InteractionMessageComponent, discordfake.ClickData(b.CustomID), who, root)
 				fake.Expect(token, discordfake.ChannelID)
 				return token, body
 			}
@@ -258,39 +275,191 @@ func TestServeWatchFollowupsOnDiscord(t *testing.T) {
 		t.Fatalf("the post has no %s button: %s", label, discordfake.MessageText(root))
 		return "", nil
 	}
-	inThread := func(want string) string {
+	click := func(root *discordgo.Message, label string, who discordfake.Member) string {
 		t.Helper()
-		var text string
+		token, body := interaction(root, label, who)
+		if status, _, raw := sign.Post(t, http.DefaultClient, r.base+"/discord/interactions", body); status != http.StatusOK {
+			t.Fatalf("click %s = %d %s", label, status, raw)
+		}
+		return token
+	}
+	// inThread waits for a message in root's thread showing want.
+	inThread := func(root *discordgo.Message, want string) *discordgo.Message {
+		t.Helper()
+		var found *discordgo.Message
 		waitUntil(t, 60*time.Second, fmt.Sprintf("a message in the post's thread showing %q", want), func() bool {
 			for _, m := range fake.Thread(root.ID) {
-				if text = discordfake.MessageText(m); strings.Contains(text, want) {
+				if strings.Contains(discordfake.MessageText(m), want) {
+					found = m
 					return true
 				}
 			}
 			return false
 		})
-		return text
+		return found
+	}
+	labels := func(m *discordgo.Message) string {
+		var out []string
+		for _, b := range discordfake.ButtonsOf(m) {
+			out = append(out, b.Label)
+		}
+		return strings.Join(out, ", ")
+	}
+
+	testcluster.Deployment(t, cs, ns, "checkout", 2, "1500m", nil)
+	root := postAbout("checkout")
+	if got := labels(root); !strings.Contains(got, "Events") || !strings.Contains(got, "Nodes") || !strings.Contains(got, "Re-check now") || strings.Contains(got, "Logs") {
+		t.Errorf("checkout's post has buttons %s, want Events, Nodes and Re-check now (no Logs: no container of it ran)", got)
 	}
 
 	// A click signed with another key: refused, nothing posted.
-	_, forged := interaction("Events")
+	_, forged := interaction(root, "Events", carol)
 	if status, _, _ := discordfake.NewSigner(t).Post(t, http.DefaultClient, r.base+"/discord/interactions", forged); status != http.StatusUnauthorized {
 		t.Errorf("click signed with another key = %d, want 401", status)
 	}
 	for _, label := range []string{"Events", "Nodes"} {
-		_, body := interaction(label)
-		if status, _, raw := sign.Post(t, http.DefaultClient, r.base+"/discord/interactions", body); status != http.StatusOK {
-			t.Fatalf("click %s = %d %s", label, status, raw)
-		}
+		click(root, label, carol)
 	}
-	if text := inThread("Events of deploy/checkout"); !strings.Contains(text, "FailedScheduling") {
+	if text := discordfake.MessageText(inThread(root, "Events of deploy/checkout")); !strings.Contains(text, "FailedScheduling") {
 		t.Errorf("events in the thread = %s, want the FailedScheduling event", text)
 	}
-	if text := inThread("Why not here (per node)"); !strings.Contains(text, "node-1") {
+	if text := discordfake.MessageText(inThread(root, "Why not here (per node)")); !strings.Contains(text, "node-1") {
 		t.Errorf("node table in the thread = %s, want node-1", text)
 	}
 	if n := len(fake.Thread(root.ID)); n != 2 {
 		t.Errorf("%d messages in the post's thread, want 2 (the events and the table; the forged click none)", n)
+	}
+
+	// Logs: a crash-looping pod's previous log, read through the API server from its kubelet.
+	worker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: ns}, Spec: corev1.PodSpec{NodeName: "node-1",
+		Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/shop/worker:2.1"}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, worker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crashLooping(t, cs, ns, "worker")
+	wroot := postAbout("worker")
+	if got := labels(wroot); !strings.Contains(got, "Logs") {
+		t.Fatalf("worker's post has buttons %s, want Logs", got)
+	}
+	// The post quotes the log's last line outside a code block: escaped there.
+	if text := discordfake.MessageText(wroot); regexp.MustCompile(`(^|[^\\])(@everyone|<@|\*boom)`).MatchString(text) {
+		t.Errorf("worker's post = %s, want the log line's mentions and markdown escaped", text)
+	}
+	click(wroot, "Logs", carol)
+	logs := inThread(wroot, "Previous container's log")
+	var code string
+	for _, e := range logs.Embeds {
+		for _, f := range e.Fields {
+			if strings.Contains(f.Value, "starting worker") {
+				code = f.Value
+			}
+		}
+	}
+	t.Logf("logs field: %q", code)
+	// In a code block Discord shows text as it is: the mentions are not escaped (a backslash
+	// would show), and they cannot ping from inside an embed sent with allowed_mentions
+	// {parse: []}.
+	if !strings.HasPrefix(code, "```\n") || !strings.HasSuffix(code, "\n```") || strings.Count(code, "```") != 2 ||
+		!strings.Contains(code, "panic: @everyone <@1600000000000000001> <@&1700000000000000001> *boom*") || !strings.Contains(code, "five") {
+		t.Errorf("logs field = %q, want the previous log's lines as they are in one code block, its fences defused", code)
+	}
+	if logs.Content != "" {
+		t.Errorf("logs reply has content %q, want the log in the embed only", logs.Content)
+	}
+	var sent int
+	for _, call := range fake.Snapshot("channel-send") {
+		if call.Message != nil && call.Message.ID == logs.ID {
+			discordfake.NoMentionsSent(t, call)
+			sent++
+		}
+	}
+	if sent != 1 {
+		t.Errorf("the logs reply was sent %d times, want once", sent)
+	}
+
+	// Re-check now: a pod Pending for cpu, then bound and failing to pull (the watch's
+	// image-pull threshold is an hour, so only the re-check sees the change), clicked by two
+	// people at once.
+	importer := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "app", Image: "registry.example.com/shop/importer:9.9",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, importer, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	iroot := postAbout("importer")
+	if text := discordfake.MessageText(iroot); !strings.Contains(text, "insufficient-cpu") {
+		t.Fatalf("importer's post = %s, want insufficient-cpu", text)
+	}
+	bindPulling(t, cs, ns, "importer", "node-1")
+	tokens := map[string]string{}
+	var reqs []*http.Request
+	for _, who := range []discordfake.Member{carol, dave} {
+		token, body := interaction(iroot, "Re-check now", who)
+		tokens[who.Name] = token
+		reqs = append(reqs, sign.Request(t, r.base+"/discord/interactions", time.Now(), body))
+	}
+	codes := make(chan int, len(reqs))
+	for _, req := range reqs {
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range reqs {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a re-check click = %d, want 200", code)
+		}
+	}
+	waitUntil(t, 60*time.Second, "two replies to the re-checks", func() bool { return len(fake.Thread(iroot.ID)) >= 2 })
+	time.Sleep(3 * time.Second) // nothing more comes
+	replies, edits := fake.Thread(iroot.ID), fake.ChannelEdits(iroot.ID)
+	var changed, still int
+	for _, m := range replies {
+		text := discordfake.MessageText(m)
+		t.Logf("importer reply: %s", text)
+		switch {
+		case strings.Contains(text, "The cause changed: insufficient-cpu →"):
+			changed++
+		case strings.Contains(text, "Still ") && (strings.Contains(text, ", checked by Carol") || strings.Contains(text, ", checked by Dave")):
+			still++
+		}
+	}
+	if len(replies) != 2 || changed != 1 || still != 1 {
+		t.Errorf("importer's replies = %d (%d cause changes, %d still-stuck lines), want one of each", len(replies), changed, still)
+	}
+	for _, e := range edits {
+		t.Logf("importer edit: %s", discordfake.MessageText(e.Message))
+	}
+	if len(edits) != 1 || strings.Contains(discordfake.MessageText(edits[0].Message), "insufficient-cpu") {
+		t.Errorf("importer's root edited %d times, want once, to the new cause", len(edits))
+	} else if got := labels(edits[0].Message); !strings.Contains(got, "Events") || !strings.Contains(got, "Re-check now") {
+		t.Errorf("importer's edited root has buttons %s, want Events and Re-check now still", got)
+	}
+	// Each clicker is told what their click did, in a message only they see.
+	for name, token := range tokens {
+		var notices []string
+		for _, call := range fake.CallsFor(token) {
+			if call.Route == "followup" && call.Message != nil && strings.Contains(discordfake.MessageText(call.Message), "Re-checked") {
+				if call.Message.Flags&discordgo.MessageFlagsEphemeral == 0 {
+					t.Errorf("%s's re-check notice is not ephemeral: %s", name, call.Body)
+				}
+				notices = append(notices, discordfake.MessageText(call.Message))
+			}
+		}
+		if len(notices) != 1 {
+			t.Errorf("%s got %d re-check notices %q, want 1", name, len(notices), notices)
+		}
+	}
+	// Everything the bot posted or edited in the channel went with allowed_mentions {parse: []}.
+	for _, route := range []string{"channel-send", "channel-edit"} {
+		for _, call := range fake.Snapshot(route) {
+			discordfake.NoMentionsSent(t, call)
+		}
 	}
 }
 

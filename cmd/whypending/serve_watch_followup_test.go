@@ -247,20 +247,25 @@ func TestServeWatchFollowupsOnDiscord(t *testing.T) {
 	carol := discordfake.Member{ID: "1600000000000000002", Name: "carol"} // no role: follow-ups are anyone's
 	dave := discordfake.Member{ID: "1600000000000000004", Name: "dave"}
 
-	// postAbout waits for the channel's post that mentions subject.
-	postAbout := func(subject string) *discordgo.Message {
+	// shows waits up to within for a message of in (a channel's or a thread's) showing want.
+	shows := func(in string, want string, within time.Duration) *discordgo.Message {
 		t.Helper()
-		var root *discordgo.Message
-		waitUntil(t, 90*time.Second, "the post about "+subject, func() bool {
-			for _, m := range fake.Thread(discordfake.ChannelID) {
-				if strings.Contains(discordfake.MessageText(m), subject) {
-					root = m
+		var found *discordgo.Message
+		waitUntil(t, within, fmt.Sprintf("a message in %s showing %q", in, want), func() bool {
+			for _, m := range fake.Thread(in) {
+				if strings.Contains(discordfake.MessageText(m), want) {
+					found = m
 					return true
 				}
 			}
 			return false
 		})
-		return root
+		return found
+	}
+	// postAbout waits for the channel's post that mentions subject.
+	postAbout := func(subject string) *discordgo.Message {
+		t.Helper()
+		return shows(discordfake.ChannelID, subject, 90*time.Second)
 	}
 	// interaction is who's click on root's button label, as Discord sends it.
 	interaction := func(root *discordgo.Message, label string, who discordfake.Member) (string, []byte) {
@@ -286,17 +291,7 @@ func TestServeWatchFollowupsOnDiscord(t *testing.T) {
 	// inThread waits for a message in root's thread showing want.
 	inThread := func(root *discordgo.Message, want string) *discordgo.Message {
 		t.Helper()
-		var found *discordgo.Message
-		waitUntil(t, 60*time.Second, fmt.Sprintf("a message in the post's thread showing %q", want), func() bool {
-			for _, m := range fake.Thread(root.ID) {
-				if strings.Contains(discordfake.MessageText(m), want) {
-					found = m
-					return true
-				}
-			}
-			return false
-		})
-		return found
+		return shows(root.ID, want, 60*time.Second)
 	}
 	labels := func(m *discordgo.Message) string {
 		var out []string

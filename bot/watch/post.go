@@ -252,6 +252,11 @@ func (d *post) save(e *ledger.Entry) error {
 	e.Pending = true
 	e.Cluster = d.Workload.Cluster
 	e.State = d.State
+	if d.State == stateRecovered && d.End != endRecovered {
+		// What `kubectl get notifications` shows: an episode that ended otherwise says how
+		// (deleted, no-pods, gone, unwatched), not "recovered".
+		e.State = d.End
+	}
 	e.Summary = string(d.Code) + ": " + d.Workload.String()
 	if len(d.Replies) > maxReplies {
 		keep := d.Replies[:0]

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/whypending/whypending/chat"
+	"github.com/whypending/whypending/ledger"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -142,5 +143,33 @@ func TestPostUnwatched(t *testing.T) {
 	if !d.unwatch(t0.Add(time.Minute), optOut{Where: optOutNamespace, Names: []string{"shop"}}) || len(d.Replies) != 0 ||
 		d.SnoozeLog[len(d.SnoozeLog)-1].What != "cleared: no longer watched" {
 		t.Errorf("unwatched while snoozed: replies %+v, snooze log %+v; want an edit, no line", d.Replies, d.SnoozeLog)
+	}
+}
+
+// TestPostEntryState: the entry's state (the State column of `kubectl get notifications`)
+// says how an episode ended, so a deleted or unwatched workload's post is not listed as
+// recovered.
+func TestPostEntryState(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	wl := Workload{Cluster: "prod", Kind: triage.KindDeployment, Namespace: "shop", Name: "checkout"}
+	cpu := Result{Code: triage.CodeInsufficientCPU, Message: chat.Message{Title: "cpu"}}
+	for _, end := range []string{endRecovered, endDeleted, endNoPods} {
+		var d post
+		d.update(wl, t0, cpu, t0, time.Hour)
+		var e ledger.Entry
+		if err := d.save(&e); err != nil || e.State != stateStuck {
+			t.Fatalf("stuck: entry state %q (%v), want %q", e.State, err, stateStuck)
+		}
+		d.recover(t0.Add(time.Minute), end)
+		if err := d.save(&e); err != nil {
+			t.Fatal(err)
+		}
+		want := end
+		if end == endRecovered {
+			want = stateRecovered
+		}
+		if e.State != want {
+			t.Errorf("ended %q: entry state %q, want %q", end, e.State, want)
+		}
 	}
 }

@@ -11,8 +11,9 @@
 // RemindAfter. An uncertain answer is never posted on its own. A workload opted out while its
 // post is open (whypending.io/watch: "false" on its stuck pods, on it or on its namespace, or
 // its namespace in ExcludeNamespaces) is "No longer watched": the root says where the opt-out
-// is and what was last known, one line, no more reminders, and it leaves the roll-up; the
-// opt-out removed and still stuck, it is a new episode ("Stuck again").
+// is and what was last known, one line, no more reminders, and it leaves the roll-up (a
+// snooze it had still holds); the opt-out removed and still stuck, the post is open again
+// ("Watched again; still stuck").
 //
 // It follows the controller pattern: an informer event queues the owning workload's key, a
 // reconcile reads the workload's cached object and pods, and a threshold not reached yet is a delayed

@@ -150,6 +150,22 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 		}
 		*d = post{Workload: wl, State: stateStuck, Since: since, RemindedAt: now}
 		d.setAnswer(res)
+	case d.State == stateRecovered && d.End == endUnwatched:
+		// Watched again (the opt-out removed) and still stuck: it never recovered, and a
+		// snooze from before the opt-out still holds (kept by unwatch).
+		if res.Uncertain {
+			return false
+		}
+		d.State, d.Since, d.RecoveredAt, d.End, d.Unwatched = stateStuck, since, time.Time{}, endRecovered, nil
+		d.setAnswer(res)
+		if d.Snooze != nil && !d.Snooze.active(now) {
+			d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "ended"})
+			d.Snooze = nil
+		}
+		if !d.Snooze.active(now) {
+			d.addReply(fmt.Sprintf("Watched again; still stuck: %s.", res.Code))
+			d.RemindedAt = now
+		}
 	case d.State == stateRecovered:
 		if res.Uncertain {
 			return false
@@ -173,7 +189,7 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 // unwatch marks an open post ended at now because the watch no longer follows its workload
 // (o says where the opt-out is); false when it is not open. The workload may well still be
 // stuck: the post says what was last known, never that it recovered. A later episode, once
-// the opt-out is removed, is "Stuck again" (update).
+// the opt-out is removed, is "Watched again; still stuck" (update), under the snooze it had.
 func (d *post) unwatch(now time.Time, o optOut) bool {
 	if d.State != stateStuck {
 		return false
@@ -192,7 +208,14 @@ func (d *post) recover(now time.Time, end string) bool {
 		end = endGone // the pod would not go away; now it has
 	}
 	d.State, d.RecoveredAt, d.End = stateRecovered, now, end
-	if d.Snooze != nil {
+	if d.Snooze != nil && end == endUnwatched {
+		// Not recovered, only out of sight: the snooze is kept for when it is watched again
+		// (update); while it holds, the root is edited and no line is posted.
+		if d.Snooze.active(now) {
+			d.bump = true
+			return true
+		}
+	} else if d.Snooze != nil {
 		// A snoozed workload that recovers: the root says so (an edit), no line is posted.
 		d.SnoozeLog = append(d.SnoozeLog, snoozeEvent{By: d.Snooze.By, At: now, What: "cleared: " + d.ended()})
 		quiet := d.Snooze.active(now)

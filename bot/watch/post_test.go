@@ -131,18 +131,38 @@ func TestPostUnwatched(t *testing.T) {
 				t.Error("an unwatched post was ended again")
 			}
 			if d.update(wl, t0, img, t0.Add(30*time.Minute), remind); d.State != stateStuck || d.End != endRecovered || d.Unwatched != nil ||
-				len(d.Replies) != 2 || d.Replies[1].Text != "Stuck again: image-not-found." {
-				t.Errorf("watched and stuck again: state %q end %q unwatched %v replies %+v; want a new episode", d.State, d.End, d.Unwatched, d.Replies)
+				len(d.Replies) != 2 || d.Replies[1].Text != "Watched again; still stuck: image-not-found." {
+				t.Errorf("watched again: state %q end %q unwatched %v replies %+v; want it open again, one line that does not say it recovered", d.State, d.End, d.Unwatched, d.Replies)
 			}
 		})
 	}
-	// Snoozed: the root says so, no line is posted (as for a recovery while snoozed).
+	// Snoozed: the root says so, no line is posted (as for a recovery while snoozed), and the
+	// snooze outlives the opt-out: it did not recover, so watched again it stays quiet.
+	for _, sn := range []snooze{{UntilRecovered: true, By: "slack:U0BOB"}, {Until: t0.Add(24 * time.Hour), By: "slack:U0BOB"}} {
+		var d post
+		d.update(wl, t0, img, t0, remind)
+		d.Snooze = &sn
+		if !d.unwatch(t0.Add(time.Minute), optOut{Where: optOutNamespace, Names: []string{"shop"}}) || len(d.Replies) != 0 || !d.bump {
+			t.Errorf("unwatched while snoozed (%s): replies %+v, bump %v; want an edit, no line", &sn, d.Replies, d.bump)
+		}
+		d.bump = false
+		if !d.update(wl, t0, img, t0.Add(2*time.Minute), remind) || d.State != stateStuck || d.Snooze == nil || len(d.Replies) != 0 {
+			t.Errorf("watched again while snoozed (%s): state %q snooze %v replies %+v; want open, still snoozed, no line", &sn, d.State, d.Snooze, d.Replies)
+		}
+		if d.update(wl, t0, img, t0.Add(63*time.Minute), remind) || len(d.Replies) != 0 {
+			t.Errorf("snoozed (%s) after being watched again: replies %+v at +63 min; want none", &sn, d.Replies)
+		}
+	}
+	// A timed snooze that ran out while it was not watched: watched again, one line, and no
+	// second "the snooze ended" line after it.
 	var d post
 	d.update(wl, t0, img, t0, remind)
-	d.Snooze = &snooze{UntilRecovered: true, By: "slack:U0BOB"}
-	if !d.unwatch(t0.Add(time.Minute), optOut{Where: optOutNamespace, Names: []string{"shop"}}) || len(d.Replies) != 0 ||
-		d.SnoozeLog[len(d.SnoozeLog)-1].What != "cleared: no longer watched" {
-		t.Errorf("unwatched while snoozed: replies %+v, snooze log %+v; want an edit, no line", d.Replies, d.SnoozeLog)
+	d.Snooze = &snooze{Until: t0.Add(10 * time.Minute), By: "slack:U0BOB"}
+	d.unwatch(t0.Add(time.Minute), optOut{Where: optOutWorkload, Names: []string{"deploy/checkout"}})
+	d.update(wl, t0, img, t0.Add(20*time.Minute), remind)
+	d.update(wl, t0, img, t0.Add(21*time.Minute), remind)
+	if d.Snooze != nil || len(d.Replies) != 1 || d.Replies[0].Text != "Watched again; still stuck: image-not-found." {
+		t.Errorf("watched again after the snooze ran out: snooze %v replies %+v; want one line", d.Snooze, d.Replies)
 	}
 }
 

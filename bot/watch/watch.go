@@ -103,6 +103,9 @@ type Watcher struct {
 	// written are the posts (entry names) this term has written: they exist even while the
 	// followed copy does not show them yet.
 	written map[string]bool
+	// optedOutNS are the namespaces ("cluster/namespace") seen opted out this term: when one
+	// opts back in, its unwatched posts are looked at again.
+	optedOutNS map[string]bool
 	// worker delivers the posts of the current term.
 	worker *ledger.Worker
 }
@@ -158,6 +161,7 @@ func (w *Watcher) Run(ctx context.Context, el *lease.Elector) error {
 func (w *Watcher) lead(ctx context.Context) {
 	w.mu.Lock()
 	w.seen, w.tracked, w.open, w.written = map[string]string{}, map[string]Workload{}, map[string]bool{}, map[string]bool{}
+	w.optedOutNS = map[string]bool{}
 	w.mu.Unlock()
 	// The posts' and roll-ups' followed copies: most reads of a reconcile need no request
 	// (ledger.Store.UpdateFromCopy, Exists, Copy).
@@ -249,12 +253,26 @@ func (w *Watcher) follow(cluster string, col *collect.Collector, q workqueue.Typ
 
 // namespaceChanged queues the tracked workloads of a namespace that opted out of the watch
 // (whypending.io/watch: "false"): an open post must say it is no longer watched, and no pod
-// event may come to tell.
+// event may come to tell. A namespace that opts back in gets the workloads of its unwatched
+// posts queued: one still stuck sends no event either.
 func (w *Watcher) namespaceChanged(cluster string, ns metav1.Object, q workqueue.TypedRateLimitingInterface[Workload]) {
+	name := cluster + "/" + ns.GetName()
 	if ns.GetAnnotations()[OptOut] != "false" {
+		w.mu.Lock()
+		was := w.optedOutNS[name]
+		delete(w.optedOutNS, name)
+		w.mu.Unlock()
+		if was {
+			// Off the informer's handler: the followed copy may not have synced, and then
+			// the list is a request.
+			go w.rewatch(cluster, ns.GetName(), q)
+		}
 		return
 	}
 	w.mu.Lock()
+	if w.optedOutNS != nil {
+		w.optedOutNS[name] = true
+	}
 	var wls []Workload
 	for _, wl := range w.tracked {
 		if wl.Cluster == cluster && wl.Namespace == ns.GetName() {
@@ -267,7 +285,24 @@ func (w *Watcher) namespaceChanged(cluster string, ns metav1.Object, q workqueue
 	}
 }
 
-// reopen queues the workload of every open post (state stuck) and of every roll-up line, so a workload that recovered
+// rewatch queues the workloads of namespace's posts that ended unwatched.
+func (w *Watcher) rewatch(cluster, namespace string, q workqueue.TypedRateLimitingInterface[Workload]) {
+	entries, err := w.o.Store.ListFollowed(context.Background(), Source)
+	if err != nil {
+		w.o.Log.Warn("watch: list the posts of a namespace that opted back in", slog.String("namespace", namespace), slog.Any("err", err))
+		return
+	}
+	for _, e := range entries {
+		var d post
+		if e.DataInto(&d) == nil && d.State == stateRecovered && d.End == endUnwatched &&
+			d.Workload.Cluster == cluster && d.Workload.Namespace == namespace {
+			q.Add(d.Workload)
+		}
+	}
+}
+
+// reopen queues the workload of every open post (state stuck), of every post that ended
+// unwatched (its opt-out may have been removed meanwhile) and of every roll-up line, so a workload that recovered
 // or vanished while no replica watched is seen (its pods send no event).
 func (w *Watcher) reopen(ctx context.Context, q workqueue.TypedRateLimitingInterface[Workload]) {
 	for {
@@ -279,10 +314,14 @@ func (w *Watcher) reopen(ctx context.Context, q workqueue.TypedRateLimitingInter
 		if err == nil {
 			for _, e := range entries {
 				var d post
-				if e.DataInto(&d) == nil && d.State == stateStuck {
+				switch {
+				case e.DataInto(&d) != nil:
+				case d.State == stateStuck:
 					w.setOpen(d.Workload, true)
 					w.track(d.Workload)
 					q.Add(d.Workload)
+				case d.End == endUnwatched:
+					q.Add(d.Workload) // watched again and still stuck: "Watched again"
 				}
 			}
 			for _, e := range held {

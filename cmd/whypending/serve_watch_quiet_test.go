@@ -23,8 +23,8 @@ import (
 // namespace of watch.excludeNamespaces get no post, while a control Deployment stuck beside
 // them does. Three posted ones opted out later (their namespace, a Deployment, a bare pod
 // annotated) are each edited once to "No longer watched", saying where, with one line, never
-// "Deleted" or "Recovered", and get nothing more; the Deployment's annotation removed, its
-// post says "Stuck again". The control post gets exactly one "Still stuck after" reply per remindAfter (a
+// "Deleted" or "Recovered", and get nothing more; the annotations of the Deployment and of the
+// namespace removed, their posts say "Watched again; still stuck". The control post gets exactly one "Still stuck after" reply per remindAfter (a
 // pod event between two brings none early) and no edit. A pod held Terminating by a
 // finalizer past thresholds.terminating gets one post with finalizer-blocking; the finalizer
 // removed, the pod is gone, which was the fix: its post says "Gone after", never "did not
@@ -180,15 +180,22 @@ func TestServeWatchQuiet(t *testing.T) {
 		}
 	}
 
-	// The Deployment's opt-out removed, still stuck: a new episode in the same post.
-	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "payments", types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"whypending.io/watch":null}}}`), metav1.PatchOptions{}); err != nil {
+	// The opt-outs of the Deployment and of the namespace removed, both still stuck: the
+	// same post is open again, with one line that does not say it recovered in between (the
+	// namespace's workload sends no event of its own: the namespace's change must do).
+	unannotate := []byte(`{"metadata":{"annotations":{"whypending.io/watch":null}}}`)
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "payments", types.MergePatchType, unannotate, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 60*time.Second, "payments stuck again", func() bool {
-		th := byTitle("payments")
-		return th.find("Stuck again: insufficient-cpu") > th.find("No longer watched")
-	})
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, "outlet", types.MergePatchType, unannotate, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"payments", "cart"} {
+		waitUntil(t, 60*time.Second, name+" watched again", func() bool {
+			th := byTitle(name)
+			return th.find("Watched again; still stuck: insufficient-cpu") > th.find("No longer watched")
+		})
+	}
 
 	// Opted out and excluded: stuck all along, never posted.
 	for _, name := range []string{"ledger", "reports", "scratch", "nightly"} {

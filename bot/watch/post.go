@@ -150,7 +150,7 @@ func (d *post) update(wl Workload, since time.Time, res Result, now time.Time, r
 		}
 		*d = post{Workload: wl, State: stateStuck, Since: since, RemindedAt: now}
 		d.setAnswer(res)
-	case d.State == stateRecovered && d.End == endUnwatched:
+	case d.endedUnwatched():
 		// Watched again (the opt-out removed) and still stuck: it never recovered, and a
 		// snooze from before the opt-out still holds (kept by unwatch).
 		if res.Uncertain {
@@ -197,6 +197,9 @@ func (d *post) unwatch(now time.Time, o optOut) bool {
 	d.Unwatched = &o
 	return d.recover(now, endUnwatched)
 }
+
+// endedUnwatched says whether the post's last episode ended with its workload opted out.
+func (d *post) endedUnwatched() bool { return d.State == stateRecovered && d.End == endUnwatched }
 
 // recover marks an open post ended at now (false when it is not open): end says how
 // (endRecovered, endDeleted, endNoPods; endUnwatched through unwatch).

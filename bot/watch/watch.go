@@ -103,9 +103,6 @@ type Watcher struct {
 	// written are the posts (entry names) this term has written: they exist even while the
 	// followed copy does not show them yet.
 	written map[string]bool
-	// optedOutNS are the namespaces ("cluster/namespace") seen opted out this term: when one
-	// opts back in, its unwatched posts are looked at again.
-	optedOutNS map[string]bool
 	// worker delivers the posts of the current term.
 	worker *ledger.Worker
 }
@@ -161,7 +158,6 @@ func (w *Watcher) Run(ctx context.Context, el *lease.Elector) error {
 func (w *Watcher) lead(ctx context.Context) {
 	w.mu.Lock()
 	w.seen, w.tracked, w.open, w.written = map[string]string{}, map[string]Workload{}, map[string]bool{}, map[string]bool{}
-	w.optedOutNS = map[string]bool{}
 	w.mu.Unlock()
 	// The posts' and roll-ups' followed copies: most reads of a reconcile need no request
 	// (ledger.Store.UpdateFromCopy, Exists, Copy).
@@ -242,7 +238,7 @@ func (w *Watcher) follow(cluster string, col *collect.Collector, q workqueue.Typ
 		pods()
 		return nil, fmt.Errorf("workload cache: %w", err)
 	}
-	namespaces, err := col.WatchNamespaces(func(ns metav1.Object) { w.namespaceChanged(cluster, ns, q) })
+	namespaces, err := col.WatchNamespaces(func(old, ns metav1.Object) { w.namespaceChanged(cluster, old, ns, q) })
 	if err != nil {
 		pods()
 		workloads()
@@ -254,15 +250,11 @@ func (w *Watcher) follow(cluster string, col *collect.Collector, q workqueue.Typ
 // namespaceChanged queues the tracked workloads of a namespace that opted out of the watch
 // (whypending.io/watch: "false"): an open post must say it is no longer watched, and no pod
 // event may come to tell. A namespace that opts back in gets the workloads of its unwatched
-// posts queued: one still stuck sends no event either.
-func (w *Watcher) namespaceChanged(cluster string, ns metav1.Object, q workqueue.TypedRateLimitingInterface[Workload]) {
-	name := cluster + "/" + ns.GetName()
+// posts queued: one still stuck sends no event either. (One that opted back in while no
+// replica watched is seen by reopen.)
+func (w *Watcher) namespaceChanged(cluster string, old, ns metav1.Object, q workqueue.TypedRateLimitingInterface[Workload]) {
 	if ns.GetAnnotations()[OptOut] != "false" {
-		w.mu.Lock()
-		was := w.optedOutNS[name]
-		delete(w.optedOutNS, name)
-		w.mu.Unlock()
-		if was {
+		if old != nil && old.GetAnnotations()[OptOut] == "false" {
 			// Off the informer's handler: the followed copy may not have synced, and then
 			// the list is a request.
 			go w.rewatch(cluster, ns.GetName(), q)
@@ -270,9 +262,6 @@ func (w *Watcher) namespaceChanged(cluster string, ns metav1.Object, q workqueue
 		return
 	}
 	w.mu.Lock()
-	if w.optedOutNS != nil {
-		w.optedOutNS[name] = true
-	}
 	var wls []Workload
 	for _, wl := range w.tracked {
 		if wl.Cluster == cluster && wl.Namespace == ns.GetName() {
@@ -294,8 +283,7 @@ func (w *Watcher) rewatch(cluster, namespace string, q workqueue.TypedRateLimiti
 	}
 	for _, e := range entries {
 		var d post
-		if e.DataInto(&d) == nil && d.State == stateRecovered && d.End == endUnwatched &&
-			d.Workload.Cluster == cluster && d.Workload.Namespace == namespace {
+		if e.DataInto(&d) == nil && d.endedUnwatched() && d.Workload.Cluster == cluster && d.Workload.Namespace == namespace {
 			q.Add(d.Workload)
 		}
 	}
@@ -320,7 +308,7 @@ func (w *Watcher) reopen(ctx context.Context, q workqueue.TypedRateLimitingInter
 					w.setOpen(d.Workload, true)
 					w.track(d.Workload)
 					q.Add(d.Workload)
-				case d.End == endUnwatched:
+				case d.endedUnwatched():
 					q.Add(d.Workload) // watched again and still stuck: "Watched again"
 				}
 			}
@@ -401,7 +389,7 @@ func (w *Watcher) wasUnwatched(wl Workload) bool {
 			continue
 		}
 		var d post
-		if e.DataInto(&d) == nil && d.State == stateRecovered && d.End == endUnwatched {
+		if e.DataInto(&d) == nil && d.endedUnwatched() {
 			return true
 		}
 	}

@@ -178,21 +178,29 @@ func (c *Collector) WatchWorkloads(h WorkloadHandler) (remove func(), err error)
 	return remove, nil
 }
 
-// WatchNamespaces calls h for every namespace the cache adds or changes (ns is the cached
-// state: read-only), until the returned remove is called or the cache stops. Deletions are
-// not passed on: a namespace's workloads tell of their own.
-func (c *Collector) WatchNamespaces(h func(ns metav1.Object)) (remove func(), err error) {
+// WatchNamespaces calls h for every namespace the cache adds (old is nil) or changes (old is
+// the state before), with ns the cached state (both read-only), until the returned remove is
+// called or the cache stops. Deletions are not passed on: a namespace's workloads tell of
+// their own.
+func (c *Collector) WatchNamespaces(h func(old, ns metav1.Object)) (remove func(), err error) {
 	cc, ok := c.read.(*cacheReader)
 	if !ok || cc.workloads == nil || cc.workloads.namespacesInformer == nil {
 		return nil, ErrNotCached
 	}
 	inf := cc.workloads.namespacesInformer
-	on := func(obj any) {
-		if m, ok := obj.(metav1.Object); ok {
-			h(m)
-		}
-	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }})
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if m, ok := obj.(metav1.Object); ok {
+				h(nil, m)
+			}
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			old, _ := oldObj.(metav1.Object)
+			if m, ok := obj.(metav1.Object); ok {
+				h(old, m)
+			}
+		},
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/internal/clock"
+	"github.com/whypending/whypending/ledger"
 	"github.com/whypending/whypending/triage/collect"
 )
 
@@ -354,12 +355,17 @@ func (c *Cluster) connect(ctx context.Context) (*conn, error) {
 		}
 		// Each client has its own client-side rate limiter: the acknowledgements' one never
 		// waits behind the requests of the bot's own posting.
-		ackDyn, err := dynamic.NewForConfig(restCfg)
+		notes, err := ledger.NewClient(restCfg)
 		if err != nil {
 			scancel()
-			return nil, fmt.Errorf("misconfigured: build dynamic client for %s: %w", host, err)
+			return nil, fmt.Errorf("misconfigured: %w", err)
 		}
-		cn.dyn, cn.ackDyn = dyn, ackDyn
+		ackNotes, err := ledger.NewClient(restCfg)
+		if err != nil {
+			scancel()
+			return nil, fmt.Errorf("misconfigured: %w", err)
+		}
+		cn.dyn, cn.ledger, cn.ackLedger = dyn, notes, ackNotes
 		c.runCheck(ctx, cn)
 	}
 	return cn, nil
@@ -398,16 +404,26 @@ func (c *Cluster) Dynamic() (dynamic.Interface, error) {
 	return conn.dyn, nil
 }
 
-// AckDynamic is Dynamic with its own client-side rate limit (ClientQPS), for the requests a
-// remote caller waits on: the Alertmanager receiver acknowledges a delivery once its
-// Notification is written, and that write must not queue behind the hundreds of requests the
-// posting of a burst makes through Dynamic.
-func (c *Cluster) AckDynamic() (dynamic.Interface, error) {
+// Ledger is the current connection's Notification client (built when Options.Check is set),
+// or the *chat.UnavailableError saying why there is no connection.
+func (c *Cluster) Ledger() (*ledger.Client, error) {
 	conn, err := c.current()
 	if err != nil {
 		return nil, err
 	}
-	return conn.ackDyn, nil
+	return conn.ledger, nil
+}
+
+// AckLedger is Ledger with its own client-side rate limit (ClientQPS), for the requests a
+// remote caller waits on: the Alertmanager receiver acknowledges a delivery once its
+// Notification is written, and that write must not queue behind the hundreds of requests the
+// posting of a burst makes through Ledger.
+func (c *Cluster) AckLedger() (*ledger.Client, error) {
+	conn, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	return conn.ackLedger, nil
 }
 
 // watch probes the API server's /readyz until ProbeFailures probes in a row fail (it returns

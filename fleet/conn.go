@@ -14,6 +14,7 @@ import (
 
 	"github.com/whypending/whypending/actions"
 	"github.com/whypending/whypending/calico"
+	"github.com/whypending/whypending/ledger"
 	"github.com/whypending/whypending/triage"
 	"github.com/whypending/whypending/triage/collect"
 )
@@ -32,11 +33,13 @@ type conn struct {
 	}
 	runner *actions.Runner // plans and repairs, always live through ipam; nil without Calico
 
-	client   kubernetes.Interface // probes (never for a Wire'd cluster) and SubjectAccessReviews
-	dyn      dynamic.Interface    // for Options.Check; nil without one
-	ackDyn   dynamic.Interface    // Dynamic's twin with its own rate limit (AckDynamic); nil without Options.Check
-	cancel   context.CancelFunc   // stops the caches
-	checkErr error                // the last Options.Check; guarded by Cluster.mu
+	client kubernetes.Interface // probes (never for a Wire'd cluster) and SubjectAccessReviews
+	dyn    dynamic.Interface    // for Options.Check; nil without one
+	// ledger and ackLedger are the Notification clients, each with its own rate limit (Ledger,
+	// AckLedger); nil without Options.Check.
+	ledger, ackLedger *ledger.Client
+	cancel            context.CancelFunc // stops the caches
+	checkErr          error              // the last Options.Check; guarded by Cluster.mu
 }
 
 // wire makes one connection over collector: /why-pending through it, and, when Calico is

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -27,7 +26,7 @@ func (s *Store) Follow(ctx context.Context, sources ...string) {
 				return nil, err
 			}
 			o.LabelSelector = sel
-			return res.List(ctx, o)
+			return res.list(ctx, s.namespace, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			res, err := s.res()
@@ -35,10 +34,10 @@ func (s *Store) Follow(ctx context.Context, sources ...string) {
 				return nil, err
 			}
 			o.LabelSelector = sel
-			return res.Watch(ctx, o)
+			return res.watch(ctx, s.namespace, o)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	inf := cache.NewSharedIndexInformer(lw, &notification{}, 0, cache.Indexers{})
 	s.mu.Lock()
 	s.followed = inf
 	s.mu.Unlock()
@@ -82,13 +81,14 @@ func (s *Store) syncedCopy() cache.SharedIndexInformer {
 	return inf
 }
 
-// fromCopy decodes a followed copy, leaving the informer's object as it is.
+// fromCopy decodes a followed copy, leaving the informer's object as it is (fromObject
+// only reads it).
 func fromCopy(obj any) (*Entry, error) {
-	u, ok := obj.(*unstructured.Unstructured)
+	n, ok := obj.(*notification)
 	if !ok {
 		return nil, fmt.Errorf("notification cached as %T", obj)
 	}
-	return fromObject(u.DeepCopy())
+	return fromObject(n)
 }
 
 // UpdateCached is Update for a delivery that is acknowledged on its word: its first attempt

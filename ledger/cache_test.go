@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
-// countingClient is a dynamic client of the shared cluster that counts its writes and its
+// countingClient is a Notification client of the shared cluster that counts its writes and its
 // reads of single Notifications (not the informer's list and watch).
-func countingClient(t *testing.T) (dynamic.Interface, *atomic.Int64) {
+func countingClient(t *testing.T) (*Client, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	cfg := rest.CopyConfig(shared.Config)
@@ -27,7 +26,7 @@ func countingClient(t *testing.T) (dynamic.Interface, *atomic.Int64) {
 			return rt.RoundTrip(r)
 		})
 	})
-	c, err := dynamic.NewForConfig(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // waitSynced waits until s's followed copy has synced.
-func waitSynced(t *testing.T, s *Store) {
+func waitSynced(t testing.TB, s *Store) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for s.syncedCopy() == nil {
@@ -87,7 +86,7 @@ func TestUpdateCached(t *testing.T) {
 	_, ns := start(t)
 	client, requests := countingClient(t)
 	s := New(client, ns, Options{Self: replica(1)})
-	other := New(shared.Dynamic, ns, Options{Self: replica(2)})
+	other := New(sharedClient, ns, Options{Self: replica(2)})
 	followCtx, stopFollowing := context.WithCancel(t.Context())
 	defer stopFollowing()
 	s.Follow(followCtx, "alertmanager")
@@ -196,7 +195,7 @@ func TestUpdateFromCopy(t *testing.T) {
 	_, ns := start(t)
 	client, requests := countingClient(t)
 	s := New(client, ns, Options{Self: replica(1)})
-	other := New(shared.Dynamic, ns, Options{Self: replica(2)})
+	other := New(sharedClient, ns, Options{Self: replica(2)})
 	followCtx, stopFollowing := context.WithCancel(t.Context())
 	defer stopFollowing()
 	s.Follow(followCtx, "watch", "rollup")
@@ -272,7 +271,7 @@ func TestSendFromRequests(t *testing.T) {
 	_, ns := start(t)
 	client, requests := countingClient(t)
 	s := New(client, ns, Options{Self: replica(1)})
-	other := New(shared.Dynamic, ns, Options{Self: replica(2)})
+	other := New(sharedClient, ns, Options{Self: replica(2)})
 	ctx := t.Context()
 	e, err := s.Update(ctx, testKey, func(e *Entry) error { e.Revision = 1; return nil })
 	if err != nil {

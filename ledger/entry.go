@@ -88,7 +88,7 @@ type Entry struct {
 	Created, Updated time.Time
 
 	name, version string
-	raw           map[string]any
+	stored        *notification // as read, for what toObject keeps
 }
 
 // Name is the entry's object name (Key.Name).

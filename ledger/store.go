@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -12,10 +13,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/whypending/whypending/internal/proc"
@@ -48,8 +47,8 @@ const DefaultClaimTTL = 2 * time.Minute
 
 // Store reads and writes Notifications in one namespace.
 type Store struct {
-	client    dynamic.Interface
-	connect   func() (dynamic.Interface, error)
+	client    *Client
+	connect   func() (*Client, error)
 	namespace string
 	self      proc.Identity
 	now       func() time.Time
@@ -73,12 +72,12 @@ type Options struct {
 	ClaimTTL time.Duration
 	// Connect, when New is given no client, returns the client of each call: the store
 	// cluster's current connection, which may be down (its error is returned) or replaced
-	// after an outage (serve passes fleet.Cluster.Dynamic).
-	Connect func() (dynamic.Interface, error)
+	// after an outage (serve passes fleet.Cluster.Ledger).
+	Connect func() (*Client, error)
 }
 
 // New returns a store of Notifications in namespace.
-func New(client dynamic.Interface, namespace string, opts Options) *Store {
+func New(client *Client, namespace string, opts Options) *Store {
 	s := &Store{client: client, connect: opts.Connect, namespace: namespace, self: opts.Self, now: opts.Now, claimTTL: opts.ClaimTTL}
 	if s.self == (proc.Identity{}) {
 		s.self = proc.Self()
@@ -95,15 +94,11 @@ func New(client dynamic.Interface, namespace string, opts Options) *Store {
 // Namespace is the namespace the store writes in.
 func (s *Store) Namespace() string { return s.namespace }
 
-func (s *Store) res() (dynamic.ResourceInterface, error) {
-	client := s.client
-	if client == nil {
-		var err error
-		if client, err = s.connect(); err != nil {
-			return nil, err
-		}
+func (s *Store) res() (*Client, error) {
+	if s.client != nil {
+		return s.client, nil
 	}
-	return client.Resource(GVR).Namespace(s.namespace), nil
+	return s.connect()
 }
 
 // Get reads the entry named name (ErrNotFound when there is none).
@@ -112,7 +107,7 @@ func (s *Store) Get(ctx context.Context, name string) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get notification %s in %s: %w", name, s.namespace, err)
 	}
-	obj, err := res.Get(ctx, name, metav1.GetOptions{})
+	obj, err := res.get(ctx, s.namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("get notification %s: %w", name, ErrNotFound)
 	}
@@ -273,11 +268,11 @@ func (s *Store) write(ctx context.Context, e *Entry, create bool) (*Entry, error
 	if err != nil {
 		return nil, fmt.Errorf("write notification %s in %s: %w", e.Name(), s.namespace, err)
 	}
-	var out *unstructured.Unstructured
+	var out *notification
 	if create {
-		out, err = res.Create(ctx, obj, metav1.CreateOptions{})
+		out, err = res.create(ctx, obj)
 	} else {
-		out, err = res.Update(ctx, obj, metav1.UpdateOptions{})
+		out, err = res.update(ctx, obj)
 	}
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -312,7 +307,7 @@ func (s *Store) List(ctx context.Context, source string, pending bool) ([]*Entry
 		if err != nil {
 			return nil, fmt.Errorf("list notifications in %s: %w", s.namespace, err)
 		}
-		list, err := res.List(ctx, opts)
+		list, err := res.list(ctx, s.namespace, opts)
 		if err != nil {
 			return nil, fmt.Errorf("list notifications in %s: %w", s.namespace, err)
 		}
@@ -323,7 +318,7 @@ func (s *Store) List(ctx context.Context, source string, pending bool) ([]*Entry
 			}
 			out = append(out, e)
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+		if opts.Continue = list.Continue; opts.Continue == "" {
 			break
 		}
 	}
@@ -338,7 +333,7 @@ func (s *Store) Delete(ctx context.Context, e *Entry) error {
 	if err != nil {
 		return fmt.Errorf("delete notification %s: %w", e.Name(), err)
 	}
-	err = res.Delete(ctx, e.Name(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	err = res.delete(ctx, s.namespace, e.Name(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete notification %s: %w", e.Name(), err)
 	}
@@ -365,56 +360,61 @@ type nStatus struct {
 
 // toObject renders e as a Notification. It writes onto the object e was read from, so
 // labels, annotations and fields the bot does not know survive.
-func toObject(e *Entry, namespace string) (*unstructured.Unstructured, error) {
-	spec, err := toMap(nSpec{Key: e.Key, Cluster: e.Cluster})
-	if err != nil {
+func toObject(e *Entry, namespace string) (*notification, error) {
+	n := &notification{TypeMeta: metav1.TypeMeta{APIVersion: GVR.GroupVersion().String(), Kind: "Notification"}}
+	var spec, status json.RawMessage
+	if e.stored != nil {
+		e.stored.ObjectMeta.DeepCopyInto(&n.ObjectMeta)
+		spec, status = e.stored.Spec, e.stored.Status
+	}
+	n.Name, n.Namespace, n.ResourceVersion = e.Name(), namespace, e.version
+	var err error
+	if n.Spec, err = mergeInto(spec, "spec", nSpec{Key: e.Key, Cluster: e.Cluster}); err != nil {
 		return nil, err
 	}
-	status, err := toMap(nStatus{State: e.State, Summary: e.Summary, Revision: e.Revision, Pending: e.Pending,
-		Messages: e.Messages, Claims: e.Claims, Data: e.Data, Created: e.Created, Updated: e.Updated})
-	if err != nil {
+	if n.Status, err = mergeInto(status, "status", nStatus{State: e.State, Summary: e.Summary, Revision: e.Revision, Pending: e.Pending,
+		Messages: e.Messages, Claims: e.Claims, Data: e.Data, Created: e.Created, Updated: e.Updated}); err != nil {
 		return nil, err
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{}}
-	if e.raw != nil {
-		obj.Object = e.raw
-		obj = obj.DeepCopy()
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
 	}
-	obj.SetAPIVersion(GVR.GroupVersion().String())
-	obj.SetKind("Notification")
-	obj.SetName(e.Name())
-	obj.SetNamespace(namespace)
-	obj.SetResourceVersion(e.version)
-	mergeInto(obj.Object, "spec", spec)
-	mergeInto(obj.Object, "status", status)
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelSource] = e.Source
-	labels[LabelPlatform] = e.Platform
-	labels[LabelPending] = fmt.Sprint(e.Pending)
+	n.Labels[LabelSource] = e.Source
+	n.Labels[LabelPlatform] = e.Platform
+	n.Labels[LabelPending] = fmt.Sprint(e.Pending)
 	if e.Cluster != "" && len(validation.IsValidLabelValue(e.Cluster)) == 0 {
-		labels[LabelCluster] = e.Cluster
+		n.Labels[LabelCluster] = e.Cluster
 	}
-	obj.SetLabels(labels)
-	return obj, nil
+	return n, nil
 }
 
-// mergeInto sets obj[field] to m, keeping the keys of the stored map that m does not set
-// (fields a newer bot wrote) and dropping the ones this bot owns but left empty.
-func mergeInto(obj map[string]any, field string, m map[string]any) {
-	old, _ := obj[field].(map[string]any)
-	out := map[string]any{}
-	for k, v := range old {
-		if !ownedFields[field][k] {
-			out[k] = v
+// mergeInto is v's JSON object with the keys of the stored object old that v does not own
+// (fields a newer bot wrote) kept, and the ones this bot owns but left empty dropped.
+func mergeInto(old json.RawMessage, field string, v any) (json.RawMessage, error) {
+	mine, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var kept map[string]json.RawMessage
+	if len(old) > 0 {
+		if err := json.Unmarshal(old, &kept); err != nil {
+			return nil, fmt.Errorf("decode stored %s: %w", field, err)
 		}
 	}
-	for k, v := range m {
-		out[k] = v
+	for k := range kept {
+		if ownedFields[field][k] {
+			delete(kept, k)
+		}
 	}
-	obj[field] = out
+	if len(kept) == 0 {
+		return mine, nil
+	}
+	var owned map[string]json.RawMessage
+	if err := json.Unmarshal(mine, &owned); err != nil {
+		return nil, err
+	}
+	maps.Copy(kept, owned)
+	return json.Marshal(kept)
 }
 
 // ownedFields are the JSON keys this package writes, per top-level field.
@@ -424,32 +424,20 @@ var ownedFields = map[string]map[string]bool{
 		"claims": true, "data": true, "createdAt": true, "updatedAt": true},
 }
 
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-func fromObject(obj *unstructured.Unstructured) (*Entry, error) {
+// fromObject decodes a Notification. The entry keeps n (toObject writes onto it), which must
+// not change after: an informer's object is shared.
+func fromObject(n *notification) (*Entry, error) {
 	var spec nSpec
 	var status nStatus
-	for field, into := range map[string]any{"spec": &spec, "status": &status} {
-		v, ok := obj.Object[field]
-		if !ok {
+	for field, f := range map[string]struct {
+		raw  json.RawMessage
+		into any
+	}{"spec": {n.Spec, &spec}, "status": {n.Status, &status}} {
+		if len(f.raw) == 0 {
 			continue
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, into); err != nil {
-			return nil, fmt.Errorf("notification %s: decode %s: %w", obj.GetName(), field, err)
+		if err := json.Unmarshal(f.raw, f.into); err != nil {
+			return nil, fmt.Errorf("notification %s: decode %s: %w", n.Name, field, err)
 		}
 	}
 	return &Entry{
@@ -457,6 +445,6 @@ func fromObject(obj *unstructured.Unstructured) (*Entry, error) {
 		State: status.State, Summary: status.Summary, Revision: status.Revision, Pending: status.Pending,
 		Messages: status.Messages, Claims: status.Claims, Data: status.Data,
 		Created: status.Created, Updated: status.Updated,
-		name: obj.GetName(), version: obj.GetResourceVersion(), raw: obj.Object,
+		name: n.Name, version: n.ResourceVersion, stored: n,
 	}, nil
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/whypending/whypending/bot"
@@ -100,14 +99,10 @@ func replicas(tb testing.TB, n int) ([]string, *board) {
 }
 
 // serveClient is a dynamic client of e's cluster with serve's client-side rate limit.
-func serveClient(tb testing.TB, e *chattest.Env) dynamic.Interface {
+func serveClient(tb testing.TB, e *chattest.Env) *ledger.Client {
 	cfg := rest.CopyConfig(e.Cluster.Config)
 	fleet.RateLimit(cfg)
-	c, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return chattest.LedgerClient(tb, cfg)
 }
 
 // warmStore makes the first Notification writes of a fresh cluster before the clock runs:
@@ -115,7 +110,7 @@ func serveClient(tb testing.TB, e *chattest.Env) dynamic.Interface {
 // delivery of a round 0 did, all 20 at once), which a bot whose chart installed the CRD long
 // ago never sees.
 func warmStore(tb testing.TB, e *chattest.Env) {
-	s := ledger.New(e.Cluster.Dynamic, chattest.StoreNamespace, ledger.Options{})
+	s := ledger.New(chattest.LedgerClient(tb, e.Cluster.Config), chattest.StoreNamespace, ledger.Options{})
 	t0 := time.Now()
 	if _, err := s.Update(context.Background(), ledger.Key{Source: "bench", Platform: "slack", Channel: "C0WARM", Subject: "warm-up"},
 		func(*ledger.Entry) error { return nil }); err != nil {

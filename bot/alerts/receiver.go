@@ -61,7 +61,7 @@ type Options struct {
 	Store     *ledger.Store
 	Platforms thread.Platforms
 	// AckStore, when set, is the same ledger through a client of its own
-	// (fleet.Cluster.AckDynamic): deliveries are recorded through it, so an acknowledgement
+	// (fleet.Cluster.AckLedger): deliveries are recorded through it, so an acknowledgement
 	// never waits behind the posting's requests on Store's client-side rate limit.
 	AckStore *ledger.Store
 	// Diagnose answers an alert's object.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/whypending/whypending/bot/alerts"
 	"github.com/whypending/whypending/internal/chattest"
@@ -29,11 +28,12 @@ import (
 func TestRetryAckedFromMemory(t *testing.T) {
 	e := chattest.Start(t, "seed-crash-app", false)
 	var down atomic.Bool
-	store := ledger.New(nil, chattest.StoreNamespace, ledger.Options{Connect: func() (dynamic.Interface, error) {
+	notes := chattest.LedgerClient(t, e.Cluster.Config)
+	store := ledger.New(nil, chattest.StoreNamespace, ledger.Options{Connect: func() (*ledger.Client, error) {
 		if down.Load() {
 			return nil, errors.New("the API server is down")
 		}
-		return e.Cluster.Dynamic, nil
+		return notes, nil
 	}})
 	var mu sync.Mutex
 	now := time.Now()

@@ -39,7 +39,7 @@ func TestSilenceWhereAlertsAreHidden(t *testing.T) {
 		_, _ = w.Write([]byte(`[]`))
 	}))
 	t.Cleanup(am.Close)
-	store := ledger.New(e.Cluster.Dynamic, chattest.StoreNamespace, ledger.Options{})
+	store := ledger.New(chattest.LedgerClient(t, e.Cluster.Config), chattest.StoreNamespace, ledger.Options{})
 	metrics := alerts.NewMetrics(prometheus.NewRegistry())
 	r := alerts.New(alerts.Options{Token: token, Store: store, Platforms: thread.Platforms{"slack": &board{marks: map[string]int{}}},
 		Receivers:         map[string][]alerts.Channel{"team": {{Platform: "slack", ID: "C0OPS"}, {Platform: "slack", ID: "C0TWO"}}},

@@ -376,8 +376,8 @@ func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.
 	return alerts.New(alerts.Options{Silences: silences,
 		Token: token, Receivers: receivers, ClusterLabel: cfg.Alertmanager.ClusterLabel,
 		ChannelNamespaces: cfg.Channels.Namespaces,
-		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
-		AckStore:          ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.AckDynamic, Self: ledgerIdentity()}),
+		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Ledger, Self: ledgerIdentity()}),
+		AckStore:          ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.AckLedger, Self: ledgerIdentity()}),
 		Platforms:         platforms, Diagnose: b.Diagnose, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
 		Resync: alertResync, SilenceCheck: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
 	})

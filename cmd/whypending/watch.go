@@ -60,7 +60,7 @@ func newWatcher(cfg *Config, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter,
 			CrashLoopRestarts: int32(wc.Thresholds.CrashLoopRestarts), Terminating: wc.Thresholds.Terminating.Duration,
 			FailedCreate: wc.Thresholds.FailedCreate.Duration},
 		MaxPosts: wc.MaxPostsPer10m, RemindAfter: wc.RemindAfter.Duration, ExcludeNamespaces: wc.ExcludeNamespaces,
-		Store:     ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Dynamic, Self: ledgerIdentity()}),
+		Store:     ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Ledger, Self: ledgerIdentity()}),
 		Platforms: platforms, Diagnose: b.DiagnoseResult,
 		Resync: alertResync, Metrics: watch.NewMetrics(reg), Log: log,
 	})

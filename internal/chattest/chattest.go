@@ -395,9 +395,20 @@ func Ledgers(t testing.TB) func(host string) *ledger.Store {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: StoreNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	notes := LedgerClient(t, c.Config)
 	return func(host string) *ledger.Store {
-		return ledger.New(c.Dynamic, StoreNamespace, ledger.Options{Self: proc.Identity{Host: host, PID: 1, Start: 1}})
+		return ledger.New(notes, StoreNamespace, ledger.Options{Self: proc.Identity{Host: host, PID: 1, Start: 1}})
 	}
+}
+
+// LedgerClient is a Notification client over cfg.
+func LedgerClient(tb testing.TB, cfg *rest.Config) *ledger.Client {
+	tb.Helper()
+	c, err := ledger.NewClient(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // The Kubernetes identities of the per-user authorization tests (InstallRBAC).

@@ -38,8 +38,12 @@ func stores(t *testing.T) func(i int) *ledger.Store {
 	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wp"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	notes, err := ledger.NewClient(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return func(i int) *ledger.Store {
-		return ledger.New(c.Dynamic, "wp", ledger.Options{Self: proc.Identity{Host: fmt.Sprintf("whypending-%d", i), PID: 1, Start: 1}})
+		return ledger.New(notes, "wp", ledger.Options{Self: proc.Identity{Host: fmt.Sprintf("whypending-%d", i), PID: 1, Start: 1}})
 	}
 }
 

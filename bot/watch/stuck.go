@@ -58,23 +58,25 @@ func podState(p *corev1.Pod, th Thresholds, now time.Time) state {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return state{}
 	}
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		w := cs.State.Waiting
-		if w == nil {
-			continue
-		}
-		switch w.Reason {
-		case "ImagePullBackOff", "ErrImagePull":
-			since := created
-			if c := condition(p, corev1.ContainersReady); c != nil && c.LastTransitionTime.After(since) {
-				since = c.LastTransitionTime.Time
+	for _, statuses := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			w := cs.State.Waiting
+			if w == nil {
+				continue
 			}
-			return state{name: "ImagePullBackOff", since: since, due: since.Add(th.ImagePull)}
-		case "CrashLoopBackOff":
-			if cs.RestartCount >= th.CrashLoopRestarts {
-				return state{name: "CrashLoopBackOff", since: created, due: now}
+			switch w.Reason {
+			case "ImagePullBackOff", "ErrImagePull":
+				since := created
+				if c := condition(p, corev1.ContainersReady); c != nil && c.LastTransitionTime.After(since) {
+					since = c.LastTransitionTime.Time
+				}
+				return state{name: "ImagePullBackOff", since: since, due: since.Add(th.ImagePull)}
+			case "CrashLoopBackOff":
+				if cs.RestartCount >= th.CrashLoopRestarts {
+					return state{name: "CrashLoopBackOff", since: created, due: now}
+				}
+				return state{name: "CrashLoopBackOff", since: created}
 			}
-			return state{name: "CrashLoopBackOff", since: created}
 		}
 	}
 	if p.Status.Phase == corev1.PodPending {

@@ -2,7 +2,6 @@ package collect
 
 import (
 	"errors"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +22,10 @@ import (
 var ErrNotCached = errors.New("the collector keeps no informer caches")
 
 // PodHandler is told about every pod the cache adds or changes (pod is the new state) and
-// every pod it deletes (gone is true, pod the last state known).
+// every pod it deletes (gone is true, pod the last state known). pod is a view (metadata and
+// status, no spec) that is valid only during the call and read-only: one view is reused for
+// every call, so a handler keeps copies (strings may be kept), never pod or its slices and
+// maps. Following every pod of a large cluster thus allocates no pod per event.
 type PodHandler func(pod *corev1.Pod, gone bool)
 
 // WatchPods calls h for every pod in the cache now (as added) and for each later change, until
@@ -34,12 +36,15 @@ func (c *Collector) WatchPods(h PodHandler) (remove func(), err error) {
 		return nil, ErrNotCached
 	}
 	inf := cc.informers["pods"]
+	// The informer calls a handler's functions one at a time, so one view serves them all.
+	var scratch corev1.Pod
 	view := func(obj any) *corev1.Pod {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
 		if lp := leanPodOf(obj); lp != nil {
-			return lp.watchView()
+			lp.viewInto(&scratch)
+			return &scratch
 		}
 		return nil
 	}
@@ -101,14 +106,21 @@ func (c *Collector) CachedPods(namespace string, match func(*metav1.ObjectMeta) 
 // watchView is the pod's metadata and status without its spec: the status shares the cache's
 // slices, but its conditions carry their transition times.
 func (lp *leanPod) watchView() *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: lp.objectMeta()}
+	p := &corev1.Pod{}
+	lp.viewInto(p)
+	return p
+}
+
+// viewInto makes p the pod's watchView, reusing p's conditions slice.
+func (lp *leanPod) viewInto(p *corev1.Pod) {
+	conditions := p.Status.Conditions[:0]
+	*p = corev1.Pod{ObjectMeta: lp.objectMeta()}
 	p.Spec.NodeName = lp.node.Value()
 	p.Status = *lp.status
-	p.Status.Conditions = slices.Clone(lp.status.Conditions)
+	p.Status.Conditions = append(conditions, lp.status.Conditions...)
 	for i := range p.Status.Conditions {
 		p.Status.Conditions[i].LastTransitionTime = fromUnixNano(lp.times[i])
 	}
-	return p
 }
 
 // WorkloadHandler is told about every Deployment, ReplicaSet, StatefulSet, DaemonSet and Job

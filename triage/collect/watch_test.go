@@ -114,3 +114,44 @@ func TestWatchWorkloads(t *testing.T) {
 	}
 	waitFor("the StatefulSet as gone", func() bool { return count(told{triage.KindStatefulSet, "journal", true}) == 1 })
 }
+
+// TestViewIntoReusesNothingOfThePodBefore: WatchPods gives every event the same view, so a
+// view of one pod must show nothing of the pod shown before it (labels, owners, a deletion,
+// conditions), and each view's conditions carry their own transition times.
+func TestViewIntoReusesNothingOfThePodBefore(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	grace := int64(30)
+	first := newLeanPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "cart-1", Namespace: "shop", Labels: map[string]string{"app": "cart"}, DeletionTimestamp: &at,
+			DeletionGracePeriodSeconds: &grace, OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart-5d4f"}}},
+		Spec: corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: at}}},
+	})
+	later := metav1.NewTime(at.Add(time.Hour))
+	second := newLeanPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: "jobs"},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", LastTransitionTime: later}}},
+	})
+	var view corev1.Pod
+	first.viewInto(&view)
+	if view.Name != "cart-1" || view.Labels["app"] != "cart" || view.DeletionTimestamp == nil || view.Spec.NodeName != "node-1" ||
+		len(view.Status.Conditions) != 3 || !view.Status.Conditions[2].LastTransitionTime.Equal(&at) {
+		t.Fatalf("view of cart-1 = %+v", view)
+	}
+	second.viewInto(&view)
+	if view.Name != "batch" || view.Namespace != "jobs" || view.Labels != nil || view.OwnerReferences != nil || view.DeletionTimestamp != nil ||
+		view.DeletionGracePeriodSeconds != nil || view.Spec.NodeName != "" || view.Status.Phase != corev1.PodPending {
+		t.Errorf("view of batch after cart-1 = %+v", view.ObjectMeta)
+	}
+	if len(view.Status.Conditions) != 1 || view.Status.Conditions[0].Reason != "Unschedulable" || !view.Status.Conditions[0].LastTransitionTime.Equal(&later) {
+		t.Errorf("conditions of batch = %+v", view.Status.Conditions)
+	}
+	// The view writes times into its own conditions, never into the cache's.
+	if again := first.watchView(); !again.Status.Conditions[0].LastTransitionTime.Equal(&at) {
+		t.Errorf("cart-1 after the reuse: %+v", again.Status.Conditions)
+	}
+}

@@ -51,6 +51,8 @@ func TestCommands(t *testing.T) {
 		{"a pod in the default namespace of the default cluster", "why-pending", "web-7f9c", "shop/web-7f9c", true, "release-leaked-ips;cluster=prod"},
 		{"no pod named", "why-pending", "", "/why-pending: name one pod", false, ""},
 		{"a name that is not a pod name", "why-pending", "shop/Web_1", `/why-pending: "Web_1" is not a valid pod or workload name`, false, ""},
+		{"a namespace before the kind gets the -n form to ask, not an answer", "why-pending", "shop/deploy/cart", `/why-pending: "shop/deploy/cart" puts the namespace before the kind: use -n shop deploy/cart (namespace first, then kind/name)`, false, ""},
+		{"the -n form it gives is answered", "why-pending", "-n shop deploy/cart", "shop/cart", true, "release-leaked-ips;cluster=prod"},
 		{"an unknown cluster", "why-pending", "web --cluster nope", `/why-pending: unknown cluster "nope" (configured: down, fresh, plain, prod, staging)`, false, ""},
 		{"a name that is not a pod name is refused as such on an unavailable cluster too", "why-pending", "Web_1 --cluster down", `/why-pending: "Web_1" is not a valid pod or workload name`, false, ""},
 		{"a pod on an unavailable cluster gets one line naming the cluster and the API server's error", "why-pending", "web --cluster down", downLine, false, ""},

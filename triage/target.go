@@ -124,7 +124,8 @@ func (t Target) String() string {
 // their plurals and group-qualified names, in any case), arg is TYPE/NAME and the namespace is
 // namespace (from -n or the default). Otherwise a slash separates NAMESPACE/NAME, as whypending
 // always read it, and NAME is read as a bare NAME in that namespace; without a slash arg is a
-// bare NAME in namespace. all asks about the whole
+// bare NAME in namespace. NAMESPACE/TYPE/NAME is refused with a *NamespaceKindNameError
+// that says how to ask (-n NAMESPACE TYPE/NAME). all asks about the whole
 // namespace and then arg must be empty. The error says what is wrong with the input (no
 // namespace or name that cannot exist is sent to the API server).
 func ParseTarget(arg, namespace string, all bool) (Target, error) {
@@ -148,6 +149,9 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 				t.OtherReading = &PodRef{Namespace: before, Name: after}
 			}
 		} else {
+			if err := namespaceKindName(arg, before, after); err != nil {
+				return Target{}, err
+			}
 			// NAMESPACE/NAME: a bare NAME in that namespace (a pod, else a workload).
 			t.Namespace, t.Name = before, after
 		}
@@ -163,6 +167,47 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 		return Target{}, err
 	}
 	return t, nil
+}
+
+// namespaceKindName returns the error of an argument NAMESPACE/KIND/NAME ("shop/deploy/cart":
+// namespace is "shop", rest "deploy/cart"): a *NamespaceKindNameError when KIND is a kind
+// kubectl knows and the namespace and name are valid, the name's error when it is not, and
+// nil for any other argument.
+func namespaceKindName(arg, namespace, rest string) error {
+	word, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return nil
+	}
+	kind, isKind := KindFor(word)
+	if !isKind {
+		return nil
+	}
+	what := "pod"
+	if kind != KindPod {
+		what = strings.ToLower(string(kind))
+	}
+	if err := checkNames(namespace, name, what); err != nil {
+		return err
+	}
+	return &NamespaceKindNameError{Arg: arg, Namespace: namespace, Kind: kind, Name: name}
+}
+
+// NamespaceKindNameError is an argument that puts the namespace before KIND/NAME
+// ("shop/deploy/cart", kubectl's habit being -n shop deploy/cart). It is not answered: the
+// text says how to ask (-n Namespace KIND/Name) and nothing is looked up, so no other object
+// than the one meant is answered.
+type NamespaceKindNameError struct {
+	// Arg is the argument as given.
+	Arg string
+	// Namespace, Kind and Name are its parts.
+	Namespace string
+	Kind      Kind
+	Name      string
+}
+
+func (e *NamespaceKindNameError) Error() string {
+	return fmt.Sprintf("%q puts the namespace before the kind: use -n %s %s/%s (namespace first, then kind/name)",
+		e.Arg, e.Namespace, e.Kind.Short(), e.Name)
 }
 
 // Given marks t's namespace as named by the asker (-n namespace; see NamespaceGiven). A
@@ -210,6 +255,7 @@ const TargetSyntax = `TARGET is read the way kubectl reads it:
                        comes from -n or the default
   NAMESPACE/NAME       the same as NAME in that namespace, when the part before the slash
                        is not a kind
+  NAMESPACE/TYPE/NAME  is not read: ask -n NAMESPACE TYPE/NAME
   --all                every stuck pod and failing workload of the namespace, grouped by cause
 When a namespace is named like a kind ("deploy/checkout" could also mean pod checkout in
 namespace deploy), the workload wins and the answer says how to ask for the pod (-n deploy

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -452,6 +453,7 @@ func TestParseTarget(t *testing.T) {
 		{arg: "", wantErr: true},
 		{arg: "deploy/Checkout_1", wantErr: true},
 		{arg: "Shop/web", wantErr: true},
+		{arg: "prod/deploy/cart", wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := ParseTarget(tt.arg, "shop", tt.all)
@@ -462,6 +464,65 @@ func TestParseTarget(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); err == nil && diff != "" {
 			t.Errorf("ParseTarget(%q) mismatch (-want +got):\n%s", tt.arg, diff)
 		}
+	}
+}
+
+// TestParseTargetNamespaceKindName: NAMESPACE/KIND/NAME ("shop/deploy/cart", for kubectl's
+// -n shop deploy/cart) is refused with the -n form to ask instead, never read as some other
+// object; a part that no object can have is refused as such, and a KIND kubectl does not
+// know keeps the invalid-name error.
+func TestParseTargetNamespaceKindName(t *testing.T) {
+	tests := []struct {
+		name    string
+		arg     string
+		want    *NamespaceKindNameError // nil: another error
+		wantErr string
+	}{
+		{name: "a deployment after its namespace", arg: "prod/deploy/cart",
+			want:    &NamespaceKindNameError{Arg: "prod/deploy/cart", Namespace: "prod", Kind: KindDeployment, Name: "cart"},
+			wantErr: `"prod/deploy/cart" puts the namespace before the kind: use -n prod deploy/cart (namespace first, then kind/name)`},
+		{name: "a group-qualified plural in capitals is the same kind, hinted by its short name", arg: "prod/Deployments.apps/cart",
+			want:    &NamespaceKindNameError{Arg: "prod/Deployments.apps/cart", Namespace: "prod", Kind: KindDeployment, Name: "cart"},
+			wantErr: `"prod/Deployments.apps/cart" puts the namespace before the kind: use -n prod deploy/cart (namespace first, then kind/name)`},
+		{name: "a statefulset", arg: "shop/sts/db",
+			want:    &NamespaceKindNameError{Arg: "shop/sts/db", Namespace: "shop", Kind: KindStatefulSet, Name: "db"},
+			wantErr: `"shop/sts/db" puts the namespace before the kind: use -n shop sts/db (namespace first, then kind/name)`},
+		{name: "a pod", arg: "shop/pod/web-7f9c",
+			want:    &NamespaceKindNameError{Arg: "shop/pod/web-7f9c", Namespace: "shop", Kind: KindPod, Name: "web-7f9c"},
+			wantErr: `"shop/pod/web-7f9c" puts the namespace before the kind: use -n shop po/web-7f9c (namespace first, then kind/name)`},
+		{name: "a name no deployment can have is refused as such", arg: "prod/deploy/Cart_1",
+			wantErr: `"Cart_1" is not a valid deployment name (lower-case letters, digits, '-' and '.')`},
+		{name: "a namespace no namespace can have is refused as such", arg: "Prod/deploy/cart",
+			wantErr: `"Prod" is not a valid namespace name (lower-case letters, digits and '-', at most 63 characters)`},
+		{name: "a kind whypending does not know keeps the invalid-name error", arg: "prod/svc/web",
+			wantErr: `"svc/web" is not a valid pod or workload name (lower-case letters, digits, '-' and '.')`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTarget(tt.arg, "default", false)
+			if err == nil {
+				t.Fatalf("ParseTarget(%q) = %+v, want an error", tt.arg, got)
+			}
+			if err.Error() != tt.wantErr {
+				t.Errorf("ParseTarget(%q) error = %q, want %q", tt.arg, err, tt.wantErr)
+			}
+			var nkn *NamespaceKindNameError
+			errors.As(err, &nkn) // nkn stays nil for another error
+			if diff := cmp.Diff(tt.want, nkn); diff != "" {
+				t.Errorf("ParseTarget(%q) NamespaceKindNameError mismatch (-want +got):\n%s", tt.arg, diff)
+			}
+			if nkn == nil {
+				return
+			}
+			// The hint is a question that parses, and asks about what the argument named.
+			hinted, err := ParseTarget(nkn.Kind.Short()+"/"+nkn.Name, nkn.Namespace, false) // -n sets the namespace
+			if err == nil {
+				hinted, err = hinted.Given(nkn.Namespace)
+			}
+			if err != nil || hinted.Namespace != nkn.Namespace || hinted.Kind != nkn.Kind || hinted.Name != nkn.Name {
+				t.Errorf("the hint -n %s %s/%s reads as %+v, %v; want %s %s in %s", nkn.Namespace, nkn.Kind.Short(), nkn.Name, hinted, err, nkn.Kind, nkn.Name, nkn.Namespace)
+			}
+		})
 	}
 }
 

@@ -164,7 +164,7 @@ func controlPlaneChildren(t *testing.T) map[int]string {
 }
 
 // TestDemoRefusesBadNameFirst: a question the bot refuses whatever the namespace (a name no
-// pod or workload can have, or two names) gets the bot's refusal, not the demo's "which
+// pod or workload can have, two names, or NAMESPACE/KIND/NAME) gets the bot's refusal, not the demo's "which
 // namespace?" or "no demo cluster has namespace"; a valid name without a namespace is still
 // asked which. No cluster starts.
 func TestDemoRefusesBadNameFirst(t *testing.T) {
@@ -180,14 +180,16 @@ func TestDemoRefusesBadNameFirst(t *testing.T) {
 	session := console.NewSession(bot.New(bot.Options{Clusters: f.botClusters(), Log: slog.New(slog.DiscardHandler)}), demoRequester)
 	long := strings.Repeat("a", 254)
 	for line, want := range map[string]string{
-		"/why-pending Web_1":            `/why-pending: "Web_1" is not a valid pod or workload name`,
-		"/why-pending " + long:          `/why-pending: "` + long + `" is not a valid pod or workload name`,
-		"/why-pending deploy/Web_1":     `/why-pending: "Web_1" is not a valid deployment name`,
-		"/why-pending nowhere/Web_1":    `/why-pending: "Web_1" is not a valid pod or workload name`,
-		"/why-pending -n nowhere Web_1": `/why-pending: "Web_1" is not a valid pod or workload name`,
-		"/why-pending -n nowhere web":   `no demo cluster has namespace "nowhere"`,
-		"/why-pending web 1":            "/why-pending: name one pod or workload",
-		"/why-pending web":              "which namespace?",
+		"/why-pending Web_1":                     `/why-pending: "Web_1" is not a valid pod or workload name`,
+		"/why-pending " + long:                   `/why-pending: "` + long + `" is not a valid pod or workload name`,
+		"/why-pending deploy/Web_1":              `/why-pending: "Web_1" is not a valid deployment name`,
+		"/why-pending nowhere/Web_1":             `/why-pending: "Web_1" is not a valid pod or workload name`,
+		"/why-pending -n nowhere Web_1":          `/why-pending: "Web_1" is not a valid pod or workload name`,
+		"/why-pending -n nowhere web":            `no demo cluster has namespace "nowhere"`,
+		"/why-pending nowhere/deploy/web":        `/why-pending: "nowhere/deploy/web" puts the namespace before the kind: use -n nowhere deploy/web (namespace first, then kind/name)`,
+		"/why-pending nowhere/deploy/<!channel>": `/why-pending: "<!channel>" is not a valid deployment name`,
+		"/why-pending web 1":                     "/why-pending: name one pod or workload",
+		"/why-pending web":                       "which namespace?",
 	} {
 		msgs := demoAnswer(t.Context(), f, session, line)
 		if len(msgs) != 1 || !strings.HasPrefix(msgs[0].Title, want) {

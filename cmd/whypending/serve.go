@@ -318,12 +318,12 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	})
 	if cfg.SlackEnabled() && cfg.Slack.Mode == "socket" {
 		g.Go(func() error {
+			// Slack is up from Slack's hello on a socket until that socket ends:
+			// slack-go retries failed attempts inside RunSocketMode, which reports
+			// each, and each socket that ends; keep records why RunSocketMode
+			// returned (a token Slack refuses) and runs it again after a back-off.
 			return slackState.keep(gctx, func(ctx context.Context) error {
-				// Socket Mode reports no "connected" to us: mark Slack up once the
-				// connection has lasted a few seconds, down when it ends.
-				t := time.AfterFunc(5*time.Second, slackState.up)
-				defer t.Stop()
-				return adapter.RunSocketMode(ctx, socketmode.New(api))
+				return adapter.RunSocketMode(ctx, socketmode.New(api), slackState.set)
 			})
 		})
 	}

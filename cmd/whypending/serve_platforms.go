@@ -52,7 +52,9 @@ func (p *platformState) Check(context.Context) error {
 	return fmt.Errorf("%w (retrying at %s)", p.err, p.retryAt.UTC().Format("15:04:05Z"))
 }
 
-// set records the outcome of an attempt; retryAt is when the next one is (zero: none).
+// set records the outcome of an attempt, or how a Socket Mode connection stands (it is
+// RunSocketMode's slack.SocketReport); retryAt is when the next attempt is (zero: none, or
+// not known).
 func (p *platformState) set(err error, retryAt time.Time) {
 	p.mu.Lock()
 	was := p.err

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/whypending/whypending/internal/slackfake"
 )
 
 // freeAddr returns a loopback address nothing listens on (a port just released).
@@ -187,4 +189,133 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServeSocketModeReadiness: serve in Socket Mode says Slack is up in /readyz and in
+// whypending_chat_platform_up{platform="slack"} only while a connection Slack said hello on
+// stands. It used to mark Slack up once RunSocketMode had run 5 s, while slack-go retried a
+// failing connection inside it. Slack is slackfake (apps.connections.open and a WebSocket
+// that says hello, in Slack's wire format); the one cluster refuses connections, so /readyz
+// as a whole is never ready and the test reads its slack line.
+func TestServeSocketModeReadiness(t *testing.T) {
+	const appToken = "xapp-1-A0WHYPEND-serve-test"
+	// serve starts serve in Socket Mode with the app token against fake and returns its
+	// /readyz slack line and its slack gauge.
+	serve := func(t *testing.T, fake *slackfake.SocketMode, token string) (readyz func() string, gauge func() string) {
+		t.Helper()
+		// A cluster that refuses connections: its first attempt fails at once, and serve
+		// starts Socket Mode only after every cluster's first attempt (or 45 s).
+		down := filepath.Join(t.TempDir(), "kubeconfig")
+		writeFile(t, down, fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: down, cluster: {server: "https://%s", insecure-skip-tls-verify: true}}]
+contexts: [{name: down, context: {cluster: down, user: u}}]
+current-context: down
+users: [{name: u, user: {token: not-a-secret}}]
+`, freeAddr(t)))
+		listen := freeAddr(t)
+		t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
+		t.Setenv("SLACK_APP_TOKEN", token)
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		writeFile(t, path, fmt.Sprintf(`listen: %s
+clusters: [{name: down, kubeconfig: %q}]
+slack: {mode: socket, apiURL: %q}
+approvals: {approvers: {users: [U0BOB]}}
+store: {backend: memory}
+`, listen, down, fake.APIURL()))
+		logs := &syncBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- runServe(ctx, path, logs, nil) }()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve returned %v after shutdown, want nil", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("serve did not stop within 60s")
+			}
+		})
+		get := func(p string) string {
+			resp, err := http.Get("http://" + listen + p)
+			if err != nil {
+				return ""
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
+		}
+		waitUntil(t, 10*time.Second, "serve to listen", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("serve stopped: %v\n%s", err, logs.String())
+			default:
+			}
+			return get("/healthz") != ""
+		})
+		readyz = func() string { return grepLines(get("/readyz"), "slack: ") }
+		gauge = func() string { return grepLines(get("/metrics"), `whypending_chat_platform_up{platform="slack"}`) }
+		return readyz, gauge
+	}
+	// staysDown checks that Slack is still down well past the 5 s that used to mark it up.
+	staysDown := func(t *testing.T, readyz, gauge func() string, want string) {
+		t.Helper()
+		time.Sleep(8 * time.Second)
+		if got := readyz(); strings.Contains(got, "slack: ok") || !strings.Contains(got, want) {
+			t.Errorf("/readyz after 8s says %q, want slack down: %s", got, want)
+		}
+		if got := gauge(); got != `whypending_chat_platform_up{platform="slack"} 0` {
+			t.Errorf("gauge after 8s = %q, want 0", got)
+		}
+	}
+
+	t.Run("an app token Slack refuses is down", func(t *testing.T) {
+		fake := slackfake.NewSocketMode(t, appToken)
+		readyz, gauge := serve(t, fake, "xapp-1-A0WHYPEND-revoked")
+		staysDown(t, readyz, gauge, "invalid_auth")
+		if fake.Hellos() != 0 {
+			t.Errorf("hellos = %d, want none", fake.Hellos())
+		}
+	})
+
+	t.Run("socket hosts that refuse the WebSocket are down", func(t *testing.T) {
+		fake := slackfake.NewSocketMode(t, appToken)
+		fake.Refuse(true)
+		readyz, gauge := serve(t, fake, appToken)
+		staysDown(t, readyz, gauge, "bad handshake")
+		if fake.Opens() < 2 {
+			t.Errorf("apps.connections.open called %d times, want retries", fake.Opens())
+		}
+	})
+
+	t.Run("up on hello, down when Slack closes the socket until it reconnects", func(t *testing.T) {
+		fake := slackfake.NewSocketMode(t, appToken)
+		readyz, gauge := serve(t, fake, appToken)
+		waitUntil(t, 10*time.Second, "/readyz to say slack: ok after Slack's hello", func() bool { return readyz() == "slack: ok" })
+		if got := gauge(); got != `whypending_chat_platform_up{platform="slack"} 1` {
+			t.Errorf("gauge after hello = %q, want 1", got)
+		}
+
+		fake.Refuse(true)
+		if n := fake.CloseSockets(); n != 1 {
+			t.Fatalf("CloseSockets closed %d sockets, want 1", n)
+		}
+		waitUntil(t, 10*time.Second, "/readyz to say slack is down once Slack closed the socket", func() bool {
+			return strings.HasPrefix(readyz(), "slack: socket mode connection failed: websocket: bad handshake")
+		})
+		if got := gauge(); got != `whypending_chat_platform_up{platform="slack"} 0` {
+			t.Errorf("gauge while the socket is closed = %q, want 0", got)
+		}
+
+		fake.Refuse(false)
+		waitUntil(t, 30*time.Second, "/readyz to say slack: ok after reconnecting", func() bool { return readyz() == "slack: ok" })
+		if got := gauge(); got != `whypending_chat_platform_up{platform="slack"} 1` {
+			t.Errorf("gauge after reconnecting = %q, want 1", got)
+		}
+		if got := fake.Hellos(); got != 2 {
+			t.Errorf("hellos = %d, want 2 (the first connection and the reconnection)", got)
+		}
+	})
 }

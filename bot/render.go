@@ -14,7 +14,8 @@ import (
 const maxTableRows = 15
 
 // DiagnosisMessage renders a diagnosis for a person reading at 3 a.m.: the cause first, then
-// the per-node table, the evidence, the fix as commands to paste, and other findings last.
+// the per-node table, the evidence, the fix (its commands in code blocks, its prose steps as
+// text: fixSections), and other findings last.
 // Remediations the diagnosis offers (Finding.Actions) become plan buttons (chat.PlanButton), one
 // per kind, making plans on cluster.
 func DiagnosisMessage(d *triage.Diagnosis, cluster string) chat.Message {
@@ -40,7 +41,7 @@ func DiagnosisMessage(d *triage.Diagnosis, cluster string) chat.Message {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Evidence", Lines: lines})
 	}
 	if len(p.Fix) > 0 {
-		m.Sections = append(m.Sections, chat.Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
+		m.Sections = append(m.Sections, fixSections(p.Fix)...)
 	}
 	if len(d.Findings) > 1 {
 		var also []string

@@ -70,7 +70,7 @@ func WorkloadMessage(d *triage.WorkloadDiagnosis, cluster string) chat.Message {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Evidence", Lines: lines})
 	}
 	if len(p.Fix) > 0 && !restated {
-		m.Sections = append(m.Sections, chat.Section{Heading: "Fix", Code: strings.Join(p.Fix, "\n")})
+		m.Sections = append(m.Sections, fixSections(p.Fix)...)
 	}
 	if len(d.Groups) > 0 {
 		var lines []string

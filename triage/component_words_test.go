@@ -117,7 +117,7 @@ func TestAWSAdviceReadsTheCNISettings(t *testing.T) {
 		{"the DaemonSet not readable, the node's pod is: its env decides", nil, errString("daemonsets.apps \"aws-node\" is forbidden"),
 			"Prefix delegation is already on", "create-subnet-cidr-reservation", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3", pd)},
 		{"on in the template, not yet on the node: replace the pod, never 'turn it on'", awsNode(pd), nil,
-			"prefix delegation is off", "replace it (kubectl delete pod aws-node-q4pbj -n kube-system), then raise max-pods to match. Until the new aws-node pod is Ready no new pod on the node gets an IP, while running pods keep theirs.", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3")},
+			"prefix delegation is off", "replace it, then raise max-pods to match. Until the new aws-node pod is Ready no new pod on the node gets an IP, while running pods keep theirs.\nkubectl delete pod aws-node-q4pbj -n kube-system   #", "kubectl set env", nodePod("602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.18.3")},
 		{"a CNI older than prefix delegation: upgrade it first", awsNode(), nil,
 			"prefix delegation is off", "older than v1.9.0", "kubectl set env", nodePod("602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.6.0")},
 	}

@@ -83,7 +83,7 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 			create = fmt.Sprintf("kubectl create configmap %s %s%s", shellQuote(name), nsFlag(pod), literals)
 		}
 		if literals == "" {
-			create = fmt.Sprintf("Create %s %s in namespace %s with the keys the container reads (kubectl create %s %s %s with --from-literal=KEY=VALUE or --from-env-file)", kind, name, pod.Namespace, strings.ToLower(strings.Replace(kind, "Secret", "secret generic", 1)), name, nsFlag(pod))
+			create = fmt.Sprintf("Create %s %s in namespace %s with the keys the container reads, with kubectl create %s %s %s and --from-literal=KEY=VALUE or --from-env-file", kind, name, pod.Namespace, strings.ToLower(strings.Replace(kind, "Secret", "secret generic", 1)), name, nsFlag(pod))
 		}
 		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, "")) +
 			missingObjectNote(s, resource, name)

@@ -74,8 +74,10 @@ type Finding struct {
 	Uncertain bool `json:"uncertain,omitempty"`
 	// Evidence is what the finding rests on: events, container states, fields.
 	Evidence []Evidence `json:"evidence,omitempty"`
-	// Fix holds steps for the operator; entries that start with a command (kubectl, calicoctl,
-	// whypending) can be pasted into a shell.
+	// Fix holds steps for the operator, in order; entries that start with a command (kubectl,
+	// calicoctl, whypending, …), or "On NODE: " and a command to run on that node, can be
+	// pasted into a shell, and the rest are prose, never with a command run into a sentence.
+	// ParseFixStep tells them apart.
 	Fix []string `json:"fix,omitempty"`
 	// Actions are remediations the bot can run behind an approval.
 	Actions []ActionRef `json:"actions,omitempty"`

@@ -231,10 +231,8 @@ func (p *pull) finding(code Code) Finding {
 		}
 	case CodeImageNotPresentPullNever:
 		f.Summary = fmt.Sprintf("The image %s is not on node %s and imagePullPolicy is Never, so the kubelet will not pull it.", image, node)
-		f.Fix = []string{
-			loadImageFix(p.s, image),
-			fmt.Sprintf("Or set imagePullPolicy: IfNotPresent on %s and push the image to a registry.", who),
-		}
+		f.Fix = append(loadImageFix(p.s, image),
+			fmt.Sprintf("Or set imagePullPolicy: IfNotPresent on %s and push the image to a registry.", who))
 	case CodeInvalidImageName:
 		f.Summary = fmt.Sprintf("The image reference %q of %s is not a valid image name, so the kubelet cannot even try to pull it.", image, who)
 		f.Fix = []string{"Use a reference of the form [registry/]repository[:tag][@digest], e.g. docker.io/library/ubuntu:24.04."}
@@ -480,11 +478,12 @@ func (p *pull) ambiguousFindings() []Finding {
 	if len(missing) > 0 {
 		nf.Summary += " For this reading: " + strings.Join(missing, "; ") + "."
 	}
-	nf.Fix = append([]string{
-		fmt.Sprintf("Push it to a registry the node can pull from (docker tag %s <registry>/<repo>:<tag> && docker push <registry>/<repo>:<tag>), then point %s at it.", shellQuote(p.image), p.who),
-		loadImageFix(p.s, p.image),
-		pullPolicyFix(p.pod, p.c, p.ref),
-	}, nf.Fix...)
+	fix := []string{
+		fmt.Sprintf("Push it to a registry the node can pull from, then point %s at it:", p.who),
+		fmt.Sprintf(`docker tag %s "$TARGET" && docker push "$TARGET"   # set TARGET=REGISTRY/REPOSITORY:TAG first`, shellQuote(p.image)),
+	}
+	fix = append(fix, loadImageFix(p.s, p.image)...)
+	nf.Fix = append(append(fix, pullPolicyFix(p.pod, p.c, p.ref)), nf.Fix...)
 
 	un := p.finding(CodeImagePullUnauthorized)
 	un.Uncertain = true
@@ -592,22 +591,28 @@ func devCluster(s *Snapshot) (kind, name string) {
 }
 
 // loadImageFix is the command that loads a locally built image into the node's runtime, for
-// the development cluster the node belongs to (all of them when it is not recognised).
-func loadImageFix(s *Snapshot, image string) string {
+// the development cluster the node belongs to; when it is not recognised, one line says so and
+// each such cluster's command follows, one a line.
+func loadImageFix(s *Snapshot, image string) []string {
 	img := shellQuote(image)
 	switch kind, name := devCluster(s); kind {
 	case "kind":
-		return fmt.Sprintf("kind load docker-image %s --name %s  # load the locally built image into the kind node", img, shellQuote(name))
+		return []string{fmt.Sprintf("kind load docker-image %s --name %s  # load the locally built image into the kind node", img, shellQuote(name))}
 	case "minikube":
-		return fmt.Sprintf("minikube image load %s -p %s  # load the locally built image into minikube", img, shellQuote(name))
+		return []string{fmt.Sprintf("minikube image load %s -p %s  # load the locally built image into minikube", img, shellQuote(name))}
 	case "k3d":
-		return fmt.Sprintf("k3d image import %s -c %s  # load the locally built image into the k3d nodes", img, shellQuote(name))
+		return []string{fmt.Sprintf("k3d image import %s -c %s  # load the locally built image into the k3d nodes", img, shellQuote(name))}
 	case "MicroK8s":
-		return fmt.Sprintf("docker save %s | microk8s ctr image import -  # load the locally built image into MicroK8s", img)
+		return []string{fmt.Sprintf("docker save %s | microk8s ctr image import -  # load the locally built image into MicroK8s", img)}
 	case "Docker Desktop", "Rancher Desktop":
-		return fmt.Sprintf("Build %s with the cluster's own engine (Docker Desktop's docker, Rancher Desktop's nerdctl --namespace k8s.io) so the node sees it.", image)
+		return []string{fmt.Sprintf("Build %s with the cluster's own engine (Docker Desktop's docker, Rancher Desktop's nerdctl --namespace k8s.io) so the node sees it.", image)}
 	}
-	return fmt.Sprintf("Or load the image into the node's runtime: kind load docker-image %s, minikube image load %s, k3d image import %s, or ctr -n k8s.io images import on the node.", img, img, img)
+	return []string{
+		"Or load the image into the node's runtime with your cluster's tool, one of these (on another cluster, import it with ctr -n k8s.io images import on the node):",
+		fmt.Sprintf("kind load docker-image %s   # kind", img),
+		fmt.Sprintf("minikube image load %s   # minikube", img),
+		fmt.Sprintf("k3d image import %s   # k3d", img),
+	}
 }
 
 // pullPolicyFix says to stop the kubelet pulling a loaded image: with tag latest (or none) the

@@ -232,7 +232,8 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 		"whypending ipam check --show-problem-ips",
 		"whypending ipam release-ips --lock  # prints the plan; add --yes to lock the datastore, release the leaked addresses, unlock and check again",
 		calicoctlReleaseLeaks,
-		"If nothing is leaked, the pool really is full: add an IPPool (calicoctl create -f ippool.yaml) or remove finished pods that still hold addresses.",
+		"If nothing is leaked, the pool really is full: add an IPPool, or remove finished pods that still hold addresses. With the new pool's manifest in ippool.yaml:",
+		"calicoctl create -f ippool.yaml",
 	}
 }
 
@@ -387,7 +388,8 @@ func calicoNodeFix(cn *corev1.Pod) []string {
 	return []string{
 		fmt.Sprintf("kubectl logs -n %s %s -c calico-node --previous | tail -20", shellQuote(cn.Namespace), shellQuote(cn.Name)),
 		fmt.Sprintf("kubectl describe pod -n %s %s", shellQuote(cn.Namespace), shellQuote(cn.Name)),
-		"If its log says the pools are exhausted: whypending ipam check",
+		"If its log says the pools are exhausted, check them:",
+		"whypending ipam check",
 	}
 }
 

@@ -197,12 +197,14 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		switch {
 		case st.templatePrefixDelegation:
 			// On in the template already: the node's pod has not been replaced since.
-			f.Fix = append(f.Fix, fmt.Sprintf("Or let prefix delegation reach the node: the aws-node DaemonSet's template already sets ENABLE_PREFIX_DELEGATION=true, but the node's pod predates it; replace it (kubectl delete pod %s -n kube-system), then raise max-pods to match. Until the new aws-node pod is Ready no new pod on the node gets an IP, while running pods keep theirs.", shellQuote(strings.TrimPrefix(st.source, "Pod kube-system/"))))
+			f.Fix = append(f.Fix, "Or let prefix delegation reach the node: the aws-node DaemonSet's template already sets ENABLE_PREFIX_DELEGATION=true, but the node's pod predates it; replace it, then raise max-pods to match. Until the new aws-node pod is Ready no new pod on the node gets an IP, while running pods keep theirs.",
+				fmt.Sprintf("kubectl delete pod %s -n kube-system   # the DaemonSet recreates it from its template", shellQuote(strings.TrimPrefix(st.source, "Pod kube-system/"))))
 		case st.tooOld != "":
 			// The setting exists from v1.9.0: on an older CNI it would change nothing.
 			f.Fix = append(f.Fix, fmt.Sprintf("Or, on Nitro instances, prefix delegation: the VPC CNI here is %s, older than v1.9.0, which added it; upgrade the CNI (the vpc-cni add-on) first, then set ENABLE_PREFIX_DELEGATION=true on the aws-node DaemonSet and raise max-pods to match.", st.tooOld))
 		default:
-			f.Fix = append(f.Fix, fmt.Sprintf("Or, on Nitro instances, turn on prefix delegation: kubectl set env daemonset/aws-node -n kube-system -c %s ENABLE_PREFIX_DELEGATION=true   # then raise max-pods to match", shellQuote(orDefault(st.containerName, "aws-node"))))
+			f.Fix = append(f.Fix, "Or, on Nitro instances, turn on prefix delegation, then raise max-pods to match:",
+				fmt.Sprintf("kubectl set env daemonset/aws-node -n kube-system -c %s ENABLE_PREFIX_DELEGATION=true", shellQuote(orDefault(st.containerName, "aws-node"))))
 		}
 	}
 	if st.known {

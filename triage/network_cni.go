@@ -192,7 +192,8 @@ func cniAPIDetail(s *Snapshot, e Event, f *Finding) {
 			host, proxyWords(msg), node)
 		f.Fix = []string{
 			fmt.Sprintf("On %s: systemctl show containerd kubelet --property=Environment   # look for HTTP_PROXY/HTTPS_PROXY and NO_PROXY", shellQuote(node)),
-			fmt.Sprintf("Add the service CIDR (the range %s is in), the pod CIDR, .svc and .cluster.local to NO_PROXY in the container runtime's (and kubelet's) systemd drop-in, then: systemctl daemon-reload && systemctl restart containerd", host),
+			fmt.Sprintf("Add the service CIDR (the range %s is in), the pod CIDR, .svc and .cluster.local to NO_PROXY in the container runtime's (and kubelet's) systemd drop-in, then reload systemd and restart the runtime:", host),
+			fmt.Sprintf("On %s: systemctl daemon-reload && systemctl restart containerd", shellQuote(node)),
 			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(s.Pod), shellQuote(s.Pod.Name)),
 		}
 	case containsAny(msg, "Unauthorized", "401"):

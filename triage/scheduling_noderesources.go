@@ -469,7 +469,7 @@ func replaceRunningNote(kind, ns, owner string, fit replicaFit) string {
 	case "deployment":
 		line = fmt.Sprintf("They fit once the rollout has replaced %s. Nothing needs deleting now: the Deployment controller removes old replicas by itself, only while enough replicas stay Ready.", what)
 	case "statefulset":
-		line = fmt.Sprintf("They fit once the rolling update has replaced %s. The StatefulSet controller replaces its pods by itself, one at a time from the highest ordinal (kubectl rollout status statefulset/%s -n %s follows it).", what, shellQuote(owner), shellQuote(ns))
+		line = fmt.Sprintf("They fit once the rolling update has replaced %s. The StatefulSet controller replaces its pods by itself, one at a time from the highest ordinal.", what)
 	default:
 		line = fmt.Sprintf("They fit once %s %s replaced: a ReplicaSet does not replace its pods when its template changes, so delete those of its pods that are not Ready (they serve nothing) to have them recreated with the new request.", what, plural(len(fit.running), "is", "are"))
 	}
@@ -540,6 +540,9 @@ func (v *schedulingView) lowerRequestFixes(sf shortfall) []string {
 			kind, owner, ns, res, per, where)}
 		if len(fit.running) > 0 {
 			out = append(out, replaceRunningNote(kind, ns, owner, fit))
+			if kind == "statefulset" {
+				out = append(out, fmt.Sprintf("kubectl rollout status statefulset/%s -n %s   # follows the rolling update", shellQuote(owner), shellQuote(ns)))
+			}
 		}
 		return out
 	}

@@ -183,7 +183,8 @@ var ownedTaints = []ownedTaint{
 			return []string{
 				fmt.Sprintf("kubectl describe node %s   # Conditions: Ready and its message say what the kubelet lacks", shellQuote(nodes[0])),
 				fmt.Sprintf("On %s: systemctl status kubelet containerd; journalctl -u kubelet --since -15min | tail -50", nodes[0]),
-				fmt.Sprintf("Fix what the Ready condition names (often the CNI agent's pod on the node: kubectl get pods -A -o wide --field-selector spec.nodeName=%s); don't remove %s, the controller sets it again.", nodes[0], key),
+				fmt.Sprintf("Fix what the Ready condition names, often the CNI agent's pod on the node (the node's pods below); don't remove %s, the controller sets it again.", key),
+				fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(nodes[0])),
 			}
 		}},
 	{matches: is("node.kubernetes.io/unreachable"),
@@ -192,7 +193,8 @@ var ownedTaints = []ownedTaint{
 		fix: func(v *schedulingView, key string, nodes []string) []string {
 			return []string{
 				fmt.Sprintf("kubectl get node %s -o wide   # is the machine up, and when did its kubelet last report (kubectl describe node: Conditions, LastHeartbeatTime)?", shellQuote(nodes[0])),
-				fmt.Sprintf("Bring the machine or its kubelet back (systemctl status kubelet on %s), or delete the Node if the machine is gone for good; don't remove %s.", nodes[0], key),
+				fmt.Sprintf("Bring the machine or its kubelet back, or delete the Node if the machine is gone for good; don't remove %s.", key),
+				fmt.Sprintf("On %s: systemctl status kubelet", nodes[0]),
 			}
 		}},
 	{matches: is("node.kubernetes.io/memory-pressure"),
@@ -221,7 +223,8 @@ var ownedTaints = []ownedTaint{
 		fix: func(v *schedulingView, key string, nodes []string) []string {
 			return []string{
 				fmt.Sprintf("kubectl describe node %s   # Conditions: PIDPressure", shellQuote(nodes[0])),
-				fmt.Sprintf("On %s: ps -eLf | wc -l; find the pod that forks without end and fix or limit it (the kubelet's podPidsLimit); don't remove %s.", nodes[0], key),
+				fmt.Sprintf("On %s: ps -eLf | wc -l   # the node's threads", nodes[0]),
+				fmt.Sprintf("Find the pod that forks without end and fix or limit it (the kubelet's podPidsLimit); don't remove %s.", key),
 			}
 		}},
 	{matches: is("node.kubernetes.io/network-unavailable"),
@@ -274,7 +277,8 @@ var ownedTaints = []ownedTaint{
 		fix: func(v *schedulingView, key string, nodes []string) []string {
 			return []string{
 				"kubectl get nodeclaims -o wide   # the nodes Karpenter is removing and launching",
-				"The nodes are going away: Karpenter launches a node for the Pending pod if a NodePool allows it (kubectl describe nodepools: limits, requirements, taints).",
+				"The nodes are going away: Karpenter launches a node for the Pending pod if a NodePool allows it (its limits, requirements and taints):",
+				"kubectl describe nodepools",
 			}
 		}},
 	{matches: is("karpenter.sh/unregistered"),

@@ -237,9 +237,9 @@ func (v *schedulingView) bindingModeFixes(bv boundVolume, then string, moved, wi
 	if bv.class != nil && bindingMode(bv.class) == storagev1.VolumeBindingWaitForFirstConsumer {
 		return []string{fmt.Sprintf("The binding mode is already WaitForFirstConsumer: move the data of %s into a new claim where the pod may run (VolumeSnapshot, then a claim from it), and point the pod at it.", strings.Join(moved, ", "))}
 	}
-	like := "the claim's (kubectl get storageclass -o yaml)"
+	like, show := "the claim's", "kubectl get storageclass -o yaml   # the classes to copy from"
 	if bv.class != nil {
-		like = fmt.Sprintf("%s (kubectl get storageclass %s -o yaml)", bv.class.Name, shellQuote(bv.class.Name))
+		like, show = bv.class.Name, fmt.Sprintf("kubectl get storageclass %s -o yaml   # the class to copy", shellQuote(bv.class.Name))
 	}
 	allowed := ""
 	if bv.zoneKey != "" {
@@ -257,6 +257,7 @@ func (v *schedulingView) bindingModeFixes(bv boundVolume, then string, moved, wi
 	return []string{
 		fmt.Sprintf("Provision the volumes where the pod is scheduled: a StorageClass with volumeBindingMode: WaitForFirstConsumer, or with allowedTopologies limited to where the pod may run%s. A class's binding mode cannot be changed: create a new class like %s, then %s. %s stays where it is: copy its data first if it matters (VolumeSnapshot, restore).",
 			allowed, like, then, plural(len(moved), "PersistentVolume "+strings.Join(moved, ""), "PersistentVolumes "+strings.Join(moved, ", "))),
+		show,
 	}
 }
 

@@ -408,7 +408,7 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 		f.Summary = fmt.Sprintf("The container runtime on %s still holds an earlier container of the same name as %s%s, so it cannot create a new one.%s", node, who, restarts, said)
 		f.Fix = []string{
 			fmt.Sprintf("On %s: crictl ps -a --name %s  # a stale or still-starting container; the kubelet retries, and a slow disk or runtime makes this last", shellQuote(node), shellQuote(c.Status.Name)),
-			fmt.Sprintf("If it persists, on %s: crictl rm <that container id>, or restart the container runtime.", shellQuote(node)),
+			fmt.Sprintf("If it persists, remove that container on %s with crictl rm and the ID the line above shows, or restart the container runtime.", shellQuote(node)),
 		}
 	case startHookFailed:
 		f.Summary = fmt.Sprintf("A lifecycle hook of %s failed%s, so the kubelet does not let it run.%s", who, restarts, said)

@@ -132,7 +132,8 @@ func sccFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	}
 	f.Fix = append(f.Fix, fieldFixes...)
 	for _, g := range grants {
-		f.Fix = append(f.Fix, fmt.Sprintf("Policy change, for the owner of namespace %s to decide, only if the workload really needs it: oc adm policy add-scc-to-user %s -z %s -n %s", ns, g, shellQuote(sa), shellQuote(ns)))
+		f.Fix = append(f.Fix, fmt.Sprintf("Policy change, for the owner of namespace %s to decide, only if the workload really needs it:", ns),
+			fmt.Sprintf("oc adm policy add-scc-to-user %s -z %s -n %s", g, shellQuote(sa), shellQuote(ns)))
 	}
 	if len(fieldFixes) == 0 && len(grants) == 0 {
 		f.Uncertain = true

@@ -342,7 +342,8 @@ func quotaRoomFixes(ws *WorkloadSnapshot, c creator, quota string, exceeded []qu
 			continue
 		}
 		if objectCount(sf.resource) {
-			out = append(out, fmt.Sprintf("Remove %s objects of namespace %s that are no longer needed (finished ones count too): kubectl get %s -n %s", sf.resource, c.ref.Namespace, strings.TrimPrefix(sf.resource, "count/"), ns))
+			out = append(out, fmt.Sprintf("Remove %s objects of namespace %s that are no longer needed (finished ones count too):", sf.resource, c.ref.Namespace),
+				fmt.Sprintf("kubectl get %s -n %s", strings.TrimPrefix(sf.resource, "count/"), ns))
 		} else if fit := quotaFitFix(ws, sf, wanted); fit != "" {
 			out = append(out, fit)
 		}
@@ -351,7 +352,7 @@ func quotaRoomFixes(ws *WorkloadSnapshot, c creator, quota string, exceeded []qu
 		}
 	}
 	if len(exceeded) == 0 || !slices.ContainsFunc(exceeded, func(sf quotaShortfall) bool { return objectCount(sf.resource) }) {
-		out = append([]string{fmt.Sprintf("Free room: scale down or delete workloads in %s you no longer need (kubectl get pods -n %s shows what holds the quota).", c.ref.Namespace, ns)}, out...)
+		out = append([]string{fmt.Sprintf("Free room: scale down or delete workloads in %s you no longer need; their pods hold the quota:", c.ref.Namespace), fmt.Sprintf("kubectl get pods -n %s", ns)}, out...)
 	}
 	if len(raise) > 0 && quota != "" {
 		out = append(out, fmt.Sprintf("kubectl patch resourcequota %s -n %s --type=merge -p %s   # only if the namespace may use more: room for %d more %s", shellQuote(quota), ns, shellQuote(`{"spec":{"hard":{`+strings.Join(raise, ",")+`}}}`), wanted, plural(int(wanted), strings.TrimSuffix(c.what(), "s"), c.what())))
@@ -741,7 +742,8 @@ func podSecurityFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	}
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)))
 	if looser := looserPodSecurityLevel(enforced); looser != "" {
-		f.Fix = append(f.Fix, fmt.Sprintf("Policy change, for the owner of namespace %s to decide (it lets every pod in %s do what %s forbids): only if the workload really needs it, kubectl label namespace %s pod-security.kubernetes.io/enforce=%s --overwrite", ns, ns, enforced, shellQuote(ns), looser))
+		f.Fix = append(f.Fix, fmt.Sprintf("Policy change, for the owner of namespace %s to decide (it lets every pod in %s do what %s forbids), only if the workload really needs it:", ns, ns, enforced),
+			fmt.Sprintf("kubectl label namespace %s pod-security.kubernetes.io/enforce=%s --overwrite", shellQuote(ns), looser))
 	}
 	return f
 }

@@ -709,16 +709,20 @@ func TestPodSecurityLooserLevelIsTheNextOne(t *testing.T) {
 		ws.Namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": tt.enforce}}}
 		ws.Events["uid-rs"] = []Event{failedCreate(msg, 3, time.Minute)}
 		p := EvaluateWorkload(ws).Primary()
+		// The policy change is a prose step that says whose decision it is, then the command.
 		var policy []string
-		for _, f := range p.Fix {
+		for i, f := range p.Fix {
 			if strings.Contains(f, "pod-security.kubernetes.io/enforce=") {
+				if i == 0 || !strings.HasPrefix(p.Fix[i-1], "Policy change, for the owner of namespace shop") {
+					t.Errorf("enforce=%s: fix %q does not follow the policy change's prose (fix %q)", tt.enforce, f, p.Fix)
+				}
 				policy = append(policy, f)
 			}
 			if strings.Contains(f, "hostNetwork=true") {
 				t.Errorf("fix %q restates the violation", f)
 			}
 		}
-		if len(policy) != 1 || !strings.HasPrefix(policy[0], "Policy change, for the owner of namespace shop") || !strings.Contains(policy[0], "enforce="+tt.want+" --overwrite") {
+		if len(policy) != 1 || !strings.HasPrefix(policy[0], "kubectl label namespace shop ") || !strings.Contains(policy[0], "enforce="+tt.want+" --overwrite") {
 			t.Errorf("enforce=%s: policy fix = %q, want one policy change to %s", tt.enforce, policy, tt.want)
 		}
 	}

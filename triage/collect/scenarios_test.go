@@ -29,7 +29,8 @@ func TestMain(m *testing.M) { testcluster.Main(m) }
 // its own fresh control plane (node names collide across folders), lets the real kube-scheduler
 // judge the pod when the folder needs it, runs Diagnose with the direct Collector and checks
 // expected.yaml: the primary code (or one of also_ok), the context codes and, for Pending codes,
-// that the node verdict table agrees with the scheduler's own "0/N nodes are available" line.
+// that the node verdict table agrees with the scheduler's own "0/N nodes are available" line;
+// and that every fix entry is a command or prose without one run into it (checkFixSteps).
 // Subtests are named after the folder: go test ./triage -run 'TestScenarios/seed-frontend-cpu'.
 func TestScenarios(t *testing.T) {
 	root, err := testenv.RepoRoot()
@@ -99,6 +100,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 			t.Errorf("the cached collector (lean pod cache) answers %s differently (-direct +cached):\n%s", exp.Target, diff)
 		}
 		checkAnswerEach(t, ctx, cached, target, a)
+		checkFixSteps(t, sc.Name, answerFindings(a))
 		checkFixesDryRun(t, c, sc, answerFindings(a))
 		return
 	}
@@ -145,6 +147,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 	if triage.Code(exp.Code).Pending() {
 		checkVerdictsAgree(t, d)
 	}
+	checkFixSteps(t, sc.Name, d.Findings)
 	checkFixesDryRun(t, c, sc, d.Findings)
 }
 

@@ -42,8 +42,10 @@ type Timing struct {
 	// LockSweepEvery is how many probes pass between checks for a datastore lock of this
 	// bot that outlived its run (calico.Client.RecoverLocks).
 	LockSweepEvery int
-	// FirstAttempts bounds how long serve waits for the first attempt to connect every
-	// cluster before it reports that it is listening (it serves /healthz from the start).
+	// FirstAttempts bounds how long after start serve's work about a cluster (an alert's
+	// diagnosis, the approval store's sweep) waits for that cluster's first attempt to
+	// connect, and its digest schedule for every cluster's. Commands and the chat platforms
+	// are served from the start.
 	FirstAttempts time.Duration
 }
 
@@ -203,12 +205,28 @@ func (c *Cluster) current() (*conn, error) {
 	}
 	if c.conn == nil {
 		why := c.err
-		if why == nil { // not connected yet, or stopped: no error recorded
+		switch {
+		case c.connecting():
+			why = errors.New("the bot is still making its first connection to it")
+			if c.restCfg != nil {
+				why = fmt.Errorf("the bot is still making its first connection to it (the Kubernetes API server at %s has not answered yet)", c.restCfg.Host)
+			}
+		case why == nil: // stopped: no error recorded
 			why = errors.New("not connected")
 		}
 		return nil, chat.ClusterUnavailable(c.name, c.since, why)
 	}
 	return c.conn, nil
+}
+
+// connecting reports whether the first attempt to connect has not ended yet.
+func (c *Cluster) connecting() bool {
+	select {
+	case <-c.tried:
+		return false
+	default:
+		return true
+	}
 }
 
 // Run connects, watches and reconnects until ctx is done.

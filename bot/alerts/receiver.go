@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,13 @@ type Options struct {
 	AckStore *ledger.Store
 	// Diagnose answers an alert's object.
 	Diagnose Diagnoser
+	// WaitCluster, when set, waits (bounded) until the named cluster ("" : the default) can be
+	// asked, or is known not to answer (serve: until its first attempt to connect has ended,
+	// at most fleet.Timing.FirstAttempts after start), so that a thread delivered while the
+	// bot starts does not answer "still connecting" for a cluster about to connect. A thread
+	// waits only for the clusters of the diagnoses it still has to post, before claiming any
+	// message; it holds one of the worker's 4 places while it waits.
+	WaitCluster func(ctx context.Context, cluster string)
 	// RemindEvery is the least time between two "still firing" replies (0: no reminders).
 	RemindEvery time.Duration
 	// SeenEvery is the least time between two edits of the root that only move its "last
@@ -293,6 +301,11 @@ func tooLarge(err error) bool {
 
 // reconcile posts and edits what the entry's thread still lacks.
 func (r *Receiver) reconcile(ctx context.Context, e *ledger.Entry) error {
+	if r.o.WaitCluster != nil {
+		for _, cluster := range unposted(e) {
+			r.o.WaitCluster(ctx, cluster)
+		}
+	}
 	cur, err := thread.Deliver(ctx, r.o.Store, r.o.Platforms, e, r.render)
 	if err != nil || !cur.Pending {
 		return err // an error, or done: the last record cleared the mark
@@ -309,6 +322,25 @@ func (r *Receiver) reconcile(ctx context.Context, e *ledger.Entry) error {
 		return nil
 	})
 	return err
+}
+
+// unposted are the clusters (each once, "" for the default) named by the alerts of the
+// diagnosis replies of e not posted yet.
+func unposted(e *ledger.Entry) []string {
+	var g group
+	if e.DataInto(&g) != nil {
+		return nil // render logs it
+	}
+	var out []string
+	for _, rp := range g.Replies {
+		if _, posted := e.Messages[rp.Key]; posted || rp.Alert == "" {
+			continue
+		}
+		if a := g.alert(rp.Alert); a != nil && a.Object != nil && !slices.Contains(out, a.Object.Cluster) {
+			out = append(out, a.Object.Cluster)
+		}
+	}
+	return out
 }
 
 // render is what the thread of e shows.

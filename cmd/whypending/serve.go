@@ -108,7 +108,8 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 }
 
 // runServe runs the bot until ctx is done. listening, when not nil, receives the HTTP
-// listener's address once it accepts connections (tests).
+// listener's address once every cluster has had its first attempt to connect, or
+// fleet.DefaultTiming.FirstAttempts after start (tests); the bot serves from the start.
 func runServe(ctx context.Context, configPath string, stderr io.Writer, listening chan<- string) error {
 	cfg, err := LoadConfig(configPath)
 	if err != nil {
@@ -245,9 +246,15 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if discordAdapter != nil && cfg.Discord.Mode == "http" {
 		discordAdapter.Mount(server)
 	}
+	// Nothing waits for every cluster's first attempt to connect: the chat platforms come up
+	// at once, and a command about a cluster still connecting is answered that it is (see
+	// fleet.Cluster). Work about one cluster waits, at most until firstBy, for that cluster's
+	// first attempt only (fleet.Fleet.WaitFirstAttempt), not for the others'.
+	firstBy := time.Now().Add(fleet.DefaultTiming.FirstAttempts)
+	waitFirst := func(ctx context.Context, cluster string) { fl.WaitFirstAttempt(ctx, cluster, firstBy) }
 	var receiver *alerts.Receiver
 	if cfg.Alertmanager != nil {
-		receiver = newReceiver(cfg, alertToken, silenceToken, b, adapter, discordAdapter, storeCluster(liveStore), reg, log)
+		receiver = newReceiver(cfg, alertToken, silenceToken, b, adapter, discordAdapter, storeCluster(liveStore), waitFirst, reg, log)
 		server.Handle(alerts.Path, receiver)
 		if cfg.Alertmanager.URL != "" {
 			b.SetSilencer(receiver)
@@ -271,6 +278,17 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if cfg.SlackEnabled() {
 		g.Go(func() error { return adapter.Run(gctx) })
 	}
+	if cfg.SlackEnabled() && cfg.Slack.Mode == "socket" {
+		g.Go(func() error {
+			// Slack is up from Slack's hello on a socket until that socket ends:
+			// slack-go retries failed attempts inside RunSocketMode, which reports
+			// each, and each socket that ends; keep records why RunSocketMode
+			// returned (a token Slack refuses) and runs it again after a back-off.
+			return slackState.keep(gctx, func(ctx context.Context) error {
+				return adapter.RunSocketMode(ctx, socketmode.New(api), slackState.set)
+			})
+		})
+	}
 	if discordAdapter != nil {
 		g.Go(func() error { return discordAdapter.Run(gctx) })
 		g.Go(func() error {
@@ -288,24 +306,35 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			return nil
 		})
 	}
-	// Commands may arrive at once; the first answers wait for each cluster's first attempt
-	// (bounded) only in tests that read listening.
-	fl.WaitFirstAttempts(ctx, fleet.DefaultTiming.FirstAttempts)
-	if listening != nil {
-		listening <- ln.Addr().String()
+	// The receiver, the watch and the sweeper keep their state on the store cluster (the
+	// pending alert threads and open watch posts listed once at start, the plans swept): each
+	// waits for its first attempt, then starts. An alert's diagnosis waits for the alert's
+	// cluster (alerts.Options.WaitCluster); the watch follows each cluster once it is
+	// connected and retries a workload whose cluster is not; a plan whose cluster is not
+	// connected is recovered at a later sweep.
+	storeC := storeCluster(liveStore)
+	waitStore := func(ctx context.Context) {
+		if storeC != nil {
+			waitFirst(ctx, storeC.Name())
+		}
 	}
 	if receiver != nil {
-		g.Go(func() error { receiver.Run(gctx); return nil })
+		g.Go(func() error { waitStore(gctx); receiver.Run(gctx); return nil })
 	}
 	if watcher != nil {
-		g.Go(func() error { return runWatch(gctx, cfg, watcher, storeCluster(liveStore), log) })
+		g.Go(func() error { waitStore(gctx); return runWatch(gctx, cfg, watcher, storeC, log) })
 	}
 	if cfg.Digest.Schedule != "" {
 		g.Go(func() error {
-			return runDigestSchedule(gctx, cfg, clusters, platforms, watcher, storeCluster(liveStore), log)
+			// A digest covers every cluster: as before, its schedule starts once each has had
+			// its first attempt (or at firstBy), so that a round does not report a cluster
+			// still making its first connection as skipped; a round due before then is not run.
+			fl.WaitFirstAttempts(gctx, time.Until(firstBy))
+			return runDigestSchedule(gctx, cfg, clusters, platforms, watcher, storeC, log)
 		})
 	}
 	g.Go(func() error {
+		waitStore(gctx)
 		b.RunSweeper(gctx, sweepEvery, func(ctx context.Context, a *approval.Record, m chat.Message) {
 			if a.MessageRef == "" {
 				return
@@ -316,16 +345,11 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		})
 		return nil
 	})
-	if cfg.SlackEnabled() && cfg.Slack.Mode == "socket" {
-		g.Go(func() error {
-			// Slack is up from Slack's hello on a socket until that socket ends:
-			// slack-go retries failed attempts inside RunSocketMode, which reports
-			// each, and each socket that ends; keep records why RunSocketMode
-			// returned (a token Slack refuses) and runs it again after a back-off.
-			return slackState.keep(gctx, func(ctx context.Context) error {
-				return adapter.RunSocketMode(ctx, socketmode.New(api), slackState.set)
-			})
-		})
+	if listening != nil {
+		// Tests: told once every cluster has had its first attempt (bounded), so that their
+		// first commands find the clusters that answer connected.
+		fl.WaitFirstAttempts(ctx, time.Until(firstBy))
+		listening <- ln.Addr().String()
 	}
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -355,7 +379,7 @@ var alertResync time.Duration
 // the store cluster (through its current connection), posted through the Slack and Discord
 // adapters' Threads, each alert answered by b as /why-pending answers.
 func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.Adapter, dc *discord.Adapter, store *fleet.Cluster,
-	reg prometheus.Registerer, log *slog.Logger) *alerts.Receiver {
+	waitCluster func(ctx context.Context, cluster string), reg prometheus.Registerer, log *slog.Logger) *alerts.Receiver {
 	platforms := thread.Platforms{}
 	if cfg.SlackEnabled() {
 		platforms["slack"] = sl.Threads()
@@ -378,7 +402,7 @@ func newReceiver(cfg *Config, token, silenceToken string, b *bot.Bot, sl *slack.
 		ChannelNamespaces: cfg.Channels.Namespaces,
 		Store:             ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.Ledger, Self: ledgerIdentity()}),
 		AckStore:          ledger.New(nil, cfg.Store.Namespace, ledger.Options{Connect: store.AckLedger, Self: ledgerIdentity()}),
-		Platforms:         platforms, Diagnose: b.Diagnose, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
+		Platforms:         platforms, Diagnose: b.Diagnose, WaitCluster: waitCluster, RemindEvery: cfg.Alertmanager.RemindEvery.Duration,
 		Resync: alertResync, SilenceCheck: alertResync, Metrics: alerts.NewMetrics(reg), Log: log,
 	})
 }

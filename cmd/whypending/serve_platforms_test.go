@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -203,8 +204,8 @@ func TestServeSocketModeReadiness(t *testing.T) {
 	// /readyz slack line and its slack gauge.
 	serve := func(t *testing.T, fake *slackfake.SocketMode, token string) (readyz func() string, gauge func() string) {
 		t.Helper()
-		// A cluster that refuses connections: its first attempt fails at once, and serve
-		// starts Socket Mode only after every cluster's first attempt (or 45 s).
+		// A cluster that refuses connections: its first attempt fails at once, and /readyz
+		// as a whole is never ready.
 		down := filepath.Join(t.TempDir(), "kubeconfig")
 		writeFile(t, down, fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -318,4 +319,86 @@ store: {backend: memory}
 			t.Errorf("hellos = %d, want 2 (the first connection and the reconnection)", got)
 		}
 	})
+}
+
+// TestServeSocketModeWhileAClusterHangs: serve in Socket Mode connects to Slack at once, while
+// its one cluster's API server accepts connections and never answers. It used to start Socket
+// Mode only after every cluster's first attempt to connect had ended (at most 45 s; here the
+// 15 s of that attempt's ConnectTimeout), so Slack had no socket to deliver a slash command on
+// and failed every command of that time on its side ("dispatch_failed"). A command about the
+// cluster still making its first connection is acknowledged and answered that it is, naming
+// its API server, without waiting for the attempt to end.
+func TestServeSocketModeWhileAClusterHangs(t *testing.T) {
+	const appToken = "xapp-1-A0WHYPEND-serve-test"
+	server, hung := silentServer(t)
+	fake := slackfake.NewSocketMode(t, appToken)
+	listen := freeAddr(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
+	t.Setenv("SLACK_APP_TOKEN", appToken)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, fmt.Sprintf(`listen: %s
+clusters: [{name: hung, kubeconfig: %q}]
+slack: {mode: socket, apiURL: %q}
+approvals: {approvers: {users: [U0BOB]}}
+store: {backend: memory}
+`, listen, hung, fake.APIURL()))
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- runServe(ctx, path, logs, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("serve did not stop within 60s")
+		}
+	})
+	readyz := func() string {
+		resp, err := http.Get("http://" + listen + "/readyz")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return grepLines(string(b), "slack: ")
+	}
+
+	// The first attempt to connect the cluster lasts 15 s (ConnectTimeout): well within it.
+	waitUntil(t, 5*time.Second, "Slack's hello on the socket", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v\n%s", err, logs.String())
+		default:
+		}
+		return fake.Hellos() == 1
+	})
+	waitUntil(t, 2*time.Second, "/readyz to say slack: ok", func() bool { return readyz() == "slack: ok" })
+	t.Logf("Socket Mode up %s after start", time.Since(start).Round(time.Millisecond))
+
+	id, sent := fake.Command("/why-pending", "-n shop frontend")
+	if sent != 1 {
+		t.Fatalf("the command was sent on %d sockets, want 1", sent)
+	}
+	waitUntil(t, 5*time.Second, "the command's reply on its response_url", func() bool { return len(fake.Responses(id)) > 0 })
+	if ack, ok := fake.Acked(id); !ok || !strings.Contains(string(ack), "Working on it") {
+		t.Errorf("acknowledgement = %s (acknowledged: %v), want the ephemeral Working on it…", ack, ok)
+	}
+	var reply struct {
+		Text         string `json:"text"`
+		ResponseType string `json:"response_type"`
+	}
+	if err := json.Unmarshal([]byte(fake.Responses(id)[0]), &reply); err != nil {
+		t.Fatalf("reply %s: %v", fake.Responses(id)[0], err)
+	}
+	want := "Cluster hung is unavailable: the bot is still making its first connection to it (the Kubernetes API server at " +
+		server + " has not answered yet)"
+	if !strings.Contains(reply.Text, want) || !strings.HasSuffix(reply.Text, "Nothing was done.") {
+		t.Errorf("reply = %q, want it to contain %q and end Nothing was done.", reply.Text, want)
+	}
+	t.Logf("answered %s after start: %s", time.Since(start).Round(time.Millisecond), reply.Text)
 }

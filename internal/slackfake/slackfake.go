@@ -1,14 +1,17 @@
 // Package slackfake is Slack's side of Socket Mode for tests: apps.connections.open as the Web
 // API answers it (JSON, the app-level token as a bearer token) and the WebSocket it names,
 // which sends Slack's hello frame on connect and pings as Slack does, and can be closed,
-// refused or asked to disconnect from the server side. slack-go's slacktest has a WebSocket
-// but sends no hello and cannot drop a connection, so readiness cannot be tested with it.
-// Only tests import it.
+// refused or asked to disconnect from the server side. It also delivers slash commands on
+// the socket as Slack does (a slash_commands envelope), keeps the app's acknowledgement of
+// each, and takes what the app posts to the command's response_url. slack-go's slacktest has
+// a WebSocket but sends no hello and cannot drop a connection, so readiness cannot be tested
+// with it. Only tests import it.
 package slackfake
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,16 +39,22 @@ type SocketMode struct {
 	conns  map[*websocket.Conn]bool // open sockets
 	opens  int                      // apps.connections.open calls
 	hellos int                      // hello frames sent
+
+	commands  int                        // slash commands sent, to number their envelopes
+	acks      map[string]json.RawMessage // acknowledgement payloads, by envelope ID
+	responses map[string][]string        // bodies posted to a command's response_url, by envelope ID
 }
 
 // NewSocketMode starts the fake; it accepts appToken (an "xapp-…" token) and answers any
 // other token {"ok":false,"error":"invalid_auth"}, as Slack does.
 func NewSocketMode(t testing.TB, appToken string) *SocketMode {
 	t.Helper()
-	s := &SocketMode{appToken: appToken, conns: map[*websocket.Conn]bool{}}
+	s := &SocketMode{appToken: appToken, conns: map[*websocket.Conn]bool{},
+		acks: map[string]json.RawMessage{}, responses: map[string][]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apps.connections.open", s.open)
 	mux.HandleFunc("GET /link/", s.link)
+	mux.HandleFunc("POST /response/{envelope}", s.respond)
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
 		s.CloseSockets()
@@ -94,6 +103,64 @@ func (s *SocketMode) Disconnect(reason string) int {
 		}
 	}
 	return n
+}
+
+// Command sends the slash command (command "/why-pending", text its arguments) from user
+// U0ALICE in channel C0FAKE on every open socket, as Slack delivers one in Socket Mode, and
+// returns its envelope ID and how many sockets it was sent on. Its response_url is the
+// fake's: Acked and Responses tell what the app did with it.
+func (s *SocketMode) Command(command, text string) (envelopeID string, sent int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commands++
+	envelopeID = fmt.Sprintf("fake-envelope-%d", s.commands)
+	frame, _ := json.Marshal(map[string]any{
+		"type": "slash_commands", "envelope_id": envelopeID, "accepts_response_payload": true,
+		"payload": map[string]any{
+			"token": "fake-verification-token", "team_id": "T0FAKE", "team_domain": "fake",
+			"channel_id": "C0FAKE", "channel_name": "ops", "user_id": "U0ALICE", "user_name": "alice",
+			"command": command, "text": text, "api_app_id": AppID, "trigger_id": "fake-trigger",
+			"response_url": s.srv.URL + "/response/" + envelopeID,
+		},
+	})
+	for c := range s.conns {
+		if c.WriteMessage(websocket.TextMessage, frame) == nil {
+			sent++
+		}
+	}
+	return envelopeID, sent
+}
+
+// Acked returns the payload the app acknowledged envelope envelopeID with (JSON null for an
+// acknowledgement without one), and whether it acknowledged it.
+func (s *SocketMode) Acked(envelopeID string) (payload json.RawMessage, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	payload, ok = s.acks[envelopeID]
+	return payload, ok
+}
+
+// Responses are the bodies the app posted to the response_url of envelope envelopeID, in
+// order.
+func (s *SocketMode) Responses(envelopeID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.responses[envelopeID]...)
+}
+
+// respond takes a post to a command's response_url and answers {"ok":true}, as Slack does.
+func (s *SocketMode) respond(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	id := r.PathValue("envelope")
+	s.responses[id] = append(s.responses[id], string(body))
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"ok":true}`)
 }
 
 // Opens is how many times apps.connections.open was called.
@@ -163,10 +230,23 @@ func (s *SocketMode) link(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{})
 	defer close(done)
 	go s.ping(c, done)
-	for { // read, so that pongs and close frames are handled; what the client sends is dropped
-		if _, _, err := c.ReadMessage(); err != nil {
+	for { // read, so that pongs and close frames are handled; acknowledgements are kept
+		_, msg, err := c.ReadMessage()
+		if err != nil {
 			s.drop(c)
 			return
+		}
+		var ack struct {
+			EnvelopeID string          `json:"envelope_id"`
+			Payload    json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(msg, &ack) == nil && ack.EnvelopeID != "" {
+			if ack.Payload == nil {
+				ack.Payload = json.RawMessage("null")
+			}
+			s.mu.Lock()
+			s.acks[ack.EnvelopeID] = ack.Payload
+			s.mu.Unlock()
 		}
 	}
 }

@@ -65,21 +65,8 @@ store: {backend: memory}
 `, listen, hung, strings.TrimSuffix(fs.apiURL(), "/"), appID, guildID, discordAddr))
 
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- runServe(ctx, path, logs, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve returned %v after shutdown, want nil", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("serve did not stop within 60s")
-		}
-	})
+	done := runServeUntilCleanup(t, path, logs)
 	get := func(p string) (int, string) {
 		resp, err := http.Get("http://" + listen + p)
 		if err != nil {
@@ -225,20 +212,7 @@ approvals: {approvers: {users: [U0BOB]}}
 store: {backend: memory}
 `, listen, down, fake.APIURL()))
 		logs := &syncBuffer{}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- runServe(ctx, path, logs, nil) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("serve returned %v after shutdown, want nil", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Errorf("serve did not stop within 60s")
-			}
-		})
+		done := runServeUntilCleanup(t, path, logs)
 		get := func(p string) string {
 			resp, err := http.Get("http://" + listen + p)
 			if err != nil {
@@ -343,21 +317,8 @@ approvals: {approvers: {users: [U0BOB]}}
 store: {backend: memory}
 `, listen, hung, fake.APIURL()))
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- runServe(ctx, path, logs, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve returned %v after shutdown, want nil", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("serve did not stop within 60s")
-		}
-	})
+	done := runServeUntilCleanup(t, path, logs)
 	readyz := func() string {
 		resp, err := http.Get("http://" + listen + "/readyz")
 		if err != nil {
@@ -401,4 +362,26 @@ store: {backend: memory}
 		t.Errorf("reply = %q, want it to contain %q and end Nothing was done.", reply.Text, want)
 	}
 	t.Logf("answered %s after start: %s", time.Since(start).Round(time.Millisecond), reply.Text)
+}
+
+// runServeUntilCleanup runs serve with the config at path, logging to logs, until the test
+// ends, without waiting for it to listen (what serve does before its clusters answer), and
+// checks at cleanup that it stopped cleanly. done receives serve's result if it stops first.
+func runServeUntilCleanup(t *testing.T, path string, logs io.Writer) (done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- runServe(ctx, path, logs, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-result:
+			if err != nil {
+				t.Errorf("serve returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("serve did not stop within 60s")
+		}
+	})
+	return result
 }

@@ -536,8 +536,8 @@ func (v *schedulingView) lowerRequestFixes(sf shortfall) []string {
 		case fit.replicas > 1:
 			where = fmt.Sprintf("the %d replicas seen fit then (%s)", fit.replicas, fit.placement())
 		}
-		out := []string{fmt.Sprintf("kubectl set resources %s/%s -n %s --requests=%s=%s   # per container: %s, if the app can live with it",
-			kind, owner, ns, res, per, where)}
+		out := []string{fmt.Sprintf("kubectl set resources %s -n %s --requests=%s   # per container: %s, if the app can live with it",
+			shellQuote(kind+"/"+owner), shellQuote(ns), shellQuote(string(res)+"="+per), where)}
 		if len(fit.running) > 0 {
 			out = append(out, replaceRunningNote(kind, ns, owner, fit))
 			if kind == "statefulset" {

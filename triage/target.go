@@ -144,6 +144,13 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 	t := Target{Namespace: namespace, Name: arg}
 	if before, after, ok := strings.Cut(arg, "/"); ok {
 		if kind, isKind := KindFor(before); isKind {
+			if namespace, name, ok := strings.Cut(after, "/"); ok {
+				// KIND/NAMESPACE/NAME ("deploy/shop/cart"): no name holds a '/'.
+				if err := checkNames(namespace, name, kind.what()); err != nil {
+					return Target{}, err
+				}
+				return Target{}, &NamespaceKindNameError{Arg: arg, Namespace: namespace, Kind: kind, Name: name, KindFirst: true}
+			}
 			t.Kind, t.Name = kind, after
 			if validation.IsDNS1123Label(before) == nil && validation.IsDNS1123Subdomain(after) == nil {
 				t.OtherReading = &PodRef{Namespace: before, Name: after}
@@ -182,11 +189,7 @@ func namespaceKindName(arg, namespace, rest string) error {
 	if !isKind {
 		return nil
 	}
-	what := "pod"
-	if kind != KindPod {
-		what = strings.ToLower(string(kind))
-	}
-	if err := checkNames(namespace, name, what); err != nil {
+	if err := checkNames(namespace, name, kind.what()); err != nil {
 		return err
 	}
 	return &NamespaceKindNameError{Arg: arg, Namespace: namespace, Kind: kind, Name: name}
@@ -203,11 +206,25 @@ type NamespaceKindNameError struct {
 	Namespace string
 	Kind      Kind
 	Name      string
+	// KindFirst is set for KIND/NAMESPACE/NAME ("deploy/shop/cart").
+	KindFirst bool
 }
 
 func (e *NamespaceKindNameError) Error() string {
-	return fmt.Sprintf("%q puts the namespace before the kind: use -n %s %s/%s (namespace first, then kind/name)",
-		e.Arg, e.Namespace, e.Kind.Short(), e.Name)
+	where := "before the kind"
+	if e.KindFirst {
+		where = "between the kind and the name"
+	}
+	return fmt.Sprintf("%q puts the namespace %s: use -n %s %s/%s (namespace first, then kind/name)",
+		e.Arg, where, e.Namespace, e.Kind.Short(), e.Name)
+}
+
+// what is the kind as the invalid-name errors name it ("pod", "deployment").
+func (k Kind) what() string {
+	if k == KindPod {
+		return "pod"
+	}
+	return strings.ToLower(string(k))
 }
 
 // Given marks t's namespace as named by the asker (-n namespace; see NamespaceGiven). A

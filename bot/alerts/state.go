@@ -215,7 +215,7 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 		lines = append([]string{"The group fires again."}, lines...)
 	}
 	if len(lines) == 0 && !first && g.Status == "firing" && remindEvery > 0 && now.Sub(g.RemindedAt) >= remindEvery {
-		lines = append(lines, fmt.Sprintf("Still firing: %d %s, for %s.", g.firing()+g.Untracked, plural(g.firing()+g.Untracked, "alert"), g.fired(now)))
+		lines = append(lines, fmt.Sprintf("Still firing: %d %s, for %s.", g.firing()+g.Untracked, plural(g.firing()+g.Untracked, "alert"), g.firingFor(now)))
 		g.RemindedAt = now
 	}
 	seenMoved := now.Sub(g.LastSeen) >= seenEvery
@@ -358,6 +358,21 @@ func (g *group) fired(now time.Time) string {
 		end = now
 	}
 	return since(start, end, now)
+}
+
+// firingFor is how long the alerts firing now have fired: from the earliest startsAt among
+// them, not from an earlier episode that resolved (the group's whole life is fired's).
+func (g *group) firingFor(now time.Time) string {
+	var start time.Time
+	for _, a := range g.Alerts {
+		if a.Status == "firing" && (start.IsZero() || a.StartsAt.Before(start)) {
+			start = a.StartsAt
+		}
+	}
+	if start.IsZero() { // only untracked alerts fire: the group's own span
+		return g.fired(now)
+	}
+	return since(start, now, now)
 }
 
 func (g *group) find(id string) int {

@@ -378,3 +378,23 @@ func TestSilenceShowsTheDate(t *testing.T) {
 		t.Errorf("root = %s, want the silence's end with its date, who and the channel", m)
 	}
 }
+
+// TestStillFiringCountsThisEpisode: a group whose alert resolved and fires again hours later
+// is reminded with how long it has fired this time, not since its first episode.
+func TestStillFiringCountsThisEpisode(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var g group
+	merge := func(at time.Duration, alerts ...Alert) {
+		g.merge(hookOf(alerts...), t0.Add(at), "cluster", "", time.Minute, time.Hour)
+	}
+	merge(0, crashAlert("web-1", "firing", t0))
+	merge(10*time.Minute, crashAlert("web-1", "resolved", t0))
+	again := crashAlert("web-1", "firing", t0.Add(3*time.Hour))
+	merge(3*time.Hour, again)
+	n := len(g.Replies)
+	merge(3*time.Hour+61*time.Minute, again)
+	if len(g.Replies) != n+1 || g.Replies[n].Text != "Still firing: 1 alert, for 1h1m." {
+		t.Fatalf("replies after the remind interval = %+v, want one \"Still firing: 1 alert, for 1h1m.\"", g.Replies[n:])
+	}
+}
+

@@ -215,7 +215,7 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 		lines = append([]string{"The group fires again."}, lines...)
 	}
 	if len(lines) == 0 && !first && g.Status == "firing" && remindEvery > 0 && now.Sub(g.RemindedAt) >= remindEvery {
-		lines = append(lines, fmt.Sprintf("Still firing: %d %s, for %s.", g.firing()+g.Untracked, plural(g.firing()+g.Untracked, "alert"), g.firingFor(now)))
+		lines = append(lines, fmt.Sprintf("Still firing: %d %s, for %s.", g.firing()+g.Untracked, plural(g.firing()+g.Untracked, "alert"), g.fired(now)))
 		g.RemindedAt = now
 	}
 	seenMoved := now.Sub(g.LastSeen) >= seenEvery
@@ -342,37 +342,34 @@ func nsFlag(channelNS string, g *group) string {
 	return " -n " + ns
 }
 
-// fired is how long the group has fired: from its earliest alert's startsAt to the last
-// endsAt once resolved, else to now.
+// fired is how long the group's last episode fired: the union of its alerts' spans (startsAt
+// to endsAt; to now while one fires or the group does) that ends last, so an episode that
+// resolved before the alerts firing now does not count.
 func (g *group) fired(now time.Time) string {
-	var start, end time.Time
+	type span struct{ start, end time.Time }
+	spans := make([]span, 0, len(g.Alerts))
 	for _, a := range g.Alerts {
-		if start.IsZero() || a.StartsAt.Before(start) {
-			start = a.StartsAt
+		end := a.EndsAt
+		if a.Status == "firing" || end.IsZero() {
+			end = now
 		}
-		if a.EndsAt.After(end) {
-			end = a.EndsAt
+		spans = append(spans, span{a.StartsAt, end})
+	}
+	if len(spans) == 0 {
+		return since(now, now, now)
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start.Compare(b.start) })
+	last := spans[0]
+	for _, sp := range spans[1:] {
+		if sp.start.After(last.end) {
+			last = sp // a gap: a new episode
+			continue
 		}
-	}
-	if g.Status == "firing" || end.IsZero() {
-		end = now
-	}
-	return since(start, end, now)
-}
-
-// firingFor is how long the alerts firing now have fired: from the earliest startsAt among
-// them, not from an earlier episode that resolved (the group's whole life is fired's).
-func (g *group) firingFor(now time.Time) string {
-	var start time.Time
-	for _, a := range g.Alerts {
-		if a.Status == "firing" && (start.IsZero() || a.StartsAt.Before(start)) {
-			start = a.StartsAt
+		if sp.end.After(last.end) {
+			last.end = sp.end
 		}
 	}
-	if start.IsZero() { // only untracked alerts fire: the group's own span
-		return g.fired(now)
-	}
-	return since(start, now, now)
+	return since(last.start, last.end, now)
 }
 
 func (g *group) find(id string) int {

@@ -380,7 +380,8 @@ func TestSilenceShowsTheDate(t *testing.T) {
 }
 
 // TestStillFiringCountsThisEpisode: a group whose alert resolved and fires again hours later
-// is reminded with how long it has fired this time, not since its first episode.
+// is reminded, and told resolved, with how long it fired this time, not since its first
+// episode.
 func TestStillFiringCountsThisEpisode(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var g group
@@ -395,6 +396,15 @@ func TestStillFiringCountsThisEpisode(t *testing.T) {
 	merge(3*time.Hour+61*time.Minute, again)
 	if len(g.Replies) != n+1 || g.Replies[n].Text != "Still firing: 1 alert, for 1h1m." {
 		t.Fatalf("replies after the remind interval = %+v, want one \"Still firing: 1 alert, for 1h1m.\"", g.Replies[n:])
+	}
+	resolved := again
+	resolved.Status, resolved.EndsAt = "resolved", t0.Add(4*time.Hour+10*time.Minute)
+	merge(4*time.Hour+11*time.Minute, resolved)
+	if last := g.Replies[len(g.Replies)-1].Text; !strings.HasPrefix(last, "All resolved: the group fired for 1h10m.") {
+		t.Errorf("resolve reply = %q, want the second episode's 1h10m", last)
+	}
+	if m := rootMessage(&g, "", time.Now()); !strings.HasPrefix(m.Title, "Resolved: KubePodCrashLooping (fired for 1h10m") {
+		t.Errorf("root title = %q", m.Title)
 	}
 }
 

@@ -251,3 +251,59 @@ func deletePod(t *testing.T, cs kubernetes.Interface, ns, name string, grace int
 		t.Fatal(err)
 	}
 }
+
+// TestServeWatchExcludeAcrossRestarts: a namespace put in watch.excludeNamespaces while its
+// workload's post is open takes effect at the next start: the post is edited once to "No
+// longer watched … in watch.excludeNamespaces" with one line, and nothing more comes, not
+// even across a reminder interval. Taken out of the list again at the start after, the same
+// post says "Watched again; still stuck" once, and no second post is made.
+func TestServeWatchExcludeAcrossRestarts(t *testing.T) {
+	const ns, remind = "shop", 6 * time.Second
+	c := startWatchCluster(t, 1, ns, func(string) bool { return false })
+	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "outlet"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	alertResync = time.Second
+	t.Cleanup(func() { alertResync = 0 })
+	config := func(exclude string) string {
+		return watchConfig(c, "{users: [U0BOB]}", "{digest: [C0OPS]}", "thresholds: {pending: 3s}",
+			"remindAfter: "+remind.String(), "excludeNamespaces: "+exclude)
+	}
+	fake := newFakeSlack(t, nil)
+	cart := func() slackThread { return threadAbout(fake, "C0OPS", "cart") }
+	testcluster.Deployment(t, c.Client, "outlet", "cart", 1, "3", nil) // 3 CPUs of a 2-CPU node
+
+	first := startServeOn(t, config("[]"), fake)
+	waitUntil(t, 90*time.Second, "the post about cart", func() bool { return cart().root.TS != "" })
+	first.stop()
+
+	excluded := startServeOn(t, config("[outlet]"), fake)
+	waitUntil(t, 60*time.Second, "cart's post edited to no longer watched", func() bool {
+		th := cart()
+		return len(th.updates) > 0 && strings.Contains(shown(th.updates[len(th.updates)-1]), "No longer watched")
+	})
+	time.Sleep(remind + 2*time.Second) // a reminder would be due by now
+	th := cart()
+	if root := shown(th.updates[len(th.updates)-1]); !strings.Contains(root, "namespace outlet is in watch.excludeNamespaces") {
+		t.Errorf("cart's root = %s, want it no longer watched, outlet being in watch.excludeNamespaces", root)
+	}
+	var lines []string
+	for _, r := range th.replies {
+		if !strings.Contains(r.Text, "Still stuck after") {
+			lines = append(lines, r.Text)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "No longer watched") || th.replies[len(th.replies)-1].Text != lines[0] {
+		t.Errorf("cart's replies = %+v; want one 'No longer watched' line, last", th.replies)
+	}
+	excluded.stop()
+
+	startServeOn(t, config("[]"), fake)
+	waitUntil(t, 60*time.Second, "cart watched again", func() bool {
+		th := cart()
+		return th.find("Watched again; still stuck: insufficient-cpu") > th.find("No longer watched")
+	})
+	if n := len(fake.threads("C0OPS")); n != 1 {
+		t.Errorf("%d threads in C0OPS, want cart's one", n)
+	}
+}

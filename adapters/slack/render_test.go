@@ -65,7 +65,7 @@ func TestRenderEscapesUserText(t *testing.T) {
 			Fields:  []chat.Field{{Name: "pod", Value: "<!here>"}},
 			Table:   &chat.Table{Columns: []string{"Node", "Why"}, Rows: [][]string{{"<#C123>", "<!channel>"}}},
 			Lines:   []string{"event: <@U024BE7LH> did it"},
-			Code:    "panic: <!channel>\n``` escaped fence <!here>",
+			Code:    "panic: <!channel>\n``` escaped fence <!here>\n````` five, and eight: ````````",
 		}},
 		Footer: "collected by <!subteam^S123>",
 	}

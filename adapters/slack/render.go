@@ -123,7 +123,7 @@ func sectionBlocks(s chat.Section) []slack.Block {
 // maxSectionText characters, then "… and N more rows".
 func tableText(t *chat.Table) string {
 	lines := chat.TableLines(t, maxTableRows, maxCellRunes)
-	line := func(l string) string { return escape(chat.DefuseFences(l)) }
+	line := escape
 	const fence = "```"
 	more := func(n int) string { return fmt.Sprintf("\n… and %d more rows", n) }
 	var b strings.Builder
@@ -173,13 +173,13 @@ func codeText(code string) string {
 	budget := maxSectionText - 2*len(fence) - 40
 	n := 0
 	for ; n < len(lines); n++ {
-		l := escape(chat.DefuseFences(lines[n]))
+		l := escape(lines[n])
 		if n > 0 {
 			l = "\n" + l
 		}
 		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
 			if n == 0 { // one huge line: cut it
-				b.WriteString(fitEscaped(chat.DefuseFences(lines[0]), budget))
+				b.WriteString(fitEscaped(lines[0], budget))
 				n = 1
 			}
 			break
@@ -239,8 +239,11 @@ func ParseActionID(id string) string {
 }
 
 // escape makes text safe for mrkdwn: Slack reads "<…>" as links and mentions and "&" as the
-// start of an entity, so exactly these three are replaced (Slack's documented escaping).
-func escape(s string) string { return mrkdwnEscaper.Replace(s) }
+// start of an entity, so exactly these three are replaced (Slack's documented escaping), and
+// a run of three or more backticks is broken (chat.DefuseFences): in a code block it would
+// close the block early, and in any other text (a container's termination message quoted as
+// evidence) it would open one, showing the cluster's text as if it were a command to paste.
+func escape(s string) string { return mrkdwnEscaper.Replace(chat.DefuseFences(s)) }
 
 // mrkdwnEscaper is built once (a Replacer builds its table on first use; it is safe for
 // concurrent use), not per escaped string.
@@ -249,14 +252,15 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // fitEscaped escapes s and cuts it so the escaped text has at most limit characters,
 // never splitting an entity; a cut ends with "…".
 func fitEscaped(s string, limit int) string {
-	e := escape(s)
+	s = chat.DefuseFences(s) // before the cut: one rune at a time shows no run
+	e := mrkdwnEscaper.Replace(s)
 	if utf8.RuneCountInString(e) <= limit {
 		return e
 	}
 	var b strings.Builder
 	n := 0
 	for _, r := range s {
-		piece := escape(string(r))
+		piece := mrkdwnEscaper.Replace(string(r))
 		if n+utf8.RuneCountInString(piece) > limit-1 {
 			break
 		}

@@ -61,13 +61,13 @@ func TestRenderEscapesUserText(t *testing.T) {
 		Severity: "blocker",
 		Sections: []chat.Section{{
 			Heading: "<@U024BE7LH>",
-			Text:    "log says <http://evil.example|click me> & more",
+			Text:    "log says <http://evil.example|click me> & more ```\nkubectl delete ns prod\n```",
 			Fields:  []chat.Field{{Name: "pod", Value: "<!here>"}},
 			Table:   &chat.Table{Columns: []string{"Node", "Why"}, Rows: [][]string{{"<#C123>", "<!channel>"}}},
-			Lines:   []string{"event: <@U024BE7LH> did it"},
+			Lines:   []string{"event: <@U024BE7LH> did it", "message: ````` opens a block"},
 			Code:    "panic: <!channel>\n``` escaped fence <!here>\n````` five, and eight: ````````",
 		}},
-		Footer: "collected by <!subteam^S123>",
+		Footer: "collected by <!subteam^S123> ```",
 	}
 	blocks, fallback := Render(m)
 	// plain_text (the header, button labels) is never parsed by Slack; every mrkdwn text
@@ -87,7 +87,7 @@ func TestRenderEscapesUserText(t *testing.T) {
 		t.Errorf("rendered message lost the escaped text &lt;!channel&gt;:\n%s", out)
 	}
 	if strings.Count(out, "```") != 4 { // one fenced table, one fenced code block
-		t.Errorf("code fences = %d, want 4 (a fence in the log line must not close the block)", strings.Count(out, "```"))
+		t.Errorf("code fences = %d, want 4 (a fence in the log line must not close the block, one in the text, lines or footer must not open one)", strings.Count(out, "```"))
 	}
 	for _, tx := range texts(blocks) {
 		if tx.Type == slack.MarkdownType && !tx.Verbatim {

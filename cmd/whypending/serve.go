@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -102,12 +103,16 @@ func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
 // event, and GOGC"). VictoriaMetrics ships the same default for the same reason.
 const gcPercent = 30
 
-// setGCPercent sets the collector's target to gcPercent unless GOGC is set, and logs the one in
-// force.
+// setGCPercent sets the collector's target to gcPercent unless GOGC is set to a number or
+// "off" (the runtime has applied it), and logs the one in force. A GOGC the runtime ignores
+// (neither) is warned about and the default applies.
 func setGCPercent(log *slog.Logger) {
 	if v, ok := os.LookupEnv("GOGC"); ok && v != "" {
-		log.Info("garbage collector target", slog.String("GOGC", v), slog.String("from", "GOGC"))
-		return
+		if _, err := strconv.Atoi(v); err == nil || v == "off" {
+			log.Info("garbage collector target", slog.String("GOGC", v), slog.String("from", "GOGC"))
+			return
+		}
+		log.Warn("GOGC is neither a number nor off: the Go runtime ignores it, serve's default applies", slog.String("GOGC", v))
 	}
 	debug.SetGCPercent(gcPercent)
 	log.Info("garbage collector target", slog.String("GOGC", fmt.Sprint(gcPercent)), slog.String("from", "serve's default"))

@@ -417,6 +417,17 @@ func TestSetGCPercent(t *testing.T) {
 	if !strings.Contains(out.String(), `"GOGC":"150","from":"GOGC"`) {
 		t.Errorf("log lacks GOGC's target:\n%s", out.String())
 	}
+
+	t.Setenv("GOGC", "banana") // the runtime ignores it (100)
+	debug.SetGCPercent(100)
+	out.Reset()
+	setGCPercent(slog.New(slog.NewJSONHandler(&out, nil)))
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("GOGC=banana: target = %d, want the default %d", got, gcPercent)
+	}
+	if !strings.Contains(out.String(), `"level":"WARN","msg":"GOGC is neither a number nor off`) || !strings.Contains(out.String(), `"GOGC":"30","from":"serve's default"`) {
+		t.Errorf("GOGC=banana: log lacks the warning and the default:\n%s", out.String())
+	}
 }
 
 // TestServeLoggerDurations: the bot's log writes durations ("took", "retryAfter", inside a

@@ -63,8 +63,11 @@ func (p *platformState) set(err error, retryAt time.Time) {
 	p.metrics.SetPlatformUp(p.name, err == nil)
 	switch {
 	case err != nil:
-		p.log.Error("chat platform unavailable; retrying", slog.String("platform", p.name), slog.Any("err", err),
-			slog.Time("retryAt", retryAt))
+		attrs := []any{slog.String("platform", p.name), slog.Any("err", err)}
+		if !retryAt.IsZero() {
+			attrs = append(attrs, slog.Time("retryAt", retryAt))
+		}
+		p.log.Error("chat platform unavailable; retrying", attrs...)
 	case was != nil:
 		p.log.Info("chat platform up", slog.String("platform", p.name))
 	}

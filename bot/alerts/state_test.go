@@ -407,4 +407,3 @@ func TestStillFiringCountsThisEpisode(t *testing.T) {
 		t.Errorf("root title = %q", m.Title)
 	}
 }
-

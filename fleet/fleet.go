@@ -21,40 +21,39 @@ func Start(ctx context.Context, clusters []*Cluster) *Fleet {
 	return f
 }
 
-// WaitFirstAttempts waits until every cluster has tried to connect once, or timeout.
-func (f *Fleet) WaitFirstAttempts(ctx context.Context, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// WaitFirstAttempts waits until every cluster has tried to connect once (Tried), ctx is done
+// or deadline has passed, whichever comes first.
+func (f *Fleet) WaitFirstAttempts(ctx context.Context, deadline time.Time) {
 	for _, c := range f.clusters {
-		select {
-		case <-c.Tried():
-		case <-ctx.Done():
+		if !waitTried(ctx, c, deadline) {
 			return
 		}
 	}
 }
 
-// WaitFirstAttempt waits until the cluster named name has tried to connect once (Tried), ctx
-// is done or deadline has passed, whichever comes first. "" names the first cluster (the
-// default cluster of the bot's commands); a name no cluster has returns at once. Work about
-// one cluster (an alert's diagnosis, the approval store's sweep) waits with it for that
-// cluster only, not behind every cluster's first attempt as with WaitFirstAttempts.
+// WaitFirstAttempt is WaitFirstAttempts for the cluster named name only. "" names the first
+// cluster (the default cluster of the bot's commands); a name no cluster has returns at
+// once. Work about one cluster (an alert's diagnosis, the approval store's sweep) waits with
+// it for that cluster only, not behind every cluster's first attempt.
 func (f *Fleet) WaitFirstAttempt(ctx context.Context, name string, deadline time.Time) {
-	var c *Cluster
-	for _, x := range f.clusters {
-		if name == "" || x.Name() == name {
-			c = x
-			break
+	for _, c := range f.clusters {
+		if name == "" || c.Name() == name {
+			waitTried(ctx, c, deadline)
+			return
 		}
 	}
-	if c == nil {
-		return
-	}
+}
+
+// waitTried waits until c has tried to connect once, and says so; false when ctx ended or
+// deadline passed first.
+func waitTried(ctx context.Context, c *Cluster, deadline time.Time) bool {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	select {
 	case <-c.Tried():
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 

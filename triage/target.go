@@ -124,8 +124,8 @@ func (t Target) String() string {
 // their plurals and group-qualified names, in any case), arg is TYPE/NAME and the namespace is
 // namespace (from -n or the default). Otherwise a slash separates NAMESPACE/NAME, as whypending
 // always read it, and NAME is read as a bare NAME in that namespace; without a slash arg is a
-// bare NAME in namespace. NAMESPACE/TYPE/NAME is refused with a *NamespaceKindNameError
-// that says how to ask (-n NAMESPACE TYPE/NAME). all asks about the whole
+// bare NAME in namespace. NAMESPACE/TYPE/NAME and TYPE/NAMESPACE/NAME are refused with a
+// *NamespaceKindNameError that says how to ask (-n NAMESPACE TYPE/NAME). all asks about the whole
 // namespace and then arg must be empty. The error says what is wrong with the input (no
 // namespace or name that cannot exist is sent to the API server).
 func ParseTarget(arg, namespace string, all bool) (Target, error) {
@@ -146,10 +146,7 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 		if kind, isKind := KindFor(before); isKind {
 			if namespace, name, ok := strings.Cut(after, "/"); ok {
 				// KIND/NAMESPACE/NAME ("deploy/shop/cart"): no name holds a '/'.
-				if err := checkNames(namespace, name, kind.what()); err != nil {
-					return Target{}, err
-				}
-				return Target{}, &NamespaceKindNameError{Arg: arg, Namespace: namespace, Kind: kind, Name: name, KindFirst: true}
+				return Target{}, misplacedNamespace(arg, namespace, kind, name, true)
 			}
 			t.Kind, t.Name = kind, after
 			if validation.IsDNS1123Label(before) == nil && validation.IsDNS1123Subdomain(after) == nil {
@@ -163,12 +160,9 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 			t.Namespace, t.Name = before, after
 		}
 	}
-	what := "pod"
-	switch {
-	case t.Kind == "":
-		what = "pod or workload"
-	case t.Kind != KindPod:
-		what = strings.ToLower(string(t.Kind))
+	what := "pod or workload"
+	if t.Kind != "" {
+		what = t.Kind.what()
 	}
 	if err := checkNames(t.Namespace, t.Name, what); err != nil {
 		return Target{}, err
@@ -189,10 +183,17 @@ func namespaceKindName(arg, namespace, rest string) error {
 	if !isKind {
 		return nil
 	}
+	return misplacedNamespace(arg, namespace, kind, name, false)
+}
+
+// misplacedNamespace is the error of an argument that names namespace, kind and name in
+// another order than -n NAMESPACE KIND/NAME: the invalid part's error, else the
+// *NamespaceKindNameError that says how to ask.
+func misplacedNamespace(arg, namespace string, kind Kind, name string, kindFirst bool) error {
 	if err := checkNames(namespace, name, kind.what()); err != nil {
 		return err
 	}
-	return &NamespaceKindNameError{Arg: arg, Namespace: namespace, Kind: kind, Name: name}
+	return &NamespaceKindNameError{Arg: arg, Namespace: namespace, Kind: kind, Name: name, KindFirst: kindFirst}
 }
 
 // NamespaceKindNameError is an argument that puts the namespace before KIND/NAME
@@ -272,7 +273,7 @@ const TargetSyntax = `TARGET is read the way kubectl reads it:
                        comes from -n or the default
   NAMESPACE/NAME       the same as NAME in that namespace, when the part before the slash
                        is not a kind
-  NAMESPACE/TYPE/NAME  is not read: ask -n NAMESPACE TYPE/NAME
+  NAMESPACE/TYPE/NAME  is not read (nor TYPE/NAMESPACE/NAME): ask -n NAMESPACE TYPE/NAME
   --all                every stuck pod and failing workload of the namespace, grouped by cause
 When a namespace is named like a kind ("deploy/checkout" could also mean pod checkout in
 namespace deploy), the workload wins and the answer says how to ask for the pod (-n deploy

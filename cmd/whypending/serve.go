@@ -356,7 +356,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 			// A digest covers every cluster: as before, its schedule starts once each has had
 			// its first attempt (or at firstBy), so that a round does not report a cluster
 			// still making its first connection as skipped; a round due before then is not run.
-			fl.WaitFirstAttempts(gctx, time.Until(firstBy))
+			fl.WaitFirstAttempts(gctx, firstBy)
 			return runDigestSchedule(gctx, cfg, clusters, platforms, watcher, storeC, log)
 		})
 	}
@@ -375,7 +375,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if listening != nil {
 		// Tests: told once every cluster has had its first attempt (bounded), so that their
 		// first commands find the clusters that answer connected.
-		fl.WaitFirstAttempts(ctx, time.Until(firstBy))
+		fl.WaitFirstAttempts(ctx, firstBy)
 		listening <- ln.Addr().String()
 	}
 	err = g.Wait()

@@ -201,16 +201,7 @@ contexts: [{name: down, context: {cluster: down, user: u}}]
 current-context: down
 users: [{name: u, user: {token: not-a-secret}}]
 `, freeAddr(t)))
-		listen := freeAddr(t)
-		t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
-		t.Setenv("SLACK_APP_TOKEN", token)
-		path := filepath.Join(t.TempDir(), "config.yaml")
-		writeFile(t, path, fmt.Sprintf(`listen: %s
-clusters: [{name: down, kubeconfig: %q}]
-slack: {mode: socket, apiURL: %q}
-approvals: {approvers: {users: [U0BOB]}}
-store: {backend: memory}
-`, listen, down, fake.APIURL()))
+		listen, path := socketModeConfig(t, "down", down, token, fake.APIURL())
 		logs := &syncBuffer{}
 		done := runServeUntilCleanup(t, path, logs)
 		get := func(p string) string {
@@ -306,16 +297,7 @@ func TestServeSocketModeWhileAClusterHangs(t *testing.T) {
 	const appToken = "xapp-1-A0WHYPEND-serve-test"
 	server, hung := silentServer(t)
 	fake := slackfake.NewSocketMode(t, appToken)
-	listen := freeAddr(t)
-	t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
-	t.Setenv("SLACK_APP_TOKEN", appToken)
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	writeFile(t, path, fmt.Sprintf(`listen: %s
-clusters: [{name: hung, kubeconfig: %q}]
-slack: {mode: socket, apiURL: %q}
-approvals: {approvers: {users: [U0BOB]}}
-store: {backend: memory}
-`, listen, hung, fake.APIURL()))
+	listen, path := socketModeConfig(t, "hung", hung, appToken, fake.APIURL())
 	logs := &syncBuffer{}
 	start := time.Now()
 	done := runServeUntilCleanup(t, path, logs)
@@ -385,3 +367,22 @@ func runServeUntilCleanup(t *testing.T, path string, logs io.Writer) (done <-cha
 	})
 	return result
 }
+
+// socketModeConfig writes a serve config with one cluster (name, its kubeconfig) and Slack in
+// Socket Mode on apiURL, the tokens in the environment, and returns its listen address and
+// path.
+func socketModeConfig(t *testing.T, name, kubeconfig, appToken, apiURL string) (listen, path string) {
+	t.Helper()
+	listen = freeAddr(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-serve-test-token")
+	t.Setenv("SLACK_APP_TOKEN", appToken)
+	path = filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, fmt.Sprintf(`listen: %s
+clusters: [{name: %s, kubeconfig: %q}]
+slack: {mode: socket, apiURL: %q}
+approvals: {approvers: {users: [U0BOB]}}
+store: {backend: memory}
+`, listen, name, kubeconfig, apiURL))
+	return listen, path
+}
+

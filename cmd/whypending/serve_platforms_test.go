@@ -385,4 +385,3 @@ store: {backend: memory}
 `, listen, name, kubeconfig, apiURL))
 	return listen, path
 }
-

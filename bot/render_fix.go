@@ -16,14 +16,17 @@ const localShell = "In your own shell (where kubectl reaches the cluster):"
 
 // fixSections renders a finding's Fix in order as sections whose code blocks hold only shell
 // lines (triage.ParseFixStep tells commands from prose): each run of prose steps is bulleted
-// text, each run of commands for the same shell is one code block after the prose that
-// introduces it, a run for a node's shell is introduced by "On NODE:", and a run for the
-// user's shell right after one for a node's by localShell. Only the first section carries
-// the heading "Fix"; nil when fix is empty.
+// text, and each run of commands for the same shell is one code block after the prose that
+// introduces it, as long as every command of the block only reads (FixStep.ReadOnly): a
+// command that changes something gets a block of its own, so copying a block to look around
+// never runs a change with it. A block for a node's shell is introduced by "On NODE:", and one
+// for the user's shell right after one for a node's by localShell. Only the first section
+// carries the heading "Fix"; nil when fix is empty.
 func fixSections(fix []string) []chat.Section {
 	var out []chat.Section
 	var text, code []string
-	node := "" // the shell of the last code block since the last prose step
+	node := ""        // the shell of the last code block since the last prose step
+	readOnly := false // whether every command of code only reads
 	flush := func() {
 		if len(text) == 0 && len(code) == 0 {
 			return
@@ -44,7 +47,7 @@ func fixSections(fix []string) []chat.Section {
 			}
 			text = append(text, fixBullet+step.Text)
 			node = ""
-		case len(code) > 0 && step.Node == node:
+		case len(code) > 0 && step.Node == node && readOnly && step.ReadOnly():
 			code = append(code, step.Command)
 		default:
 			if len(code) > 0 {
@@ -56,7 +59,7 @@ func fixSections(fix []string) []chat.Section {
 			case node != "":
 				text = append(text, fixBullet+localShell)
 			}
-			node = step.Node
+			node, readOnly = step.Node, step.ReadOnly()
 			code = append(code, step.Command)
 		}
 	}

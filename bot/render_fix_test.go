@@ -50,6 +50,25 @@ func TestFixSections(t *testing.T) {
 			{Heading: "Fix", Text: "• On n1:", Code: "crictl ps -a"},
 			{Text: "• If it persists, remove that container.", Code: "kubectl delete pod -n a b"},
 		}},
+		{"a change gets a block of its own, between reads", []string{
+			"kubectl describe pod -n a b",
+			"kubectl get events -n a",
+			"kubectl delete pod -n a b --force --grace-period=0",
+			"kubectl delete node n1",
+			"kubectl get pods -n a -w",
+		}, []chat.Section{
+			{Heading: "Fix", Code: "kubectl describe pod -n a b\nkubectl get events -n a"},
+			{Code: "kubectl delete pod -n a b --force --grace-period=0"},
+			{Code: "kubectl delete node n1"},
+			{Code: "kubectl get pods -n a -w"},
+		}},
+		{"a node's change split from its reads names the node again", []string{
+			"On n1: crictl images",
+			"On n1: crictl rmi --prune",
+		}, []chat.Section{
+			{Heading: "Fix", Text: "• On n1:", Code: "crictl images"},
+			{Text: "• On n1:", Code: "crictl rmi --prune"},
+		}},
 		{"prose on a node stays prose", []string{"On n1: install the client tools."},
 			[]chat.Section{{Heading: "Fix", Text: "• On n1: install the client tools."}}},
 		{"no fix, no section", nil, nil},

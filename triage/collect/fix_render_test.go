@@ -180,6 +180,9 @@ func podScenarios(t *testing.T) []*testenv.Scenario {
 type fixItem struct {
 	code bool
 	line string
+	// block numbers the code blocks of the rendering (from 1), 0 when the platform shows none
+	// (the console indents code lines) or for text.
+	block int
 }
 
 // checkFixItems checks the lines read back from a platform's Fix section against fix: each
@@ -231,13 +234,36 @@ func checkFixItems(t *testing.T, platform string, items []fixItem, fix []string,
 	if i < len(fix) {
 		t.Errorf("%s: fix entries from %d (%q) not shown", platform, i, fix[i])
 	}
+	checkChangesAlone(t, platform, items)
+}
+
+// checkChangesAlone checks that a code block holding more than one command holds only commands
+// that read (FixStep.ReadOnly): copying a block must not run a change with another command.
+func checkChangesAlone(t *testing.T, platform string, items []fixItem) {
+	t.Helper()
+	blocks := map[int][]string{}
+	for _, it := range items {
+		if it.code && it.block > 0 {
+			blocks[it.block] = append(blocks[it.block], it.line)
+		}
+	}
+	for _, lines := range blocks {
+		if len(lines) < 2 {
+			continue
+		}
+		for _, l := range lines {
+			if !triage.ParseFixStep(strings.TrimSuffix(l, "…")).ReadOnly() {
+				t.Errorf("%s: a code block holds %q with other commands: %q", platform, l, lines)
+			}
+		}
+	}
 }
 
 // messageFixItems reads the Fix sections of m: from the section headed "Fix" to the next
 // heading; they hold only text (bullets) and code.
 func messageFixItems(t *testing.T, m chat.Message) []fixItem {
 	var out []fixItem
-	in := false
+	in, block := false, 0
 	for _, s := range m.Sections {
 		if s.Heading != "" {
 			in = s.Heading == "Fix"
@@ -248,19 +274,23 @@ func messageFixItems(t *testing.T, m chat.Message) []fixItem {
 		if len(s.Fields) > 0 || s.Table != nil || len(s.Lines) > 0 {
 			t.Errorf("message: a Fix section holds more than text and code: %+v", s)
 		}
-		out = append(out, splitItems(s.Text, false)...)
-		out = append(out, splitItems(s.Code, true)...)
+		out = append(out, splitItems(s.Text, 0)...)
+		if s.Code != "" {
+			block++
+			out = append(out, splitItems(s.Code, block)...)
+		}
 	}
 	return out
 }
 
-func splitItems(s string, code bool) []fixItem {
+// splitItems is s's lines: text when block is 0, else lines of code block number block.
+func splitItems(s string, block int) []fixItem {
 	var out []fixItem
 	if s == "" {
 		return nil
 	}
 	for _, l := range strings.Split(s, "\n") {
-		out = append(out, fixItem{code: code, line: l})
+		out = append(out, fixItem{code: block > 0, line: l, block: block})
 	}
 	return out
 }
@@ -292,7 +322,7 @@ func consoleFixItems(text string) []fixItem {
 func slackFixItems(t *testing.T, blocks []slack.Block) []fixItem {
 	unescape := strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
 	var out []fixItem
-	in := false
+	in, block := false, 0
 	for _, b := range blocks {
 		s, ok := b.(*slack.SectionBlock)
 		if !ok || s.Text == nil {
@@ -313,10 +343,16 @@ func slackFixItems(t *testing.T, blocks []slack.Block) []fixItem {
 		code := false
 		for _, l := range strings.Split(text, "\n") {
 			if l == "```" {
-				code = !code
+				if code = !code; code {
+					block++
+				}
 				continue
 			}
-			out = append(out, fixItem{code: code, line: unescape.Replace(l)})
+			it := fixItem{code: code, line: unescape.Replace(l)}
+			if code {
+				it.block = block
+			}
+			out = append(out, it)
 		}
 		if code {
 			t.Errorf("slack: unterminated code block in %q", text)
@@ -330,7 +366,7 @@ func slackFixItems(t *testing.T, blocks []slack.Block) []fixItem {
 // from Discord markdown.
 func discordFixItems(pages []discord.Page) []fixItem {
 	var out []fixItem
-	in := false
+	in, block := false, 0
 	for _, p := range pages {
 		for _, f := range p.Embed.Fields {
 			switch f.Name {
@@ -346,13 +382,18 @@ func discordFixItems(pages []discord.Page) []fixItem {
 			code := false
 			for _, l := range strings.Split(f.Value, "\n") {
 				if l == "```" {
-					code = !code
+					if code = !code; code {
+						block++
+					}
 					continue
 				}
-				if !code {
-					l = reMarkdownEscape.ReplaceAllString(l, "$1")
+				it := fixItem{code: code, line: l}
+				if code {
+					it.block = block
+				} else {
+					it.line = reMarkdownEscape.ReplaceAllString(l, "$1")
 				}
-				out = append(out, fixItem{code: code, line: l})
+				out = append(out, it)
 			}
 		}
 	}

@@ -125,6 +125,9 @@ func TestWorkloadFixIsPasteableOnEveryPlatform(t *testing.T) {
 				t.Fatalf("Answer(%s) has no fix", exp.Target)
 			}
 			m := bot.AnswerMessage(a, "prod")
+			if blocks, _ := slackadapter.Render(m); slackCut(blocks) {
+				t.Errorf("Slack cuts the answer at %d blocks: a fix is lost", len(blocks))
+			}
 			// Each Fix section of the message on its own: cut the message before the next one.
 			for i, fix := range fixes {
 				part := nthFix(m, i)
@@ -136,6 +139,20 @@ func TestWorkloadFixIsPasteableOnEveryPlatform(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slackCut reports whether Slack's rendering dropped blocks past its limit of 50.
+func slackCut(blocks []slack.Block) bool {
+	for _, b := range blocks {
+		if c, ok := b.(*slack.ContextBlock); ok {
+			for _, e := range c.ContextElements.Elements {
+				if t, ok := e.(*slack.TextBlockObject); ok && strings.Contains(t.Text, "more blocks not shown") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // nthFix is m with only its i-th Fix section (counted from 0) and what follows up to the next

@@ -143,6 +143,9 @@ func ParseTarget(arg, namespace string, all bool) (Target, error) {
 	}
 	t := Target{Namespace: namespace, Name: arg}
 	if before, after, ok := strings.Cut(arg, "/"); ok {
+		if before == "" || after == "" {
+			return Target{}, fmt.Errorf("%q has nothing on one side of its '/': ask about NAME, KIND/NAME (deploy/cart) or NAMESPACE/NAME (shop/cart)", arg)
+		}
 		if kind, isKind := KindFor(before); isKind {
 			if namespace, name, ok := strings.Cut(after, "/"); ok {
 				// KIND/NAMESPACE/NAME ("deploy/shop/cart"): no name holds a '/'.

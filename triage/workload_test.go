@@ -454,6 +454,8 @@ func TestParseTarget(t *testing.T) {
 		{arg: "deploy/Checkout_1", wantErr: true},
 		{arg: "Shop/web", wantErr: true},
 		{arg: "prod/deploy/cart", wantErr: true},
+		{arg: "/cart", wantErr: true},
+		{arg: "deploy/", wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := ParseTarget(tt.arg, "shop", tt.all)
@@ -472,6 +474,10 @@ func TestParseTarget(t *testing.T) {
 // object; a part that no object can have is refused as such, and a KIND kubectl does not
 // know keeps the invalid-name error.
 func TestParseTargetNamespaceKindName(t *testing.T) {
+	// An empty side of the '/' is named as such, not as an invalid namespace "".
+	if _, err := ParseTarget("/cart", "shop", false); err == nil || !strings.Contains(err.Error(), "nothing on one side") {
+		t.Errorf(`ParseTarget("/cart") error = %v, want one that names the empty side of '/'`, err)
+	}
 	tests := []struct {
 		name    string
 		arg     string

@@ -143,8 +143,9 @@ func anyWord(args []string, words ...string) bool {
 	return false
 }
 
-// stripComment cuts a trailing shell comment ("  # see Allocated resources") outside quotes.
-func stripComment(line string) string {
+// unquoted calls f with each rune of line outside single or double quotes (the quote marks
+// excluded), its byte index and the rune before it, until f returns false.
+func unquoted(line string, f func(i int, r, prev rune) bool) {
 	var quote rune
 	prev := ' '
 	for i, r := range line {
@@ -155,63 +156,59 @@ func stripComment(line string) string {
 			}
 		case r == '\'' || r == '"':
 			quote = r
-		case r == '#' && (prev == ' ' || prev == '\t'):
-			return strings.TrimSpace(line[:i])
+		default:
+			if !f(i, r, prev) {
+				return
+			}
 		}
 		prev = r
 	}
-	return line
+}
+
+// stripComment cuts a trailing shell comment ("  # see Allocated resources") outside quotes.
+func stripComment(line string) string {
+	out := line
+	unquoted(line, func(i int, r, prev rune) bool {
+		if r == '#' && (prev == ' ' || prev == '\t') {
+			out = strings.TrimSpace(line[:i])
+			return false
+		}
+		return true
+	})
+	return out
 }
 
 // shellSegments splits line into its simple commands at |, ||, && and ; outside quotes (the &
 // of a duplication such as 2>&1 stays in its command).
 func shellSegments(line string) []string {
-	var out []string
-	var quote rune
-	prev := ' '
+	var segs []string
 	start := 0
-	for i, r := range line {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '|' || r == ';' || (r == '&' && prev != '>'):
-			out = append(out, line[start:i])
+	cut := func(end int) {
+		if seg := strings.TrimSpace(line[start:end]); seg != "" {
+			segs = append(segs, seg)
+		}
+	}
+	unquoted(line, func(i int, r, prev rune) bool {
+		if r == '|' || r == ';' || (r == '&' && prev != '>') {
+			cut(i)
 			start = i + 1
 		}
-		prev = r
-	}
-	out = append(out, line[start:])
-	segs := out[:0]
-	for _, s := range out {
-		if s = strings.TrimSpace(s); s != "" {
-			segs = append(segs, s)
-		}
-	}
+		return true
+	})
+	cut(len(line))
 	return segs
 }
 
 // writesFile reports whether line redirects output to a file (outside quotes): > or >> to
-// anything but /dev/null, or a stream duplication such as 2>&1.
+// anything but /dev/null or a stream duplication such as 2>&1.
 func writesFile(line string) bool {
-	var quote rune
-	for i, r := range line {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '>':
+	writes := false
+	unquoted(line, func(i int, r, _ rune) bool {
+		if r == '>' {
 			rest := strings.TrimLeft(line[i+1:], "> ")
-			if !strings.HasPrefix(rest, "/dev/null") && !strings.HasPrefix(rest, "&") {
-				return true
-			}
+			writes = !strings.HasPrefix(rest, "/dev/null") && !strings.HasPrefix(rest, "&")
 		}
-	}
-	return false
+		return !writes
+	})
+	return writes
 }

@@ -490,7 +490,8 @@ channels:
 	two := &slackClient{base: r3.base, secret: r3.client.secret, channel: "C0TWO", slack: fake}
 	two.seq.Store(1000) // its response_urls apart from the C0OPS clients'
 	two.click(t, "U0BOB", pendingTwo.root.TS, silenceTwo)
-	if n := fake.answer(t, "/clicks/1001"); !strings.Contains(n.Text, "already silenced until "+time.Now().UTC().Format("2006-01-02")) ||
+	// The date is the silence's end, not today's: an hour's silence made after 23:00 UTC ends tomorrow.
+	if n := fake.answer(t, "/clicks/1001"); !strings.Contains(n.Text, "already silenced until "+silences[0].EndsAt.UTC().Format("2006-01-02")) ||
 		!strings.Contains(n.Text, "from channel C0OPS") {
 		t.Errorf("C0TWO's click answered %q, want already silenced, with the date, from C0OPS", n.Text)
 	}

@@ -31,7 +31,7 @@ func fixSections(fix []string) []chat.Section {
 		if len(text) == 0 && len(code) == 0 {
 			return
 		}
-		s := chat.Section{Text: strings.Join(text, "\n"), Code: strings.Join(code, "\n")}
+		s := chat.Section{Text: strings.Join(text, "\n"), Code: strings.Join(code, "\n"), Commands: len(code) > 0}
 		if len(out) == 0 {
 			s.Heading = "Fix"
 		}

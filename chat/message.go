@@ -43,6 +43,11 @@ type Section struct {
 	Lines []string
 	// Code is preformatted text (commands to paste, log lines).
 	Code string
+	// Commands says Code holds shell commands to paste (a Fix): a renderer shows each line
+	// whole or not at all, never cut, since a cut command runs something else (fewer pods
+	// deleted, a label half written); a line too long for the platform is replaced by
+	// TooLongCommand.
+	Commands bool
 }
 
 // Field is a short key/value pair.

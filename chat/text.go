@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -143,4 +144,10 @@ func DefuseFences(s string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// TooLongCommand stands, in a code block, for a command of n characters too long for the
+// platform to show whole: a shell comment, so pasting the block runs nothing in its place.
+func TooLongCommand(n int) string {
+	return fmt.Sprintf("# a command of %d characters is too long to show here: whypending why-pending on the command line shows it whole", n)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -36,6 +37,9 @@ const (
 	maxLines     = 30  // bullet lines of one section
 	maxCellRunes = 120 // characters of one table cell: the reason column is the answer
 	maxLineRunes = 300
+	// maxCodeLine is the longest command line shown (chat.Section.Commands): what one field's
+	// code block holds.
+	maxCodeLine = maxFieldValue - len("```\n") - len("\n```")
 	// pageReserve keeps room on every page for the note that says what did not fit.
 	pageReserve = 120
 )
@@ -184,6 +188,14 @@ func sectionFields(s chat.Section) []field {
 	if s.Code != "" {
 		var lines []string
 		for _, l := range strings.Split(strings.TrimRight(s.Code, "\n"), "\n") {
+			if s.Commands {
+				// Whole, as long as one field's code block can hold it: never cut.
+				if l = chat.DefuseFences(l); size(l) > maxCodeLine {
+					l = chat.TooLongCommand(utf8.RuneCountInString(l))
+				}
+				lines = append(lines, l)
+				continue
+			}
 			lines = append(lines, chat.DefuseFences(chat.Cut(l, maxLineRunes)))
 		}
 		add(chunk(lines, "```\n", "\n```"))

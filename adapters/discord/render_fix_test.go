@@ -1,12 +1,15 @@
 package discord
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -51,5 +54,36 @@ func TestRenderFixShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Fix fields (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderFixNeverCutsACommand: a command longer than a bullet line may be (maxLineRunes)
+// is shown whole; one longer than a field's code block holds is replaced by a shell comment,
+// never cut (a cut `kubectl delete pod` deletes fewer pods than the answer says).
+func TestRenderFixNeverCutsACommand(t *testing.T) {
+	pods := func(n int) string {
+		cmd := "kubectl delete pod -n shop"
+		for i := range n {
+			cmd += fmt.Sprintf(" web-%03d", i)
+		}
+		return cmd
+	}
+	long, tooLong := pods(60), pods(200) // 506 and 1,626 characters
+	d := &triage.Diagnosis{
+		Pod: triage.PodRef{Namespace: "shop", Name: "web"}, State: "Terminating",
+		Findings: []triage.Finding{{Code: triage.CodeNodeUnreachableTerminating, Severity: triage.SeverityBlocker, Summary: "Stuck.",
+			Fix: []string{long, "Or, for every pod at once:", tooLong}}},
+	}
+	var code []string
+	for _, pg := range Render(bot.DiagnosisMessage(d, "")) {
+		for _, f := range pg.Embed.Fields {
+			if strings.HasPrefix(f.Value, "```\n") {
+				code = append(code, strings.TrimSuffix(strings.TrimPrefix(f.Value, "```\n"), "\n```"))
+			}
+		}
+	}
+	want := []string{long, chat.TooLongCommand(len(tooLong))}
+	if diff := cmp.Diff(want, code); diff != "" {
+		t.Errorf("Fix code blocks (-want +got):\n%s", diff)
 	}
 }

@@ -114,7 +114,7 @@ func sectionBlocks(s chat.Section) []slack.Block {
 		out = append(out, slack.NewSectionBlock(mrkdwn(linesText(s.Lines)), nil, nil))
 	}
 	if s.Code != "" {
-		out = append(out, slack.NewSectionBlock(mrkdwn(codeText(s.Code)), nil, nil))
+		out = append(out, slack.NewSectionBlock(mrkdwn(codeText(s.Code, s.Commands)), nil, nil))
 	}
 	return out
 }
@@ -166,7 +166,7 @@ func linesText(lines []string) string {
 }
 
 // codeText renders preformatted text, keeping whole lines up to maxSectionText characters.
-func codeText(code string) string {
+func codeText(code string, commands bool) string {
 	const fence = "```"
 	lines := strings.Split(strings.TrimRight(code, "\n"), "\n")
 	var b strings.Builder
@@ -178,8 +178,12 @@ func codeText(code string) string {
 			l = "\n" + l
 		}
 		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l) > budget {
-			if n == 0 { // one huge line: cut it
-				b.WriteString(fitEscaped(lines[0], budget))
+			if n == 0 { // one huge line: cut it, or a command stands as a comment (never cut)
+				if commands {
+					b.WriteString(escape(chat.TooLongCommand(utf8.RuneCountInString(lines[0]))))
+				} else {
+					b.WriteString(fitEscaped(lines[0], budget))
+				}
 				n = 1
 			}
 			break

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/whypending/whypending/bot"
+	"github.com/whypending/whypending/chat"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -59,5 +62,31 @@ func TestRenderFixShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Fix blocks (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderFixNeverCutsACommand: a command longer than a section's text holds is replaced by
+// a shell comment, never cut (a cut `kubectl delete pod` deletes fewer pods than the answer
+// says); log lines and other code are still cut to fit.
+func TestRenderFixNeverCutsACommand(t *testing.T) {
+	cmd := "kubectl delete pod -n shop"
+	for i := range 400 {
+		cmd += fmt.Sprintf(" web-%03d", i) // 3,226 characters in all
+	}
+	d := fixDiagnosis()
+	d.Findings[0].Fix = []string{"kubectl get pods -n shop", cmd}
+	blocks, _ := Render(bot.DiagnosisMessage(d, ""))
+	var code []string
+	for _, b := range blocks {
+		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil && strings.HasPrefix(s.Text.Text, "```\n") {
+			code = append(code, s.Text.Text)
+		}
+	}
+	want := []string{"```\nkubectl get pods -n shop\n```", "```\n" + chat.TooLongCommand(len(cmd)) + "\n```"}
+	if diff := cmp.Diff(want, code); diff != "" {
+		t.Errorf("Fix code blocks (-want +got):\n%s", diff)
+	}
+	if got := codeText(cmd, false); !strings.HasSuffix(got, "…\n```") || len(got) > maxSectionText {
+		t.Errorf("codeText of a long log line = %.80q…, want it cut to fit", got)
 	}
 }

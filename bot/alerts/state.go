@@ -107,7 +107,7 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 		g.Receiver, g.GroupLabels, g.FirstAt, g.RemindedAt = w.Receiver, w.GroupLabels, now, now
 	}
 	g.ExternalURL, g.Truncated = w.ExternalURL, w.TruncatedAlerts
-	var resolved, revived []string
+	var resolved, revived, same []string
 	grew := false
 	diagnosed, undiagnosed := 0, 0
 	in := map[string]bool{}
@@ -153,6 +153,14 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 				// Over before it was first seen (the bot was down, or it joined resolved): the
 				// root lists it as resolved; an answer about the object now (healthy, or gone)
 				// would read as the cause of an alert that no longer fires.
+			case g.diagnosing(*a.Object, id):
+				// The object is diagnosed in the thread already, for another alert firing now
+				// (two containers of one pod, KubePodCrashLooping and KubePodNotReady of one
+				// pod): a second diagnosis would be the same answer again. A joining one gets
+				// a line; in the first notification the root lists it.
+				if !first {
+					same = append(same, a.name()+containerOf(a.Labels))
+				}
 			case diagnosed < maxDiagnoses:
 				// A joining alert's one reply is its diagnosis, titled as joining.
 				diagnosed++
@@ -205,6 +213,9 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 	if len(revived) > 0 && !(g.Status == "firing" && wasResolved) {
 		lines = append(lines, "Back in the group's notifications: "+strings.Join(revived, ", "))
 	}
+	if len(same) > 0 {
+		lines = append(lines, "Joined, for an object diagnosed above: "+strings.Join(same, ", "))
+	}
 	if undiagnosed > 0 {
 		lines = append(lines, fmt.Sprintf("… and %d more not diagnosed here: /why-pending%s --all", undiagnosed, nsFlag(channelNS, g)))
 	}
@@ -225,6 +236,28 @@ func (g *group) merge(w *Webhook, now time.Time, clusterLabel, channelNS string,
 		news = true
 	}
 	return first || news || grew || len(gone) > 0 || seenMoved, news
+}
+
+// diagnosing says whether an alert of g other than the one with id, firing now, is about
+// object o and has its diagnosis among the replies.
+func (g *group) diagnosing(o Object, id string) bool {
+	for _, b := range g.Alerts {
+		if b.Status != "firing" || b.Gone || b.Hidden || b.Object == nil || *b.Object != o || b.id() == id {
+			continue
+		}
+		if slices.ContainsFunc(g.Replies, func(r reply) bool { return r.Alert == b.id() }) {
+			return true
+		}
+	}
+	return false
+}
+
+// containerOf is " (container NAME)" when labels name a container, else "".
+func containerOf(labels map[string]string) string {
+	if c := labels["container"]; c != "" {
+		return " (container " + c + ")"
+	}
+	return ""
 }
 
 // markGone resolves the firing episodes of g not in the notification's ids and returns their

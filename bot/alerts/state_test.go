@@ -407,3 +407,54 @@ func TestStillFiringCountsThisEpisode(t *testing.T) {
 		t.Errorf("root title = %q", m.Title)
 	}
 }
+
+// TestMergeOneDiagnosisPerObject: two alerts about one pod (its two containers crash-looping,
+// or KubePodNotReady beside KubePodCrashLooping) get one diagnosis, in the first notification
+// and when the second joins later (then one line says so); once the diagnosed alert has
+// resolved, a new alert about the pod is diagnosed again.
+func TestMergeOneDiagnosisPerObject(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	container := func(a Alert, name string) Alert {
+		a.Labels = map[string]string{"alertname": a.Labels["alertname"], "namespace": "shop", "pod": a.Labels["pod"], "container": name}
+		a.Fingerprint += "-" + name
+		return a
+	}
+	diagnoses := func(g *group) (n int) {
+		for _, r := range g.Replies {
+			if r.Alert != "" {
+				n++
+			}
+		}
+		return n
+	}
+
+	var g group
+	app, sidecar := container(crashAlert("web-1", "firing", t0), "app"), container(crashAlert("web-1", "firing", t0), "sidecar")
+	g.merge(hookOf(app, sidecar), t0, "cluster", "", time.Minute, time.Hour)
+	if n := diagnoses(&g); n != 1 || len(g.Replies) != 1 || len(g.Alerts) != 2 {
+		t.Fatalf("two containers of one pod in the first notification: %d diagnoses, replies %+v, %d alerts; want one diagnosis, both alerts kept", n, g.Replies, len(g.Alerts))
+	}
+
+	g = group{}
+	g.merge(hookOf(app), t0, "cluster", "", time.Minute, time.Hour)
+	notReady := Alert{Status: "firing", Labels: map[string]string{"alertname": "KubePodNotReady", "namespace": "shop", "pod": "web-1"},
+		StartsAt: t0.Add(time.Minute), Fingerprint: "fp-notready"}
+	changed, news := g.merge(hookOf(app, notReady), t0.Add(2*time.Minute), "cluster", "", time.Minute, time.Hour)
+	if n := diagnoses(&g); !changed || !news || n != 1 || len(g.Replies) != 2 ||
+		g.Replies[1].Text != "Joined, for an object diagnosed above: KubePodNotReady shop/pod/web-1" {
+		t.Fatalf("KubePodNotReady joins for the diagnosed pod: changed %v news %v, %d diagnoses, replies %+v; want one line, no second diagnosis", changed, news, n, g.Replies)
+	}
+	if changed, news := g.merge(hookOf(app, notReady), t0.Add(2*time.Minute+time.Second), "cluster", "", time.Minute, time.Hour); changed || news {
+		t.Errorf("its redelivery: changed %v news %v, want neither", changed, news)
+	}
+
+	// The diagnosed alert resolves; another about the pod joins: the pod is diagnosed again
+	// (the first answer is about an alert no longer firing).
+	resolvedApp := app
+	resolvedApp.Status, resolvedApp.EndsAt = "resolved", t0.Add(3*time.Minute)
+	g.merge(hookOf(resolvedApp, notReady), t0.Add(3*time.Minute), "cluster", "", time.Minute, time.Hour)
+	g.merge(hookOf(resolvedApp, notReady, sidecar), t0.Add(4*time.Minute), "cluster", "", time.Minute, time.Hour)
+	if n := diagnoses(&g); n != 2 {
+		t.Errorf("the sidecar's alert after the diagnosed one resolved: %d diagnoses, replies %+v; want a second", n, g.Replies)
+	}
+}

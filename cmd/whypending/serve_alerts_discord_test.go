@@ -106,8 +106,8 @@ func TestServeAnswersAlertmanagerOnDiscord(t *testing.T) {
 		th, _ := byName()
 		return len(th.replies) == 2 && strings.Contains(th.last(), "(2 alerts)")
 	})
-	if th, _ := byName(); !strings.Contains(discordfake.MessageText(th.replies[1]), "Joined · KubePodCrashLooping") {
-		t.Errorf("join reply = %s, want the joining alert's diagnosis", discordfake.MessageText(th.replies[1]))
+	if th, _ := byName(); !strings.Contains(discordfake.MessageText(th.replies[1]), "Joined, for an object diagnosed above: KubePodCrashLooping seed-crash-app/pod/crash-app (container sidecar)") {
+		t.Errorf("join reply = %s, want one line naming the joining container's alert, no second diagnosis of the pod", discordfake.MessageText(th.replies[1]))
 	}
 
 	// Resolve both: the root is edited to Resolved, with one reply saying so.

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -158,6 +159,16 @@ func BenchmarkWatchChurn(b *testing.B) {
 		}
 		window = d
 	}
+	// Every stuck pod posted (the worst case), unless WHYPENDING_BENCH_MAXPOSTS sets the
+	// channel's limit (10 is the default config's: 10 posts and one roll-up per 10 minutes).
+	maxPosts := 100000
+	if v := os.Getenv("WHYPENDING_BENCH_MAXPOSTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		maxPosts = n
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)
@@ -205,7 +216,7 @@ func BenchmarkWatchChurn(b *testing.B) {
 			c := fmt.Sprintf("listen: %q\npprofListen: %q\nclusters:\n  - name: bench\n    kubeconfig: %q\nslack:\n  mode: http\n  apiURL: %q\napprovals:\n  approvers: {users: [U0BENCH]}\n",
 				addr, pprofAddr, kubeconfig, slack.srv.URL+"/api/")
 			if watch {
-				c += fmt.Sprintf("store: {namespace: %s}\nchannels: {digest: [C0BENCH]}\nwatch:\n  enabled: true\n  thresholds: {imagePull: %s}\n  maxPostsPer10m: 100000\n", watchBenchStore, watchThreshold)
+				c += fmt.Sprintf("store: {namespace: %s}\nchannels: {digest: [C0BENCH]}\nwatch:\n  enabled: true\n  thresholds: {imagePull: %s}\n  maxPostsPer10m: %d\n", watchBenchStore, watchThreshold, maxPosts)
 			} else {
 				c += "store: {backend: memory}\n"
 			}

@@ -27,7 +27,8 @@ type Metrics struct {
 	// refusals (authz.Options.Metrics).
 	Authorization *authz.Metrics
 	// platformUp is 1 while a configured chat platform is connected (its commands
-	// registered, its connection open), else 0, by platform (SetPlatformUp).
+	// registered, its connection open, Slack's bot token accepted), else 0, by platform
+	// (SetPlatformUp).
 	platformUp *prometheus.GaugeVec
 }
 
@@ -112,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Authorization: authz.NewMetrics(reg),
 		platformUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "whypending_chat_platform_up",
-			Help: "1 while a configured chat platform is connected (commands registered, connection open), 0 while serve retries it, by platform.",
+			Help: "1 while a configured chat platform is connected (commands registered, connection open, Slack's bot token accepted), 0 while serve retries it, by platform.",
 		}, []string{"platform"}),
 	}
 	if reg != nil {

@@ -34,6 +34,11 @@ type Options struct {
 	Metrics *chat.Metrics
 	// Log is the operational log (nil: slog.Default()). Tokens and secrets are never logged.
 	Log *slog.Logger
+	// TokenRefused (nil: nobody) is told when Slack answers a Web API call the adapter makes
+	// (chat.postMessage, chat.update, conversations.history/replies) with one of its token
+	// errors (invalid_auth, token_revoked, account_inactive …): the bot token no longer
+	// works. It is called on the goroutine that made the call, which also returns the error.
+	TokenRefused func(*TokenRefusedError)
 }
 
 // Adapter connects the bot (a chat.Core) to Slack. Requests are acknowledged at once and answered by a
@@ -47,6 +52,7 @@ type Adapter struct {
 	deliver    chat.Deliverer
 	metrics    *chat.Metrics
 	log        *slog.Logger
+	refused    func(*TokenRefusedError)
 }
 
 // job is one acknowledged request waiting for a worker.
@@ -75,7 +81,7 @@ func New(o Options) *Adapter {
 	a := &Adapter{
 		core: o.Core, api: o.API, secret: o.SigningSecret, httpClient: o.HTTPClient,
 		queue:   chat.NewQueue(chat.QueueOptions{Workers: o.Workers, Size: o.QueueSize, JobTimeout: o.JobTimeout}),
-		metrics: o.Metrics, log: o.Log,
+		metrics: o.Metrics, log: o.Log, refused: o.TokenRefused,
 	}
 	if a.httpClient == nil {
 		a.httpClient = &http.Client{Timeout: 10 * time.Second}

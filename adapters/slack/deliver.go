@@ -26,9 +26,15 @@ func parseRef(r string) (channel, ts string, ok bool) {
 	return channel, ts, ok && channel != "" && ts != ""
 }
 
-// withRetry calls f, waiting out 429 responses as Slack asks (chat.Deliverer).
+// withRetry calls f, waiting out 429 responses as Slack asks (chat.Deliverer). When Slack
+// refuses the bot token, Options.TokenRefused is told; what names the call (for Web API
+// calls, its method).
 func (a *Adapter) withRetry(ctx context.Context, what string, f func() error) error {
-	return a.deliver.Do(ctx, what, f)
+	err := a.deliver.Do(ctx, what, f)
+	if r := tokenRefused(err, what); r != nil && a.refused != nil {
+		a.refused(r)
+	}
+	return err
 }
 
 // retryAfter reports whether err is a 429 and how long to wait: the Retry-After header when

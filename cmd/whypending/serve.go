@@ -236,6 +236,17 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	if cfg.Lock.Policy == string(actions.LockAlways) {
 		lockNote = fmt.Sprintf("The Calico datastore is locked while it runs (new pods wait; at most %s).", cfg.Lock.MaxDuration.Duration)
 	}
+	// Slack is up only while Slack accepts the bot token (auth.test at start, and no call
+	// refused since), whatever the mode: every answer in a channel, alert thread, watch post
+	// and digest needs it.
+	var slackState *platformState
+	var botToken *slackToken
+	var tokenRefused func(*slack.TokenRefusedError)
+	if cfg.SlackEnabled() {
+		slackState = newPlatformState("slack", metrics, log)
+		botToken = newSlackToken(slackState, botTokenHint(cfg.Slack.BotToken, secrets.BotToken), log)
+		tokenRefused = botToken.refused
+	}
 	dir := slack.NewDirectory(api, time.Minute)
 	b := bot.New(bot.Options{
 		Clusters: clusters, Store: store, Policy: cfg.Policy(),
@@ -245,15 +256,15 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		ChannelNamespaces: cfg.Channels.Namespaces, Metrics: metrics, Log: log,
 		SilencePolicy: silencePolicy(cfg),
 	})
-	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log})
+	adapter := slack.New(slack.Options{Core: b, API: api, SigningSecret: secrets.SigningSecret, Metrics: metrics.Adapters, Log: log,
+		TokenRefused: tokenRefused})
 	// Each chat platform comes up on its own: one that is down (Discord's API unreachable,
 	// Socket Mode refused) is retried with back-off and shown in /readyz and /metrics, and
 	// never stops the other.
 	platforms := chat.Platforms{}
-	var slackState, discordState *platformState
+	var discordState *platformState
 	if cfg.SlackEnabled() {
 		platforms["slack"] = adapter
-		slackState = newPlatformState("slack", metrics, log)
 		checks = append(checks, bot.ReadyCheck{Name: "slack", Group: "chat platforms", Check: slackState.Check})
 	}
 	var discordAdapter *discord.Adapter
@@ -304,6 +315,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		slog.Int("clusters", len(clusters)), slog.String("store", cfg.Store.Backend), slog.String("authorization", string(cfg.Authorization.Mode)))
 	if cfg.SlackEnabled() {
 		g.Go(func() error { return adapter.Run(gctx) })
+		g.Go(func() error {
+			return botToken.run(gctx, func(ctx context.Context) (slack.Identity, error) { return slack.CheckToken(ctx, api) })
+		})
 	}
 	if cfg.SlackEnabled() && cfg.Slack.Mode == "socket" {
 		g.Go(func() error {
@@ -373,9 +387,17 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 		return nil
 	})
 	if listening != nil {
-		// Tests: told once every cluster has had its first attempt (bounded), so that their
-		// first commands find the clusters that answer connected.
+		// Tests: told once every cluster has had its first attempt and Slack's bot token its
+		// first check (bounded), so that their first commands find the clusters that answer
+		// connected, and /readyz the token's verdict.
 		fl.WaitFirstAttempts(ctx, firstBy)
+		if botToken != nil {
+			select {
+			case <-botToken.first:
+			case <-ctx.Done():
+			case <-time.After(time.Until(firstBy)):
+			}
+		}
 		listening <- ln.Addr().String()
 	}
 	err = g.Wait()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/whypending/whypending/adapters/slack"
 	"github.com/whypending/whypending/bot"
 	"github.com/whypending/whypending/internal/clock"
 )
@@ -23,16 +24,21 @@ const (
 var errConnecting = errors.New("connecting")
 
 // platformState is whether one configured chat platform is up, for /readyz (Check) and
-// /metrics (whypending_chat_platform_up). One platform that is down never stops the other:
-// serve keeps retrying it (retry, keep).
+// /metrics (whypending_chat_platform_up). It is up while its connection is (set: commands
+// registered, a gateway or Socket Mode connection open, or nothing to connect) and, for a
+// platform whose bot token is checked (Slack: checksToken), while that token is accepted
+// (setToken). One platform that is down never stops the other: serve keeps retrying it
+// (retry, keep).
 type platformState struct {
 	name    string
 	metrics *bot.Metrics
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	err     error
+	err     error // the connection: nil while up
 	retryAt time.Time
+	token   error // the bot token: nil while accepted (or not checked)
+	tokenAt time.Time
 }
 
 func newPlatformState(name string, metrics *bot.Metrics, log *slog.Logger) *platformState {
@@ -41,26 +47,46 @@ func newPlatformState(name string, metrics *bot.Metrics, log *slog.Logger) *plat
 	return p
 }
 
-// Check is the platform's ReadyCheck: nil while it is up, else the last failure and when
-// the next attempt is.
+// errCheckingToken is the bot token's state before its first check answered.
+var errCheckingToken = errors.New("checking the bot token")
+
+// checksToken makes the platform down until setToken records that its bot token was
+// accepted. Call it before the platform is used.
+func (p *platformState) checksToken() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.token = errCheckingToken
+	p.metrics.SetPlatformUp(p.name, false)
+}
+
+// Check is the platform's ReadyCheck: nil while it is up, else why not and when the next
+// attempt is. A bot token that is not accepted comes first: no connection helps then.
 func (p *platformState) Check(context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.err == nil || p.retryAt.IsZero() {
-		return p.err
+	err, at := p.err, p.retryAt
+	if p.token != nil {
+		err, at = p.token, p.tokenAt
 	}
-	return fmt.Errorf("%w (retrying at %s)", p.err, p.retryAt.UTC().Format("15:04:05Z"))
+	if err == nil || at.IsZero() {
+		return err
+	}
+	return fmt.Errorf("%w (retrying at %s)", err, at.UTC().Format("15:04:05Z"))
 }
+
+// upLocked says whether the platform is up; p.mu is held.
+func (p *platformState) upLocked() bool { return p.err == nil && p.token == nil }
 
 // set records the outcome of an attempt, or how a Socket Mode connection stands (it is
 // RunSocketMode's slack.SocketReport); retryAt is when the next attempt is (zero: none, or
 // not known).
 func (p *platformState) set(err error, retryAt time.Time) {
 	p.mu.Lock()
-	was := p.err
+	wasUp := p.upLocked()
 	p.err, p.retryAt = err, retryAt
+	isUp := p.upLocked()
+	p.metrics.SetPlatformUp(p.name, isUp)
 	p.mu.Unlock()
-	p.metrics.SetPlatformUp(p.name, err == nil)
 	switch {
 	case err != nil:
 		attrs := []any{slog.String("platform", p.name), slog.Any("err", err)}
@@ -68,8 +94,35 @@ func (p *platformState) set(err error, retryAt time.Time) {
 			attrs = append(attrs, slog.Time("retryAt", retryAt))
 		}
 		p.log.Error("chat platform unavailable; retrying", attrs...)
-	case was != nil:
+	case isUp && !wasUp:
 		p.log.Info("chat platform up", slog.String("platform", p.name))
+	}
+}
+
+// setToken records what the platform says of its bot token: nil when it accepted it, else
+// its refusal or why it could not be asked; retryAt is when it is asked again. A new reason
+// is logged once, not each time the same answer comes again.
+func (p *platformState) setToken(err error, retryAt time.Time) {
+	p.mu.Lock()
+	wasUp := p.upLocked()
+	was := p.token
+	p.token, p.tokenAt = err, retryAt
+	isUp := p.upLocked()
+	p.metrics.SetPlatformUp(p.name, isUp)
+	p.mu.Unlock()
+	var refused *slack.TokenRefusedError
+	switch {
+	case err == nil:
+		if isUp && !wasUp {
+			p.log.Info("chat platform up", slog.String("platform", p.name))
+		}
+	case was != nil && was.Error() == err.Error():
+	case errors.As(err, &refused):
+		p.log.Error("chat platform unavailable: its bot token was refused", slog.String("platform", p.name),
+			slog.String("method", refused.Method), slog.String("code", refused.Code), slog.Any("err", err))
+	default:
+		p.log.Warn("chat platform unavailable: its bot token cannot be checked; retrying", slog.String("platform", p.name),
+			slog.Any("err", err), slog.Time("retryAt", retryAt))
 	}
 }
 

@@ -5,7 +5,13 @@
 // the socket as Slack does (a slash_commands envelope), keeps the app's acknowledgement of
 // each, and takes what the app posts to the command's response_url. slack-go's slacktest has
 // a WebSocket but sends no hello and cannot drop a connection, so readiness cannot be tested
-// with it. Only tests import it.
+// with it.
+//
+// Its Web API also answers the bot token's auth.test and chat.postMessage as Slack does
+// (form-encoded with the token in the body, as slack-go sends them, or a bearer token), and
+// can refuse a bot token with Slack's errors or fail auth.test as Slack does when it cannot
+// answer (HTTP 429 with Retry-After, 503), so that serve's check of the bot token can be
+// tested in HTTP mode too. Only tests import it.
 package slackfake
 
 import (
@@ -25,6 +31,14 @@ import (
 // AppID is the app the fake's connections belong to.
 const AppID = "A0WHYPEND"
 
+// The workspace and bot user that auth.test names for a bot token the fake accepts.
+const (
+	TeamID    = "T0FAKE"
+	TeamName  = "Fake Workspace"
+	BotUserID = "U0WHYBOT"
+	BotID     = "B0WHYBOT"
+)
+
 // pingEvery is how often the fake pings each socket (slack-go reconnects when no ping came
 // for its ping interval, 30 s by default).
 const pingEvery = 2 * time.Second
@@ -43,16 +57,38 @@ type SocketMode struct {
 	commands  int                        // slash commands sent, to number their envelopes
 	acks      map[string]json.RawMessage // acknowledgement payloads, by envelope ID
 	responses map[string][]string        // bodies posted to a command's response_url, by envelope ID
+
+	refused   map[string]string // bot token -> the error Slack answers it with
+	failAuth  []int             // HTTP statuses the next auth.test calls answer
+	authTests []Call            // auth.test calls
+	posts     []Call            // chat.postMessage calls
 }
 
-// NewSocketMode starts the fake; it accepts appToken (an "xapp-…" token) and answers any
-// other token {"ok":false,"error":"invalid_auth"}, as Slack does.
+// Call is one Web API call made with a bot token, as the fake received and answered it.
+type Call struct {
+	// Token is the token sent; Via says how: "form" (the token field of a form-encoded body,
+	// as slack-go sends it) or "bearer" (an Authorization header).
+	Token, Via string
+	// Status is the HTTP status answered, and Error Slack's error code in an {"ok":false}
+	// answer ("" for ok:true, and for an answer that is not Slack's JSON).
+	Status int
+	Error  string
+	// Channel and Text are chat.postMessage's form fields.
+	Channel, Text string
+}
+
+// NewSocketMode starts the fake; apps.connections.open accepts appToken (an "xapp-…" token)
+// and answers any other token {"ok":false,"error":"invalid_auth"}, as Slack does. The bot
+// token's methods accept any "xoxb-…" token, as one Slack issued to this app, unless
+// RefuseToken refuses it, and answer other tokens invalid_auth.
 func NewSocketMode(t testing.TB, appToken string) *SocketMode {
 	t.Helper()
 	s := &SocketMode{appToken: appToken, conns: map[*websocket.Conn]bool{},
-		acks: map[string]json.RawMessage{}, responses: map[string][]string{}}
+		acks: map[string]json.RawMessage{}, responses: map[string][]string{}, refused: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apps.connections.open", s.open)
+	mux.HandleFunc("POST /auth.test", s.authTest)
+	mux.HandleFunc("POST /chat.postMessage", s.postMessage)
 	mux.HandleFunc("GET /link/", s.link)
 	mux.HandleFunc("POST /response/{envelope}", s.respond)
 	s.srv = httptest.NewServer(mux)
@@ -275,4 +311,123 @@ func (s *SocketMode) drop(c *websocket.Conn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	_ = c.Close()
+}
+
+// RefuseToken makes auth.test and chat.postMessage answer {"ok":false,"error":code} for the
+// bot token token, as Slack answers a token it does not know ("invalid_auth"), one revoked or
+// uninstalled ("token_revoked"), one whose bot user was deactivated ("account_inactive"); an
+// empty code accepts it again.
+func (s *SocketMode) RefuseToken(token, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if code == "" {
+		delete(s.refused, token)
+		return
+	}
+	s.refused[token] = code
+}
+
+// FailAuthTests makes the next auth.test calls fail as Slack does when it cannot answer, one
+// call per status: http.StatusTooManyRequests answers 429 with Retry-After: 1 and
+// {"ok":false,"error":"ratelimited"}, any other status an HTML error page.
+func (s *SocketMode) FailAuthTests(statuses ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failAuth = append(s.failAuth, statuses...)
+}
+
+// AuthTests returns the auth.test calls so far, in order.
+func (s *SocketMode) AuthTests() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.authTests...)
+}
+
+// Posts returns the chat.postMessage calls so far, in order.
+func (s *SocketMode) Posts() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.posts...)
+}
+
+// botCall reads the token of a bot-token call (the form's token field, else a bearer token)
+// and says how Slack answers it: "" when it accepts it, else its error code.
+func (s *SocketMode) botCall(r *http.Request) (c Call, refusal string) {
+	_ = r.ParseForm()
+	c.Token, c.Via = r.PostForm.Get("token"), "form"
+	if c.Token == "" {
+		c.Token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		c.Via = "bearer"
+	}
+	switch {
+	case c.Token == "":
+		c.Via = ""
+		return c, "not_authed"
+	case s.refused[c.Token] != "":
+		return c, s.refused[c.Token]
+	case !strings.HasPrefix(c.Token, "xoxb-"):
+		return c, "invalid_auth"
+	}
+	return c, ""
+}
+
+// authTest answers auth.test as Slack does for a bot token: {"ok":true,"url":…,"team":…,
+// "user":…,"team_id":…,"user_id":…,"bot_id":…,"is_enterprise_install":false}, or
+// {"ok":false,"error":…} (with HTTP 200) for a token it refuses.
+func (s *SocketMode) authTest(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, refusal := s.botCall(r)
+	if len(s.failAuth) > 0 {
+		c.Status, s.failAuth = s.failAuth[0], s.failAuth[1:]
+		if c.Status == http.StatusTooManyRequests {
+			c.Error = "ratelimited"
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, c.Status, map[string]any{"ok": false, "error": c.Error})
+		} else {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(c.Status)
+			_, _ = fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", c.Status, http.StatusText(c.Status))
+		}
+		s.authTests = append(s.authTests, c)
+		return
+	}
+	c.Status, c.Error = http.StatusOK, refusal
+	s.authTests = append(s.authTests, c)
+	if refusal != "" {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": refusal})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "url": "https://fake-workspace.slack.com/",
+		"team": TeamName, "user": "whypending", "team_id": TeamID, "user_id": BotUserID, "bot_id": BotID,
+		"is_enterprise_install": false})
+}
+
+// postMessage answers chat.postMessage as Slack does: {"ok":true,"channel":…,"ts":…,
+// "message":{…}}, or {"ok":false,"error":…} for a token it refuses and channel_not_found
+// without a channel.
+func (s *SocketMode) postMessage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, refusal := s.botCall(r)
+	c.Channel, c.Text = r.PostForm.Get("channel"), r.PostForm.Get("text")
+	if refusal == "" && c.Channel == "" {
+		refusal = "channel_not_found"
+	}
+	c.Status, c.Error = http.StatusOK, refusal
+	s.posts = append(s.posts, c)
+	if refusal != "" {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": refusal})
+		return
+	}
+	ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), len(s.posts))
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": c.Channel, "ts": ts,
+		"message": map[string]any{"type": "message", "user": BotUserID, "bot_id": BotID, "text": c.Text, "ts": ts}})
+}
+
+// writeJSON answers status with body as JSON.
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
 }

@@ -150,6 +150,8 @@ const (
 	CodeSecretKeyNotFound Code = "secret-key-not-found"
 	// CodeConfigMapKeyNotFound (configmap-key-not-found): add the missing key to the ConfigMap, or fix the key name in the template.
 	CodeConfigMapKeyNotFound Code = "configmap-key-not-found"
+	// CodeReferencedObjectNowExists (referenced-object-now-exists): the kubelet (or, for a workload, the controller) reported a Secret, ConfigMap or ServiceAccount not found, and it exists now: do not create it again. Wait for the reporter's next try (the kubelet retries a container within about 15 seconds and a mount within about 2 minutes; a controller backs off longer); to retry at once, delete a pod its controller recreates (never a bare pod: it would be lost). Check that the object has the keys the pod reads.
+	CodeReferencedObjectNowExists Code = "referenced-object-now-exists"
 	// CodeCreateContainerError (create-container-error): act on what the runtime said (the answer names the field it points at: a seccomp or AppArmor profile, a mount's propagation, the command); fix the workload's template.
 	CodeCreateContainerError Code = "create-container-error"
 )

@@ -3,7 +3,9 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -40,31 +42,58 @@ var (
 )
 
 // configErrorFinding reports secret-not-found, configmap-not-found, secret-key-not-found,
-// configmap-key-not-found or create-container-error for a CreateContainerConfigError.
+// configmap-key-not-found or create-container-error for a CreateContainerConfigError, and
+// referenced-object-now-exists when the Secret or ConfigMap (or the ConfigMap's key) the kubelet
+// did not find exists now (existsNowFinding): the kubelet's words are as old as its last try.
 func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 	pod := s.Pod
 	w := c.Status.State.Waiting
 	msg := w.Message
 	f := Finding{Severity: SeverityBlocker, Evidence: []Evidence{waitingEvidence(pod, c)}}
-	for _, e := range eventsMatching(s, forContainer(c.Status.Name)) {
-		if e.Reason == "Failed" && strings.HasPrefix(e.Message, "Error: ") && len(f.Evidence) < 2 {
+	failed := eventsMatching(s, func(e Event) bool {
+		return forContainer(c.Status.Name)(e) && e.Reason == "Failed" && strings.HasPrefix(e.Message, "Error: ")
+	})
+	for _, e := range failed {
+		if len(f.Evidence) < 2 {
 			f.Evidence = append(f.Evidence, EventEvidence(pod, e))
 			if msg == "" {
 				msg = strings.TrimPrefix(e.Message, "Error: ")
 			}
 		}
 	}
-	who := fmt.Sprintf("container %q", c.Status.Name)
+	who := c.who()
 	if m := reMissingKey.FindStringSubmatch(msg); m != nil {
 		key, kind, name := m[1], m[2], m[4]
+		report := reportedObject{kind: kind, name: name, key: key, doing: "create " + who, who: who, event: newestEventWith(failed, m[0])}
+		if kind == "ConfigMap" {
+			if have, read := s.ConfigMapKeys[name]; read && slices.Contains(have, key) {
+				return existsNowFinding(s, report, time.Time{}, f)
+			}
+		}
 		f.Code = CodeSecretKeyNotFound
 		if kind == "ConfigMap" {
 			f.Code = CodeConfigMapKeyNotFound
 		}
-		f.Summary = fmt.Sprintf("%s %s exists but has no key %q, which %s needs%s.", kind, name, key, who, refDesc(c, kind, name, key))
+		keysCmd := secretKeysCommand(pod, name) + "   # key names only, never values"
+		if kind == "ConfigMap" {
+			keysCmd = configMapKeysCommand(pod, name)
+		}
+		if have, read := s.ConfigMapKeys[name]; kind == "ConfigMap" && read {
+			// Read now: the key is still missing.
+			f.Summary = fmt.Sprintf("%s %s has no key %q, which %s needs%s.", kind, name, key, who, refDesc(c, kind, name, key))
+			f.Evidence = append(f.Evidence, Evidence{Object: "ConfigMap " + pod.Namespace + "/" + name, Field: "data", Message: "keys: " + orNone(joinLimited(have, 12))})
+		} else {
+			f.Summary = fmt.Sprintf("The kubelet on %s reported that %s %s has no key %q, which %s needs%s%s.", pod.Spec.NodeName, kind, name, key, who, refDesc(c, kind, name, key),
+				reportedWhen(s, report.event, "its waiting state"))
+			if kind == "Secret" {
+				f.Summary += " Whether it has the key now was not checked: whypending does not read Secret data."
+			} else {
+				f.Summary += " Whether it has the key now was not checked: its keys could not be read."
+			}
+		}
 		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, key)...)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl get %s %s %s -o jsonpath='{.data}'", strings.ToLower(kind), shellQuote(name), nsFlag(pod)),
+			keysCmd,
 			fmt.Sprintf("Add key %s to %s %s, or fix the key name in the pod template (or mark the reference optional: true).", key, kind, name),
 		}
 		return f
@@ -75,6 +104,11 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 			continue
 		}
 		resource := strings.ToLower(kind) + "s"
+		report := reportedObject{kind: kind, name: name, doing: "create " + who, who: who, event: newestNotFoundEvent(failed, kind, name)}
+		p, created := objectPresence(s, resource, name)
+		if p == presenceExists {
+			return existsNowFinding(s, report, created, f)
+		}
 		f.Code = CodeSecretNotFound
 		literals := fromLiterals(c, kind, name)
 		create := fmt.Sprintf("kubectl create secret generic %s %s%s", shellQuote(name), nsFlag(pod), literals)
@@ -85,8 +119,12 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 		if literals == "" {
 			create = fmt.Sprintf("Create %s %s in namespace %s with the keys the container reads, with kubectl create %s %s %s and --from-literal=KEY=VALUE or --from-env-file", kind, name, pod.Namespace, strings.ToLower(strings.Replace(kind, "Secret", "secret generic", 1)), name, nsFlag(pod))
 		}
-		f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, "")) +
-			missingObjectNote(s, resource, name)
+		if p == presenceMissing {
+			f.Summary = fmt.Sprintf("%s %s does not exist in namespace %s, and %s needs it%s.", kind, name, pod.Namespace, who, refDesc(c, kind, name, ""))
+		} else {
+			f.Summary = unlistedReport(s, report, fmt.Sprintf("%s needs it%s", who, refDesc(c, kind, name, "")))
+		}
+		f.Summary += missingObjectNote(s, resource, name)
 		f.Evidence = append(f.Evidence, refEvidence(pod, c, kind, name, "")...)
 		f.Fix = missingObjectFix(s, resource, name, create+"  # or install the chart step that creates it")
 		return f

@@ -23,6 +23,13 @@
 // A new scheduling code is one row (or a code in a row), the constant in codes.go, its row in
 // docs/triage-codes.md and a test case.
 //
+// A component's message is as old as its last try. A rule that reads "not found" in a kubelet's
+// or controller's words (a Secret, ConfigMap or ServiceAccount) checks the object against a live
+// list of the namespace's names before it says the object does not exist: one that exists now
+// is referenced-object-now-exists (exists_now.go), and one whose kind could not be listed is
+// only said to have been reported missing, and when. Unknown is never read as absent, nor as
+// present.
+//
 // The primary cause is Diagnosis.Findings[0]; its Code is a stable slug from
 // docs/triage-codes.md that tests, the digest and users' alert rules key on.
 //

@@ -260,16 +260,22 @@ func NodeReady(n *corev1.Node) bool {
 }
 
 // age is how long before s.Now the time t was; zero for a zero t or a t in the future.
-func age(s *Snapshot, t time.Time) time.Duration {
-	if t.IsZero() || s.Now.Before(t) {
+func age(s *Snapshot, t time.Time) time.Duration { return ageAt(s.Now, t) }
+
+// ageAt is how long before now the time t was; zero for a zero t or a t in the future.
+func ageAt(now, t time.Time) time.Duration {
+	if t.IsZero() || now.Before(t) {
 		return 0
 	}
-	return s.Now.Sub(t)
+	return now.Sub(t)
 }
 
 // eventSeen renders an event's count and age the way kubectl describe does:
 // "42 times, last 21s ago".
-func eventSeen(s *Snapshot, e Event) string {
+func eventSeen(s *Snapshot, e Event) string { return eventSeenAt(s.Now, e) }
+
+// eventSeenAt is eventSeen with the ages counted back from now.
+func eventSeenAt(now time.Time, e Event) string {
 	times := "once"
 	if e.Count > 1 {
 		times = fmt.Sprintf("%d times", e.Count)
@@ -277,7 +283,7 @@ func eventSeen(s *Snapshot, e Event) string {
 	if e.LastSeen.IsZero() {
 		return times
 	}
-	return fmt.Sprintf("%s, last %s ago", times, FormatAge(age(s, e.LastSeen)))
+	return fmt.Sprintf("%s, last %s ago", times, FormatAge(ageAt(now, e.LastSeen)))
 }
 
 // containsAny reports whether s contains any of subs, ignoring case.

@@ -7,7 +7,8 @@ import (
 
 // This file adds what every "object not found" answer (configmap-not-found, secret-not-found,
 // pvc-not-found) shares: the closest existing names in the namespace, and the Helm hook
-// ordering that often explains why the object is not there yet.
+// ordering that often explains why the object is not there yet. Whether a ConfigMap or Secret
+// the kubelet reported missing exists now is exists_now.go's.
 
 // helmHookAnnotation marks a Helm hook Job or Pod.
 const helmHookAnnotation = "helm.sh/hook"
@@ -35,9 +36,14 @@ func missingObjectNote(s *Snapshot, resource, name string) string {
 }
 
 // missingObjectFix returns the fix for a missing object: the near names to check first, todo,
-// and for a Helm hook how to order it.
+// and for a Helm hook how to order it. When the namespace's ConfigMaps or Secrets could not be
+// listed (objectPresence is unknown), the first step gets the object itself: the kubelet's
+// report may be older than the object, which must then not be created again.
 func missingObjectFix(s *Snapshot, resource, name, todo string) []string {
 	fix := []string{fmt.Sprintf("kubectl get %s -n %s", resource, shellQuote(s.Pod.Namespace))}
+	if p, _ := objectPresence(s, resource, name); p == presenceUnknown && (resource == "configmaps" || resource == "secrets") {
+		fix[0] = fmt.Sprintf("kubectl get %s %s -n %s   # if it is there now, do not create it: the kubelet retries on its own", strings.TrimSuffix(resource, "s"), shellQuote(name), shellQuote(s.Pod.Namespace))
+	}
 	if near := closestNames(name, s.NamesInNamespace[resource], 3); len(near) > 0 {
 		fix = append(fix, fmt.Sprintf("If %s is the one meant, fix the name in the pod's spec (or its workload's template).", strings.Join(near, " or ")))
 	}

@@ -138,9 +138,13 @@ var missingObjectResources = map[Code]string{
 }
 
 // NeedsNames returns the resources ("configmaps", "secrets", "persistentvolumeclaims") whose
-// names in the pod's namespace the Collector should read into Snapshot.NamesInNamespace: those
-// of an object a rule reports missing, so the answer can suggest the closest existing names.
-// It evaluates the rules on s, but only when an event or a container state says "not found".
+// names in the pod's namespace the Collector should read into Snapshot.NamesInNamespace (and
+// CreatedInNamespace): those of an object a rule reports missing, so the answer can tell
+// whether it exists now (the report may be older than the object: existsNowFinding) and
+// suggest the closest existing names. When a ConfigMap or Secret is reported missing, the other
+// of the two kinds is read too if the pod needs one, so that an answer that the reported one
+// exists now can tell whether the pod's next try fails on another. It evaluates the rules on s,
+// but only when an event or a container state says "not found".
 func NeedsNames(s *Snapshot) []string {
 	if s.Pod == nil || !mentionsNotFound(s) {
 		return nil
@@ -149,6 +153,62 @@ func NeedsNames(s *Snapshot) []string {
 	for _, f := range Evaluate(s).Findings {
 		if r, ok := missingObjectResources[f.Code]; ok && !slices.Contains(out, r) {
 			out = append(out, r)
+		}
+	}
+	if slices.Contains(out, "configmaps") || slices.Contains(out, "secrets") {
+		for _, ref := range podObjectRefs(s.Pod, true) {
+			if r := resourceOf(ref.kind); !ref.optional && !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxConfigMapKeyReads bounds the ConfigMaps one question reads for their keys.
+const maxConfigMapKeyReads = 5
+
+// NeedsConfigMapKeys returns the ConfigMaps of the pod's namespace whose keys the Collector
+// should read into Snapshot.ConfigMapKeys, after NamesInNamespace: each one the pod reads keys
+// of by name (env configMapKeyRef, volume items) that a kubelet report (a waiting container's
+// message, a Warning event) calls not found while NamesInNamespace shows it exists now, or says
+// lacks a key. Sorted, at most maxConfigMapKeyReads.
+func NeedsConfigMapKeys(s *Snapshot) []string {
+	if s.Pod == nil {
+		return nil
+	}
+	reads := map[string]bool{}
+	for _, ref := range podObjectRefs(s.Pod, true) {
+		if ref.kind == "ConfigMap" && ref.key != "" && !ref.optional {
+			reads[ref.name] = true
+		}
+	}
+	if len(reads) == 0 {
+		return nil
+	}
+	var out []string
+	check := func(msg string) {
+		name := ""
+		if m := reMissingKey.FindStringSubmatch(msg); m != nil && m[2] == "ConfigMap" {
+			name = m[4]
+		} else if n := quoted(msg, "configmap "); n != "" && containsAny(msg, "not found") {
+			if p, _ := objectPresence(s, "configmaps", n); p == presenceExists {
+				name = n
+			}
+		}
+		if reads[name] && !slices.Contains(out, name) && len(out) < maxConfigMapKeyReads {
+			out = append(out, name)
+		}
+	}
+	for _, c := range containerStatuses(s.Pod) {
+		if w := c.Status.State.Waiting; w != nil {
+			check(w.Message)
+		}
+	}
+	for _, e := range s.Events {
+		if e.Type == corev1.EventTypeWarning {
+			check(e.Message)
 		}
 	}
 	sort.Strings(out)

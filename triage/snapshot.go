@@ -78,8 +78,20 @@ type Snapshot struct {
 	// NamesInNamespace maps a resource ("configmaps", "secrets", "persistentvolumeclaims") to
 	// the names of those objects in the pod's namespace (metadata only: no Secret data is
 	// read), for "did you mean" suggestions. It is read only when a rule reports such an object
-	// missing (NeedsNames); a resource that could not be listed is absent.
+	// missing (NeedsNames); a resource that could not be listed is absent. A resource that is
+	// absent is unknown, never empty: the rules take neither "exists" nor "does not exist" from
+	// it (objectPresence).
 	NamesInNamespace map[string][]string
+	// CreatedInNamespace maps a resource of NamesInNamespace to each of its names'
+	// metadata.creationTimestamp, from the same metadata-only list (nothing else of the objects
+	// is kept).
+	CreatedInNamespace map[string]map[string]time.Time
+	// ConfigMapKeys maps the name of a ConfigMap in the pod's namespace to its keys (data and
+	// binaryData, sorted; the values are not kept): each ConfigMap a kubelet report calls
+	// missing, or missing a key, that exists now and whose keys the pod reads by name
+	// (NeedsConfigMapKeys). A name that is absent was not read, or its read failed: its keys
+	// are unknown.
+	ConfigMapKeys map[string][]string
 	// WorkloadReplicas is spec.replicas of the Deployment (through its ReplicaSet), StatefulSet
 	// or ReplicaSet that controls the pod: how many pods a resources fix on that workload must
 	// make room for. Read for an unscheduled pod of such a workload (NeedsWorkloadReplicas);

@@ -10,11 +10,13 @@ import (
 
 // volumeRules explains a scheduled pod held in ContainerCreating or Init by its volumes: a
 // ConfigMap or Secret volume whose object does not exist (configmap-not-found,
-// secret-not-found), a claim that does not exist or is not bound (pvc-not-found, pvc-unbound,
-// with why: see explainUnboundClaim), a ReadWriteOnce volume still attached to another node
-// (multi-attach-rwo), or any other FailedMount/FailedAttachVolume (volume-mount-failed). Every
-// mount event is read: the kubelet's generic "Unable to attach or mount volumes … timed out"
-// line often comes after the specific one, and it names the volumes it waits for.
+// secret-not-found; referenced-object-now-exists when the kubelet said so but a live list shows
+// it exists now, see existsNowFinding), a claim that does not exist or is not bound
+// (pvc-not-found, pvc-unbound, with why: see explainUnboundClaim), a ReadWriteOnce volume still
+// attached to another node (multi-attach-rwo), or any other FailedMount/FailedAttachVolume
+// (volume-mount-failed). Every mount event is read: the kubelet's generic "Unable to attach or
+// mount volumes … timed out" line often comes after the specific one, and it names the volumes
+// it waits for.
 func volumeRules(s *Snapshot) []Finding {
 	pod := s.Pod
 	if pod == nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || !awaitingSandbox(pod) {
@@ -26,7 +28,7 @@ func volumeRules(s *Snapshot) []Finding {
 	}
 	best := events[0]
 	for _, e := range events[1:] {
-		if volumeSpecificity(e.Message) > volumeSpecificity(best.Message) {
+		if volumeRank(s, e.Message) > volumeRank(s, best.Message) {
 			best = e
 		}
 	}
@@ -157,6 +159,31 @@ func volumeSpecificity(msg string) int {
 	return 1
 }
 
+// volumeRank orders mount messages by volumeSpecificity and, among named causes, puts a
+// ConfigMap or Secret that a live list shows exists now after every other: when the kubelet
+// reported two objects not found and one was created since, the other is what still blocks.
+func volumeRank(s *Snapshot, msg string) int {
+	rank := 2 * volumeSpecificity(msg)
+	if kind, name := notFoundObject(msg); kind == "" {
+		rank++
+	} else if p, _ := objectPresence(s, resourceOf(kind), name); p != presenceExists {
+		rank++
+	}
+	return rank
+}
+
+// notFoundObject returns the kind ("ConfigMap", "Secret") and name of the object a
+// configmap-not-found or secret-not-found mount message names, or "", "".
+func notFoundObject(msg string) (kind, name string) {
+	switch volumeCode(msg) {
+	case CodeConfigMapNotFound:
+		return "ConfigMap", quoted(msg, "configmap ")
+	case CodeSecretNotFound:
+		return "Secret", quoted(msg, "secret ")
+	}
+	return "", ""
+}
+
 // volumeFinding builds the finding for code from event e.
 func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 	pod := s.Pod
@@ -182,8 +209,21 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 			kind, res = "Secret", "secret"
 		}
 		name := quoted(e.Message, res+" ")
-		f.Summary = fmt.Sprintf("Volume %q mounts %s %s, which does not exist in namespace %s, so %s (%s %s).", volume, kind, name, pod.Namespace, blocked, e.Reason, seen) +
-			missingObjectNote(s, res+"s", name)
+		doing := fmt.Sprintf("mount volume %q", volume)
+		if volume == "" {
+			doing = "mount the pod's volumes"
+		}
+		report := reportedObject{kind: kind, name: name, doing: doing, event: newestNotFoundEvent(all, kind, name), volumes: true}
+		p, created := objectPresence(s, res+"s", name)
+		if p == presenceExists {
+			return existsNowFinding(s, report, created, f)
+		}
+		if p == presenceMissing {
+			f.Summary = fmt.Sprintf("Volume %q mounts %s %s, which does not exist in namespace %s, so %s (%s %s).", volume, kind, name, pod.Namespace, blocked, e.Reason, seen)
+		} else {
+			f.Summary = unlistedReport(s, report, fmt.Sprintf("volume %q mounts it, so %s", volume, blocked))
+		}
+		f.Summary += missingObjectNote(s, res+"s", name)
 		for _, v := range pod.Spec.Volumes {
 			if (v.ConfigMap != nil && v.ConfigMap.Name == name) || (v.Secret != nil && v.Secret.SecretName == name) {
 				f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: "spec.volumes[" + v.Name + "]", Message: fmt.Sprintf("%s %s", kind, name)})

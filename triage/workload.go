@@ -84,8 +84,12 @@ type WorkloadSnapshot struct {
 	LimitRanges    []*corev1.LimitRange
 	// ServiceAccountNames are the names of the namespace's ServiceAccounts, sorted, read when
 	// a FailedCreate says the pods' ServiceAccount does not exist
-	// (NeedsServiceAccountNames), for "did you mean"; nil otherwise.
+	// (NeedsServiceAccountNames), for "did you mean" and to tell whether the ServiceAccount
+	// exists now; nil when not read or when the list failed (unknown, never "none").
 	ServiceAccountNames []string
+	// ServiceAccountCreated maps each of ServiceAccountNames to its metadata.creationTimestamp,
+	// from the same metadata-only list.
+	ServiceAccountCreated map[string]time.Time
 	// ServiceAccountElsewhere are the other namespaces that have a ServiceAccount of the name
 	// the pods ask for, sorted, read with ServiceAccountNames; nil otherwise.
 	ServiceAccountElsewhere []string

@@ -908,13 +908,38 @@ var serviceAccountRE = regexp.MustCompile(`error looking up service account ([^/
 // serviceAccountFinding explains service-account-not-found, with the namespace's closest
 // ServiceAccount names and the namespaces that have one of that name (a pod can use only one
 // of its own namespace).
+//
+// The controller's report is as old as its last try: when ServiceAccountNames (a live list)
+// has the name, the ServiceAccount was created since (referenced-object-now-exists,
+// serviceAccountExistsFinding); when the list could not be read, the answer says what the API
+// server reported and when, no more.
 func serviceAccountFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 	f := Finding{Code: CodeServiceAccountNotFound}
-	ns, name := c.ref.Namespace, ""
+	ns, name, cause := c.ref.Namespace, "", ""
 	if m := serviceAccountRE.FindStringSubmatch(msg); m != nil {
-		ns, name = m[1], m[2]
+		ns, name, cause = m[1], m[2], m[3]
 	}
-	f.Summary = fmt.Sprintf("%s cannot create %s: their ServiceAccount %s does not exist in namespace %s, and the API server admits no pod without its ServiceAccount.", c.ref, c.what(), name, ns)
+	_, ev, _ := creationFailure(ws, c)
+	when := " (its ReplicaFailure condition)"
+	if ev != nil {
+		when = fmt.Sprintf(" (%s, %s)", ev.Reason, eventSeenAt(ws.Now, *ev))
+	}
+	if cause != "" && !strings.Contains(cause, "not found") {
+		// The lookup failed (a timeout, the API server's own error): that says nothing about
+		// whether the ServiceAccount exists.
+		f.Code, f.Uncertain = CodeUnknown, true
+		f.Summary = fmt.Sprintf("%s cannot create %s: the API server could not look up their ServiceAccount %s in namespace %s%s: %s.", c.ref, c.what(), name, ns, when, truncateStart(cause, 240))
+		f.Fix = []string{fmt.Sprintf("kubectl get serviceaccount %s -n %s", shellQuote(name), shellQuote(ns)), fmt.Sprintf("kubectl describe %s", c.ref.kubectl())}
+		return f
+	}
+	switch {
+	case ws.ServiceAccountNames == nil:
+		f.Summary = fmt.Sprintf("%s cannot create %s: the API server reported their ServiceAccount %s not found in namespace %s%s, and it admits no pod without its ServiceAccount. Whether it exists now was not checked: whypending could not list the namespace's ServiceAccounts.", c.ref, c.what(), name, ns, when)
+	case slices.Contains(ws.ServiceAccountNames, name):
+		return serviceAccountExistsFinding(ws, c, ns, name, when, ev)
+	default:
+		f.Summary = fmt.Sprintf("%s cannot create %s: their ServiceAccount %s does not exist in namespace %s, and the API server admits no pod without its ServiceAccount.", c.ref, c.what(), name, ns)
+	}
 	near := closestNames(name, ws.ServiceAccountNames, 3)
 	if len(near) > 0 {
 		f.Summary += fmt.Sprintf(" Did you mean %s?", strings.Join(near, " or "))
@@ -931,6 +956,9 @@ func serviceAccountFinding(ws *WorkloadSnapshot, c creator, msg string) Finding 
 		create += fmt.Sprintf("; give it the RoleBindings the one in %s has, if the app needs them", ws.ServiceAccountElsewhere[0])
 	}
 	f.Fix = []string{fmt.Sprintf("kubectl get serviceaccounts -n %s", shellQuote(ns)), create}
+	if ws.ServiceAccountNames == nil {
+		f.Fix[0] = fmt.Sprintf("kubectl get serviceaccount %s -n %s   # if it is there now, do not create it: the controller retries on its own", shellQuote(name), shellQuote(ns))
+	}
 	if len(near) > 0 {
 		target, mutable := workloadTemplateTarget(ws)
 		if mutable {
@@ -938,6 +966,47 @@ func serviceAccountFinding(ws *WorkloadSnapshot, c creator, msg string) Finding 
 		} else {
 			f.Fix = append(f.Fix, fmt.Sprintf("Or, if %s is the one meant, set serviceAccountName: %s in the template: %s.", near[0], near[0], immutableNote(target)))
 		}
+	}
+	return f
+}
+
+// serviceAccountExistsFinding is referenced-object-now-exists for a creator whose pods the API
+// server refused because ServiceAccount ns/name was not found (when: the report's event or
+// condition, ev its event) while the namespace's ServiceAccounts have it now: the controller's
+// next try should create them.
+func serviceAccountExistsFinding(ws *WorkloadSnapshot, c creator, ns, name, when string, ev *Event) Finding {
+	f := Finding{Code: CodeReferencedObjectNowExists}
+	created := ws.ServiceAccountCreated[name]
+	var last time.Time
+	if ev != nil {
+		last = ev.LastSeen
+	}
+	exists := fmt.Sprintf("ServiceAccount %s exists in namespace %s now", name, ns)
+	text, late := createdVersusReport(ws.Now, created, last)
+	if text != "" {
+		exists += " (" + text + ")"
+	}
+	f.Summary = fmt.Sprintf("%s could not create %s because the API server reported their ServiceAccount %s not found%s, but %s.", c.ref, c.what(), name, when, exists)
+	objEv := Evidence{Object: "ServiceAccount " + ns + "/" + name, Field: "metadata.creationTimestamp", Message: "exists now"}
+	if !created.IsZero() {
+		objEv.Message = fmt.Sprintf("exists now, created %s (%s ago)", created.UTC().Format(time.RFC3339), FormatAge(ageAt(ws.Now, created)))
+	}
+	f.Evidence = append(f.Evidence, objEv)
+	f.Fix = []string{fmt.Sprintf("kubectl get %s -w   # its controller retries on its own", c.ref.kubectl())}
+	if late {
+		f.Uncertain = true
+		f.Summary += " The API server still reported it not found after it was created, so something else is wrong: read the controller's newest events."
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe %s", c.ref.kubectl()))
+		return f
+	}
+	switch c.ref.Kind {
+	case KindJob:
+		f.Summary += " The Job controller retries on its own with exponential back-off of at most 1 minute between tries, so its next try should create them."
+	case KindReplicaSet, KindStatefulSet, KindDaemonSet:
+		f.Summary += fmt.Sprintf(" Its controller retries on its own with exponential back-off that grows with each failure, to about 16 minutes between tries after a long run of failures, so its next try should create them; any change to %s makes it try at once.", c.ref)
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl annotate %s whypending.io/retry=\"$(date +%%s)\" --overwrite   # any change makes the controller try again at once; the annotation does nothing else", c.ref.kubectl()))
+	default:
+		f.Summary += " Its controller retries on its own with exponential back-off, so its next try should create them."
 	}
 	return f
 }

@@ -81,6 +81,13 @@ var ipamRepairers = []any{
 // only shrinks.
 var unusedGrants = map[grant]string{}
 
+// chartCodes are the primary codes the chart's ServiceAccounts get where they differ from the
+// scenario's (an admin's). The chart grants no list on Secrets (that would let the bot read them
+// all), so whether a Secret the kubelet reported missing exists now is not known to it: the
+// answer stays secret-not-found and says only what the kubelet reported, and when. It asks
+// first (a SelfSubjectAccessReview), so no refused read shows up here.
+var chartCodes = map[string]triage.Code{"secret-created-since": triage.CodeSecretNotFound}
+
 // auditPolicy records every request of a ServiceAccount, and the admin's flush marker.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -415,8 +422,12 @@ func (e *rbacCluster) whyPending(t *testing.T, r *chartRelease) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Findings) == 0 {
 		t.Fatalf("decode %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	if got := string(d.Findings[0].Code); got != exp.Code && !slices.Contains(exp.AlsoOK, got) {
-		t.Errorf("%s: %s = %s, want %s (also ok %v)", r.name, strings.Join(args, " "), got, exp.Code, exp.AlsoOK)
+	want := exp.Code
+	if c, ok := chartCodes[e.scenario.Name]; ok {
+		want = string(c)
+	}
+	if got := string(d.Findings[0].Code); got != want && !slices.Contains(exp.AlsoOK, got) {
+		t.Errorf("%s: %s = %s, want %s (also ok %v)", r.name, strings.Join(args, " "), got, want, exp.AlsoOK)
 	}
 }
 

@@ -122,6 +122,34 @@ func TestWorkloadsWithRealControllers(t *testing.T) {
 		}
 		_ = wd
 	})
+
+	t.Run("a ServiceAccount created after the refusal: never service-account-not-found, and the fix touches the ReplicaSet", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, c, "sa-created", nil)
+		testcluster.Deployment(t, c.Client, ns, "worker", 1, "100m", func(s *corev1.PodSpec) { s.ServiceAccountName = "worker-runner" })
+		workloadEventually(t, direct, ns, "worker", triage.CodeServiceAccountNotFound)
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "worker-runner", Namespace: ns}}
+		if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The controller retries on its own back-off: whatever it has done by now, the answer
+		// must not say the ServiceAccount does not exist.
+		for name, col := range map[string]*Collector{"direct": direct, "cached": cached} {
+			a, err := Answer(ctx, col, triage.Target{Namespace: ns, Kind: triage.KindDeployment, Name: "worker"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := a.Workload.Primary()
+			t.Logf("%s: %s: %s\n%s", name, p.Code, p.Summary, strings.Join(p.Fix, "\n"))
+			if p.Code == triage.CodeServiceAccountNotFound {
+				t.Errorf("%s: primary = service-account-not-found after the ServiceAccount was created: %s", name, p.Summary)
+			}
+			if p.Code == triage.CodeReferencedObjectNowExists && !slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl annotate rs/worker-") }) {
+				t.Errorf("%s: fix = %q, want the ReplicaSet touched to retry at once", name, p.Fix)
+			}
+		}
+		waitPods(t, c, ns, "worker", 1)
+	})
 }
 
 // newNamespace creates a namespace named for the test with labels and waits for its default

@@ -31,7 +31,8 @@
 //
 // Files: collect.go (Collector, Collect), reader*.go (the reads), workload.go, namespace.go,
 // batch.go (workload questions and sweeps), storage.go (claims, volumes, CSI limits),
-// events.go (event normalisation), names.go (near names for not-found answers), calico.go,
+// events.go (event normalisation), names.go (the names, creation times and ConfigMap keys that
+// tell a not-found answer whether the object exists now, and its near names), calico.go,
 // logs.go, leanpod.go and intern.go (the lean pod cache), answer.go (Answer), shared.go
 // (AnswerEach and the cluster-wide reads).
 package collect

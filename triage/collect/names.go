@@ -2,28 +2,63 @@ package collect
 
 import (
 	"context"
+	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/whypending/whypending/triage"
 )
 
 // collectNames reads, when a rule reports a ConfigMap, Secret or PVC missing
-// (triage.NeedsNames), the names of those objects in the pod's namespace, and the metadata of
-// the pod's controlling Job (a Helm hook carries helm.sh/hook there). Best effort: a list that
-// fails (RBAC, for example) leaves that resource out.
+// (triage.NeedsNames), the names of those objects in the pod's namespace with their
+// creationTimestamps, then the keys of the ConfigMaps a kubelet report calls missing that exist
+// now, or says lack a key (triage.NeedsConfigMapKeys: the keys only, never the values), and the
+// metadata of the pod's controlling Job (a Helm hook carries helm.sh/hook there). Best effort: a
+// list that fails (RBAC, for example) leaves that resource out, which the rules read as unknown,
+// and is not noted as refused (the chart grants no list on Secrets on purpose, so every answer
+// about a missing Secret would be partial); Secrets are listed only when a
+// SelfSubjectAccessReview does not say no. A ConfigMap whose read fails keeps its keys unknown.
 func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 	resources := triage.NeedsNames(s)
+	if len(resources) > 0 {
+		s.NamesInNamespace = map[string][]string{}
+		s.CreatedInNamespace = map[string]map[string]time.Time{}
+		for _, res := range resources {
+			if res == "secrets" {
+				// Listing Secrets, even as metadata, needs the right to read them all: a
+				// ServiceAccount without it (the chart's, on purpose) asks first rather than be
+				// refused on every such question, and the Secret's presence stays unknown.
+				if allowed, known := c.read.mayList(ctx, s.Pod.Namespace, res); known && !allowed {
+					continue
+				}
+			}
+			if names, created, err := c.read.names(ctx, s.Pod.Namespace, res); err == nil {
+				s.NamesInNamespace[res], s.CreatedInNamespace[res] = names, created
+			}
+		}
+	}
+	read := c.read
+	if c.refused != nil {
+		// Like the names, the keys only sharpen an answer that says when they are unknown: a
+		// failed read is not noted (refusals.configMap would note it).
+		read = c.refused.reader
+	}
+	for _, name := range triage.NeedsConfigMapKeys(s) {
+		cm, err := read.configMap(ctx, s.Pod.Namespace, name)
+		if err != nil || cm == nil {
+			continue
+		}
+		if s.ConfigMapKeys == nil {
+			s.ConfigMapKeys = map[string][]string{}
+		}
+		s.ConfigMapKeys[name] = configMapKeys(cm)
+	}
 	if len(resources) == 0 {
 		return
-	}
-	s.NamesInNamespace = map[string][]string{}
-	for _, res := range resources {
-		if names, err := c.read.names(ctx, s.Pod.Namespace, res); err == nil {
-			s.NamesInNamespace[res] = names
-		}
 	}
 	if ref := metav1.GetControllerOf(s.Pod); ref != nil && ref.Kind == "Job" {
 		if o, err := c.read.workload(ctx, triage.KindJob, s.Pod.Namespace, ref.Name); err == nil {
@@ -129,4 +164,17 @@ func keepVisible(ctx context.Context, namespace string, items []string, n int, n
 		}
 	}
 	return out
+}
+
+// configMapKeys returns the keys of cm's data and binaryData, sorted (the values are dropped).
+func configMapKeys(cm *corev1.ConfigMap) []string {
+	keys := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	for k := range cm.BinaryData {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -35,14 +35,19 @@ func TestNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := New(c.Client)
-	got, err := col.read.names(ctx, "shop", "secrets")
+	got, created, err := col.read.names(ctx, "shop", "secrets")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"api-token", "db-credentials"}; !cmp.Equal(got, want) {
 		t.Errorf("read.names(secrets) = %v, want %v", got, want)
 	}
-	got, err = col.read.names(ctx, "shop", "configmaps")
+	for _, name := range got {
+		if created[name].IsZero() {
+			t.Errorf("read.names(secrets) gives %s no creationTimestamp", name)
+		}
+	}
+	got, _, err = col.read.names(ctx, "shop", "configmaps")
 	if err != nil {
 		t.Fatal(err)
 	}

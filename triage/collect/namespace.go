@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -114,6 +115,7 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 	}
 	claimed := map[types.UID]bool{}
 	var saNames []string
+	var saCreated map[string]time.Time
 	var saRead bool
 	for _, ws := range all {
 		uids := creatorUIDs(ws)
@@ -128,10 +130,10 @@ func (c *Collector) CollectNamespace(ctx context.Context, namespace string) (*tr
 		ws.EventsErr = eventsErr
 		if triage.NeedsServiceAccountNames(ws) {
 			if !saRead {
-				saNames, _ = c.read.names(ctx, namespace, "serviceaccounts")
+				saNames, saCreated, _ = c.read.names(ctx, namespace, "serviceaccounts")
 				saRead = true
 			}
-			ws.ServiceAccountNames = saNames
+			ws.ServiceAccountNames, ws.ServiceAccountCreated = saNames, saCreated
 		}
 	}
 	for _, p := range pods {

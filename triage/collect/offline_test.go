@@ -109,19 +109,37 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 	pvs := map[string]*corev1.PersistentVolume{}
 	var calicoObjs []*unstructured.Unstructured
 	classes := map[string]*storagev1.StorageClass{}
-	claimEvents := map[string][]triage.Event{} // by claim name, in the pod's namespace
-	names := map[string][]string{}             // resource -> names in the pod's namespace
+	claimEvents := map[string][]triage.Event{}   // by claim name, in the pod's namespace
+	names := map[string][]string{}               // resource -> names in the pod's namespace
+	created := map[string]map[string]time.Time{} // resource -> name -> creationTimestamp
+	configMaps := map[string]*corev1.ConfigMap{} // by name, in the pod's namespace
 	jobs := map[string]*unstructured.Unstructured{}
 	workloads := map[string]*unstructured.Unstructured{} // "Kind/name" in the pod's namespace
 	for _, u := range sc.Objects {
 		if u.GetNamespace() == ns {
+			// The loader creates every object at load time (the clock line: now), unless the
+			// manifest sets its creationTimestamp.
+			at := u.GetCreationTimestamp().Time
+			if at.IsZero() {
+				at = now
+			}
+			addName := func(res string) {
+				names[res] = append(names[res], u.GetName())
+				if created[res] == nil {
+					created[res] = map[string]time.Time{}
+				}
+				created[res][u.GetName()] = at
+			}
 			switch u.GetKind() {
 			case "ConfigMap":
-				names["configmaps"] = append(names["configmaps"], u.GetName())
+				addName("configmaps")
+				cm := &corev1.ConfigMap{}
+				fromUnstructured(t, u, cm)
+				configMaps[cm.Name] = cm
 			case "Secret":
-				names["secrets"] = append(names["secrets"], u.GetName())
+				addName("secrets")
 			case "PersistentVolumeClaim":
-				names["persistentvolumeclaims"] = append(names["persistentvolumeclaims"], u.GetName())
+				addName("persistentvolumeclaims")
 			case "Job":
 				jobs[u.GetName()] = u
 			case "Deployment", "ReplicaSet", "StatefulSet":
@@ -220,13 +238,22 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 		}
 	}
 	if resources := triage.NeedsNames(s); len(resources) > 0 {
-		s.NamesInNamespace = map[string][]string{}
+		s.NamesInNamespace, s.CreatedInNamespace = map[string][]string{}, map[string]map[string]time.Time{}
 		for _, r := range resources {
-			s.NamesInNamespace[r] = names[r]
+			slices.Sort(names[r])
+			s.NamesInNamespace[r], s.CreatedInNamespace[r] = names[r], created[r]
 		}
 		if ref := metav1.GetControllerOf(s.Pod); ref != nil && ref.Kind == "Job" && jobs[ref.Name] != nil {
 			s.Controller = &metav1.PartialObjectMetadata{}
 			fromUnstructured(t, jobs[ref.Name], s.Controller)
+		}
+	}
+	for _, name := range triage.NeedsConfigMapKeys(s) {
+		if cm := configMaps[name]; cm != nil {
+			if s.ConfigMapKeys == nil {
+				s.ConfigMapKeys = map[string][]string{}
+			}
+			s.ConfigMapKeys[name] = configMapKeys(cm)
 		}
 	}
 	if triage.NeedsWorkloadReplicas(s) {

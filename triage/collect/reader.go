@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -89,9 +90,14 @@ type reader interface {
 	namespaceNames(ctx context.Context) ([]string, error)
 	quotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error)
 	limitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error)
-	// names returns the sorted names of a core/v1 resource's objects in namespace, read as
-	// metadata only (no Secret data crosses the wire).
-	names(ctx context.Context, namespace, resource string) ([]string, error)
+	// names returns the sorted names of a core/v1 resource's objects in namespace and each
+	// one's metadata.creationTimestamp, read as a metadata-only list (no Secret data field
+	// crosses the wire) of which nothing else is kept.
+	names(ctx context.Context, namespace, resource string) ([]string, map[string]time.Time, error)
+	// mayList asks the API server whether the caller may list resource (core/v1) in namespace
+	// (a SelfSubjectAccessReview); known is false when the review itself failed. Both ask the
+	// API server.
+	mayList(ctx context.Context, namespace, resource string) (allowed, known bool)
 
 	// configMap and service return one object of namespace, read with a name-selected list
 	// (the chart grants list on ConfigMaps and Services, not get); nil without error when it

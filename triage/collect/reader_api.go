@@ -6,8 +6,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -390,7 +392,8 @@ func (r apiReader) namespace(ctx context.Context, name string) (*corev1.Namespac
 
 // namespaceNames lists the namespaces as metadata only.
 func (r apiReader) namespaceNames(ctx context.Context) ([]string, error) {
-	return r.names(ctx, metav1.NamespaceNone, "namespaces")
+	names, _, err := r.names(ctx, metav1.NamespaceNone, "namespaces")
+	return names, err
 }
 
 func (r apiReader) quotas(ctx context.Context, namespace string) ([]*corev1.ResourceQuota, error) {
@@ -405,21 +408,34 @@ func (r apiReader) limitRanges(ctx context.Context, namespace string) ([]*corev1
 // only, so listing Secrets transfers no secret data.
 const partialMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
-func (r apiReader) names(ctx context.Context, namespace, resource string) ([]string, error) {
+func (r apiReader) names(ctx context.Context, namespace, resource string) ([]string, map[string]time.Time, error) {
 	var list metav1.PartialObjectMetadataList
 	err := r.client.CoreV1().RESTClient().Get().
 		Namespace(namespace).Resource(resource).
 		SetHeader("Accept", partialMetadataList).
 		Do(ctx).Into(&list)
 	if err != nil {
-		return nil, fmt.Errorf("list %s names in %s: %w", resource, namespace, err)
+		return nil, nil, fmt.Errorf("list %s names in %s: %w", resource, namespace, err)
 	}
 	names := make([]string, 0, len(list.Items))
+	created := make(map[string]time.Time, len(list.Items))
 	for _, it := range list.Items {
 		names = append(names, it.Name)
+		created[it.Name] = it.CreationTimestamp.Time
 	}
 	sort.Strings(names)
-	return names, nil
+	return names, created, nil
+}
+
+func (r apiReader) mayList(ctx context.Context, namespace, resource string) (allowed, known bool) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "list", Resource: resource},
+	}}
+	got, err := r.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, false
+	}
+	return got.Status.Allowed, true
 }
 
 // byName lists the objects of namespace named name through list (a typed client's List) with

@@ -23,7 +23,8 @@ import (
 // can say it is partial and what would complete it. Each question gets
 // its own (Collector.recording). Reads that only feed "did you mean" suggestions (names,
 // podRefs, workloadsNamed, podExists, serviceAccountNamespaces) are not noted: without them
-// the answer is as complete.
+// the answer is as complete; nor are the ConfigMap keys collectNames reads, which an answer
+// calls unknown when it lacks them.
 type refusals struct {
 	reader
 	mu   sync.Mutex

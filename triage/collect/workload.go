@@ -94,8 +94,8 @@ func (c *Collector) CollectWorkload(ctx context.Context, ref triage.WorkloadRef)
 		ws.Nodes, ws.NodesErr = c.allNodes(ctx)
 	}
 	if triage.NeedsServiceAccountNames(ws) {
-		if names, err := c.read.names(ctx, ns, "serviceaccounts"); err == nil {
-			ws.ServiceAccountNames = names
+		if names, created, err := c.read.names(ctx, ns, "serviceaccounts"); err == nil {
+			ws.ServiceAccountNames, ws.ServiceAccountCreated = names, created
 		}
 	}
 	c.collectWorkloadComponents(ctx, ws)

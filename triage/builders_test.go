@@ -227,3 +227,27 @@ func slicesContain(lines []string, sub string) bool {
 	}
 	return false
 }
+
+// looksFirst reports whether fix starts with a command that only reads, or has none at all:
+// the order a person pasting it top to bottom needs (look, decide, change, verify), which
+// TestFixLooksBeforeItActs in triage/collect checks over every scenario folder.
+func looksFirst(fix []string) bool {
+	if len(fix) == 0 || ParseFixStep(fix[0]).ReadOnly() {
+		return true
+	}
+	return !slices.ContainsFunc(fix, func(e string) bool { return ParseFixStep(e).ReadOnly() })
+}
+
+// stepIndex is the index of the first entry of fix that contains sub, or -1.
+func stepIndex(fix []string, sub string) int {
+	return slices.IndexFunc(fix, func(e string) bool { return strings.Contains(e, sub) })
+}
+
+// checkBefore fails unless fix has an entry containing first, and one containing then after it.
+func checkBefore(t *testing.T, fix []string, first, then string) {
+	t.Helper()
+	i, j := stepIndex(fix, first), stepIndex(fix, then)
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("fix has %q at step %d and %q at step %d, want both, the first before:\n%s", first, i, then, j, strings.Join(fix, "\n"))
+	}
+}

@@ -11,6 +11,11 @@ import "fmt"
 // ClusterInformation's resourceVersion ("reports are all stale").
 const calicoctlReleaseLeaks = "calicoctl datastore migrate lock && calicoctl ipam check -o /tmp/ipam-report.json && calicoctl ipam release --from-report=/tmp/ipam-report.json; calicoctl datastore migrate unlock"
 
+// releaseLeaksChoice comes before the two ways of releasing leaked addresses: whypending's
+// release (a plan, then --yes) and the calicoctl procedure it replaces do the same, so a person
+// runs one of them, and only once the check shows leaks.
+const releaseLeaksChoice = "If the check lists leaked addresses, release them either with whypending (its plan first, then --yes) or with calicoctl's procedure (the line after it): one of the two, not both."
+
 func calicoContextRules(s *Snapshot) []Finding {
 	if s.Pod == nil || s.IPAM == nil {
 		return nil
@@ -26,6 +31,7 @@ func calicoContextRules(s *Snapshot) []Finding {
 			Evidence: []Evidence{leakEvidence(ipam, s.Pod.Spec.NodeName)},
 			Fix: []string{
 				"whypending ipam check --show-problem-ips",
+				releaseLeaksChoice,
 				"whypending ipam release-ips --lock  # prints the plan; add --yes to release",
 				calicoctlReleaseLeaks,
 			},

@@ -25,6 +25,14 @@ func TestCalicoContextRules(t *testing.T) {
 				if f.Severity == SeverityBlocker || len(f.Actions) != 1 || f.Actions[0].Kind != tt.actions[i] {
 					t.Errorf("%s: severity %s, actions %v; want context with action %s", f.Code, f.Severity, f.Actions, tt.actions[i])
 				}
+				if !looksFirst(f.Fix) {
+					t.Errorf("%s fix acts before it looks: %q", f.Code, f.Fix)
+				}
+				if f.Code == CodeCalicoIPAMLeaks {
+					// whypending's release and calicoctl's do the same: one choice, said first.
+					checkBefore(t, f.Fix, "one of the two, not both", "whypending ipam release-ips")
+					checkBefore(t, f.Fix, "whypending ipam release-ips", "calicoctl datastore migrate lock")
+				}
 			}
 		})
 	}

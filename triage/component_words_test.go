@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,17 @@ func TestSandboxWordsNameTheComponent(t *testing.T) {
 			if !strings.Contains(strings.Join(got[0].Fix, "\n"), tt.fix) {
 				t.Errorf("fix = %q, want %q in it", got[0].Fix, tt.fix)
 			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks:\n%s", strings.Join(got[0].Fix, "\n"))
+			}
+			// What decides the change is read (and the case said) before the change.
+			for _, o := range map[string][][2]string{
+				"a bridge that kept its old subnet, after the node came back": {{"ip -4 addr show cni0", "If the address of cni0 is not the gateway 10.244.7.1/24"}, {"If the address of cni0", "ip link delete cni0"}},
+				"cilium multi-pool":        {{"kubectl get ciliumnode", "cilium-dbg status"}, {"cilium-dbg status", "If the agent holds fewer CIDRs"}, {"If the agent holds fewer CIDRs", "kubectl delete pod -n kube-system cilium-abcde"}},
+				"calico on a windows node": {{"kubectl get installations.operator.tigera.io", "Either, with the Tigera operator"}, {"Either, with the Tigera operator", `"strictAffinity":true`}},
+			}[tt.name] {
+				checkBefore(t, got[0].Fix, o[0], o[1])
+			}
 		})
 	}
 }
@@ -140,6 +152,15 @@ func TestAWSAdviceReadsTheCNISettings(t *testing.T) {
 			}
 			if tt.mustNotAdvise != "" && strings.Contains(fix, tt.mustNotAdvise) {
 				t.Errorf("fix advises %q: %q", tt.mustNotAdvise, fix)
+			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks:\n%s", fix)
+			}
+			if i := stepIndex(got[0].Fix, "do not lower it"); i >= 0 {
+				checkBefore(t, got[0].Fix, "do not lower it", "create-subnet-cidr-reservation")
+			}
+			if stepIndex(got[0].Fix, "Or,") >= 0 && stepIndex(got[0].Fix, "Either set the kubelet's max-pods") < 0 {
+				t.Errorf("fix offers another way (Or, …) after max-pods without saying max-pods is one of two:\n%s", fix)
 			}
 		})
 	}
@@ -207,6 +228,17 @@ func TestCSIDriverNotRegisteredNamesItsNodeDaemonSet(t *testing.T) {
 			if strings.Contains(fix, "remove securityContext.privileged") {
 				t.Errorf("fix removes privileged from a CSI node plugin: %q", fix)
 			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks:\n%s", fix)
+			}
+			// The refusal (the DaemonSet's newest FailedCreate) or the node's taints are read
+			// before the change that answers them.
+			switch {
+			case strings.Contains(fix, "kubectl label namespace"):
+				checkBefore(t, got[0].Fix, "kubectl describe daemonset -n kube-system ebs-csi-node", "kubectl label namespace")
+			case strings.Contains(fix, "kubectl patch daemonset"):
+				checkBefore(t, got[0].Fix, "kubectl get node node-1 -o jsonpath='{.spec.taints}'", "kubectl patch daemonset")
+			}
 		})
 	}
 }
@@ -253,6 +285,17 @@ func TestRuntimeWordsPointAtTheField(t *testing.T) {
 			if fix := strings.Join(got[0].Fix, "\n"); !strings.Contains(fix, tt.fix) {
 				t.Errorf("fix = %q, want %q", fix, tt.fix)
 			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks:\n%s", strings.Join(got[0].Fix, "\n"))
+			}
+			// The node's profiles are listed before the patch that names one, and the
+			// alternatives (patch, or the profile where the runtime looks) are said first.
+			for _, o := range map[string][][2]string{
+				"a seccomp profile in the annotation's form":  {{"ls -l /var/lib/kubelet/seccomp", "Either point localhostProfile"}, {"Either point localhostProfile", "kubectl patch deployment/app"}},
+				"a mount propagation the host does not allow": {{"findmnt", "Either, if"}, {"Either, if", "mount --make-rshared"}},
+			}[tt.name] {
+				checkBefore(t, got[0].Fix, o[0], o[1])
+			}
 		})
 	}
 }
@@ -279,7 +322,7 @@ func TestRegistryThatDoesNotResolveIsANameProblem(t *testing.T) {
 		{"a typo of a registry the node's pods use", nil, "registy.example.com/shop/app:1", []string{"registry.example.com/shop/web:2"},
 			"close spelling of registry.example.com", "app=registry.example.com/shop/app:1"},
 		{"nothing close: the name first, then DNS", nil, "nowhere.invalid/app:1", []string{"registry.example.com/shop/web:2"},
-			"does not resolve on node-1 (no such host)", "Check the spelling of nowhere.invalid"},
+			"does not resolve on node-1 (no such host)", "check the spelling of nowhere.invalid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,6 +352,19 @@ func TestRegistryThatDoesNotResolveIsANameProblem(t *testing.T) {
 			if strings.Contains(firstSentence(got[0].Summary), "firewall") {
 				t.Errorf("a name that does not resolve is blamed on the network first: %q", got[0].Summary)
 			}
+			// Look before acting: the fix asks the node whether a name resolves before it
+			// changes anything, and claims it of no name nobody has checked there.
+			if first := ParseFixStep(got[0].Fix[0]); first.Node != "node-1" || !strings.HasPrefix(first.Command, "getent hosts ") {
+				t.Errorf("fix starts with %q, want the node's getent hosts", got[0].Fix[0])
+			}
+			if strings.Contains(fix, "it resolves") {
+				t.Errorf("fix claims a name resolves before anything checked it:\n%s", fix)
+			}
+			pull := slices.IndexFunc(got[0].Fix, func(l string) bool { return strings.Contains(l, "crictl pull") })
+			set := slices.IndexFunc(got[0].Fix, func(l string) bool { return strings.HasPrefix(l, "kubectl set image") })
+			if set >= 0 && (pull < 0 || pull > set) {
+				t.Errorf("the image is set (step %d) before the node pulls it by the new name (step %d):\n%s", set, pull, fix)
+			}
 		})
 	}
 }
@@ -325,6 +381,8 @@ func TestMountWordsNameTheComponent(t *testing.T) {
 			"CSI driver driver.longhorn.io is registered on node-1, but its node plugin does not answer", "grep -i csi"},
 		{"a hostPath that is not there", `MountVolume.SetUp failed for volume "sock" : hostPath type check failed: /run/agent/agent.sock is not a socket file`,
 			"The hostPath /run/agent/agent.sock of volume \"sock\" is not a socket file on node-1", "ls -ld /run/agent/agent.sock"},
+		{"an NFS server that does not answer, the volume's spec not read", `MountVolume.SetUp failed for volume "data" : mount failed: exit status 32 Output: mount.nfs: Connection timed out`,
+			"cannot reach the NFS server of volume \"data\"", "kubectl get pv -o custom-columns=NAME:.metadata.name,CLAIM:.spec.claimRef.name,NFS:.spec.nfs.server"},
 		{"an unknown message is quoted", `MountVolume.SetUp failed for volume "data" : something the rules do not know`,
 			`It says: "something the rules do not know"`, "kubectl describe pod"},
 	}
@@ -334,6 +392,12 @@ func TestMountWordsNameTheComponent(t *testing.T) {
 			got := checkCodes(t, volumeRules, s, CodeVolumeMountFailed)
 			if !strings.Contains(got[0].Summary, tt.says) || !strings.Contains(strings.Join(got[0].Fix, "\n"), tt.fix) {
 				t.Errorf("summary %q / fix %q: want %q and %q", got[0].Summary, got[0].Fix, tt.says, tt.fix)
+			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks:\n%s", strings.Join(got[0].Fix, "\n"))
+			}
+			if tt.name == "no NFS client on the node" {
+				checkBefore(t, got[0].Fix, "ls /sbin/mount.*", "install the client tools")
 			}
 		})
 	}
@@ -347,4 +411,6 @@ func TestRunAsNonRootNamesTheUser(t *testing.T) {
 	if !strings.Contains(got[0].Summary, "runAsNonRoot: true, but the image runs as root") || !strings.Contains(strings.Join(got[0].Fix, "\n"), `kubectl patch deployment/app -n shop -p '{"spec":{"template":{"spec":{"containers":[{"name":"app","securityContext":{"runAsUser":1000}}]}}}}'`) {
 		t.Errorf("summary %q fix %q", got[0].Summary, got[0].Fix)
 	}
+	// Which UID the image can run as is read from its USER before the patch sets one.
+	checkBefore(t, got[0].Fix, "crane config registry.example.com/shop/app:1.0 | jq .config.User", `"runAsUser":1000`)
 }

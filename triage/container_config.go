@@ -136,7 +136,9 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 			user = fmt.Sprintf("the non-numeric user %q, which the kubelet cannot check is not root", m[1])
 		}
 		f.Summary = fmt.Sprintf("The kubelet refuses to start %s: its securityContext says runAsNonRoot: true, but the image runs as %s and the pod sets no runAsUser.", who, user)
+		// The image's USER says which UID it can run as: read before one is set.
 		f.Fix = []string{
+			fmt.Sprintf("crane config %s | jq .config.User   # the image's USER: empty or root runs as UID 0, a name needs its numeric UID (or: docker image inspect)", shellQuote(containerImage(c))),
 			fmt.Sprintf("Set securityContext.runAsUser to a non-zero UID the image can run as (for example 1000) on %s or the pod, or use an image whose USER is a numeric non-root UID.", who),
 		}
 		if target, mutable := templateTarget(pod); mutable {

@@ -360,10 +360,12 @@ func exitsZeroFinding(s *Snapshot, c containerStatus, t *corev1.ContainerStateTe
 		f.Evidence = append(f.Evidence, waitingEvidence(pod, c))
 	}
 	f.Evidence = append(f.Evidence, logEvidence(s, c)...)
+	// The log says which case this is (a server that quits at once, or a task that did its
+	// work), so it comes before either change.
 	f.Fix = []string{
-		"Give the container a command that keeps running (the server, not a one-shot script); a shell image needs e.g. command: [\"sleep\", \"infinity\"] to stay up.",
-		"If it is meant to run once, run it as a Job (restartPolicy OnFailure/Never) instead of a Deployment or bare pod.",
 		logsFix(pod, c.Status),
+		"Either, if it is meant to keep running, give the container a command that does (the server, not a one-shot script); a shell image needs e.g. command: [\"sleep\", \"infinity\"] to stay up.",
+		"Or, if it is meant to run once (the log shows a task that did its work), run it as a Job (restartPolicy OnFailure/Never) instead of a Deployment or bare pod.",
 	}
 	return f
 }

@@ -240,3 +240,15 @@ func TestCurrentBlockerBeatsHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestExitsZeroFixReadsTheLogFirst: a container that exits 0 is either a server whose command
+// quits or a one-shot task; its log says which, so the fix reads it before either change, and
+// says the two changes are alternatives.
+func TestExitsZeroFixReadsTheLogFirst(t *testing.T) {
+	got := checkCodes(t, crashRules, testSnapshot(testPod(crashLoop("app", 24, 0, "Completed", ""))), CodeContainerExitsImmediately)
+	fix := got[0].Fix
+	if want := "kubectl logs -n shop app -c app --previous"; len(fix) == 0 || fix[0] != want {
+		t.Fatalf("fix[0] = %q, want %q:\n%s", fix[0], want, strings.Join(fix, "\n"))
+	}
+	checkBefore(t, fix, "Either, if it is meant to keep running", "Or, if it is meant to run once")
+}

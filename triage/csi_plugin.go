@@ -197,7 +197,8 @@ func nodePluginState(s *Snapshot, plug *CSIPlugin, ds *appsv1.DaemonSet) (string
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, false); untolerated {
 			return fmt.Sprintf("Its node DaemonSet %s does not tolerate taint %s of %s, so it runs no pod there.", name, taintString(&t), node.Name),
-				ev, tolerationFixes(ref, []corev1.Taint{t}, len(spec.Tolerations) > 0)
+				ev, append([]string{fmt.Sprintf("kubectl get node %s -o jsonpath='{.spec.taints}'   # the node's taints now, and who set them decides whether the plugin should tolerate them", shellQuote(node.Name))},
+					tolerationFixes(ref, []corev1.Taint{t}, len(spec.Tolerations) > 0)...)
 		}
 	}
 	// The controller's own words.
@@ -218,6 +219,11 @@ func nodePluginState(s *Snapshot, plug *CSIPlugin, ds *appsv1.DaemonSet) (string
 	ev = append(ev, objectEventEvidence(ref, *failed))
 	ns := plug.Namespaces[ds.Namespace]
 	why, fix := daemonRefusal(ds, ns, failed.Message)
+	// Its newest FailedCreate first: the refusal the change answers, if it still stands.
+	look := fmt.Sprintf("kubectl describe daemonset -n %s %s", shellQuote(ds.Namespace), shellQuote(ds.Name))
+	if !slices.Contains(fix, look) {
+		fix = append([]string{look + "   # its newest FailedCreate event: is the API server still refusing its pods, and why?"}, fix...)
+	}
 	return fmt.Sprintf("Its node DaemonSet %s creates no pod there (desired %d, current %d): %s", name, st.DesiredNumberScheduled, st.CurrentNumberScheduled, why),
 		append(ev, namespaceSecurityEvidence(ns, ds.Namespace)...), append(fix, restart)
 }

@@ -77,7 +77,11 @@ type Finding struct {
 	// Fix holds steps for the operator, in order; entries that start with a command (kubectl,
 	// calicoctl, whypending, …), or "On NODE: " and a command to run on that node, can be
 	// pasted into a shell, and the rest are prose, never with a command run into a sentence.
-	// ParseFixStep tells them apart.
+	// ParseFixStep tells them apart. A person pastes them top to bottom, so they come in the
+	// order look (read-only commands that confirm the cause), decide (prose that says which case
+	// applies), change, verify; two changes that are alternatives say so ("Either … Or …")
+	// before the first. A fix with a read-only command starts with one (TestFixLooksBeforeItActs
+	// in triage/collect checks it, with the rules allowed otherwise and why).
 	Fix []string `json:"fix,omitempty"`
 	// Actions are remediations the bot can run behind an approval.
 	Actions []ActionRef `json:"actions,omitempty"`

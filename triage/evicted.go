@@ -368,7 +368,8 @@ func nodePressureFix(s *Snapshot, e eviction) []string {
 	switch {
 	case strings.Contains(e.condition, "DiskPressure"):
 		fix = append(fix,
-			fmt.Sprintf("On %s: df -h /var/lib/kubelet %s /var/log; crictl rmi --prune  # free the node's disk (unused images, logs) or give it a larger one", node, runtimeDataDir(runtimeUnit(s))),
+			fmt.Sprintf("On %s: df -h /var/lib/kubelet %s /var/log   # which filesystem is full", node, runtimeDataDir(runtimeUnit(s))),
+			fmt.Sprintf("On %s: crictl rmi --prune  # free the node's disk (unused images, logs) or give it a larger one", node),
 			fmt.Sprintf("Set resources.requests.ephemeral-storage on %s to what they really write: a pod using more than it requests is evicted first, and with a request the scheduler places it where the disk fits.", containers))
 	case strings.Contains(e.condition, "MemoryPressure"):
 		fix = append(fix,

@@ -19,6 +19,7 @@ func TestEvictedRules(t *testing.T) {
 	}{
 		{"a running pod is neither evicted nor lost", testPod(), nil},
 		{"status.reason Evicted", testPod(statusReason("Evicted", "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi.", corev1.PodFailed)), []Code{CodeEvicted}},
+		{"status.reason Evicted for disk", testPod(statusReason("Evicted", "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 2Gi.", corev1.PodFailed)), []Code{CodeEvicted}},
 		{"status.reason NodeLost", testPod(statusReason("NodeLost", "Node node-1 which was running pod app is unresponsive", corev1.PodRunning)), []Code{CodeNodeLost}},
 		{"phase Unknown", testPod(statusReason("", "", corev1.PodUnknown)), []Code{CodeNodeLost}},
 	}
@@ -28,6 +29,16 @@ func TestEvictedRules(t *testing.T) {
 			for _, f := range got {
 				if !hasField(f, "status.reason") {
 					t.Errorf("%s evidence lacks status.reason", f.Code)
+				}
+				if !looksFirst(f.Fix) {
+					t.Errorf("%s fix acts before it looks: %q", f.Code, f.Fix)
+				}
+				// A full disk is measured before anything on it is removed.
+				if stepIndex(f.Fix, "crictl rmi --prune") >= 0 {
+					checkBefore(t, f.Fix, "df -h /var/lib/kubelet", "crictl rmi --prune")
+					if strings.Contains(f.Fix[stepIndex(f.Fix, "df -h")], "crictl") {
+						t.Errorf("the disk is measured and pruned in one step: %q", f.Fix[stepIndex(f.Fix, "df -h")])
+					}
 				}
 			}
 		})

@@ -43,6 +43,7 @@ var readOnlyVerbs = map[string]map[string]bool{
 	"systemctl":  set("status", "show", "cat", "is-active", "is-enabled", "is-failed", "list-units"),
 	"ip":         set("addr", "a", "address", "route", "r", "link", "neigh", "rule"),
 	"ctr":        set("images ls", "image ls", "i ls", "containers ls", "c ls", "tasks ls", "t ls", "version", "info"),
+	"rpcinfo":    set(""), // but -d unregisters a program: readsOnly checks it
 	"mount":      set(""),
 	"sed":        set(""),
 	// Programs that read whatever their arguments (curl and ip are checked further in readsOnly).
@@ -51,6 +52,7 @@ var readOnlyVerbs = map[string]map[string]bool{
 	"nc": set(""), "openssl": set(""), "showmount": set(""), "findmnt": set(""),
 	"aa-status": set(""), "head": set(""), "tail": set(""), "wc": set(""), "jq": set(""),
 	"sort": set(""), "uniq": set(""), "cut": set(""), "column": set(""), "awk": set(""),
+	"base64": set(""),
 }
 
 // kubectlReads are the kubectl (and oc) subcommands that only read.
@@ -93,6 +95,8 @@ func readsOnly(words []string) bool {
 		return !anyWord(args, "-X", "--request", "-d", "--data", "--data-binary", "--data-raw", "-T", "--upload-file", "-F", "--form", "-o", "--output", "-O")
 	case "sed":
 		return !anyWord(args, "-i")
+	case "rpcinfo":
+		return !anyWord(args, "-d")
 	case "ip":
 		if anyWord(args, "add", "del", "delete", "set", "flush", "change", "replace", "append") {
 			return false

@@ -25,6 +25,7 @@ func TestFixStepReadOnly(t *testing.T) {
 		{"crane manifest registry.example.com/app:1.2", true},
 		{"docker manifest inspect app:1.2 >/dev/null 2>&1 && echo ok", false}, // echo is not known
 		{"kubectl logs web 2>&1 | grep -i error", true},
+		{"kubectl get secret regcred -n shop -o jsonpath='{.data.\\.dockerconfigjson}' | base64 -d | jq '.auths | keys'", true},
 		{"kubectl get pod web -o yaml > web.yaml", false},
 		{"kubectl delete pod -n shop web", false},
 		{"kubectl rollout restart deploy/web -n shop", false},
@@ -37,6 +38,8 @@ func TestFixStepReadOnly(t *testing.T) {
 		{"On n1: systemctl restart kubelet", false},
 		{"On n1: ip route del 10.0.0.0/8", false},
 		{"On n1: mount -t nfs srv:/x /mnt", false},
+		{"On n1: nc -vz nfs.example.com 2049; rpcinfo -p nfs.example.com", true},
+		{"On n1: nc -vz nfs.example.com 2049; rpcinfo -d 100003 3", false}, // -d unregisters NFS v3 from the portmapper
 		{"curl -X POST https://example.com", false},
 		{"whypending ipam release-ips --cluster prod", false},
 		{"whypending ipam unlock", false},

@@ -214,9 +214,11 @@ func (p *pull) finding(code Code) Finding {
 	case CodeImagePullRateLimited:
 		f.Summary = fmt.Sprintf("The registry %s is rate-limiting pulls of %s (toomanyrequests); the kubelet keeps backing off.", ref.registry, image)
 		f.Fix = []string{
-			fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\"  # set both first; authenticated pulls get a higher limit", nsFlag(pod), shellQuote(ref.registry)),
-			"Or pull through a mirror or pull-through cache, and prefer imagePullPolicy IfNotPresent for tagged images.",
+			fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.spec.imagePullSecrets}'   # empty: the kubelet pulls anonymously, which gets the lowest limit", shellQuote(pod.Name), nsFlag(pod)),
+			fmt.Sprintf("Either, if it pulls anonymously, authenticate the pulls (authenticated pulls get a higher limit) with a pull secret for %s on the pod's ServiceAccount:", ref.registry),
 		}
+		f.Fix = append(f.Fix, pullSecretFix(pod, ref, "set both first")...)
+		f.Fix = append(f.Fix, "Or pull through a mirror or pull-through cache, and prefer imagePullPolicy IfNotPresent for tagged images.")
 	case CodeRegistryQuotaExceeded:
 		f.Summary = fmt.Sprintf("The registry %s refuses to serve %s because a quota (pull or storage) is used up; this is not a network or credentials problem.", ref.registry, image)
 		f.Fix = []string{
@@ -231,8 +233,9 @@ func (p *pull) finding(code Code) Finding {
 		}
 	case CodeImageNotPresentPullNever:
 		f.Summary = fmt.Sprintf("The image %s is not on node %s and imagePullPolicy is Never, so the kubelet will not pull it.", image, node)
-		f.Fix = append(loadImageFix(p.s, image),
-			fmt.Sprintf("Or set imagePullPolicy: IfNotPresent on %s and push the image to a registry.", who))
+		f.Fix = append([]string{fmt.Sprintf("docker image inspect %s --format '{{.Id}}'   # where the image was built: it must be there to be loaded (build it first if this fails)", shellQuote(image))},
+			loadImageFix(p.s, image, "Either")...)
+		f.Fix = append(f.Fix, fmt.Sprintf("Or set imagePullPolicy: IfNotPresent on %s and push the image to a registry.", who))
 	case CodeInvalidImageName:
 		f.Summary = fmt.Sprintf("The image reference %q of %s is not a valid image name, so the kubelet cannot even try to pull it.", image, who)
 		f.Fix = []string{"Use a reference of the form [registry/]repository[:tag][@digest], e.g. docker.io/library/ubuntu:24.04."}
@@ -247,7 +250,8 @@ func (p *pull) finding(code Code) Finding {
 			f.Summary += fmt.Sprintf(" It says: %q.", truncateStart(p.words, 240))
 		}
 		f.Fix = []string{
-			fmt.Sprintf("Use a fully qualified image name: %s if the image is on Docker Hub (or the registry you mean, e.g. quay.io/…).", qualified),
+			fmt.Sprintf("crane digest %s   # is the image on Docker Hub? (or: docker manifest inspect %s)", shellQuote(qualified), shellQuote(qualified)),
+			fmt.Sprintf("Use a fully qualified image name: %s if the command above finds it on Docker Hub, else the registry you mean (e.g. quay.io/…).", qualified),
 			setImageTo(pod, p.c.Status.Name, qualified),
 		}
 	default:
@@ -265,17 +269,34 @@ func (p *pull) finding(code Code) Finding {
 	return f
 }
 
-// credentialsFix is how to give the kubelet credentials for ref's registry.
+// credentialsFix is how to give the kubelet credentials for ref's registry: first what the pod
+// has (its pull secret; without one, its ServiceAccount's, which admission copies only into
+// pods created after it was added), then a pull secret on the ServiceAccount, or the node's own
+// identity.
 func credentialsFix(pod *corev1.Pod, ref imageReference) []string {
-	fix := []string{
-		fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\"  # set both to an account that may pull, first", nsFlag(pod), shellQuote(ref.registry)),
-		fmt.Sprintf("kubectl patch serviceaccount %s %s -p '{\"imagePullSecrets\":[{\"name\":\"regcred\"}]}'", shellQuote(serviceAccount(pod)), nsFlag(pod)),
+	var fix []string
+	if secrets := pod.Spec.ImagePullSecrets; len(secrets) > 0 {
+		fix = append(fix,
+			fmt.Sprintf("kubectl get secret %s %s -o jsonpath='{.data.\\.dockerconfigjson}' | base64 -d | jq '.auths | keys'  # the pod's pull secret must name %s and still be valid", shellQuote(secrets[0].Name), nsFlag(pod), ref.registry),
+			fmt.Sprintf("If it names %s and its credentials still work, the registry refuses that account: grant it pull rights on the repository. Otherwise either give the pod a pull secret that works:", ref.registry))
+	} else {
+		fix = append(fix,
+			fmt.Sprintf("kubectl get serviceaccount %s %s -o jsonpath='{.imagePullSecrets}'   # the pod has none; a pull secret listed here reaches only pods created after it was added", shellQuote(serviceAccount(pod)), nsFlag(pod)),
+			fmt.Sprintf("Either give the pod a pull secret for %s:", ref.registry))
 	}
-	for _, sec := range pod.Spec.ImagePullSecrets {
-		fix = append(fix, fmt.Sprintf("kubectl get secret %s %s -o jsonpath='{.data.\\.dockerconfigjson}' | base64 -d | jq '.auths | keys'  # the pod's pull secret must name %s and still be valid", shellQuote(sec.Name), nsFlag(pod), ref.registry))
-		break
-	}
+	fix = append(fix, pullSecretFix(pod, ref, "set both to an account that may pull, first")...)
 	return append(fix, "Or give the node's identity pull rights on the registry (e.g. the ECR read-only policy for the node role).")
+}
+
+// pullSecretFix creates a pull secret for ref's registry (first says what to set first) and
+// puts it on the pod's ServiceAccount. That patch replaces the account's list of pull secrets
+// (the field has no merge key), and admission copies the list only into pods created after it,
+// so its comment says both.
+func pullSecretFix(pod *corev1.Pod, ref imageReference, first string) []string {
+	return []string{
+		fmt.Sprintf("kubectl create secret docker-registry regcred %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\"  # %s", nsFlag(pod), shellQuote(ref.registry), first),
+		fmt.Sprintf("kubectl patch serviceaccount %s %s -p '{\"imagePullSecrets\":[{\"name\":\"regcred\"}]}'   # replaces the account's pull secrets: name any it already lists too; only pods created from now on get it, so delete the stuck pod for its controller to create it again (a bare pod: create it again)", shellQuote(serviceAccount(pod)), nsFlag(pod)),
+	}
 }
 
 var (
@@ -306,27 +327,28 @@ func (p *pull) certificateDetail(f *Finding) {
 	if h := hostOnly(host); h != hostOnly(p.ref.registry) {
 		via = fmt.Sprintf(" (the image's registry is %s; %s is where the runtime was sent for it)", p.ref.registry, host)
 	}
-	trust := fmt.Sprintf("Trust the CA that signed %s on every node: %s, then restart %s if needed.", host, caPath(unit, host), unit)
+	trust := fmt.Sprintf("Either trust the CA that signed %s (the issuer above) on every node: %s, then restart %s if needed.", host, caPath(unit, host), unit)
 	inspect := fmt.Sprintf("On %s: openssl s_client -connect %s -servername %s -showcerts </dev/null | openssl x509 -noout -issuer -subject -dates", shellQuote(node), shellQuote(withPort(host)), shellQuote(hostOnly(host)))
 	switch {
 	case containsAny(p.words, "HTTP response to HTTPS client"):
 		f.Summary = fmt.Sprintf("The registry %s answers in plain HTTP, but the container runtime on %s pulls %s over HTTPS%s.", host, node, image, via)
 		f.Fix = []string{
-			fmt.Sprintf("Serve TLS on %s (preferred), or declare it a plain-HTTP registry on every node: %s.", host, plainHTTPConfig(unit, host)),
+			fmt.Sprintf("On %s: curl -sI %s   # any HTTP answer here (even 401) confirms the registry speaks plain HTTP", shellQuote(node), shellQuote("http://"+host+"/v2/")),
+			fmt.Sprintf("Either serve TLS on %s (preferred), or declare it a plain-HTTP registry on every node: %s.", host, plainHTTPConfig(unit, host)),
 		}
 	case reValidFor.MatchString(p.words):
 		m := reValidFor.FindStringSubmatch(p.words)
 		f.Summary = fmt.Sprintf("The TLS certificate of %s is issued for %s, not for the name %s that %s is pulled by, so the container runtime on %s refuses it%s.", host, m[1], m[2], image, node, via)
 		f.Fix = []string{
-			fmt.Sprintf("Pull by a name the certificate covers (%s), or reissue the certificate with %s as a subject alternative name.", m[1], m[2]),
 			inspect,
+			fmt.Sprintf("Either pull by a name the certificate covers (%s), or reissue the certificate with %s as a subject alternative name.", m[1], m[2]),
 		}
 	case containsAny(p.words, "certificate has expired", "not yet valid"):
 		f.Summary = fmt.Sprintf("The TLS certificate of %s has expired (or is not valid yet by the clock of %s), so the container runtime refuses it%s.", host, node, via)
 		f.Fix = []string{inspect, fmt.Sprintf("Renew the certificate of %s; if it is valid, check the clock of %s (timedatectl).", host, node)}
 	default:
 		f.Summary = fmt.Sprintf("The container runtime on %s does not trust the TLS certificate of %s (signed by an unknown authority), so it cannot pull %s for %s%s.", node, host, image, p.who, via)
-		f.Fix = []string{trust, inspect}
+		f.Fix = []string{inspect, trust}
 		if inCluster := openShiftInternalName(p.ref); inCluster != "" {
 			f.Fix = append(f.Fix,
 				fmt.Sprintf("Or pull through the registry's in-cluster name, whose certificate the nodes already trust: %s", inCluster),
@@ -363,25 +385,28 @@ func (p *pull) unreachableDetail(f *Finding) {
 			fixed := withRegistry(p.image, better)
 			f.Summary = fmt.Sprintf("The registry host %s of image %s does not resolve on %s (no such host): a name problem, not the network. %s; the image should be %s.", host, p.image, node, why, fixed)
 			f.Summary += fmt.Sprintf(" The runtime says: %q.", truncateStart(p.words, 240))
+			// Nothing here has asked node whether better resolves or serves the image: the
+			// fix checks both there before it changes the image.
 			f.Fix = []string{
+				fmt.Sprintf("On %s: getent hosts %s   # does this name resolve on %s? %s does not", shellQuote(node), shellQuote(hostOnly(better)), node, hostOnly(host)),
+				fmt.Sprintf("On %s: crictl pull %s   # does the image pull by that name?", shellQuote(node), shellQuote(fixed)),
+				fmt.Sprintf("If both succeed, point %s at %s:", p.who, fixed),
 				setImageTo(p.pod, p.c.Status.Name, fixed),
-				fmt.Sprintf("On %s: getent hosts %s   # it resolves, unlike %s", shellQuote(node), shellQuote(hostOnly(better)), hostOnly(host)),
-				fmt.Sprintf("On %s: crictl pull %s", shellQuote(node), shellQuote(fixed)),
 			}
 			return
 		}
 		fix = []string{
-			fmt.Sprintf("Check the spelling of %s in the image name first: it does not resolve at all, which a typo or a name only known outside the cluster (localhost, a laptop's /etc/hosts) explains as well as DNS.", hostOnly(host)),
 			fmt.Sprintf("On %s: getent hosts %s  # DNS as the node (not a pod) sees it", shellQuote(node), shellQuote(hostOnly(host))),
-			fmt.Sprintf("Fix the node's resolver (/etc/resolv.conf, systemd-resolved) or the registry name; with a proxy, %s resolves it only if the proxy is set for %s.", hostOnly(host), unit),
 			env,
+			fmt.Sprintf("If it does not resolve there either, check the spelling of %s in the image name first: a typo or a name only known outside the cluster (localhost, a laptop's /etc/hosts) explains that as well as DNS.", hostOnly(host)),
+			fmt.Sprintf("Fix the node's resolver (/etc/resolv.conf, systemd-resolved) or the registry name; with a proxy, %s resolves it only if the proxy is set for %s.", hostOnly(host), unit),
 		}
 	case reLookup.MatchString(p.words):
 		what = "cannot resolve the name of"
 		fix = []string{
 			fmt.Sprintf("On %s: getent hosts %s  # DNS as the node (not a pod) sees it", shellQuote(node), shellQuote(hostOnly(host))),
-			fmt.Sprintf("Fix the node's resolver (/etc/resolv.conf, systemd-resolved) or the registry name; with a proxy, %s resolves it only if the proxy is set for %s.", hostOnly(host), unit),
 			env,
+			fmt.Sprintf("Fix the node's resolver (/etc/resolv.conf, systemd-resolved) or the registry name; with a proxy, %s resolves it only if the proxy is set for %s.", hostOnly(host), unit),
 		}
 	default:
 		if m := reDial.FindStringSubmatch(p.words); m != nil {
@@ -392,8 +417,8 @@ func (p *pull) unreachableDetail(f *Finding) {
 		}
 		fix = []string{
 			env,
-			fmt.Sprintf("Allow %s to reach %s (and the registry's blob storage host) through firewalls and security groups, or set HTTPS_PROXY for %s; an internal registry behind a proxy belongs in NO_PROXY.", node, withPort(host), unit),
 			fmt.Sprintf("On %s: curl -sv %s -o /dev/null  # any HTTP answer, even 401, means the node reaches it", shellQuote(node), shellQuote("https://"+host+"/")),
+			fmt.Sprintf("Allow %s to reach %s (and the registry's blob storage host) through firewalls and security groups, or set HTTPS_PROXY for %s; an internal registry behind a proxy belongs in NO_PROXY.", node, withPort(host), unit),
 		}
 	}
 	via := ""
@@ -478,12 +503,24 @@ func (p *pull) ambiguousFindings() []Finding {
 	if len(missing) > 0 {
 		nf.Summary += " For this reading: " + strings.Join(missing, "; ") + "."
 	}
+	// p.finding's fix for a missing image starts with the crane ls that tells this reading
+	// from the other: it comes first, before pushing or loading anything.
+	look, rest := nf.Fix[0], nf.Fix[1:]
+	absent := fmt.Sprintf("If it lists no tag %s", orDefault(p.ref.tag, "latest"))
+	if p.ref.tag == "" && p.ref.digest != "" {
+		absent = "If the manifest of that digest is not there"
+	}
 	fix := []string{
-		fmt.Sprintf("Push it to a registry the node can pull from, then point %s at it:", p.who),
+		look,
+		absent + fmt.Sprintf(", the image is not there: either push it to a registry the node can pull from, then point %s at it:", p.who),
 		fmt.Sprintf(`docker tag %s "$TARGET" && docker push "$TARGET"   # set TARGET=REGISTRY/REPOSITORY:TAG first`, shellQuote(p.image)),
 	}
-	fix = append(fix, loadImageFix(p.s, p.image)...)
-	nf.Fix = append(append(fix, pullPolicyFix(p.pod, p.c, p.ref)), nf.Fix...)
+	fix = append(fix, loadImageFix(p.s, p.image, "Or")...)
+	fix = append(fix, pullPolicyFix(p.pod, p.c, p.ref))
+	if len(rest) > 0 && ParseFixStep(rest[0]).Command == "" {
+		rest[0] = "Or " + lowerFirst(rest[0])
+	}
+	nf.Fix = append(fix, rest...)
 
 	un := p.finding(CodeImagePullUnauthorized)
 	un.Uncertain = true
@@ -590,25 +627,27 @@ func devCluster(s *Snapshot) (kind, name string) {
 	return "", ""
 }
 
-// loadImageFix is the command that loads a locally built image into the node's runtime, for
-// the development cluster the node belongs to; when it is not recognised, one line says so and
-// each such cluster's command follows, one a line.
-func loadImageFix(s *Snapshot, image string) []string {
+// loadImageFix is how to load a locally built image into the node's runtime, one alternative
+// of the fix that lead ("Either", "Or") introduces: a line of prose, then the command for the
+// development cluster the node belongs to; when it is not recognised, each such cluster's
+// command, one a line.
+func loadImageFix(s *Snapshot, image, lead string) []string {
 	img := shellQuote(image)
+	intro := lead + " load the image into the node's runtime:"
 	switch kind, name := devCluster(s); kind {
 	case "kind":
-		return []string{fmt.Sprintf("kind load docker-image %s --name %s  # load the locally built image into the kind node", img, shellQuote(name))}
+		return []string{intro, fmt.Sprintf("kind load docker-image %s --name %s  # load the locally built image into the kind node", img, shellQuote(name))}
 	case "minikube":
-		return []string{fmt.Sprintf("minikube image load %s -p %s  # load the locally built image into minikube", img, shellQuote(name))}
+		return []string{intro, fmt.Sprintf("minikube image load %s -p %s  # load the locally built image into minikube", img, shellQuote(name))}
 	case "k3d":
-		return []string{fmt.Sprintf("k3d image import %s -c %s  # load the locally built image into the k3d nodes", img, shellQuote(name))}
+		return []string{intro, fmt.Sprintf("k3d image import %s -c %s  # load the locally built image into the k3d nodes", img, shellQuote(name))}
 	case "MicroK8s":
-		return []string{fmt.Sprintf("docker save %s | microk8s ctr image import -  # load the locally built image into MicroK8s", img)}
+		return []string{intro, fmt.Sprintf("docker save %s | microk8s ctr image import -  # load the locally built image into MicroK8s", img)}
 	case "Docker Desktop", "Rancher Desktop":
-		return []string{fmt.Sprintf("Build %s with the cluster's own engine (Docker Desktop's docker, Rancher Desktop's nerdctl --namespace k8s.io) so the node sees it.", image)}
+		return []string{fmt.Sprintf("%s build %s with the cluster's own engine (Docker Desktop's docker, Rancher Desktop's nerdctl --namespace k8s.io) so the node sees it.", lead, image)}
 	}
 	return []string{
-		"Or load the image into the node's runtime with your cluster's tool, one of these (on another cluster, import it with ctr -n k8s.io images import on the node):",
+		lead + " load the image into the node's runtime with your cluster's tool, one of these (on another cluster, import it with ctr -n k8s.io images import on the node):",
 		fmt.Sprintf("kind load docker-image %s   # kind", img),
 		fmt.Sprintf("minikube image load %s   # minikube", img),
 		fmt.Sprintf("k3d image import %s   # k3d", img),
@@ -757,4 +796,12 @@ func setImageTo(pod *corev1.Pod, container, image string) string {
 		return fmt.Sprintf("Set the image of container %s to %s: %s.", container, image, immutableNote(target))
 	}
 	return fmt.Sprintf("kubectl set image %s %s %s", target, shellQuote(container+"="+image), nsFlag(pod))
+}
+
+// lowerFirst is s with its first letter in lower case, to continue a sentence ("Or point …").
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }

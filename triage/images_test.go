@@ -201,6 +201,11 @@ func TestRuntimeErrorIsEvidence(t *testing.T) {
 			if fix := strings.Join(f.Fix, "\n"); !strings.Contains(fix, tt.fix) {
 				t.Errorf("fix %q lacks %q", fix, tt.fix)
 			}
+			// The unmodelled error's crictl pull is its look (the allow-list of
+			// TestFixLooksBeforeItActs says why); every other fix reads first.
+			if !looksFirst(f.Fix) && f.Code != CodeImagePullFailed {
+				t.Errorf("%s fix acts before it looks:\n%s", f.Code, strings.Join(f.Fix, "\n"))
+			}
 		})
 	}
 
@@ -276,6 +281,9 @@ func TestAmbiguousRegistryAnswer(t *testing.T) {
 				t.Errorf("first reading %s: fix %q lacks %q", got[0].Code, fix, tt.fixFirst)
 			}
 			for _, f := range got {
+				if !looksFirst(f.Fix) {
+					t.Errorf("%s reading acts before it looks:\n%s", f.Code, strings.Join(f.Fix, "\n"))
+				}
 				fix := strings.Join(f.Fix, "\n")
 				switch f.Code {
 				case CodeImageNotFound:
@@ -292,5 +300,86 @@ func TestAmbiguousRegistryAnswer(t *testing.T) {
 				t.Errorf("Evaluate: primary %s, uncertain %t; want %s, uncertain", d.Primary().Code, d.Uncertain, tt.want[0])
 			}
 		})
+	}
+}
+
+// TestImageFixesLookBeforeTheyAct checks the order of the image fixes that change something:
+// what the pod, its ServiceAccount, the registry or the build machine have is read before a
+// pull secret is made or an image is loaded or set, and two alternative changes say they are.
+func TestImageFixesLookBeforeTheyAct(t *testing.T) {
+	withSecret := func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred-old"}} }
+	tests := []struct {
+		name        string
+		image, msg  string
+		opts        []podOpt
+		want        Code
+		first, then string // first's step must come before then's
+		says        string
+	}{
+		{"unauthorized, no pull secret: the ServiceAccount's list before a new secret", "registry.example.com/shop/app:1.0",
+			`Failed to pull image "registry.example.com/shop/app:1.0": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.com/shop/app:1.0": failed to resolve reference "registry.example.com/shop/app:1.0": pulling from host registry.example.com failed with status code [manifests 1.0]: 401 Unauthorized`,
+			nil, CodeImagePullUnauthorized, "kubectl get serviceaccount default", "kubectl create secret docker-registry", "replaces the account's pull secrets"},
+		{"unauthorized with a pull secret: that secret before a new one", "registry.example.com/shop/app:1.0",
+			`Failed to pull image "registry.example.com/shop/app:1.0": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.com/shop/app:1.0": failed to resolve reference "registry.example.com/shop/app:1.0": pulling from host registry.example.com failed with status code [manifests 1.0]: 401 Unauthorized`,
+			[]podOpt{withSecret}, CodeImagePullUnauthorized, "kubectl get secret regcred-old", "kubectl create secret docker-registry", "Otherwise either give the pod a pull secret that works"},
+		{"rate limited: whether it pulls anonymously before a secret, which reaches the pod", "nginx:1.27",
+			`Failed to pull image "nginx:1.27": rpc error: code = Unknown desc = failed to pull and unpack image "docker.io/library/nginx:1.27": failed to copy: httpReadSeeker: failed open: unexpected status code https://registry-1.docker.io/v2/library/nginx/manifests/sha256:0f: 429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit.`,
+			nil, CodeImagePullRateLimited, "{.spec.imagePullSecrets}", "kubectl patch serviceaccount default", "Or pull through a mirror"},
+		{"short name: the qualified name is looked up before it is set", "fusionauth/fusionauth-app:1.60.2",
+			`Failed to inspect image "": rpc error: code = Unknown desc = short name mode is enforcing, but image name fusionauth/fusionauth-app:1.60.2 returns ambiguous list`,
+			nil, CodeImageShortNameAmbiguous, "crane digest docker.io/fusionauth/fusionauth-app:1.60.2", "kubectl set image", "if the command above finds it"},
+		{"plain HTTP: the registry's answer over HTTP before the node's config", "10.0.0.5:5000/app:1",
+			`Failed to pull image "10.0.0.5:5000/app:1": failed to pull and unpack image "10.0.0.5:5000/app:1": failed to resolve reference "10.0.0.5:5000/app:1": failed to do request: Head "https://10.0.0.5:5000/v2/app/manifests/1": http: server gave HTTP response to HTTPS client`,
+			nil, CodeRegistryCertificateUntrusted, "curl -sI", "Either serve TLS", ""},
+		{"unknown CA: the certificate's issuer before trusting it", "harbor.corp.local/app/api:2.3",
+			`Failed to pull image "harbor.corp.local/app/api:2.3": failed to pull and unpack image "harbor.corp.local/app/api:2.3": failed to resolve reference "harbor.corp.local/app/api:2.3": failed to do request: Head "https://harbor.corp.local/v2/app/api/manifests/2.3": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
+			nil, CodeRegistryCertificateUntrusted, "openssl s_client", "Either trust the CA", "Or pull through"},
+		{"certificate for another name: the certificate before the choice", "registry.internal:5000/tools/cli:7",
+			`Failed to pull image "registry.internal:5000/tools/cli:7": rpc error: code = Unknown desc = Error response from daemon: Get "https://registry.internal:5000/v2/": x509: certificate is valid for registry.corp, not registry.internal`,
+			nil, CodeRegistryCertificateUntrusted, "openssl s_client", "Either pull by a name the certificate covers", ""},
+		{"timeout: whether the node reaches the registry before opening the firewall", "grafana/grafana:11.2.0",
+			`Failed to pull image "grafana/grafana:11.2.0": rpc error: code = Unknown desc = Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp 1.2.3.4:443: i/o timeout`,
+			nil, CodeRegistryUnreachable, "curl -sv", "Allow node-1 to reach", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Evaluate(pullFailedPod(tt.image, "ErrImagePull", "Failed", tt.msg, tt.opts...)).Primary()
+			if f.Code != tt.want {
+				t.Fatalf("primary = %s, want %s: %s", f.Code, tt.want, f.Summary)
+			}
+			if !looksFirst(f.Fix) {
+				t.Errorf("fix acts before it looks:\n%s", strings.Join(f.Fix, "\n"))
+			}
+			checkBefore(t, f.Fix, tt.first, tt.then)
+			if tt.says != "" && stepIndex(f.Fix, tt.says) < 0 {
+				t.Errorf("fix lacks %q:\n%s", tt.says, strings.Join(f.Fix, "\n"))
+			}
+		})
+	}
+
+	// The image Never pulled: it must exist where it was built before it is loaded, and loading
+	// and pushing are alternatives.
+	s := testSnapshot(testPod(pending("ErrImageNeverPull", `Container image "myapp:dev" is not present with pull policy of Never`), func(p *corev1.Pod) { p.Spec.Containers[0].Image = "myapp:dev" }))
+	s.Nodes[0].Name, s.Nodes[0].Spec.ProviderID, s.Pod.Spec.NodeName = "dev-control-plane", "kind://docker/dev/dev-control-plane", "dev-control-plane"
+	f := Evaluate(s).Primary()
+	if f.Code != CodeImageNotPresentPullNever {
+		t.Fatalf("primary = %s, want %s", f.Code, CodeImageNotPresentPullNever)
+	}
+	checkBefore(t, f.Fix, "docker image inspect myapp:dev", "kind load docker-image myapp:dev --name dev")
+	checkBefore(t, f.Fix, "Either load the image", "Or set imagePullPolicy: IfNotPresent")
+
+	// The missing-image reading of an ambiguous denial lists the repository's tags before it
+	// pushes or loads anything, and offers push, load and another tag as alternatives.
+	s = pullFailedPod("myapp:latest", "ErrImagePull", "Failed", `Failed to pull image "myapp:latest": `+fmt.Sprintf(`failed to pull and unpack image "docker.io/library/%[1]s": failed to resolve reference "docker.io/library/%[1]s": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed`, "myapp:latest"))
+	for _, f := range imageRules(s) {
+		if f.Code != CodeImageNotFound {
+			continue
+		}
+		if !strings.HasPrefix(f.Fix[0], "crane ls myapp") {
+			t.Errorf("missing-image reading starts with %q, want crane ls", f.Fix[0])
+		}
+		checkBefore(t, f.Fix, "either push it", "docker push")
+		checkBefore(t, f.Fix, "docker push", "Or load the image")
+		checkBefore(t, f.Fix, "Or load the image", "Or point container app at an image and tag that exist")
 	}
 }

@@ -3,6 +3,7 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,8 @@ func initCrashFinding(s *Snapshot, c containerStatus) (Finding, bool) {
 		f.Fix[1] = "Fix what the init container checks or runs (a migration, a config render, a permission), then " + runAgain(pod) + "."
 	}
 	if t != nil && t.Reason == "OOMKilled" {
-		f.Fix = append(f.Fix, fmt.Sprintf("It was OOMKilled: raise resources.limits.memory of init container %s.", st.Name))
+		// Read from its last state: it decides the change, so it comes before the general one.
+		f.Fix = slices.Insert(f.Fix, 1, fmt.Sprintf("It was OOMKilled: raise resources.limits.memory of init container %s.", st.Name))
 	}
 	return f, true
 }

@@ -29,12 +29,25 @@ func TestInitContainerRules(t *testing.T) {
 		{"running for 30 seconds is only a warning", testPod(initContainer("init", running(30*time.Second), 0, "sh", "-c", "until nslookup db.shop; do sleep 2; done")), []Code{CodeInitContainerWaitingDependency}, SeverityWarning},
 		{"crash-looping init container", testPod(initContainer("migrate", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, 5), backoff), []Code{CodeInitContainerCrashloop}, SeverityBlocker},
 		{"the second init container is the one that hangs", testPod(initContainer("first", done, 0), initContainer("wait", running(10*time.Minute), 0, "sh", "-c", "until nc -z db 5432; do sleep 1; done")), []Code{CodeInitContainerWaitingDependency}, SeverityBlocker},
+		{"an OOM-killed init container", testPod(initContainer("migrate", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, 5), func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}
+		}), []Code{CodeInitContainerCrashloop}, SeverityBlocker},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := checkCodes(t, initContainerRules, testSnapshot(tt.pod), tt.want...)
 			if len(got) > 0 && got[0].Severity != tt.severity {
 				t.Errorf("severity = %s, want %s", got[0].Severity, tt.severity)
+			}
+			for _, f := range got {
+				if !looksFirst(f.Fix) {
+					t.Errorf("%s fix acts before it looks: %q", f.Code, f.Fix)
+				}
+				// The kill its last state records decides the change: said before the
+				// general one.
+				if stepIndex(f.Fix, "It was OOMKilled") >= 0 {
+					checkBefore(t, f.Fix, "It was OOMKilled", "Fix what the init container checks or runs")
+				}
 			}
 		})
 	}

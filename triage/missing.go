@@ -35,23 +35,28 @@ func missingObjectNote(s *Snapshot, resource, name string) string {
 	return b.String()
 }
 
-// missingObjectFix returns the fix for a missing object: the near names to check first, todo,
-// and for a Helm hook how to order it. When the namespace's ConfigMaps or Secrets could not be
-// listed (objectPresence is unknown), the first step gets the object itself: the kubelet's
-// report may be older than the object, which must then not be created again.
+// missingObjectFix returns the fix for a missing object: the namespace's objects to look at,
+// for a Helm hook how to order it (before todo: an object the release creates, made by hand
+// instead, clashes with the release), then the near names and todo, which are alternatives.
+// When the namespace's ConfigMaps or Secrets could not be listed (objectPresence is unknown),
+// the first step gets the object itself: the kubelet's report may be older than the object,
+// which must then not be created again.
 func missingObjectFix(s *Snapshot, resource, name, todo string) []string {
 	fix := []string{fmt.Sprintf("kubectl get %s -n %s", resource, shellQuote(s.Pod.Namespace))}
 	if p, _ := objectPresence(s, resource, name); p == presenceUnknown && (resource == "configmaps" || resource == "secrets") {
 		fix[0] = fmt.Sprintf("kubectl get %s %s -n %s   # if it is there now, do not create it: the kubelet retries on its own", strings.TrimSuffix(resource, "s"), shellQuote(name), shellQuote(s.Pod.Namespace))
 	}
-	if near := closestNames(name, s.NamesInNamespace[resource], 3); len(near) > 0 {
-		fix = append(fix, fmt.Sprintf("If %s is the one meant, fix the name in the pod's spec (or its workload's template).", strings.Join(near, " or ")))
-	}
-	fix = append(fix, todo)
 	if hook, _ := helmHook(s); hook != "" {
-		fix = append(fix, fmt.Sprintf("Create the %s in an earlier hook (annotate it helm.sh/hook: %s with a lower helm.sh/hook-weight), or move this work out of the hook so it runs after the release's objects exist.", resourceKinds[resource], hook))
+		fix = append(fix, fmt.Sprintf("If the release itself creates the %s, create it in an earlier hook (annotate it helm.sh/hook: %s with a lower helm.sh/hook-weight), or move this work out of the hook so it runs after the release's objects exist, rather than creating it by hand.", resourceKinds[resource], hook))
 	}
-	return fix
+	if near := closestNames(name, s.NamesInNamespace[resource], 3); len(near) > 0 {
+		if ParseFixStep(todo).Command != "" {
+			fix = append(fix, fmt.Sprintf("Either, if %s is the one meant, fix the name in the pod's spec (or its workload's template); or create %s %s:", strings.Join(near, " or "), resourceKinds[resource], name))
+		} else {
+			fix = append(fix, fmt.Sprintf("If %s is the one meant, fix the name in the pod's spec (or its workload's template).", strings.Join(near, " or ")))
+		}
+	}
+	return append(fix, todo)
 }
 
 // helmHook returns the Helm hook the pod runs as (e.g. "pre-install,pre-upgrade") and the object

@@ -33,8 +33,8 @@ var mountTable = []mountWords{
 		node := s.Pod.Spec.NodeName
 		f.Summary = fmt.Sprintf("The NFS server refuses to export %s to %s (access denied by server), so the kubelet cannot mount volume %s (%s %s).", m[1], node, orUnknownVolume(volume), e.Reason, eventSeen(s, e))
 		f.Fix = []string{
-			fmt.Sprintf("On the NFS server: exportfs -v   # %s must be exported to %s's address (or its subnet), with the options the pod needs", m[1], node),
 			fmt.Sprintf("On %s: showmount -e %s   # what the server exports to this node", shellQuote(node), shellQuote(strings.Split(m[1], ":")[0])),
+			fmt.Sprintf("On the NFS server: exportfs -v   # %s must be exported to %s's address (or its subnet), with the options the pod needs", m[1], node),
 		}
 	}},
 	{regexp.MustCompile(`mount\.nfs4?: (Connection timed out|No route to host|Connection refused|Network is unreachable)`), func(s *Snapshot, e Event, m []string, volume string, f *Finding) {
@@ -43,14 +43,20 @@ var mountTable = []mountWords{
 		server := nfsServer(s, volume)
 		f.Fix = []string{fmt.Sprintf("On %s: nc -vz %s 2049; rpcinfo -p %s   # the NFS server from the volume's spec", shellQuote(node), shellQuote(server), shellQuote(server))}
 		if server == "" {
-			f.Fix = []string{fmt.Sprintf("On %s: check that the NFS server in the PersistentVolume's spec answers on 2049/tcp (nc -vz SERVER 2049).", node)}
+			f.Fix = []string{
+				"kubectl get pv -o custom-columns=NAME:.metadata.name,CLAIM:.spec.claimRef.name,NFS:.spec.nfs.server   # the NFS server of the pod's volume",
+				fmt.Sprintf("On %s: check that that server answers on 2049/tcp (nc -vz SERVER 2049).", node),
+			}
 		}
 	}},
 	{regexp.MustCompile(`you might need a /sbin/mount\.<type> helper program|mount: wrong fs type, bad option, bad superblock on ([^,\s]+), missing codepage or helper program`), func(s *Snapshot, e Event, m []string, volume string, f *Finding) {
 		node := s.Pod.Spec.NodeName
 		if strings.Contains(e.Message, "helper program") && (strings.Contains(e.Message, "nfs") || strings.Contains(e.Message, "cifs") || strings.Contains(e.Message, "mount.<type>")) {
 			f.Summary = fmt.Sprintf("%s lacks the mount helper for volume %s (the mount says it needs a /sbin/mount.<type> helper): the NFS or CIFS client tools are not installed on the node (%s %s).", node, orUnknownVolume(volume), e.Reason, eventSeen(s, e))
-			f.Fix = []string{fmt.Sprintf("On %s: install the client tools (nfs-common or nfs-utils for NFS, cifs-utils for SMB), then the kubelet's next retry mounts it.", shellQuote(node))}
+			f.Fix = []string{
+				fmt.Sprintf("On %s: ls /sbin/mount.*   # the mount helpers the node has: mount.nfs for NFS, mount.cifs for SMB", shellQuote(node)),
+				fmt.Sprintf("On %s: install the client tools (nfs-common or nfs-utils for NFS, cifs-utils for SMB), then the kubelet's next retry mounts it.", shellQuote(node)),
+			}
 			return
 		}
 		f.Summary = fmt.Sprintf("The filesystem of volume %s cannot be mounted on %s (wrong fs type, bad option or bad superblock): the volume's fsType does not match what is on it, or the filesystem is damaged (%s %s).", orUnknownVolume(volume), node, e.Reason, eventSeen(s, e))

@@ -230,6 +230,7 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 	}
 	f.Fix = []string{
 		"whypending ipam check --show-problem-ips",
+		releaseLeaksChoice,
 		"whypending ipam release-ips --lock  # prints the plan; add --yes to lock the datastore, release the leaked addresses, unlock and check again",
 		calicoctlReleaseLeaks,
 		"If nothing is leaked, the pool really is full: add an IPPool, or remove finished pods that still hold addresses. With the new pool's manifest in ippool.yaml:",
@@ -269,11 +270,18 @@ func ipamBlockLimitDetail(s *Snapshot, f *Finding) {
 		limit = effectiveMaxBlocks(ipam)
 	}
 	f.Fix = []string{"whypending ipam show --show-blocks  # or: calicoctl ipam show --show-blocks"}
+	released := false
 	if ipam != nil && len(ipam.EmptyBlockCIDRs[node]) > 0 {
 		f.Fix = append(f.Fix, fmt.Sprintf("whypending ipam release-blocks %s  # prints the plan; add --yes to release", strings.Join(ipam.EmptyBlockCIDRs[node], " ")))
+		released = true
 	}
 	if ipam != nil && ipam.LeakedIPsByNode[node] > 0 {
 		f.Fix = append(f.Fix, "whypending ipam release-ips --lock  # prints the plan; add --yes to release the leaked addresses")
+		released = true
+	}
+	if released {
+		// Raising the limit is the other way out, for when releasing frees no block.
+		f.Fix = append(f.Fix, fmt.Sprintf("If releasing frees no block of %s (every block the show lists holds addresses in use), raise the limit instead:", node))
 	}
 	f.Fix = append(f.Fix,
 		fmt.Sprintf("kubectl patch ipamconfigs.crd.projectcalico.org default --type=merge -p '{\"spec\":{\"maxBlocksPerHost\":%d}}'  # raise the limit (or use a larger blockSize for the pool)", 2*limit))
@@ -298,7 +306,7 @@ func datastoreLockedDetail(s *Snapshot, f *Finding) {
 	f.Actions = append(f.Actions, ActionRef{Kind: actionUnlockDatastore, Label: "Unlock the Calico datastore"})
 	f.Fix = []string{
 		"kubectl get clusterinformations.crd.projectcalico.org default -o jsonpath='{.spec.datastoreReady}'",
-		"Make sure no IPAM repair or upgrade migration is still running, then:",
+		"If it prints false, make sure no IPAM repair or upgrade migration is still running, then unlock it, either with whypending or with calicoctl (one of the two):",
 		"whypending ipam unlock",
 		"calicoctl datastore migrate unlock",
 	}
@@ -541,9 +549,12 @@ func windowsStrictAffinityDetail(s *Snapshot, e Event, f *Finding) {
 	if n := s.Node(node); n != nil {
 		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "status.nodeInfo.operatingSystem", Message: orUnknown(n.Status.NodeInfo.OperatingSystem)})
 	}
+	// Where the setting lives (the Tigera operator's resources, or IPAMConfig itself) decides
+	// how to change it: the look comes first.
 	f.Fix = []string{
+		"kubectl get installations.operator.tigera.io   # found: the Tigera operator manages Calico",
+		"Either, with the Tigera operator, set strictAffinity where the operator keeps it (Installation spec.calicoNetwork, or the IPAMConfiguration resource), or it is set back; or, without it, set it in IPAMConfig default:",
 		"kubectl patch ipamconfigs.crd.projectcalico.org default --type=merge -p '{\"spec\":{\"strictAffinity\":true}}'   # or: calicoctl ipam configure --strictaffinity=true",
-		"With the Tigera operator, set it where the operator keeps it (Installation spec.calicoNetwork, or the IPAMConfiguration resource), or it is set back.",
 		fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -i calico   # restart calico-node on the Windows node if the retry still fails", shellQuote(node)),
 	}
 }

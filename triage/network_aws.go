@@ -178,13 +178,11 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		if st.customNetworking {
 			f.Summary += " Custom networking is on too, so the prefixes come from the ENIConfig's subnet for the node's zone, not the node's own subnet."
 		}
-		f.Fix = []string{
-			ipamdLog + "   # InsufficientCidrBlocks confirms the subnet has no free /28",
-			"Reserve room for prefixes in the subnet (aws ec2 create-subnet-cidr-reservation --subnet-id <subnet> --cidr <free range> --reservation-type prefix), or move the nodes (or the ENIConfig) to a subnet with free contiguous space.",
-		}
+		f.Fix = []string{ipamdLog + "   # InsufficientCidrBlocks confirms the subnet has no free /28"}
 		if capacity > 0 && withIP < int(capacity) {
 			f.Fix = append(f.Fix, fmt.Sprintf("%d pods hold an IP against max-pods %d: this is not the max-pods limit; do not lower it.", withIP, capacity))
 		}
+		f.Fix = append(f.Fix, "Reserve room for prefixes in the subnet (aws ec2 create-subnet-cidr-reservation --subnet-id <subnet> --cidr <free range> --reservation-type prefix), or move the nodes (or the ENIConfig) to a subnet with free contiguous space.")
 	default:
 		f.Summary = fmt.Sprintf("The AWS VPC CNI (ipamd) on %s has no free secondary IP for the pod (FailedCreatePodSandBox %s): prefix delegation is off, so the node's ENIs hold a fixed number of IPs, and %d pods already hold one against kubelet max-pods %d.", nodeName, seen, withIP, capacity)
 		if st.customNetworking {
@@ -192,7 +190,7 @@ func awsDetail(s *Snapshot, e Event, f *Finding) {
 		}
 		f.Fix = []string{
 			ipamdLog,
-			fmt.Sprintf("Set the kubelet's max-pods to the ENI limit of %s (eni-max-pods.txt, or max-pods-calculator.sh), so the scheduler stops placing pods the ENIs cannot address.", orDefault(instance, "the instance type")),
+			fmt.Sprintf("Either set the kubelet's max-pods to the ENI limit of %s (eni-max-pods.txt, or max-pods-calculator.sh), so the scheduler stops placing pods the ENIs cannot address.", orDefault(instance, "the instance type")),
 		}
 		switch {
 		case st.templatePrefixDelegation:

@@ -63,22 +63,22 @@ func ciliumExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 	}
 	agentEvidence(s, "cilium", f)
 	f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "pods", Message: fmt.Sprintf("%d pods bound to the node have a pod IP in status.podIP (hostNetwork pods excluded)", using)})
+	// The two views decide between a leak (the agent holds fewer CIDRs than the CiliumNode
+	// lists: restart it) and a full node (a restart only cuts new pods off while it runs), so
+	// they come before the restart.
 	agent := nodeAgent(s, "cilium")
-	f.Fix = nil
+	f.Fix = []string{fmt.Sprintf("kubectl get ciliumnode %s -o jsonpath='{.spec.ipam}{\"\\n\"}{.status.ipam}'   # what the operator assigned to the node", shellQuote(node))}
 	if agent != nil {
 		ns, name := shellQuote(agent.Namespace), shellQuote(agent.Name)
 		f.Fix = append(f.Fix,
-			fmt.Sprintf("kubectl exec -n %s %s -c cilium-agent -- cilium-dbg status --all-addresses   # the agent's CIDRs and the addresses it handed out (cilium status on releases before 1.15)", ns, name),
+			fmt.Sprintf("kubectl exec -n %s %s -c cilium-agent -- cilium-dbg status --all-addresses   # the agent's CIDRs and the addresses it handed out (cilium status on releases before 1.15): compare with the CiliumNode's", ns, name),
+			"If the agent holds fewer CIDRs than the CiliumNode lists, it released one and never took it back: restart it as a stop-gap, then upgrade Cilium (later releases reclaim released CIDRs):",
+			fmt.Sprintf("kubectl delete pod -n %s %s   # stop-gap: the DaemonSet restarts the agent, which rebuilds its allocator from the CiliumNode; until it is Ready again no new pod on the node gets networking, while running pods keep theirs", ns, name),
 		)
-	}
-	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get ciliumnode %s -o jsonpath='{.spec.ipam}{\"\\n\"}{.status.ipam}'   # what the operator assigned to the node: compare with the agent's view", shellQuote(node)))
-	if agent != nil {
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl delete pod -n %s %s   # stop-gap: the DaemonSet restarts the agent, which rebuilds its allocator from the CiliumNode; until it is Ready again no new pod on the node gets networking, while running pods keep theirs", shellQuote(agent.Namespace), shellQuote(agent.Name)))
 	} else {
-		f.Fix = append(f.Fix, fmt.Sprintf("Restart the Cilium agent on %s (delete its pod; the DaemonSet recreates it) as a stop-gap: until it is Ready again no new pod on the node gets networking, while running pods keep theirs.", node))
+		f.Fix = append(f.Fix, fmt.Sprintf("If the Cilium agent on %s holds fewer CIDRs than the CiliumNode lists (cilium-dbg status --all-addresses in its pod), it released one and never took it back: restart the agent (delete its pod; the DaemonSet recreates it) as a stop-gap, then upgrade Cilium (later releases reclaim released CIDRs). Until it is Ready again no new pod on the node gets networking, while running pods keep theirs.", node))
 	}
 	f.Fix = append(f.Fix,
-		"Upgrade Cilium if the agent holds fewer CIDRs than the CiliumNode lists (released CIDRs are reclaimed in later releases).",
 		"If the node really uses every address: add CIDRs to the pool (CiliumPodIPPool spec.ipv4.cidrs, or clusterPoolIPv4PodCIDRList), give nodes a larger mask, or lower the kubelet's maxPods.",
 	)
 }
@@ -141,7 +141,7 @@ func hostLocalExhaustedDetail(s *Snapshot, e Event, f *Finding) {
 	f.Fix = []string{
 		fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | wc -l   # pods that really hold an address", shellQuote(node)),
 		fmt.Sprintf("On %s: ls /var/lib/cni/networks/*/ | wc -l   # host-local's reservations, one file per address", shellQuote(node)),
-		"Release the leaked reservations with the CNI's own cleanup: drain the node, stop the kubelet and container runtime, move /var/lib/cni/networks/<network> aside, start them again and uncordon (flannel, canal and bridge all keep host-local state there).",
+		"If the reservations far outnumber the pods, they leaked: release them with the CNI's own cleanup: drain the node, stop the kubelet and container runtime, move /var/lib/cni/networks/<network> aside, start them again and uncordon (flannel, canal and bridge all keep host-local state there).",
 		"If the range is really full, lower the kubelet's maxPods or give nodes a larger pod CIDR (kube-controller-manager --node-cidr-mask-size).",
 	}
 }

@@ -87,6 +87,19 @@ func TestNetworkRules(t *testing.T) {
 			if tt.action != "" && (len(got) == 0 || len(got[0].Actions) == 0 || got[0].Actions[0].Kind != tt.action) {
 				t.Errorf("actions = %v, want %s", got[0].Actions, tt.action)
 			}
+			for _, f := range got {
+				if !looksFirst(f.Fix) {
+					t.Errorf("%s fix acts before it looks:\n%s", f.Code, strings.Join(f.Fix, "\n"))
+				}
+				switch f.Code {
+				case CodeCalicoIPAMExhausted:
+					// The two ways to release leaks are one choice, made after the check.
+					checkBefore(t, f.Fix, "whypending ipam check --show-problem-ips", "one of the two, not both")
+					checkBefore(t, f.Fix, "one of the two, not both", "whypending ipam release-ips")
+				case CodeCalicoDatastoreLocked:
+					checkBefore(t, f.Fix, "either with whypending or with calicoctl", "whypending ipam unlock")
+				}
+			}
 		})
 	}
 }
@@ -120,6 +133,10 @@ func TestNetworkRulesCorrelateIPAM(t *testing.T) {
 	if !hasField(f, "BlockAffinity") {
 		t.Errorf("evidence %v lacks the node's BlockAffinity count", f.Evidence)
 	}
+	// Releasing comes before raising the limit, which the fix says is for when releasing frees
+	// no block.
+	checkBefore(t, f.Fix, "whypending ipam release-ips", "If releasing frees no block of node-1")
+	checkBefore(t, f.Fix, "If releasing frees no block of node-1", "maxBlocksPerHost")
 
 	s = testSnapshot(creating, warning("FailedCreatePodSandBox", msgIPAMExhausted, 74, time.Minute))
 	s.IPAMErr = errors.New("the collector has no Calico access (built without WithCalico)")
@@ -239,6 +256,12 @@ func TestSandboxMessagesAreRead(t *testing.T) {
 			got := checkCodes(t, networkRules, tt.snap, tt.want)
 			if !strings.Contains(got[0].Summary, tt.says) {
 				t.Errorf("summary lacks %q: %s", tt.says, got[0].Summary)
+			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks:\n%s", strings.Join(got[0].Fix, "\n"))
+			}
+			if stepIndex(got[0].Fix, "leaked") >= 0 && stepIndex(got[0].Fix, "If the reservations far outnumber the pods") < 0 {
+				t.Errorf("fix says reservations leaked without the count that shows it:\n%s", strings.Join(got[0].Fix, "\n"))
 			}
 		})
 	}

@@ -102,16 +102,18 @@ func seccompWords(s *Snapshot, c containerStatus, msg string, m []string, f *Fin
 			break
 		}
 	}
-	f.Fix = nil
-	if want != "" && want != local {
-		f.Fix = append(f.Fix, patchContainerFix(pod, c, fmt.Sprintf(`{"securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":%q}}}`, want),
-			fmt.Sprintf("set localhostProfile to %q, relative to %s", want, kubeletSeccompRoot)))
-		f.Fix = append(f.Fix, "If a Helm chart renders this template, change the value there (or upgrade the chart to a release that fixed it): the next upgrade undoes a patch.")
+	// The node's listing shows which profile exists, so it comes before the patch that points
+	// at one; the Helm note before the patch a chart upgrade would undo.
+	f.Fix = []string{fmt.Sprintf("On %s: ls -l %s %s   # the profiles that exist, and where the runtime looked", shellQuote(node), kubeletSeccompRoot, shellQuote(path.Dir(file)))}
+	elsewhere := fmt.Sprintf("put the profile where the runtime looks (%s on every node), or use seccompProfile type RuntimeDefault.", file)
+	if want == "" || want == local {
+		f.Fix = append(f.Fix, capitalize(elsewhere))
+		return
 	}
 	f.Fix = append(f.Fix,
-		fmt.Sprintf("On %s: ls -l %s %s   # the profiles that exist, and where the runtime looked", shellQuote(node), kubeletSeccompRoot, shellQuote(path.Dir(file))),
-		fmt.Sprintf("Or put the profile where the runtime looks (%s on every node), or use seccompProfile type RuntimeDefault.", file),
-	)
+		fmt.Sprintf("Either point localhostProfile at %q (the patch below; if a Helm chart renders this template, change the value there instead, or upgrade the chart to a release that fixed it: the next upgrade undoes a patch), or %s", want, elsewhere),
+		patchContainerFix(pod, c, fmt.Sprintf(`{"securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":%q}}}`, want),
+			fmt.Sprintf("set localhostProfile to %q, relative to %s", want, kubeletSeccompRoot)))
 }
 
 // seccompWrittenBy maps the host files under the kubelet's seccomp root that the pod's init
@@ -197,8 +199,8 @@ func propagationWords(s *Snapshot, c containerStatus, msg string, m []string, f 
 		node, c.who(), orDefault(strings.Join(mounts, "; "), "mountPropagation"), mountPoint, hostPath, kind)
 	f.Fix = []string{
 		fmt.Sprintf("On %s: findmnt -o TARGET,PROPAGATION %s   # private means no propagation", shellQuote(node), shellQuote(mountPoint)),
+		fmt.Sprintf("Either, if %s does not need to see mounts from the host (or make its own visible), drop mountPropagation from its volumeMounts; or make the host mount shared on the node:", c.who()),
 		fmt.Sprintf("On %s: mount --make-rshared %s   # and make it last: for Docker remove MountFlags=slave from docker.service (systemctl daemon-reload && systemctl restart docker)", shellQuote(node), shellQuote(mountPoint)),
-		fmt.Sprintf("Or, if %s does not need to see mounts from the host (or make its own visible), drop mountPropagation from its volumeMounts.", c.who()),
 	}
 }
 

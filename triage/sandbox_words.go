@@ -130,8 +130,13 @@ func bridgeAddrWords(s *Snapshot, e Event, m []string, f *Finding) {
 	if n := s.Node(node); n != nil && n.Spec.PodCIDR != "" {
 		f.Evidence = append(f.Evidence, Evidence{Object: nodeObject(node), Field: "spec.podCIDR", Message: n.Spec.PodCIDR})
 	}
+	recreate := fmt.Sprintf("If the address of %s is not the gateway %s (in the current lease), recreate the bridge:", bridge, want)
+	if runtimeUnit(s) == "docker" {
+		recreate = fmt.Sprintf("If the address of %s is not the gateway %s (in the current lease), recreate the bridge; restarting Docker stops the node's running containers unless its live-restore is on, so drain the node first:", bridge, want)
+	}
 	f.Fix = []string{
 		fmt.Sprintf("On %s: ip -4 addr show %s; cat /run/flannel/subnet.env   # the bridge's old address against the current lease", shellQuote(node), shellQuote(bridge)),
+		recreate,
 		fmt.Sprintf("On %s: ip link set %s down && ip link delete %s && %s   # the bridge plugin recreates %s with the current subnet on the next sandbox; with Docker also remove the network state it keeps for the bridge", shellQuote(node), shellQuote(bridge), shellQuote(bridge), nodeRuntimeRestart(s), bridge),
 		"Do the same on every node that shows this event; to stop it recurring, keep the subnet lease from expiring while nodes are off (flannel's kube subnet manager keeps it in the Node's podCIDR) and let the CNI plugin, not Docker, own the bridge.",
 	}

@@ -157,6 +157,23 @@ func TestNodeFixesHelpAndNeverHurt(t *testing.T) {
 			if len(tt.want) > 0 && len(nodeFixes(d)) == 0 {
 				t.Errorf("no node fix, want one for %v; fixes: %q", tt.want, d.Primary().Fix)
 			}
+			for _, f := range d.Findings {
+				if !looksFirst(f.Fix) {
+					t.Errorf("%s fix acts before it looks:\n%s", f.Code, strings.Join(f.Fix, "\n"))
+				}
+				// Who cordoned a node, and why, is read before it is uncordoned; removing a
+				// taint is said to be the other of two ways (tolerating it) before it is pasted;
+				// labelling a node is said to be the other way to fixing the selector.
+				if i := stepIndex(f.Fix, "kubectl uncordon"); i >= 0 {
+					checkBefore(t, f.Fix, "kubectl describe node", "kubectl uncordon")
+				}
+				if i := stepIndex(f.Fix, "kubectl taint nodes"); i >= 0 && f.Code == CodeUntoleratedTaint && stepIndex(f.Fix, "single-machine") < 0 {
+					checkBefore(t, f.Fix, "Either, if the pod may run on", "kubectl taint nodes")
+				}
+				if i := stepIndex(f.Fix, "kubectl label node"); i >= 0 {
+					checkBefore(t, f.Fix, "Either fix spec.nodeSelector", "kubectl label node")
+				}
+			}
 		})
 	}
 }

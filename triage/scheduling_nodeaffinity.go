@@ -106,6 +106,10 @@ func (v *schedulingView) describeSelector(f *Finding) {
 				n.Labels[k] = val
 			}
 		}).helped
+		if len(helped) > 0 {
+			// Labelling a node is the other way out: the selector's fix says it is one of two.
+			f.Fix[1] = "Either " + lowerFirst(f.Fix[1])
+		}
 		for i, n := range helped {
 			if i == 0 {
 				f.Fix = append(f.Fix, fmt.Sprintf("Or, if %s is meant for this pod, label it (the pod fits there otherwise):", joinLimited(helped, 3)))

@@ -116,16 +116,19 @@ func (v *schedulingView) describeHostPorts(f *Finding) {
 			}
 		}
 	}
-	if sameWorkload {
-		f.Summary += fmt.Sprintf(" The holder is an older pod of the same %s: a rolling update with maxSurge cannot place the new pod while the old one keeps the ports.", kind)
-		f.Fix = append(f.Fix, fmt.Sprintf(`kubectl patch %s %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, shellQuote(kind), shellQuote(owner), shellQuote(v.pod.Namespace)))
-	}
+	// The pods on the nodes show who holds the port, which decides the change: they come first.
 	for i, n := range nodes {
 		if i == maxNodeEvidence {
 			f.Fix = append(f.Fix, fmt.Sprintf("# and %d more nodes with the port taken: see the node table", len(nodes)-i))
 			break
 		}
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(n)))
+	}
+	if sameWorkload {
+		f.Summary += fmt.Sprintf(" The holder is an older pod of the same %s: a rolling update with maxSurge cannot place the new pod while the old one keeps the ports.", kind)
+		f.Fix = append(f.Fix,
+			fmt.Sprintf("Either let the %s's rollout stop an old pod before it starts its replacement (the patch below; it costs capacity: each rollout then runs one replica short, and a single replica serves nothing meanwhile), or change the ports (the last step):", kind),
+			fmt.Sprintf(`kubectl patch %s %s -n %s -p '{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}'`, shellQuote(kind), shellQuote(owner), shellQuote(v.pod.Namespace)))
 	}
 	f.Fix = append(f.Fix, "Drop hostPort (expose the pod through a Service) or pick a port no other pod binds, or remove the pod holding it.")
 }

@@ -328,7 +328,12 @@ func (v *schedulingView) describeResource(f *Finding) {
 
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # see Allocated resources", shellQuote(best.Node)))
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(best.Node)))
-	f.Fix = append(f.Fix, v.lowerRequestFixes(sf)...)
+	lower := v.lowerRequestFixes(sf)
+	if len(lower) > 0 && ParseFixStep(lower[0]).Command != "" {
+		// A pasted change: say before it that making room (the steps after) is the other way.
+		f.Fix = append(f.Fix, fmt.Sprintf("Either lower the %s request (the command below, if the app can live with it), or make room for the pod instead (the steps after it): one of them, not both.", res))
+	}
+	f.Fix = append(f.Fix, lower...)
 	// Scaling another workload down is suggested only when freeing what its pods request on the
 	// node would let the pod fit there (every other modelled filter re-checked); never for a pod
 	// bigger than any node.

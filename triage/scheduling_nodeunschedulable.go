@@ -40,6 +40,10 @@ func (v *schedulingView) describeCordoned(f *Finding) {
 		n.Spec.Unschedulable = false
 		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == unschedulableTaintKey })
 	})
+	if len(res.helped) > 0 {
+		// Whether its maintenance is over is for whoever cordoned it: look before uncordoning.
+		f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe node %s   # Taints and Events: who cordoned it and why (a drain, an upgrade, an autoscaler's scale-down)", shellQuote(res.helped[0])))
+	}
 	for _, n := range res.helped {
 		f.Fix = append(f.Fix, fmt.Sprintf("kubectl uncordon %s   # if its maintenance is over; the pod fits there otherwise", shellQuote(n)))
 	}

@@ -133,6 +133,13 @@ func TestResourcesFixLetsEveryReplicaFit(t *testing.T) {
 			if tt.none != "" && strings.Contains(all, tt.none) {
 				t.Errorf("fixes have %q:\n%s", tt.none, all)
 			}
+			if !looksFirst(p.Fix) {
+				t.Errorf("fix acts before it looks:\n%s", all)
+			}
+			// Lowering the request and making room are alternatives: said before the command.
+			if strings.Contains(all, "kubectl set resources") {
+				checkBefore(t, p.Fix, "Either lower the cpu request", "kubectl set resources")
+			}
 		})
 	}
 }

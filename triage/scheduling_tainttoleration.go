@@ -132,7 +132,7 @@ func (v *schedulingView) describeTaints(f *Finding) {
 				f.Fix = append(f.Fix, fmt.Sprintf("Tolerating or removing %s alone would not place the pod: %s would still reject it for %s.", t, joinLimited(tainted, 3), strings.Join(res.left, ", ")))
 				continue
 			}
-			f.Fix = append(f.Fix, fmt.Sprintf("If the pod may run on %s, tolerate the taint on purpose: %s", joinLimited(helped, 3), toleration))
+			f.Fix = append(f.Fix, fmt.Sprintf("Either, if the pod may run on %s, tolerate the taint on purpose: %s; or, only if the taint is no longer wanted, remove it:", joinLimited(helped, 3), toleration))
 			for i, n := range helped {
 				if i == 3 {
 					break
@@ -183,8 +183,8 @@ var ownedTaints = []ownedTaint{
 			return []string{
 				fmt.Sprintf("kubectl describe node %s   # Conditions: Ready and its message say what the kubelet lacks", shellQuote(nodes[0])),
 				fmt.Sprintf("On %s: systemctl status kubelet containerd; journalctl -u kubelet --since -15min | tail -50", nodes[0]),
-				fmt.Sprintf("Fix what the Ready condition names, often the CNI agent's pod on the node (the node's pods below); don't remove %s, the controller sets it again.", key),
 				fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s", shellQuote(nodes[0])),
+				fmt.Sprintf("Fix what the Ready condition names, often the CNI agent's pod on the node (the node's pods above); don't remove %s, the controller sets it again.", key),
 			}
 		}},
 	{matches: is("node.kubernetes.io/unreachable"),
@@ -193,8 +193,8 @@ var ownedTaints = []ownedTaint{
 		fix: func(v *schedulingView, key string, nodes []string) []string {
 			return []string{
 				fmt.Sprintf("kubectl get node %s -o wide   # is the machine up, and when did its kubelet last report (kubectl describe node: Conditions, LastHeartbeatTime)?", shellQuote(nodes[0])),
-				fmt.Sprintf("Bring the machine or its kubelet back, or delete the Node if the machine is gone for good; don't remove %s.", key),
 				fmt.Sprintf("On %s: systemctl status kubelet", nodes[0]),
+				fmt.Sprintf("Bring the machine or its kubelet back, or delete the Node if the machine is gone for good; don't remove %s.", key),
 			}
 		}},
 	{matches: is("node.kubernetes.io/memory-pressure"),
@@ -213,7 +213,8 @@ var ownedTaints = []ownedTaint{
 		fix: func(v *schedulingView, key string, nodes []string) []string {
 			return []string{
 				fmt.Sprintf("kubectl describe node %s   # Conditions: DiskPressure", shellQuote(nodes[0])),
-				fmt.Sprintf("On %s: df -h /var/lib/kubelet /var/lib/containerd; crictl rmi --prune   # unused images; then large container logs and emptyDir volumes", nodes[0]),
+				fmt.Sprintf("On %s: df -h /var/lib/kubelet /var/lib/containerd   # which filesystem is full", nodes[0]),
+				fmt.Sprintf("On %s: crictl rmi --prune   # unused images; then large container logs and emptyDir volumes", nodes[0]),
 				fmt.Sprintf("Free disk on the node or give it a bigger disk; don't remove %s.", key),
 			}
 		}},

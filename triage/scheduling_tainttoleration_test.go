@@ -85,6 +85,17 @@ func TestControllerTaintsNameTheirOwner(t *testing.T) {
 					t.Errorf("fix removes the owned taint %s: %s", key, fix)
 				}
 			}
+			if !looksFirst(p.Fix) {
+				t.Errorf("fix acts before it looks:\n%s", all)
+			}
+			// Every look comes before the step that says what to change.
+			for _, o := range map[string][][2]string{
+				"node.kubernetes.io/not-ready:NoSchedule":     {{"kubectl get pods -A -o wide --field-selector spec.nodeName=n1", "Fix what the Ready condition names"}},
+				"node.kubernetes.io/unreachable:NoSchedule":   {{"systemctl status kubelet", "Bring the machine or its kubelet back"}},
+				"node.kubernetes.io/disk-pressure:NoSchedule": {{"df -h /var/lib/kubelet", "crictl rmi --prune"}},
+			}[tt.taint] {
+				checkBefore(t, p.Fix, o[0], o[1])
+			}
 		})
 	}
 	t.Run("the not-ready taint quotes the node's Ready condition", func(t *testing.T) {

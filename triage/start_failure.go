@@ -425,13 +425,21 @@ func startFailureFinding(s *Snapshot, c containerStatus, sf startFailure) Findin
 		f.Summary = fmt.Sprintf("The container runtime on %s cannot create or start %s%s; no rule recognises its error, so its own words are the evidence.%s", node, who, restarts, said)
 		f.Fix = []string{fmt.Sprintf("On %s: journalctl -u kubelet -u %s --since -15min | grep -i %s | tail", shellQuote(node), runtimeUnit(s), shellQuote(c.Status.Name))}
 	}
+	// Look before the cause's own steps and the edit: what the process printed, when it ran;
+	// and the pod's describe (its containers' last state and events, the runtime's words), first
+	// when nothing else reads before the first change, else last, to see the next attempt.
+	if sf.fromProcess && hasPreviousLog(s, c) {
+		f.Fix = append([]string{logsFix(pod, c.Status)}, f.Fix...)
+	}
 	if editField != "" {
 		f.Fix = append(f.Fix, editField)
 	}
-	if sf.fromProcess && hasPreviousLog(s, c) {
-		f.Fix = append(f.Fix, logsFix(pod, c.Status))
+	describe := fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name))
+	if len(f.Fix) > 0 && ParseFixStep(f.Fix[0]).ReadOnly() {
+		f.Fix = append(f.Fix, describe)
+	} else {
+		f.Fix = append([]string{describe + "   # the container's last state and events: the runtime's own words"}, f.Fix...)
 	}
-	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)))
 	return f
 }
 
@@ -449,8 +457,8 @@ func commandFix(c containerStatus, target, image string, fromProcess bool) []str
 	}
 	if c.Spec != nil && len(c.Spec.Command) > 0 {
 		return []string{
-			fmt.Sprintf("%s is %q, which image %s does not contain (on its $PATH or at that path): name a binary that exists in the image, or remove the command override so the image's own ENTRYPOINT runs.", c.specField("command"), c.Spec.Command, image),
 			inspect,
+			fmt.Sprintf("%s is %q, which image %s does not contain (on its $PATH or at that path): name a binary that exists in the image, or remove the command override so the image's own ENTRYPOINT runs.", c.specField("command"), c.Spec.Command, image),
 		}
 	}
 	what := "The image's own ENTRYPOINT/CMD"
@@ -458,8 +466,8 @@ func commandFix(c containerStatus, target, image string, fromProcess bool) []str
 		what = fmt.Sprintf("The image's ENTRYPOINT, with args %q,", c.Spec.Args)
 	}
 	return []string{
-		fmt.Sprintf("%s names %s, which the image does not contain (the pod sets no command): fix the image, or set command: to a binary that exists in it.", what, orQuoted(target, "a file")),
 		inspect,
+		fmt.Sprintf("%s names %s, which the image does not contain (the pod sets no command): fix the image, or set command: to a binary that exists in it.", what, orQuoted(target, "a file")),
 	}
 }
 

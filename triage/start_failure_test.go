@@ -133,6 +133,14 @@ func TestNeverStarted(t *testing.T) {
 				if hasPreviousLog(s, containerStatuses(pod)[0]) != strings.Contains(fix, "--previous") {
 					t.Errorf("%s: fix %q suggests logs --previous = %t, but a previous log exists = %t", timing, fix, !hasPreviousLog(s, containerStatuses(pod)[0]), hasPreviousLog(s, containerStatuses(pod)[0]))
 				}
+				// Look first: what the process printed when there is a log, else the image's
+				// own entrypoint or the pod's describe, before any change.
+				if !looksFirst(p.Fix) {
+					t.Errorf("%s: fix acts before it looks:\n%s", timing, fix)
+				}
+				if strings.Contains(fix, "--previous") && !strings.Contains(p.Fix[0], "--previous") {
+					t.Errorf("%s: fix reads the log at step %d, want it first:\n%s", timing, stepIndex(p.Fix, "--previous"), fix)
+				}
 				for _, f := range d.Findings {
 					if f.Code == CodeAppError || f.Code == CodeInitContainerCrashloop {
 						t.Errorf("%s: finding %s (%s): a process that never ran is not an app crash", timing, f.Code, f.Summary)
@@ -203,5 +211,32 @@ func TestAppErrorStaysAppError(t *testing.T) {
 		if got := Evaluate(s).Primary().Code; got != CodeAppError {
 			t.Errorf("%s: primary = %s, want app-error", name, got)
 		}
+	}
+}
+
+// TestStartFailureFixEditsAfterItLooks: for a Deployment's pod whose command is not in the
+// image, the image's own entrypoint is read first, then the choice, then the edit of the
+// Deployment; the pod's describe comes last (the next attempt), not before the look.
+func TestStartFailureFixEditsAfterItLooks(t *testing.T) {
+	labelled := func(p *corev1.Pod) { p.Labels = map[string]string{} }
+	pod := testPod(labelled, func(p *corev1.Pod) { p.Spec.Containers[0].Command = []string{"watermarkpodautoscaler"} },
+		waiting("app", "RunContainerError", `failed to create containerd task: OCI runtime create failed: container_linux.go:370: starting container process caused: exec: "watermarkpodautoscaler": executable file not found in $PATH: unknown`))
+	pod = ofDeployment(pod, "shop", "app")
+	f := Evaluate(testSnapshot(pod)).Primary()
+	if f.Code != CodeCreateContainerError {
+		t.Fatalf("primary = %s, want %s: %s", f.Code, CodeCreateContainerError, f.Summary)
+	}
+	if !strings.HasPrefix(f.Fix[0], "crane config ") {
+		t.Errorf("fix[0] = %q, want the image's config", f.Fix[0])
+	}
+	checkBefore(t, f.Fix, "name a binary that exists in the image", "kubectl edit deployment/app")
+	checkBefore(t, f.Fix, "kubectl edit deployment/app", "kubectl describe pod")
+
+	// With nothing of its own to read first (no command in the image, no entrypoint), the
+	// describe is the look and comes first.
+	pod = ofDeployment(testPod(labelled, waiting("app", "CreateContainerError", `failed to create containerd task: OCI runtime create failed: no command specified`)), "shop", "app")
+	f = Evaluate(testSnapshot(pod)).Primary()
+	if !strings.HasPrefix(f.Fix[0], "kubectl describe pod") || !looksFirst(f.Fix) {
+		t.Errorf("%s fix starts with %q, want the pod's describe:\n%s", f.Code, f.Fix[0], strings.Join(f.Fix, "\n"))
 	}
 }

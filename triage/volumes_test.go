@@ -231,6 +231,32 @@ func TestMissingObjectsSuggestNearNames(t *testing.T) {
 			if want := NeedsNames(tt.snap); len(want) == 0 {
 				t.Errorf("NeedsNames() = none, want the missing object's resource")
 			}
+			if !looksFirst(got[0].Fix) {
+				t.Errorf("fix acts before it looks: %q", got[0].Fix)
+			}
 		})
+	}
+}
+
+// TestMissingObjectFixDecidesBeforeItCreates: the object created by hand comes last, after what
+// would make it wrong: a Helm hook whose release creates the object (a copy made by hand then
+// clashes with the release's), and a near name that may be the one meant, said as the other of
+// two alternatives when the creation is a command to paste.
+func TestMissingObjectFixDecidesBeforeItCreates(t *testing.T) {
+	pod := testPod(waiting("app", "CreateContainerConfigError", `secret "db-creds" not found`), func(p *corev1.Pod) {
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db-creds"}, Key: "password"}}}}
+		p.Annotations = map[string]string{helmHookAnnotation: "pre-install"}
+	})
+	s := testSnapshot(pod)
+	s.NamesInNamespace = map[string][]string{"secrets": {"db-creds-v2"}}
+	got := checkCodes(t, containerConfigRules, s, CodeSecretNotFound)
+	fix := got[0].Fix
+	if !strings.HasPrefix(fix[0], "kubectl get secrets -n shop") {
+		t.Errorf("fix[0] = %q, want the namespace's Secrets", fix[0])
+	}
+	checkBefore(t, fix, "If the release itself creates the Secret", "kubectl create secret generic db-creds")
+	checkBefore(t, fix, "Either, if db-creds-v2 is the one meant", "kubectl create secret generic db-creds")
+	if last := fix[len(fix)-1]; !strings.HasPrefix(last, "kubectl create secret generic db-creds") {
+		t.Errorf("fix ends with %q, want the creation last", last)
 	}
 }

@@ -230,8 +230,8 @@ func injectedNote(ws *WorkloadSnapshot, msg string) (summary string, fix []strin
 	n := len(containers) + len(volumes)
 	summary = fmt.Sprintf(" The refused %s %s not in the pod template: %s added %s to the pod before this check, so editing the template's own containers will not change %s.", strings.Join(parts, " and "), plural(n, "is", "are"), who, plural(n, "it", "them"), plural(n, "it", "them"))
 	fix = []string{
-		fmt.Sprintf("Change the injected parts where %s takes them from: %s.", who, configure),
 		"kubectl get mutatingwebhookconfigurations   # the injectors that modify pods at admission",
+		fmt.Sprintf("Change the injected parts where %s takes them from: %s.", who, configure),
 	}
 	return summary, fix
 }

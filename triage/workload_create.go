@@ -352,7 +352,12 @@ func quotaRoomFixes(ws *WorkloadSnapshot, c creator, quota string, exceeded []qu
 		}
 	}
 	if len(exceeded) == 0 || !slices.ContainsFunc(exceeded, func(sf quotaShortfall) bool { return objectCount(sf.resource) }) {
-		out = append([]string{fmt.Sprintf("Free room: scale down or delete workloads in %s you no longer need; their pods hold the quota:", c.ref.Namespace), fmt.Sprintf("kubectl get pods -n %s", ns)}, out...)
+		free := fmt.Sprintf("Free room: scale down or delete workloads in %s you no longer need; their pods hold the quota:", c.ref.Namespace)
+		if len(out) > 0 || (len(raise) > 0 && quota != "") {
+			// The lower request and the raised quota after it are the other ways out.
+			free = fmt.Sprintf("Either free room (scale down or delete workloads in %s you no longer need; their pods hold the quota), or take one of the changes after it:", c.ref.Namespace)
+		}
+		out = append([]string{free, fmt.Sprintf("kubectl get pods -n %s", ns)}, out...)
 	}
 	if len(raise) > 0 && quota != "" {
 		out = append(out, fmt.Sprintf("kubectl patch resourcequota %s -n %s --type=merge -p %s   # only if the namespace may use more: room for %d more %s", shellQuote(quota), ns, shellQuote(`{"spec":{"hard":{`+strings.Join(raise, ",")+`}}}`), wanted, plural(int(wanted), strings.TrimSuffix(c.what(), "s"), c.what())))
@@ -724,13 +729,15 @@ func podSecurityFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 		// A CSI or CNI node plugin needs host access: taking it away breaks the daemon. The
 		// namespace's level is the fix.
 		f.Summary += fmt.Sprintf(" %s is a node-level system daemon (host paths of the kubelet, the CNI or devices, or a privileged host-network pod): it needs what %s forbids.", ws.Ref(), enforced)
+		// The namespace's labels first: the level the change raises, and what else runs there.
 		f.Fix = append(f.Fix,
-			fmt.Sprintf("kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged --overwrite   # the level a node plugin's namespace needs; keep only such daemons in it", shellQuote(ns)),
-			fmt.Sprintf("Do not remove privileged, hostPath or hostNetwork from %s: a storage or network node plugin does not work without them.", ws.Ref()),
 			fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)),
+			fmt.Sprintf("Do not remove privileged, hostPath or hostNetwork from %s: a storage or network node plugin does not work without them.", ws.Ref()),
+			fmt.Sprintf("kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged --overwrite   # the level a node plugin's namespace needs; keep only such daemons in it", shellQuote(ns)),
 		)
 		return f
 	}
+	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)))
 	if note, fix := injectedNote(ws, msg); note != "" {
 		f.Summary += note
 		f.Fix = append(f.Fix, fix...)
@@ -740,7 +747,6 @@ func podSecurityFinding(ws *WorkloadSnapshot, c creator, msg string) Finding {
 			f.Fix = append(f.Fix, podSecurityFix(control, strings.TrimSuffix(detail, ")")))
 		}
 	}
-	f.Fix = append(f.Fix, fmt.Sprintf("kubectl get namespace %s --show-labels", shellQuote(ns)))
 	if looser := looserPodSecurityLevel(enforced); looser != "" {
 		f.Fix = append(f.Fix, fmt.Sprintf("Policy change, for the owner of namespace %s to decide (it lets every pod in %s do what %s forbids), only if the workload really needs it:", ns, ns, enforced),
 			fmt.Sprintf("kubectl label namespace %s pod-security.kubernetes.io/enforce=%s --overwrite", shellQuote(ns), looser))
@@ -962,7 +968,11 @@ func serviceAccountFinding(ws *WorkloadSnapshot, c creator, msg string) Finding 
 	if len(near) > 0 {
 		target, mutable := workloadTemplateTarget(ws)
 		if mutable {
-			f.Fix = append(f.Fix, fmt.Sprintf("kubectl set serviceaccount %s -n %s %s   # or, if %s is the one meant, point the template at it", target, shellQuote(ws.Ref().Namespace), shellQuote(near[0]), near[0]))
+			// Two pasted changes that are alternatives: say so before the first.
+			f.Fix = []string{f.Fix[0],
+				fmt.Sprintf("Either create ServiceAccount %s (the first command), or, if %s is the one meant, point the template at it (the second): one of the two.", name, near[0]),
+				create,
+				fmt.Sprintf("kubectl set serviceaccount %s -n %s %s   # or, if %s is the one meant, point the template at it", target, shellQuote(ws.Ref().Namespace), shellQuote(near[0]), near[0])}
 		} else {
 			f.Fix = append(f.Fix, fmt.Sprintf("Or, if %s is the one meant, set serviceAccountName: %s in the template: %s.", near[0], near[0], immutableNote(target)))
 		}

@@ -85,12 +85,12 @@ func daemonSetRules(v *workloadView) []Finding {
 			Summary:  fmt.Sprintf("%s cannot place pods on %d of the %d nodes it should run on: %s.", ref, len(unplaced), total-len(skipped), describeRows(unplaced, 4)),
 			Nodes:    append(unplaced, skipped...),
 			Evidence: []Evidence{{Object: ref.String(), Field: "status", Message: workloadStatusLine(v.ws)}},
-			Fix:      fix,
 		}
 		if len(skipped) > 0 {
 			f.Summary += fmt.Sprintf(" Its own rules skip %d more: %s.", len(skipped), describeRows(skipped, 3))
 		}
-		f.Fix = append(f.Fix, fmt.Sprintf("kubectl get pods -n %s -o wide -l %s", shellQuote(ref.Namespace), shellQuote(selectorString(ds.Spec.Selector))))
+		// Its pods and where they are first, then the stuck pod's own fix, then the tolerations.
+		f.Fix = append([]string{fmt.Sprintf("kubectl get pods -n %s -o wide -l %s", shellQuote(ref.Namespace), shellQuote(selectorString(ds.Spec.Selector)))}, fix...)
 		f.Fix = append(f.Fix, tolerationFixes(ref, tolerate, len(spec.Tolerations) > 0)...)
 		return []Finding{f}
 	}
@@ -108,13 +108,14 @@ func daemonSetRules(v *workloadView) []Finding {
 			Nodes:    skipped,
 			Evidence: []Evidence{{Object: ref.String(), Field: "status", Message: workloadStatusLine(v.ws)}},
 		}
-		f.Fix = append(f.Fix, tolerationFixes(ref, tolerate, len(spec.Tolerations) > 0)...)
 		if len(tolerate) < total {
+			// Reads first: what the nodes carry against what the template asks for.
 			f.Fix = append(f.Fix,
 				"kubectl get nodes --show-labels  # compare with the template's nodeSelector and required node affinity",
 				fmt.Sprintf("kubectl get daemonset -n %s %s -o jsonpath='{.spec.template.spec.nodeSelector}{\"\\n\"}{.spec.template.spec.affinity.nodeAffinity}'", shellQuote(ref.Namespace), shellQuote(ref.Name)),
 			)
 		}
+		f.Fix = append(f.Fix, tolerationFixes(ref, tolerate, len(spec.Tolerations) > 0)...)
 		return []Finding{f}
 	}
 	f := Finding{

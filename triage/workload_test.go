@@ -190,6 +190,9 @@ func TestFailedCreateCauses(t *testing.T) {
 		{"a missing ServiceAccount, with the closest existing names",
 			`pods "checkout-7d9f8b6c4-" is forbidden: error looking up service account shop/checkout-sa: serviceaccount "checkout-sa" not found`,
 			CodeServiceAccountNotFound, false, "Namespace shop", "kubectl create serviceaccount -n shop checkout-sa   # the controller's next retry creates the pods"},
+		{"a missing ServiceAccount whose name is a typo of one that exists",
+			`pods "checkout-7d9f8b6c4-" is forbidden: error looking up service account shop/chekout: serviceaccount "chekout" not found`,
+			CodeServiceAccountNotFound, false, "Namespace shop", "kubectl create serviceaccount -n shop chekout   # the controller's next retry creates the pods"},
 		{"a LimitRange bound",
 			`pods "checkout-7d9f8b6c4-" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, minimum memory usage per Container is 64Mi, but request is 32Mi]`,
 			CodeLimitRangeViolation, false, "LimitRange shop/bounds", "kubectl describe limitrange -n shop"},
@@ -218,6 +221,24 @@ func TestFailedCreateCauses(t *testing.T) {
 			}
 			if !slices.Contains(p.Fix, tt.wantFix) {
 				t.Errorf("fix = %q, want %q among it", p.Fix, tt.wantFix)
+			}
+			if !looksFirst(p.Fix) {
+				t.Errorf("fix acts before it looks:\n%s", strings.Join(p.Fix, "\n"))
+			}
+			switch tt.wantCode {
+			case CodePodSecurityViolation:
+				// The namespace's labels are read before the template or the level changes.
+				checkBefore(t, p.Fix, "kubectl get namespace shop --show-labels", "In the pod template")
+			case CodeServiceAccountNotFound:
+				// Creating the account and pointing at the near name are one choice.
+				if strings.Contains(tt.name, "typo") {
+					checkBefore(t, p.Fix, "Either create ServiceAccount chekout", "kubectl create serviceaccount")
+					checkBefore(t, p.Fix, "kubectl create serviceaccount", "kubectl set serviceaccount")
+				}
+			case CodeResourceQuotaExceeded:
+				if stepIndex(p.Fix, "Free room") >= 0 && (stepIndex(p.Fix, "kubectl set resources") >= 0 || stepIndex(p.Fix, "kubectl patch resourcequota") >= 0) {
+					t.Errorf("fix frees room and offers other changes without saying they are alternatives:\n%s", strings.Join(p.Fix, "\n"))
+				}
 			}
 			if NeedsServiceAccountNames(ws) != (tt.wantCode == CodeServiceAccountNotFound) {
 				t.Errorf("NeedsServiceAccountNames = %t", NeedsServiceAccountNames(ws))
@@ -396,6 +417,10 @@ func TestDaemonSetUnplaced(t *testing.T) {
 			return strings.HasPrefix(f, `kubectl patch daemonset -n shop agent --type=json -p '[{"op":"add","path":"/spec/template/spec/tolerations","value":[{"key":"dedicated","operator":"Equal","value":"gpu","effect":"NoSchedule"}]}]'`)
 		}) {
 			t.Errorf("fix = %q, want the toleration patch for dedicated=gpu", p.Fix)
+		}
+		// Its pods and where they run are read first.
+		if !strings.HasPrefix(p.Fix[0], "kubectl get pods -n shop -o wide -l ") {
+			t.Errorf("fix[0] = %q, want the DaemonSet's pods", p.Fix[0])
 		}
 	})
 	t.Run("nodes its own rules skip are context when every wanted node has a pod", func(t *testing.T) {
@@ -669,6 +694,8 @@ func TestQuotaThatRequiresFieldsOfAnInjectedSidecar(t *testing.T) {
 	if strings.Contains(fix, "-c istio-proxy") || strings.Contains(fix, "on container istio-proxy") {
 		t.Errorf("a fix edits the injected container in the template that lacks it:\n%s", fix)
 	}
+	// The injectors are listed before the step that says to change what they inject.
+	checkBefore(t, p.Fix, "kubectl get mutatingwebhookconfigurations", "Change the injected parts")
 }
 
 func TestQuotaAmountsShareAUnit(t *testing.T) {
@@ -766,6 +793,9 @@ func TestDaemonSetThatNoNodeAcceptsIsNotHealthy(t *testing.T) {
 	if !slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl patch daemonset -n shop agent") }) ||
 		!slices.ContainsFunc(p.Fix, func(f string) bool { return strings.HasPrefix(f, "kubectl get nodes --show-labels") }) {
 		t.Errorf("fix = %q, want the toleration patch and the selector check", p.Fix)
+	}
+	if !looksFirst(p.Fix) {
+		t.Errorf("fix patches the DaemonSet before it reads the nodes:\n%s", strings.Join(p.Fix, "\n"))
 	}
 
 	t.Run("a Deployment at spec.replicas 0 is still scaled to zero", func(t *testing.T) {

@@ -30,7 +30,8 @@ func TestMain(m *testing.M) { testcluster.Main(m) }
 // judge the pod when the folder needs it, runs Diagnose with the direct Collector and checks
 // expected.yaml: the primary code (or one of also_ok), the context codes and, for Pending codes,
 // that the node verdict table agrees with the scheduler's own "0/N nodes are available" line;
-// and that every fix entry is a command or prose without one run into it (checkFixSteps).
+// that every fix entry is a command or prose without one run into it (checkFixSteps); and that
+// every fix looks before it acts (checkFixOrder).
 // Subtests are named after the folder: go test ./triage -run 'TestScenarios/seed-frontend-cpu'.
 func TestScenarios(t *testing.T) {
 	root, err := testenv.RepoRoot()
@@ -101,6 +102,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		}
 		checkAnswerEach(t, ctx, cached, target, a)
 		checkFixSteps(t, sc.Name, answerFindings(a))
+		checkFixOrder(t, sc.Name, answerFindings(a))
 		checkFixesDryRun(t, c, sc, answerFindings(a))
 		return
 	}
@@ -148,6 +150,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		checkVerdictsAgree(t, d)
 	}
 	checkFixSteps(t, sc.Name, d.Findings)
+	checkFixOrder(t, sc.Name, d.Findings)
 	checkFixesDryRun(t, c, sc, d.Findings)
 }
 

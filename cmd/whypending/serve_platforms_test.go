@@ -168,6 +168,17 @@ store: {backend: memory}
 	}
 }
 
+// bodyOf is the body GET url answers, "" when it cannot be had (serve not listening yet).
+func bodyOf(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
 // grepLines returns the lines of s that contain sub.
 func grepLines(s, sub string) string {
 	var out []string
@@ -204,15 +215,7 @@ users: [{name: u, user: {token: not-a-secret}}]
 		listen, path := socketModeConfig(t, "down", down, token, fake.APIURL())
 		logs := &syncBuffer{}
 		done := runServeUntilCleanup(t, path, logs)
-		get := func(p string) string {
-			resp, err := http.Get("http://" + listen + p)
-			if err != nil {
-				return ""
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return string(b)
-		}
+		get := func(p string) string { return bodyOf("http://" + listen + p) }
 		waitUntil(t, 10*time.Second, "serve to listen", func() bool {
 			select {
 			case err := <-done:

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -60,16 +59,11 @@ store: {backend: memory}
 			}
 		})
 		get := func(p string) string {
-			resp, err := http.Get("http://" + listen + p)
-			if err != nil {
-				return ""
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if strings.Contains(string(b), botToken) {
+			b := bodyOf("http://" + listen + p)
+			if strings.Contains(b, botToken) {
 				t.Errorf("GET %s shows the bot token", p)
 			}
-			return string(b)
+			return b
 		}
 		waitUntil(t, 10*time.Second, "serve to listen", func() bool {
 			select {
@@ -301,15 +295,7 @@ store: {backend: memory}
 `, listen, refusingKubeconfig(t), mode, discordfake.AppID, discordfake.GuildID, fake.URL()+"/"))
 			logs := &syncBuffer{}
 			runServeUntilCleanup(t, path, logs)
-			get := func(p string) string {
-				resp, err := http.Get("http://" + listen + p)
-				if err != nil {
-					return ""
-				}
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				return string(b)
-			}
+			get := func(p string) string { return bodyOf("http://" + listen + p) }
 			want := "The bot token was refused: check discord.botToken (default {env: DISCORD_BOT_TOKEN})"
 			waitUntil(t, 10*time.Second, "/readyz to say Discord refused the bot token", func() bool {
 				line := grepLines(get("/readyz"), "discord: ")

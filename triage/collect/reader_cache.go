@@ -42,6 +42,8 @@ type cacheReader struct {
 	podIndex  cache.Indexer
 	// informers are every informer of the cache, by resource, for synced and objectCounts.
 	informers map[string]cache.SharedIndexInformer
+	// podFanout hands pod events to the watch's handlers (WatchPods).
+	podFanout podFanout
 	// ipamGen counts changes to what pods and nodes do with Calico addresses (watchIPAMUse, calico.go).
 	ipamGen    atomic.Uint64
 	nodeLister corelisters.NodeLister
@@ -105,6 +107,9 @@ func newCacheReader(ctx context.Context, client kubernetes.Interface) (*cacheRea
 	}
 	if err := r.watchIPAMUse(); err != nil {
 		return nil, err
+	}
+	if err := r.podFanout.register(podInformer); err != nil {
+		return nil, fmt.Errorf("add pod handler: %w", err)
 	}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {

@@ -1,7 +1,10 @@
 package collect
 
 import (
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,5 +156,122 @@ func TestViewIntoReusesNothingOfThePodBefore(t *testing.T) {
 	// The view writes times into its own conditions, never into the cache's.
 	if again := first.watchView(); !again.Status.Conditions[0].LastTransitionTime.Equal(&at) {
 		t.Errorf("cart-1 after the reuse: %+v", again.Status.Conditions)
+	}
+}
+
+// TestWatchPods follows the pod cache as the watch does, on a real API server: every pod there
+// before is told as added before WatchPods returns, a change and a deletion after it are told,
+// two handlers each get every event, calls to one handler never overlap, and a removed handler
+// is told nothing more.
+func TestWatchPods(t *testing.T) {
+	c := testcluster.Start(t, testenv.Options{})
+	ctx := t.Context()
+	const ns = "orders"
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/orders:1"}}}}
+	}
+	for i := range 50 {
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("before-%02d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	col, err := NewCached(ctx, c.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type handler struct {
+		mu      sync.Mutex
+		told    map[string][]string // pod -> "added" / "gone", in order
+		inCall  atomic.Bool
+		overlap atomic.Bool
+	}
+	watch := func() (*handler, func()) {
+		h := &handler{told: map[string][]string{}}
+		remove, err := col.WatchPods(func(p *corev1.Pod, gone bool) {
+			if !h.inCall.CompareAndSwap(false, true) {
+				h.overlap.Store(true)
+			}
+			defer h.inCall.Store(false)
+			what := "added"
+			if gone {
+				what = "gone"
+			}
+			h.mu.Lock()
+			h.told[p.Name] = append(h.told[p.Name], what)
+			h.mu.Unlock()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, remove
+	}
+	told := func(h *handler, name string) []string {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return slices.Clone(h.told[name])
+	}
+
+	// Pods created while the handlers are added: each is told by the cache's first look or
+	// by its event (or both), never missed.
+	during := make(chan error, 1)
+	go func() {
+		for i := range 20 {
+			if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("during-%02d", i)), metav1.CreateOptions{}); err != nil {
+				during <- err
+				return
+			}
+		}
+		during <- nil
+	}()
+	a, removeA := watch()
+	for i := range 50 {
+		if got := told(a, fmt.Sprintf("before-%02d", i)); len(got) != 1 || got[0] != "added" {
+			t.Fatalf("before-%02d when WatchPods returned: told %v, want added once", i, got)
+		}
+	}
+	b, removeB := watch()
+	defer removeB()
+	if err := <-during; err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("during-%02d", i)
+		waitFor(name+" told to both", func() bool { return len(told(a, name)) > 0 && len(told(b, name)) > 0 })
+	}
+
+	// A label change is told as a change; after A is removed, only B is told the deletion.
+	p, err := c.Client.CoreV1().Pods(ns).Get(ctx, "before-07", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels = map[string]string{"tier": "web"}
+	if _, err := c.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the change told to both", func() bool { return len(told(a, "before-07")) == 2 && len(told(b, "before-07")) == 2 })
+	removeA()
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, "before-07", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the deletion told to B", func() bool { got := told(b, "before-07"); return len(got) > 0 && got[len(got)-1] == "gone" })
+	time.Sleep(time.Second)
+	if got := told(a, "before-07"); len(got) != 2 {
+		t.Errorf("removed handler A was told %v about before-07, want nothing after its removal (added, added)", got)
+	}
+	if a.overlap.Load() || b.overlap.Load() {
+		t.Errorf("a handler was called while its last call was running (A %v, B %v)", a.overlap.Load(), b.overlap.Load())
 	}
 }

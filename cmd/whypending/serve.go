@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -94,30 +92,6 @@ func setGoMemLimit(log *slog.Logger, limit memlimit.Provider) {
 	}
 }
 
-// gcPercent is serve's garbage collector target (GOGC) unless GOGC is set: the heap may grow
-// 30% over what it holds before a collection, not the runtime's 100%. serve's heap is nearly
-// all caches, which live as long as it does, so at 100 a serve that does anything (the watch,
-// the receiver, answers) sits at about twice its caches. At 120,800 pods GOGC=30 took the peak
-// from 414 to 376 MiB and the watch's average RSS from 382 to 323 MiB, for 16% more CPU,
-// mostly during the informer sync (calico/BENCHMARKS.md, "The typed ledger, one view per
-// event, and GOGC"). VictoriaMetrics ships the same default for the same reason.
-const gcPercent = 30
-
-// setGCPercent sets the collector's target to gcPercent unless GOGC is set to a number or
-// "off" (the runtime has applied it), and logs the one in force. A GOGC the runtime ignores
-// (neither) is warned about and the default applies.
-func setGCPercent(log *slog.Logger) {
-	if v, ok := os.LookupEnv("GOGC"); ok && v != "" {
-		if _, err := strconv.Atoi(v); err == nil || v == "off" {
-			log.Info("garbage collector target", slog.String("GOGC", v), slog.String("from", "GOGC"))
-			return
-		}
-		log.Warn("GOGC is neither a number nor off: the Go runtime ignores it, serve's default applies", slog.String("GOGC", v))
-	}
-	debug.SetGCPercent(gcPercent)
-	log.Info("garbage collector target", slog.String("GOGC", fmt.Sprint(gcPercent)), slog.String("from", "serve's default"))
-}
-
 // serveLogger is the bot's log: JSON lines on w, from Info up. A duration is written as a Go
 // duration string ("took":"1.52s"), as the config writes durations, not as the JSON
 // handler's integer nanoseconds.
@@ -144,7 +118,7 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 	log := serveLogger(stderr)
 	klog.SetSlogLogger(log.With(slog.String("from", "client-go")))
 	setGoMemLimit(log, memlimit.FromCgroup)
-	setGCPercent(log)
+	tuneGC := setGCPercent(log)
 	var secrets SlackSecrets
 	if cfg.SlackEnabled() {
 		if secrets, err = cfg.ResolveSlack(os.LookupEnv, os.ReadFile); err != nil {
@@ -306,6 +280,9 @@ func runServe(ctx context.Context, configPath string, stderr io.Writer, listenin
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Serve(gctx, ln) })
+	if tuneGC {
+		g.Go(func() error { runGCTuner(gctx, gcTargetGauge(reg), log); return nil })
+	}
 	if pprofLn != nil {
 		g.Go(func() error { return servePprof(gctx, pprofLn) })
 		log.Info("profiles served", slog.String("pprofListen", pprofLn.Addr().String()))

@@ -391,45 +391,6 @@ func TestSetGoMemLimit(t *testing.T) {
 	}
 }
 
-// TestSetGCPercent: serve's collector target is gcPercent unless GOGC is set, and the log says
-// which is in force and where it came from.
-func TestSetGCPercent(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(before) })
-	t.Setenv("GOGC", "")
-	os.Unsetenv("GOGC")
-	var out bytes.Buffer
-	setGCPercent(slog.New(slog.NewJSONHandler(&out, nil)))
-	if got := debug.SetGCPercent(100); got != gcPercent {
-		t.Errorf("GOGC unset: target = %d, want %d", got, gcPercent)
-	}
-	if !strings.Contains(out.String(), `"GOGC":"30","from":"serve's default"`) {
-		t.Errorf("log lacks the default:\n%s", out.String())
-	}
-
-	t.Setenv("GOGC", "150")
-	debug.SetGCPercent(150) // what the runtime does with GOGC at start
-	out.Reset()
-	setGCPercent(slog.New(slog.NewJSONHandler(&out, nil)))
-	if got := debug.SetGCPercent(100); got != 150 {
-		t.Errorf("GOGC=150: target = %d, want it kept", got)
-	}
-	if !strings.Contains(out.String(), `"GOGC":"150","from":"GOGC"`) {
-		t.Errorf("log lacks GOGC's target:\n%s", out.String())
-	}
-
-	t.Setenv("GOGC", "banana") // the runtime ignores it (100)
-	debug.SetGCPercent(100)
-	out.Reset()
-	setGCPercent(slog.New(slog.NewJSONHandler(&out, nil)))
-	if got := debug.SetGCPercent(100); got != gcPercent {
-		t.Errorf("GOGC=banana: target = %d, want the default %d", got, gcPercent)
-	}
-	if !strings.Contains(out.String(), `"level":"WARN","msg":"GOGC is neither a number nor off`) || !strings.Contains(out.String(), `"GOGC":"30","from":"serve's default"`) {
-		t.Errorf("GOGC=banana: log lacks the warning and the default:\n%s", out.String())
-	}
-}
-
 // TestServeLoggerDurations: the bot's log writes durations ("took", "retryAfter", inside a
 // group too) as Go duration strings, not as integer nanoseconds.
 func TestServeLoggerDurations(t *testing.T) {

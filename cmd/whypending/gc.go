@@ -37,8 +37,8 @@ const (
 	// gcQuietFor is how long the rate stays under gcBusyRate before the quiet target applies:
 	// the pauses within a burst do not flip it back and forth.
 	gcQuietFor = 30 * time.Second
-	// gcSample is how often the allocation rate is read.
-	gcSample = 2 * time.Second
+	// gcSample is how often the allocation rate is read: a burst gets the busy target within it.
+	gcSample = 500 * time.Millisecond
 )
 
 // setGCPercent sets the collector's target to gcPercentBusy and returns true (serve then runs

@@ -16,14 +16,16 @@ import (
 // serve's garbage collector target (GOGC) follows how fast it allocates, unless GOGC is set.
 // Its heap is nearly all caches that live as long as it does, and GOGC is how much garbage may
 // pile up over them before a collection, as a share of them: at the runtime's 100 a serve that
-// does anything sits at about twice its caches. Headroom costs memory and saves collections:
-// worth it while serve allocates fast (the informer sync, a mass event's answers), where each
-// collection marks the whole cache, and only memory while it allocates slowly (the watch
-// posting, an answer now and then, idle), where collections are few whatever the target.
+// does anything sits at about twice its caches. A lower target costs collections: each marks
+// the whole cache, so the collector's CPU per byte allocated goes as 1/GOGC whatever the
+// cache's size (the informer sync at 120,800 pods: about 0.5 CPU-seconds per GB at 100, 1.8
+// at 30, 3.5 at 15). While serve allocates fast (the sync, a mass event's answers) that is
+// real CPU and slower answers; while it allocates slowly (the watch posting, answers now and
+// then, idle) it is next to nothing, and the headroom is only memory.
 // At 120,800 pods (calico/BENCHMARKS.md, "GOGC that follows the allocation rate"):
 //   - GOGC=15 throughout took 30-45% more CPU and made the mass event 25-30% slower than 30;
 //   - GOGC=30 throughout left the watch's average RSS 20% over an idle serve, 15 left it 8.5%
-//     for the same CPU (the watch allocates some 4 MB/s).
+//     for the same CPU: the watch under churn allocates 6-19 MiB/s (p10-max over 1 s).
 const (
 	// gcPercentBusy is the target while serve allocates at least gcBusyRate, and at start
 	// (the informer sync follows). VictoriaMetrics ships 30 as its default for the same reason.
@@ -31,14 +33,14 @@ const (
 	// gcPercentQuiet is the target once serve has allocated less than gcBusyRate for gcQuietFor.
 	gcPercentQuiet = 15
 	// gcBusyRate is the allocation rate, in bytes per second over one gcSample, from which
-	// serve is busy: the sync and a mass event allocate 100 MB/s and more, the watch under
-	// churn 4-5 MB/s, one unschedulable pod's answer at 120,800 pods 14 MB in all.
-	gcBusyRate = 16 << 20
+	// serve is busy. Under it the quiet target costs at most about 0.06 cores more than the
+	// busy one ((3.5-1.8) CPU-seconds per GB); the sync allocates 130 MB/s.
+	gcBusyRate = 32 << 20
 	// gcQuietFor is how long the rate stays under gcBusyRate before the quiet target applies:
 	// the pauses within a burst do not flip it back and forth.
 	gcQuietFor = 30 * time.Second
 	// gcSample is how often the allocation rate is read: a burst gets the busy target within it.
-	gcSample = 500 * time.Millisecond
+	gcSample = time.Second
 )
 
 // setGCPercent sets the collector's target to gcPercentBusy and returns true (serve then runs

@@ -24,7 +24,7 @@ func TestSetGCPercent(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != gcPercentBusy {
 		t.Errorf("GOGC unset: target = %d, want %d", got, gcPercentBusy)
 	}
-	if !strings.Contains(out.String(), `"GOGC":"30 while allocating 16 MiB/s or more, else 15","from":"serve's default"`) {
+	if !strings.Contains(out.String(), `"GOGC":"30 while allocating 32 MiB/s or more, else 15","from":"serve's default"`) {
 		t.Errorf("log lacks the default:\n%s", out.String())
 	}
 
@@ -78,8 +78,8 @@ func TestGCTuner(t *testing.T) {
 		want int
 	}{
 		{"the sync, 130 MiB/s", 40 * time.Second, 130 * mib, gcPercentBusy},
-		{"the watch posting, 4 MiB/s, for less than gcQuietFor", gcQuietFor - time.Second, 4 * mib, gcPercentBusy},
-		{"still 4 MiB/s, gcQuietFor in all", 2 * time.Second, 4 * mib, gcPercentQuiet},
+		{"the watch posting, 19 MiB/s, for less than gcQuietFor", gcQuietFor - time.Second, 19 * mib, gcPercentBusy},
+		{"still 19 MiB/s, gcQuietFor in all", 2 * time.Second, 19 * mib, gcPercentQuiet},
 		{"a mass event, 100 MiB/s", 2 * time.Second, 100 * mib, gcPercentBusy},
 		{"a pause within it", 10 * time.Second, 1 * mib, gcPercentBusy},
 		{"the burst again", 2 * time.Second, 60 * mib, gcPercentBusy},

@@ -59,12 +59,21 @@ func TestServeSlackAndDiscordTogether(t *testing.T) {
 	defer discord.Close()
 	var hookMu sync.Mutex
 	var slackAnswers []string
+	// Slack: the Web API's auth.test of the bot token at start, and the command's response_url.
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		hookMu.Lock()
-		slackAnswers = append(slackAnswers, string(b))
-		hookMu.Unlock()
-		_, _ = io.WriteString(w, "ok")
+		switch r.URL.Path {
+		case "/api/auth.test":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok":true,"url":"https://t1.slack.com/","team":"T1","user":"whypending","team_id":"T1","user_id":"U0BOT","bot_id":"B0BOT"}`)
+		case "/answer":
+			hookMu.Lock()
+			slackAnswers = append(slackAnswers, string(b))
+			hookMu.Unlock()
+			_, _ = io.WriteString(w, "ok")
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
 	}))
 	defer hook.Close()
 
@@ -175,6 +184,11 @@ store: {backend: memory}
 		t.Fatalf("Slack command = %d %s", status, body)
 	}
 	waitUntil(t, 60*time.Second, "the Slack answer", func() bool { hookMu.Lock(); defer hookMu.Unlock(); return len(slackAnswers) > 0 })
+	hookMu.Lock()
+	if !strings.Contains(slackAnswers[0], "calico-ipam-exhausted") {
+		t.Errorf("Slack answer = %s, want the diagnosis", slackAnswers[0])
+	}
+	hookMu.Unlock()
 
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {

@@ -13,7 +13,9 @@ package calico
 // With WHYPENDING_BENCH_KUBECONFIG the benchmark reuses that cluster (the shared size-L
 // fixture): what it adds lives in its own namespaces (watch-bench-<time>, and -store) and the
 // two whypending CRDs, created if missing; all of it is deleted at the end. Without it, it builds the
-// "tiny" fixture. WHYPENDING_BENCH_CHURN shortens the window (default 5m).
+// "tiny" fixture. WHYPENDING_BENCH_CHURN shortens the window (default 5m). Every stuck pod is
+// posted (the channel's rate limit lifted, the worst case) unless WHYPENDING_BENCH_MAXPOSTS
+// sets it (the default config's is 10). WHYPENDING_BENCH_BIN names a built binary to run.
 //
 // Metrics: extra-cpu-cores (the watch process's CPU beyond the one without, averaged over the
 // window), cpu-cores-nowatch, rss-avg-MiB and rss-extra-pct (average RSS over the window),

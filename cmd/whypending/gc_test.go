@@ -93,3 +93,26 @@ func TestGCTuner(t *testing.T) {
 		}
 	}
 }
+
+// TestGCTunerRelease: free heap memory is returned only while quiet, once it reaches
+// gcReleaseAt, and at most once per gcReleaseEvery.
+func TestGCTunerRelease(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	g := gcTuner{percent: gcPercentBusy}
+	if g.release(t0, 64<<20) {
+		t.Errorf("released while busy")
+	}
+	g.percent = gcPercentQuiet
+	if g.release(t0, gcReleaseAt-1) {
+		t.Errorf("released %d bytes, under gcReleaseAt", gcReleaseAt-1)
+	}
+	if !g.release(t0, gcReleaseAt) {
+		t.Errorf("quiet with gcReleaseAt free: not released")
+	}
+	if g.release(t0.Add(gcReleaseEvery-time.Second), 64<<20) {
+		t.Errorf("released again within gcReleaseEvery")
+	}
+	if !g.release(t0.Add(gcReleaseEvery), 64<<20) {
+		t.Errorf("gcReleaseEvery later: not released")
+	}
+}

@@ -39,6 +39,10 @@ type platformState struct {
 	retryAt time.Time
 	token   error // the bot token: nil while accepted (or not checked)
 	tokenAt time.Time
+	// unchecked is why the last check of the bot token got no answer (Slack or the way to it
+	// down), nil once one answered. It says nothing of the token: the platform keeps the
+	// state the last answer gave it.
+	unchecked error
 }
 
 func newPlatformState(name string, metrics *bot.Metrics, log *slog.Logger) *platformState {
@@ -60,18 +64,37 @@ func (p *platformState) checksToken() {
 }
 
 // Check is the platform's ReadyCheck: nil while it is up, else why not and when the next
-// attempt is. A bot token that is not accepted comes first: no connection helps then.
+// attempt is. A bot token that is not accepted comes first: no connection helps then. A check
+// of the token that got no answer is shown but wraps bot.ErrNotChecked, so it does not make
+// the bot unready: an outage of Slack's Web API, or of the way to it, must not take every
+// replica out of the Service while the slash commands' answers (to response_url) may still
+// get through.
 func (p *platformState) Check(context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	err, at := p.err, p.retryAt
-	if p.token != nil {
+	switch {
+	case p.token != nil:
 		err, at = p.token, p.tokenAt
+	case err == nil && p.unchecked != nil:
+		return fmt.Errorf("%w%s; %w until Slack answers", p.unchecked, retrying(p.tokenAt), bot.ErrNotChecked)
 	}
-	if err == nil || at.IsZero() {
-		return err
+	if err == nil {
+		return nil
 	}
-	return fmt.Errorf("%w (retrying at %s)", err, at.UTC().Format("15:04:05Z"))
+	return fmt.Errorf("%w%s", err, retrying(at))
+}
+
+// retrying says when the next attempt is: at (" (retrying at 09:10:22Z)"), or " (retrying now)"
+// once at has passed (the attempt is under way); "" when at is zero.
+func retrying(at time.Time) string {
+	switch {
+	case at.IsZero():
+		return ""
+	case !time.Now().Before(at):
+		return " (retrying now)"
+	}
+	return " (retrying at " + at.UTC().Format("15:04:05Z") + ")"
 }
 
 // upLocked says whether the platform is up; p.mu is held.
@@ -100,13 +123,13 @@ func (p *platformState) set(err error, retryAt time.Time) {
 }
 
 // setToken records what the platform says of its bot token: nil when it accepted it, else
-// its refusal or why it could not be asked; retryAt is when it is asked again. A new reason
+// its refusal; retryAt is when it is asked again. A new reason
 // is logged once, not each time the same answer comes again.
 func (p *platformState) setToken(err error, retryAt time.Time) {
 	p.mu.Lock()
 	wasUp := p.upLocked()
 	was := p.token
-	p.token, p.tokenAt = err, retryAt
+	p.token, p.tokenAt, p.unchecked = err, retryAt, nil
 	isUp := p.upLocked()
 	p.metrics.SetPlatformUp(p.name, isUp)
 	p.mu.Unlock()
@@ -121,8 +144,31 @@ func (p *platformState) setToken(err error, retryAt time.Time) {
 		p.log.Error("chat platform unavailable: its bot token was refused", slog.String("platform", p.name),
 			slog.String("method", refused.Method), slog.String("code", refused.Code), slog.Any("err", err))
 	default:
-		p.log.Warn("chat platform unavailable: its bot token cannot be checked; retrying", slog.String("platform", p.name),
+		p.log.Error("chat platform unavailable: its bot token was refused", slog.String("platform", p.name), slog.Any("err", err))
+	}
+}
+
+// tokenUnanswered records that a check of the bot token got no answer (err), and when it is
+// asked again. The platform keeps the state the last answer gave it; before any answer it no
+// longer waits for one (Check shows err without making the bot unready). A new reason is
+// logged once.
+func (p *platformState) tokenUnanswered(err error, retryAt time.Time) {
+	p.mu.Lock()
+	wasUp := p.upLocked()
+	was := p.unchecked
+	p.unchecked, p.tokenAt = err, retryAt
+	if p.token == errCheckingToken {
+		p.token = nil
+	}
+	isUp := p.upLocked()
+	p.metrics.SetPlatformUp(p.name, isUp)
+	p.mu.Unlock()
+	if was == nil || was.Error() != err.Error() {
+		p.log.Warn("the chat platform's bot token cannot be checked; retrying", slog.String("platform", p.name),
 			slog.Any("err", err), slog.Time("retryAt", retryAt))
+	}
+	if isUp && !wasUp {
+		p.log.Info("chat platform up", slog.String("platform", p.name))
 	}
 }
 

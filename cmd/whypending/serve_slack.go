@@ -24,7 +24,8 @@ const tokenRecheck = 5 * time.Minute
 // cannot answer, every tokenRecheck while it refuses the token, and again after a Web API
 // call was refused while serving (refused). What it learns is the slack platform's token
 // condition (platformState.setToken): /readyz names a refusal and what to check, and
-// whypending_chat_platform_up{platform="slack"} is 0. The token is never logged.
+// whypending_chat_platform_up{platform="slack"} is 0. A check Slack does not answer changes
+// nothing but /readyz's line (platformState.tokenUnanswered). The token is never logged.
 type slackToken struct {
 	state *platformState
 	hint  string // what to check, after a refusal
@@ -91,7 +92,7 @@ func (c *slackToken) run(ctx context.Context, check func(context.Context) (slack
 				next = rl.RetryAfter
 			}
 			wait = min(2*wait, platformRetryMax)
-			c.state.setToken(fmt.Errorf("cannot check the bot token: %w", err), time.Now().Add(next))
+			c.state.tokenUnanswered(fmt.Errorf("cannot check the bot token: %w", err), time.Now().Add(next))
 		}
 		if !firstDone {
 			firstDone = true

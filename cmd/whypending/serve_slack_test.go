@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -131,7 +132,9 @@ store: {backend: memory}
 		}
 	})
 
-	t.Run("Slack failing to answer auth.test is reported and retried, then up", func(t *testing.T) {
+	t.Run("Slack failing to answer auth.test is shown and retried, and leaves serve ready", func(t *testing.T) {
+		// No answer says nothing of the token: an outage of Slack's Web API must not take
+		// every replica out of the Service while response_url answers may get through.
 		fake := slackfake.NewSocketMode(t, appToken)
 		fake.FailAuthTests(http.StatusTooManyRequests, http.StatusServiceUnavailable)
 		s := serve(t, fake, "http", "xoxb-good-serve-test")
@@ -140,8 +143,8 @@ store: {backend: memory}
 			got := s.readyz()
 			if got != "slack: ok" && (len(seen) == 0 || seen[len(seen)-1] != got) {
 				seen = append(seen, got)
-				if g := s.gauge(); g != down && s.readyz() != "slack: ok" {
-					t.Errorf("gauge while %q = %q, want %q", got, g, down)
+				if g := s.gauge(); g != up && s.readyz() != "slack: ok" && s.readyz() != "slack: checking the bot token" {
+					t.Errorf("gauge while %q = %q, want %q", got, g, up)
 				}
 			}
 			return got == "slack: ok"
@@ -151,13 +154,14 @@ store: {backend: memory}
 			if strings.Contains(l, "refused") {
 				t.Errorf("/readyz said %q: a 429 or 503 is no refusal", l)
 			}
-			if strings.HasPrefix(l, "slack: cannot check the bot token: auth.test: slack server error: 503 Service Unavailable (retrying at ") ||
-				strings.HasPrefix(l, "slack: cannot check the bot token: auth.test: slack rate limit exceeded, retry after 1s (retrying at ") {
+			if (strings.HasPrefix(l, "slack: cannot check the bot token: auth.test: slack server error: 503 Service Unavailable (retrying ") ||
+				strings.HasPrefix(l, "slack: cannot check the bot token: auth.test: slack rate limit exceeded, retry after 1s (retrying ")) &&
+				strings.HasSuffix(l, "; not checked until Slack answers") {
 				sawRetry = true
 			}
 		}
 		if !sawRetry {
-			t.Errorf("/readyz said %q before ok, want the 429 or 503 reported while retrying", seen)
+			t.Errorf("/readyz said %q before ok, want the 429 or 503 shown, not checked, while retrying", seen)
 		}
 		if got := s.gauge(); got != up {
 			t.Errorf("gauge = %q, want %q", got, up)
@@ -168,7 +172,41 @@ store: {backend: memory}
 		if n := refusedLogs(s.logs.String()); n != 0 {
 			t.Errorf("%d log lines say the bot token was refused, want none", n)
 		}
+		if n := strings.Count(s.logs.String(), `"msg":"the chat platform's bot token cannot be checked; retrying"`); n != 2 {
+			t.Errorf("%d log lines say the bot token cannot be checked, want 2 (the 429, the 503):\n%s", n, s.logs.String())
+		}
 	})
+
+}
+
+// TestPlatformTokenUnanswered: a check of the bot token that got no answer is shown without
+// making serve unready (bot.ErrNotChecked) and leaves a refusal in force; an answer clears it.
+func TestPlatformTokenUnanswered(t *testing.T) {
+	state := newPlatformState("slack", bot.NewMetrics(prometheus.NewRegistry()), chattest.QuietLog)
+	state.up() // HTTP mode: nothing to connect
+	state.checksToken()
+	if err := state.Check(t.Context()); err == nil || errors.Is(err, bot.ErrNotChecked) {
+		t.Errorf("before the first check: Check = %v, want not ready", err)
+	}
+	noAnswer := errors.New("cannot check the bot token: auth.test: connection refused")
+	state.tokenUnanswered(noAnswer, time.Now().Add(time.Hour))
+	if err := state.Check(t.Context()); !errors.Is(err, bot.ErrNotChecked) || !strings.HasPrefix(err.Error(), noAnswer.Error()+" (retrying at ") {
+		t.Errorf("no answer: Check = %v, want %q shown, wrapping ErrNotChecked", err, noAnswer)
+	}
+	state.tokenUnanswered(noAnswer, time.Now().Add(-time.Second))
+	if err := state.Check(t.Context()); err == nil || !strings.Contains(err.Error(), " (retrying now)") {
+		t.Errorf("retry under way: Check = %v, want (retrying now)", err)
+	}
+	refused := &slack.TokenRefusedError{Method: "auth.test", Code: "invalid_auth"}
+	state.setToken(refused, time.Now().Add(time.Hour))
+	state.tokenUnanswered(noAnswer, time.Now().Add(time.Hour))
+	if err := state.Check(t.Context()); !errors.Is(err, refused) || errors.Is(err, bot.ErrNotChecked) {
+		t.Errorf("refused, then no answer: Check = %v, want the refusal, not ready", err)
+	}
+	state.setToken(nil, time.Time{})
+	if err := state.Check(t.Context()); err != nil {
+		t.Errorf("accepted: Check = %v, want nil", err)
+	}
 }
 
 // TestSlackTokenRefusedWhileServing: a bot token revoked while serving, which Slack refuses on

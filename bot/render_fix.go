@@ -21,12 +21,15 @@ const localShell = "In your own shell (where kubectl reaches the cluster):"
 // command that changes something gets a block of its own, so copying a block to look around
 // never runs a change with it. A block for a node's shell is introduced by "On NODE:", and one
 // for the user's shell right after one for a node's by localShell. Only the first section
-// carries the heading "Fix"; nil when fix is empty.
+// carries the heading "Fix"; nil when fix is empty. A command that runs until it is
+// interrupted (FixStep.Follows: kubectl get -w, logs -f) ends its block: a line pasted after
+// it would never run.
 func fixSections(fix []string) []chat.Section {
 	var out []chat.Section
 	var text, code []string
 	node := ""        // the shell of the last code block since the last prose step
 	readOnly := false // whether every command of code only reads
+	follows := false  // whether code's last command runs until interrupted
 	flush := func() {
 		if len(text) == 0 && len(code) == 0 {
 			return
@@ -47,8 +50,9 @@ func fixSections(fix []string) []chat.Section {
 			}
 			text = append(text, fixBullet+step.Text)
 			node = ""
-		case len(code) > 0 && step.Node == node && readOnly && step.ReadOnly():
+		case len(code) > 0 && step.Node == node && readOnly && step.ReadOnly() && !follows:
 			code = append(code, step.Command)
+			follows = step.Follows()
 		default:
 			if len(code) > 0 {
 				flush()
@@ -59,7 +63,7 @@ func fixSections(fix []string) []chat.Section {
 			case node != "":
 				text = append(text, fixBullet+localShell)
 			}
-			node, readOnly = step.Node, step.ReadOnly()
+			node, readOnly, follows = step.Node, step.ReadOnly(), step.Follows()
 			code = append(code, step.Command)
 		}
 	}

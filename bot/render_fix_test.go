@@ -62,6 +62,21 @@ func TestFixSections(t *testing.T) {
 			{Code: "kubectl delete node n1"},
 			{Code: "kubectl get pods -n a -w"},
 		}},
+		{"a command that runs until interrupted ends its block: a line pasted after it never runs", []string{
+			"kubectl get pod -n a b -w   # stop with Ctrl-C once it is Running",
+			"kubectl get secret -n a s -o name",
+			"On n1: journalctl -u kubelet -f",
+			"On n1: crictl ps -a",
+			"kubectl logs -n a b --follow",
+			"kubectl get events -n a",
+		}, []chat.Section{
+			{Heading: "Fix", Code: "kubectl get pod -n a b -w   # stop with Ctrl-C once it is Running"},
+			{Code: "kubectl get secret -n a s -o name"},
+			{Text: "• On n1:", Code: "journalctl -u kubelet -f"},
+			{Text: "• On n1:", Code: "crictl ps -a"},
+			{Text: "• " + localShell, Code: "kubectl logs -n a b --follow"},
+			{Code: "kubectl get events -n a"},
+		}},
 		{"a node's change split from its reads names the node again", []string{
 			"On n1: crictl images",
 			"On n1: crictl rmi --prune",

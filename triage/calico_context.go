@@ -8,8 +8,10 @@ import "fmt"
 // each with the action that releases them.
 // calicoctlReleaseLeaks is the manual procedure the release action replaces, in the order that
 // works: lock first, because a report taken before the lock is stale once the lock changes
-// ClusterInformation's resourceVersion ("reports are all stale").
-const calicoctlReleaseLeaks = "calicoctl datastore migrate lock && calicoctl ipam check -o /tmp/ipam-report.json && calicoctl ipam release --from-report=/tmp/ipam-report.json; calicoctl datastore migrate unlock"
+// ClusterInformation's resourceVersion ("reports are all stale"); unlock only when the lock
+// took (a lock that failed holds nothing to undo), and then whatever the check and release
+// did, so the procedure never leaves the datastore locked.
+const calicoctlReleaseLeaks = "calicoctl datastore migrate lock && { calicoctl ipam check -o /tmp/ipam-report.json && calicoctl ipam release --from-report=/tmp/ipam-report.json; calicoctl datastore migrate unlock; }"
 
 // releaseLeaksChoice comes before the two ways of releasing leaked addresses: whypending's
 // release (a plan, then --yes) and the calicoctl procedure it replaces do the same, so a person

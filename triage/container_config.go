@@ -96,6 +96,10 @@ func configErrorFinding(s *Snapshot, c containerStatus) Finding {
 			keysCmd,
 			fmt.Sprintf("Add key %s to %s %s, or fix the key name in the pod template (or mark the reference optional: true).", key, kind, name),
 		}
+		if kind == "ConfigMap" && s.ImmutableConfigMaps[name] {
+			f.Fix[1] = addConfigMapKeys(s, name, []string{key})
+			f.Fix = append(f.Fix, "Or fix the key name in the pod template (or mark the reference optional: true).")
+		}
 		return f
 	}
 	for _, kind := range []string{"Secret", "ConfigMap"} {

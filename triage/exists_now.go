@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // This file answers for an object that a kubelet or a controller reported "not found" and that
@@ -326,43 +327,41 @@ func retryBehaviour(volumes bool) string {
 	return "The kubelet retries on its own: after a failed sync it syncs the pod again within 10 to 15 seconds, so its next try should find it."
 }
 
-// existsNowFix is the fix of referenced-object-now-exists: watch the pod; list a Secret's key
-// names (never its values) when the pod reads keys of it; and, to retry at once, delete a pod
-// its controller recreates (a bare pod would be lost).
+// existsNowFix is the fix of referenced-object-now-exists: list a Secret's key names (never
+// its values) when the pod reads keys of it; when the kubelet lags, look at its node; watch the
+// pod (last of the looks: it runs until Ctrl-C); and, to retry at once, delete a pod its
+// controller recreates (a bare pod would be lost).
 func existsNowFix(s *Snapshot, r reportedObject, late, secretKeys bool) []string {
 	pod := s.Pod
-	fix := []string{fmt.Sprintf("kubectl get pod %s %s -w   # the kubelet retries on its own; stop with Ctrl-C once it is Running", shellQuote(pod.Name), nsFlag(pod))}
+	var fix []string
 	if secretKeys {
 		fix = append(fix, secretKeysCommand(pod, r.name)+"   # key names only, never values: check the pod's keys are among them")
 	}
 	if late {
 		fix = append(fix,
 			fmt.Sprintf("kubectl get node %s", shellQuote(pod.Spec.NodeName)),
-			fmt.Sprintf("On %s: journalctl -u kubelet --since '15 min ago' | grep %s", pod.Spec.NodeName, shellQuote(r.name)),
+			// The kubelet quotes the name: `secret "db-creds" not found`.
+			fmt.Sprintf("On %s: journalctl -u kubelet --since '15 min ago' | grep -F %s", pod.Spec.NodeName, shellQuote(`"`+r.name+`"`)),
 		)
 	}
-	switch kind, name := workloadOf(pod); kind {
-	case "":
-		fix = append(fix, "The pod has no controller: deleting it would lose it, so let the kubelet retry (or recreate it from its manifest yourself).")
-	case "job":
-		fix = append(fix, fmt.Sprintf("kubectl delete pod %s %s   # only to retry at once: Job %s creates a new pod, and counts the deleted one as a failed attempt against its backoffLimit", shellQuote(pod.Name), nsFlag(pod), name))
-	default:
-		fix = append(fix, fmt.Sprintf("kubectl delete pod %s %s   # only to retry at once: its %s creates a new pod", shellQuote(pod.Name), nsFlag(pod), kindName(kind)))
-	}
-	return fix
+	fix = append(fix, fmt.Sprintf("kubectl get pod %s %s -w   # the kubelet retries on its own; stop with Ctrl-C once it is Running", shellQuote(pod.Name), nsFlag(pod)))
+	return append(fix, retryAtOnce(pod))
 }
 
-// kindName names a workloadOf kind for a person ("deployment" -> "Deployment").
-func kindName(kind string) string {
-	switch kind {
-	case "replicaset":
-		return "ReplicaSet"
-	case "statefulset":
-		return "StatefulSet"
-	case "daemonset":
-		return "DaemonSet"
+// retryAtOnce is the step that retries a pod at once instead of waiting for the kubelet's
+// back-off: delete it when a controller recreates it; a bare pod would be lost, so say that.
+// It names the pod's own controller (the owner that recreates it), not a workload guessed
+// from it: a ReplicaSet with a Deployment's name may have none.
+func retryAtOnce(pod *corev1.Pod) string {
+	ref := metav1.GetControllerOf(pod)
+	switch {
+	case ref == nil:
+		return "The pod has no controller: deleting it would lose it, so let the kubelet retry (or recreate it from its manifest yourself)."
+	case ref.Kind == "Job":
+		return fmt.Sprintf("kubectl delete pod %s %s   # only to retry at once: Job %s creates a new pod, and counts the deleted one as a failed attempt against its backoffLimit", shellQuote(pod.Name), nsFlag(pod), ref.Name)
+	default:
+		return fmt.Sprintf("kubectl delete pod %s %s   # only to retry at once: its %s %s creates a new pod", shellQuote(pod.Name), nsFlag(pod), ref.Kind, ref.Name)
 	}
-	return capitalize(kind)
 }
 
 // secretKeysCommand lists the key names of Secret name in the pod's namespace, one a line,
@@ -407,10 +406,21 @@ func missingKeysFinding(s *Snapshot, f Finding, reported, exists string, r repor
 		reported, exists, plural(len(keys), "key", "keys"), strings.Join(quoteAll(keys), ", "), strings.Join(uses, ", "), plural(len(keys), "it", "them"))
 	f.Fix = []string{
 		configMapKeysCommand(pod, r.name),
-		fmt.Sprintf("kubectl edit configmap %s %s   # add %s %s", shellQuote(r.name), nsFlag(pod), plural(len(keys), "key", "keys"), strings.Join(keys, ", ")),
+		addConfigMapKeys(s, r.name, keys),
 		"Or fix the key names in the pod template (or mark the references optional: true).",
 	}
 	return f
+}
+
+// addConfigMapKeys is the step that adds keys to ConfigMap name, unless it is immutable
+// (Snapshot.ImmutableConfigMaps): its data can never change, so the step says what works.
+func addConfigMapKeys(s *Snapshot, name string, keys []string) string {
+	what := plural(len(keys), "key", "keys") + " " + strings.Join(keys, ", ")
+	if s.ImmutableConfigMaps[name] {
+		return fmt.Sprintf("ConfigMap %s is immutable (immutable: true): the API server refuses any change to its data, so %s cannot be added to it. Create a ConfigMap under a new name with every key the pod reads and point the pod template at it, or delete %s and create it again with them (running pods that mount it keep the old data until they restart).",
+			name, what, name)
+	}
+	return fmt.Sprintf("kubectl edit configmap %s %s   # add %s", shellQuote(name), nsFlag(s.Pod), what)
 }
 
 // nextMissingFinding is configmap-not-found or secret-not-found for ref, an object the pod

@@ -162,7 +162,7 @@ func TestReportedObjectNowExists(t *testing.T) {
 			evs:   []Event{failed(`secret "db" not found`, time.Minute)},
 			setup: func(s *Snapshot) { listed(s, "secrets", map[string]time.Duration{"db": 30 * time.Second}) },
 			rule:  containerConfigRules, want: CodeReferencedObjectNowExists,
-			fix:     []string{"kubectl delete pod app -n shop   # only to retry at once: its Deployment creates a new pod"},
+			fix:     []string{"kubectl delete pod app -n shop   # only to retry at once: its ReplicaSet app-7d9f8b6c4 creates a new pod"},
 			notFix:  []string{"lose it"},
 			deletes: true,
 		},
@@ -201,6 +201,31 @@ func TestReportedObjectNowExists(t *testing.T) {
 			fields: []string{"spec.containers[app].env[MODE]", "data"},
 			fix:    []string{"kubectl get configmap app -n shop -o go-template="},
 			notFix: []string{"kubectl create configmap"},
+		},
+		{
+			name: "an immutable ConfigMap without a key the pod reads: no edit, which the API server refuses",
+			pod:  testPod(readsConfigMapKey("app", "mode"), configErr(`configmap "app" not found`)),
+			evs:  []Event{failed(`configmap "app" not found`, time.Minute)},
+			setup: func(s *Snapshot) {
+				listed(s, "configmaps", map[string]time.Duration{"app": 20 * time.Second})
+				s.ConfigMapKeys = map[string][]string{"app": {"port"}}
+				s.ImmutableConfigMaps = map[string]bool{"app": true}
+			},
+			rule: containerConfigRules, want: CodeConfigMapKeyNotFound,
+			fix:    []string{"ConfigMap app is immutable (immutable: true)", "Create a ConfigMap under a new name"},
+			notFix: []string{"kubectl edit configmap", "kubectl create configmap"},
+		},
+		{
+			name: "the kubelet's missing key in an immutable ConfigMap: no edit",
+			pod:  testPod(readsConfigMapKey("app", "mode"), configErr(`couldn't find key mode in ConfigMap shop/app`)),
+			evs:  []Event{failed(`couldn't find key mode in ConfigMap shop/app`, time.Minute)},
+			setup: func(s *Snapshot) {
+				s.ConfigMapKeys = map[string][]string{"app": {"port"}}
+				s.ImmutableConfigMaps = map[string]bool{"app": true}
+			},
+			rule: containerConfigRules, want: CodeConfigMapKeyNotFound,
+			fix:    []string{"ConfigMap app is immutable (immutable: true)"},
+			notFix: []string{"Add key mode"},
 		},
 		{
 			name:  "a ConfigMap that exists now whose keys could not be read",

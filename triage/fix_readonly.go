@@ -216,3 +216,35 @@ func writesFile(line string) bool {
 	})
 	return writes
 }
+
+// Follows reports whether the step is a command that runs until it is interrupted: a watch
+// (kubectl get -w, --watch), a followed log (kubectl logs -f, journalctl -f, tail -f, crictl
+// or docker logs -f), or watch(1). A person stops it with Ctrl-C, and a pasted line after it
+// in the same paste never runs, so a renderer ends the code block after it.
+func (s FixStep) Follows() bool {
+	if s.Command == "" {
+		return false
+	}
+	for _, seg := range shellSegments(stripComment(s.Command)) {
+		words := strings.Fields(seg)
+		if len(words) == 0 {
+			continue
+		}
+		prog, args := words[0], words[1:]
+		switch prog {
+		case "watch":
+			return true
+		case "kubectl", "oc":
+			sub := subcommand(args)
+			if anyWord(args, "-w", "--watch", "--watch-only") ||
+				(len(sub) > 0 && sub[0] == "logs" && anyWord(args, "-f", "--follow")) {
+				return true
+			}
+		case "journalctl", "tail", "crictl", "docker":
+			if anyWord(args, "-f", "--follow", "-F") {
+				return true
+			}
+		}
+	}
+	return false
+}

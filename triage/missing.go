@@ -27,7 +27,7 @@ var resourceKinds = map[string]string{
 func missingObjectNote(s *Snapshot, resource, name string) string {
 	var b strings.Builder
 	if near := closestNames(name, s.NamesInNamespace[resource], 3); len(near) > 0 {
-		fmt.Fprintf(&b, " Did you mean %s %s? (It exists in %s.)", resourceKinds[resource], strings.Join(near, " or "), s.Pod.Namespace)
+		fmt.Fprintf(&b, " Did you mean %s %s? (%s in %s.)", resourceKinds[resource], strings.Join(near, " or "), plural(len(near), "It exists", "They exist"), s.Pod.Namespace)
 	}
 	if hook, owner := helmHook(s); hook != "" {
 		fmt.Fprintf(&b, " The pod runs as a Helm %s hook (%s): Helm runs hooks before it creates the release's other objects, so a hook cannot use a %s the same release creates.", hook, owner, resourceKinds[resource])

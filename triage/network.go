@@ -223,7 +223,7 @@ func ipamExhaustedDetail(s *Snapshot, f *Finding) {
 				free, plural(free, "address", "addresses"))
 			f.Fix = []string{
 				fmt.Sprintf("kubectl get events %s --field-selector involvedObject.name=%s -w  # a new FailedCreatePodSandBox means the cause is elsewhere", nsFlag(s.Pod), shellQuote(s.Pod.Name)),
-				fmt.Sprintf("kubectl delete pod %s %s  # only to retry at once, if a controller recreates it", nsFlag(s.Pod), shellQuote(s.Pod.Name)),
+				retryAtOnce(s.Pod),
 			}
 			return
 		}

@@ -92,6 +92,9 @@ type Snapshot struct {
 	// (NeedsConfigMapKeys). A name that is absent was not read, or its read failed: its keys
 	// are unknown.
 	ConfigMapKeys map[string][]string
+	// ImmutableConfigMaps holds the ConfigMaps of ConfigMapKeys marked immutable: true: their
+	// data can never change, so a missing key cannot be added to them.
+	ImmutableConfigMaps map[string]bool
 	// WorkloadReplicas is spec.replicas of the Deployment (through its ReplicaSet), StatefulSet
 	// or ReplicaSet that controls the pod: how many pods a resources fix on that workload must
 	// make room for. Read for an unscheduled pod of such a workload (NeedsWorkloadReplicas);

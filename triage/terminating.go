@@ -126,9 +126,9 @@ func finalizerFinding(s *Snapshot, del deletion) Finding {
 	f := Finding{
 		Code:     CodeFinalizerBlocking,
 		Severity: SeverityBlocker,
-		Summary: fmt.Sprintf("The pod was %s, but %s %s still set; the API server keeps the pod until %s removed.",
+		Summary: fmt.Sprintf("The pod was %s, but %s %s %s still set; the API server keeps the pod until %s removed.",
 			del.describe(s), plural(len(names), "finalizer", "finalizers"), strings.Join(names, ", "),
-			plural(len(names), "it is", "they are")),
+			plural(len(names), "is", "are"), plural(len(names), "it is", "they are")),
 	}
 	f.Evidence = append(f.Evidence, del.evidence(s))
 	for i, name := range pod.Finalizers {

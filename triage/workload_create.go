@@ -402,7 +402,7 @@ func quotaFitFix(ws *WorkloadSnapshot, sf quotaShortfall, wanted int64) string {
 	if !mutable {
 		return fmt.Sprintf("Or lower %s of container %s to %s so the pod fits the %s left: %s.", sf.resource, spec.Containers[0].Name, amount.String(), quotaAmount(sf.resource, left), immutableNote(target))
 	}
-	return fmt.Sprintf("kubectl set resources %s -n %s -c %s %s   # or lower the request so %d %s fit the %s left, if the app can live with it", target, shellQuote(ws.Ref().Namespace), shellQuote(spec.Containers[0].Name), flag, wanted, plural(int(wanted), "pod", "pods"), quotaAmount(sf.resource, left))
+	return fmt.Sprintf("kubectl set resources %s -n %s -c %s %s   # or lower the request so %d %s the %s left, if the app can live with it", target, shellQuote(ws.Ref().Namespace), shellQuote(spec.Containers[0].Name), flag, wanted, plural(int(wanted), "pod fits", "pods fit"), quotaAmount(sf.resource, left))
 }
 
 // quotaRaised is the hard limit that would admit wanted more objects asking sf.requested each:
@@ -951,7 +951,7 @@ func serviceAccountFinding(ws *WorkloadSnapshot, c creator, msg string) Finding 
 		f.Summary += fmt.Sprintf(" Did you mean %s?", strings.Join(near, " or "))
 	}
 	if ws.ServiceAccountNames != nil {
-		f.Evidence = append(f.Evidence, Evidence{Object: "Namespace " + ns, Field: "serviceaccounts", Message: "existing: " + joinLimited(ws.ServiceAccountNames, 8)})
+		f.Evidence = append(f.Evidence, Evidence{Object: "Namespace " + ns, Field: "serviceaccounts", Message: "existing: " + orNone(joinLimited(ws.ServiceAccountNames, 8))})
 	}
 	if len(ws.ServiceAccountElsewhere) > 0 {
 		f.Summary += fmt.Sprintf(" A ServiceAccount %s exists in %s %s, but a pod can only use one of its own namespace.", name, plural(len(ws.ServiceAccountElsewhere), "namespace", "namespaces"), joinLimited(ws.ServiceAccountElsewhere, 3))

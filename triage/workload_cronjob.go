@@ -119,9 +119,13 @@ func blockedByActiveJob(v *workloadView) (Finding, bool) {
 	if p := schedulePeriod(cj, ws.Now); p > 0 {
 		deadline = fmt.Sprint(int64(p.Seconds()))
 	}
+	was := ""
+	if spec.ActiveDeadlineSeconds != nil {
+		was = fmt.Sprintf(" (it replaces the template's %ds)", *spec.ActiveDeadlineSeconds)
+	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl describe job -n %s %s   # why it does not finish: its pods' state above", ns, shellQuote(job.Name)),
-		fmt.Sprintf(`kubectl patch cronjob/%s -n %s -p '{"spec":{"jobTemplate":{"spec":{"activeDeadlineSeconds":%s,"backoffLimit":2}}}}'   # a Job that hangs is ended after one schedule period (%ss) and does not block the next run; fix the cause in the CronJob's template, not the Job's (immutable)`, name, ns, deadline, deadline),
+		fmt.Sprintf(`kubectl patch cronjob/%s -n %s -p '{"spec":{"jobTemplate":{"spec":{"activeDeadlineSeconds":%s}}}}'   # a Job that hangs is ended after one schedule period (%ss)%s and does not block the next run; fix the cause in the CronJob's template, not the Job's (immutable)`, name, ns, deadline, deadline, was),
 		fmt.Sprintf("kubectl delete job -n %s %s   # then the next schedule starts a fresh Job from the fixed template; this stops the Job's running pods, and what they did so far is lost", ns, shellQuote(job.Name)),
 	}
 	return f, true

@@ -22,8 +22,9 @@ import (
 // bound pods, not 30 of each); the cached backend reads the informer caches. A batch is
 // read-only once built, so snapshots may be taken from it concurrently.
 type podBatch struct {
-	c   *Collector
-	now time.Time
+	c     *Collector
+	now   time.Time
+	names *sharedNames // collectNames' reads, once for all the batch's pods
 
 	nodes      []*corev1.Node // sorted by name
 	nodeByName map[string]*corev1.Node
@@ -65,7 +66,7 @@ type podBatch struct {
 // read is best effort: a failed one leaves its part empty with the error recorded, as Collect
 // does.
 func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*corev1.Pod, events eventIndex, eventsErr error) *podBatch {
-	b := &podBatch{c: c, now: c.now(), events: events, eventsErr: eventsErr}
+	b := &podBatch{c: c, now: c.now(), events: events, eventsErr: eventsErr, names: newSharedNames(c.nameReads())}
 	if len(pods) == 0 {
 		return b
 	}
@@ -97,7 +98,8 @@ func (c *Collector) newPodBatch(ctx context.Context, namespace string, pods []*c
 // snapshot builds pod's Snapshot from the batch, as Collect would read it. full adds what
 // Collect reads beyond the shared parts (previous container logs, calico-node pods, Calico
 // IPAM, near names, storage classes and CSI limits); a light snapshot (a namespace sweep) reads
-// nothing more.
+// only whether the objects a kubelet reported missing exist now (collectNames, shared among
+// the batch's pods): an answer that says "not found" of an object that exists is wrong.
 func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *triage.Snapshot {
 	s := &triage.Snapshot{Now: b.now, Requested: triage.PodRef{Namespace: pod.Namespace, Name: pod.Name}, Pod: pod}
 	s.Events, s.EventsErr = b.podEvents(pod)
@@ -137,8 +139,8 @@ func (b *podBatch) snapshot(ctx context.Context, pod *corev1.Pod, full bool) *tr
 		b.collectWorkloadReplicas(ctx, s)
 		b.c.collectExtras(ctx, s)
 		b.c.collectComponents(ctx, s)
-		b.c.collectNames(ctx, s)
 	}
+	b.c.collectNamesFrom(ctx, s, b.names)
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,6 +24,38 @@ import (
 // about a missing Secret would be partial); Secrets are listed only when a
 // SelfSubjectAccessReview does not say no. A ConfigMap whose read fails keeps its keys unknown.
 func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
+	c.collectNamesFrom(ctx, s, c.nameReads())
+}
+
+// nameReads are the reads collectNames makes: names, the right to list them, and ConfigMaps.
+type nameReads interface {
+	names(ctx context.Context, namespace, resource string) ([]string, map[string]time.Time, error)
+	mayList(ctx context.Context, namespace, resource string) (allowed, known bool)
+	configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// nameReads returns c's reads for collectNames. Like the names, the keys only sharpen an
+// answer that says when they are unknown: a ConfigMap read that fails is not noted as refused
+// (refusals.configMap would note it).
+func (c *Collector) nameReads() nameReads {
+	if c.refused == nil {
+		return c.read
+	}
+	return unnotedConfigMaps{reader: c.read, unnoted: c.refused.reader}
+}
+
+// unnotedConfigMaps reads ConfigMaps through unnoted, the rest through reader.
+type unnotedConfigMaps struct {
+	reader
+	unnoted reader
+}
+
+func (u unnotedConfigMaps) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return u.unnoted.configMap(ctx, namespace, name)
+}
+
+// collectNamesFrom is collectNames through reads.
+func (c *Collector) collectNamesFrom(ctx context.Context, s *triage.Snapshot, reads nameReads) {
 	resources := triage.NeedsNames(s)
 	if len(resources) > 0 {
 		s.NamesInNamespace = map[string][]string{}
@@ -32,23 +65,17 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 				// Listing Secrets, even as metadata, needs the right to read them all: a
 				// ServiceAccount without it (the chart's, on purpose) asks first rather than be
 				// refused on every such question, and the Secret's presence stays unknown.
-				if allowed, known := c.read.mayList(ctx, s.Pod.Namespace, res); known && !allowed {
+				if allowed, known := reads.mayList(ctx, s.Pod.Namespace, res); known && !allowed {
 					continue
 				}
 			}
-			if names, created, err := c.read.names(ctx, s.Pod.Namespace, res); err == nil {
+			if names, created, err := reads.names(ctx, s.Pod.Namespace, res); err == nil {
 				s.NamesInNamespace[res], s.CreatedInNamespace[res] = names, created
 			}
 		}
 	}
-	read := c.read
-	if c.refused != nil {
-		// Like the names, the keys only sharpen an answer that says when they are unknown: a
-		// failed read is not noted (refusals.configMap would note it).
-		read = c.refused.reader
-	}
 	for _, name := range triage.NeedsConfigMapKeys(s) {
-		cm, err := read.configMap(ctx, s.Pod.Namespace, name)
+		cm, err := reads.configMap(ctx, s.Pod.Namespace, name)
 		if err != nil || cm == nil {
 			continue
 		}
@@ -56,6 +83,12 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 			s.ConfigMapKeys = map[string][]string{}
 		}
 		s.ConfigMapKeys[name] = configMapKeys(cm)
+		if cm.Immutable != nil && *cm.Immutable {
+			if s.ImmutableConfigMaps == nil {
+				s.ImmutableConfigMaps = map[string]bool{}
+			}
+			s.ImmutableConfigMaps[name] = true
+		}
 	}
 	if len(resources) == 0 {
 		return
@@ -69,6 +102,72 @@ func (c *Collector) collectNames(ctx context.Context, s *triage.Snapshot) {
 			}
 		}
 	}
+}
+
+// sharedNames shares collectNames' reads among the pods of one batch (a namespace sweep, a
+// workload's pods): each list of names, access review and ConfigMap is read once, however
+// many pods report the same objects missing. Safe for concurrent use.
+type sharedNames struct {
+	reads nameReads
+
+	mu     sync.Mutex
+	lists  map[string]nameList        // by namespace/resource
+	rights map[string][2]bool         // by namespace/resource: allowed, known
+	cms    map[string]configMapResult // by namespace/name
+}
+
+type nameList struct {
+	names   []string
+	created map[string]time.Time
+	err     error
+}
+
+type configMapResult struct {
+	cm  *corev1.ConfigMap
+	err error
+}
+
+func newSharedNames(reads nameReads) *sharedNames {
+	return &sharedNames{reads: reads, lists: map[string]nameList{}, rights: map[string][2]bool{}, cms: map[string]configMapResult{}}
+}
+
+// The reads are made under mu: the pods of a batch that need one wait for it rather than
+// repeat it.
+
+func (m *sharedNames) names(ctx context.Context, namespace, resource string) ([]string, map[string]time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := namespace + "/" + resource
+	l, ok := m.lists[k]
+	if !ok {
+		l.names, l.created, l.err = m.reads.names(ctx, namespace, resource)
+		m.lists[k] = l
+	}
+	return l.names, l.created, l.err
+}
+
+func (m *sharedNames) mayList(ctx context.Context, namespace, resource string) (allowed, known bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := namespace + "/" + resource
+	r, ok := m.rights[k]
+	if !ok {
+		r[0], r[1] = m.reads.mayList(ctx, namespace, resource)
+		m.rights[k] = r
+	}
+	return r[0], r[1]
+}
+
+func (m *sharedNames) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := namespace + "/" + name
+	r, ok := m.cms[k]
+	if !ok {
+		r.cm, r.err = m.reads.configMap(ctx, namespace, name)
+		m.cms[k] = r
+	}
+	return r.cm, r.err
 }
 
 // maxSimilarPods is how many close names a pod-not-found answer suggests.

@@ -254,6 +254,12 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 				s.ConfigMapKeys = map[string][]string{}
 			}
 			s.ConfigMapKeys[name] = configMapKeys(cm)
+			if cm.Immutable != nil && *cm.Immutable {
+				if s.ImmutableConfigMaps == nil {
+					s.ImmutableConfigMaps = map[string]bool{}
+				}
+				s.ImmutableConfigMaps[name] = true
+			}
 		}
 	}
 	if triage.NeedsWorkloadReplicas(s) {

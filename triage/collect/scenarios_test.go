@@ -124,6 +124,7 @@ func runScenario(t *testing.T, dir string, sc *testenv.Scenario) {
 		t.Errorf("the cached collector (lean pod cache, IPAM cache) diagnoses %s differently (-direct +cached):\n%s", exp.Pod, diff)
 	}
 	checkAnswerEach(t, ctx, cached, triage.Target{Kind: triage.KindPod, Namespace: ns, Name: name}, &triage.Answer{Pod: d})
+	checkSweepAgrees(t, ctx, cached, d)
 	var codes []triage.Code
 	for _, f := range d.Findings {
 		codes = append(codes, f.Code)
@@ -337,4 +338,35 @@ func checkAnswerEach(t *testing.T, ctx context.Context, cached *Collector, targe
 			t.Errorf("AnswerEach answers %s (question %d of 2) differently (-direct +AnswerEach):\n%s", target, i, diff)
 		}
 	}
+}
+
+// sweepReads are the codes a namespace sweep (why-pending --all) decides from the same reads
+// as the pod's own question: whether the objects the kubelet reported missing exist now, and
+// their keys. A sweep that answers differently says "not found" of an object that exists.
+var sweepReads = []triage.Code{triage.CodeReferencedObjectNowExists, triage.CodeSecretNotFound,
+	triage.CodeConfigMapNotFound, triage.CodeSecretKeyNotFound, triage.CodeConfigMapKeyNotFound}
+
+// checkSweepAgrees sweeps the pod's namespace (Answer for --all) when the pod's own diagnosis d
+// has one of sweepReads, and checks the sweep lists the pod under the same code.
+func checkSweepAgrees(t *testing.T, ctx context.Context, c *Collector, d *triage.Diagnosis) {
+	t.Helper()
+	want := d.Primary().Code
+	if !slices.Contains(sweepReads, want) {
+		return
+	}
+	a, err := Answer(ctx, c, triage.Target{Namespace: d.Pod.Namespace, All: true})
+	if err != nil || a.Namespace == nil {
+		t.Fatalf("sweep of %s: %v (answer %+v)", d.Pod.Namespace, err, a)
+	}
+	for _, cause := range a.Namespace.Causes {
+		for _, it := range cause.Items {
+			if slices.Contains(it.Pods, d.Pod.Name) {
+				if cause.Code != want {
+					t.Errorf("the sweep of %s lists pod %s under %s, its own question says %s", d.Pod.Namespace, d.Pod.Name, cause.Code, want)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("the sweep of %s does not list pod %s (its own question says %s): %+v", d.Pod.Namespace, d.Pod.Name, want, a.Namespace.Causes)
 }

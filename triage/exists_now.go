@@ -290,7 +290,9 @@ func existsNowFinding(s *Snapshot, r reportedObject, created time.Time, base Fin
 				return missingKeysFinding(s, f, reported, exists, r, have, missing)
 			}
 			keys = have
-			keyNote = fmt.Sprintf(" It has the %s the pod reads (%s).", plural(len(names), "key", "keys"), strings.Join(names, ", "))
+			if len(names) > 1 || names[0] != r.key { // else the summary has said it: "has key k now"
+				keyNote = fmt.Sprintf(" It has the %s the pod reads (%s).", plural(len(names), "key", "keys"), strings.Join(names, ", "))
+			}
 			f.Evidence = append(f.Evidence, Evidence{Object: "ConfigMap " + pod.Namespace + "/" + r.name, Field: "data", Message: "keys: " + joinLimited(keys, 12)})
 		}
 	}
@@ -457,10 +459,21 @@ func newestEventWith(events []Event, words string) *Event {
 // could not be listed: what the kubelet said and when, what needs the object (needs: "container
 // "app" needs it (env DB_PASSWORD)"), and that whether it exists now was not checked. It claims
 // no more than the kubelet did.
+// Another object the pod needs that a live list shows missing is named too: the pod cannot
+// start until both exist.
 func unlistedReport(s *Snapshot, r reportedObject, needs string) string {
 	pod := s.Pod
-	return fmt.Sprintf("The kubelet on %s reported %s %s not found in namespace %s when it tried to %s%s, and %s. Whether it exists now was not checked: whypending could not list the namespace's %ss.",
+	out := fmt.Sprintf("The kubelet on %s reported %s %s not found in namespace %s when it tried to %s%s, and %s. Whether it exists now was not checked: whypending could not list the namespace's %ss.",
 		pod.Spec.NodeName, r.kind, r.name, pod.Namespace, r.doing, reportedWhen(s, r.event, "its waiting state; no event left says when it last tried"), needs, r.kind)
+	for _, ref := range podObjectRefs(pod, r.volumes) {
+		if ref.optional || (ref.kind == r.kind && ref.name == r.name) {
+			continue
+		}
+		if p, _ := objectPresence(s, resourceOf(ref.kind), ref.name); p == presenceMissing {
+			return out + fmt.Sprintf(" %s %s, which the pod also needs (%s), does not exist in namespace %s, so the pod cannot start until both exist.", ref.kind, ref.name, ref.desc, pod.Namespace)
+		}
+	}
+	return out
 }
 
 // keySuffix is " key KEY", or "" for no key.

@@ -203,6 +203,14 @@ func TestReportedObjectNowExists(t *testing.T) {
 			notFix: []string{"kubectl create configmap"},
 		},
 		{
+			name:  "the reported Secret could not be listed, and a ConfigMap the pod also needs is missing: both named",
+			pod:   testPod(readsSecretKey("db", "password"), readsConfigMapKey("app", "mode"), configErr(`secret "db" not found`)),
+			evs:   []Event{failed(`secret "db" not found`, time.Minute)},
+			setup: func(s *Snapshot) { listed(s, "configmaps", map[string]time.Duration{}) },
+			rule:  containerConfigRules, want: CodeSecretNotFound,
+			says:  []string{"Whether it exists now was not checked", "ConfigMap app, which the pod also needs (env MODE), does not exist in namespace shop, so the pod cannot start until both exist"},
+		},
+		{
 			name: "an immutable ConfigMap without a key the pod reads: no edit, which the API server refuses",
 			pod:  testPod(readsConfigMapKey("app", "mode"), configErr(`configmap "app" not found`)),
 			evs:  []Event{failed(`configmap "app" not found`, time.Minute)},

@@ -169,6 +169,20 @@ store: {backend: memory}
 }
 
 // bodyOf is the body GET url answers, "" when it cannot be had (serve not listening yet).
+// waitListening waits until serve, started with done and logs (runServeUntilCleanup), answers
+// /healthz at base; it fails the test when serve stops first.
+func waitListening(t *testing.T, base string, done <-chan error, logs *syncBuffer) {
+	t.Helper()
+	waitUntil(t, 10*time.Second, "serve to listen", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v\n%s", err, logs.String())
+		default:
+		}
+		return bodyOf(base+"/healthz") != ""
+	})
+}
+
 func bodyOf(url string) string {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -202,28 +216,11 @@ func TestServeSocketModeReadiness(t *testing.T) {
 	// /readyz slack line and its slack gauge.
 	serve := func(t *testing.T, fake *slackfake.SocketMode, token string) (readyz func() string, gauge func() string) {
 		t.Helper()
-		// A cluster that refuses connections: its first attempt fails at once, and /readyz
-		// as a whole is never ready.
-		down := filepath.Join(t.TempDir(), "kubeconfig")
-		writeFile(t, down, fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: down, cluster: {server: "https://%s", insecure-skip-tls-verify: true}}]
-contexts: [{name: down, context: {cluster: down, user: u}}]
-current-context: down
-users: [{name: u, user: {token: not-a-secret}}]
-`, freeAddr(t)))
-		listen, path := socketModeConfig(t, "down", down, token, fake.APIURL())
+		listen, path := socketModeConfig(t, "down", refusingKubeconfig(t), token, fake.APIURL())
 		logs := &syncBuffer{}
 		done := runServeUntilCleanup(t, path, logs)
 		get := func(p string) string { return bodyOf("http://" + listen + p) }
-		waitUntil(t, 10*time.Second, "serve to listen", func() bool {
-			select {
-			case err := <-done:
-				t.Fatalf("serve stopped: %v\n%s", err, logs.String())
-			default:
-			}
-			return get("/healthz") != ""
-		})
+		waitListening(t, "http://"+listen, done, logs)
 		readyz = func() string { return grepLines(get("/readyz"), "slack: ") }
 		gauge = func() string { return grepLines(get("/metrics"), `whypending_chat_platform_up{platform="slack"}`) }
 		return readyz, gauge

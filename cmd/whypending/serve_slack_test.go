@@ -66,14 +66,7 @@ store: {backend: memory}
 			}
 			return b
 		}
-		waitUntil(t, 10*time.Second, "serve to listen", func() bool {
-			select {
-			case err := <-done:
-				t.Fatalf("serve stopped: %v\n%s", err, logs.String())
-			default:
-			}
-			return get("/healthz") != ""
-		})
+		waitListening(t, "http://"+listen, done, logs)
 		return run{
 			readyz: func() string { return grepLines(get("/readyz"), "slack: ") },
 			gauge:  func() string { return grepLines(get("/metrics"), `whypending_chat_platform_up{platform="slack"}`) },

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/whypending/whypending/internal/testenv"
 	"github.com/whypending/whypending/triage"
 )
 
@@ -123,16 +122,9 @@ func TestFixLooksBeforeItActs(t *testing.T) {
 		}
 	})
 	checked := 0
-	for _, dir := range scenarioDirs(t) {
-		sc, err := testenv.LoadScenarioDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sc.Expected.Target != "" {
-			continue
-		}
-		checked += checkFixOrder(t, sc.Name, triage.Evaluate(offlineSnapshot(t, sc)).Findings)
-	}
+	eachOfflinePodScenario(t, func(name string, findings []triage.Finding) {
+		checked += checkFixOrder(t, name, findings)
+	})
 	t.Logf("%d fixes with a read-only command checked", checked)
 	if checked == 0 {
 		t.Fatal("no scenario's fix has a read-only command: the test checks nothing")

@@ -16,6 +16,20 @@ import (
 // workloads' too.
 func TestFixStepsOfEveryRule(t *testing.T) {
 	commands, prose := 0, 0
+	eachOfflinePodScenario(t, func(name string, findings []triage.Finding) {
+		c, p := checkFixSteps(t, name, findings)
+		commands, prose = commands+c, prose+p
+	})
+	t.Logf("%d command steps, %d prose steps", commands, prose)
+	if commands == 0 || prose == 0 {
+		t.Fatalf("%d command and %d prose steps over every scenario: the scenarios no longer reach both", commands, prose)
+	}
+}
+
+// eachOfflinePodScenario calls f with the findings of every scenario folder that asks about a
+// pod, evaluated offline (offlineSnapshot).
+func eachOfflinePodScenario(t *testing.T, f func(name string, findings []triage.Finding)) {
+	t.Helper()
 	for _, dir := range scenarioDirs(t) {
 		sc, err := testenv.LoadScenarioDir(dir)
 		if err != nil {
@@ -24,12 +38,7 @@ func TestFixStepsOfEveryRule(t *testing.T) {
 		if sc.Expected.Target != "" {
 			continue
 		}
-		c, p := checkFixSteps(t, sc.Name, triage.Evaluate(offlineSnapshot(t, sc)).Findings)
-		commands, prose = commands+c, prose+p
-	}
-	t.Logf("%d command steps, %d prose steps", commands, prose)
-	if commands == 0 || prose == 0 {
-		t.Fatalf("%d command and %d prose steps over every scenario: the scenarios no longer reach both", commands, prose)
+		f(sc.Name, triage.Evaluate(offlineSnapshot(t, sc)).Findings)
 	}
 }
 

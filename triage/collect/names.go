@@ -79,16 +79,7 @@ func (c *Collector) collectNamesFrom(ctx context.Context, s *triage.Snapshot, re
 		if err != nil || cm == nil {
 			continue
 		}
-		if s.ConfigMapKeys == nil {
-			s.ConfigMapKeys = map[string][]string{}
-		}
-		s.ConfigMapKeys[name] = configMapKeys(cm)
-		if cm.Immutable != nil && *cm.Immutable {
-			if s.ImmutableConfigMaps == nil {
-				s.ImmutableConfigMaps = map[string]bool{}
-			}
-			s.ImmutableConfigMaps[name] = true
-		}
+		keepConfigMap(s, cm)
 	}
 	if len(resources) == 0 {
 		return
@@ -263,6 +254,21 @@ func keepVisible(ctx context.Context, namespace string, items []string, n int, n
 		}
 	}
 	return out
+}
+
+// keepConfigMap records what a Snapshot keeps of cm: its keys, and whether it is immutable
+// (never its values).
+func keepConfigMap(s *triage.Snapshot, cm *corev1.ConfigMap) {
+	if s.ConfigMapKeys == nil {
+		s.ConfigMapKeys = map[string][]string{}
+	}
+	s.ConfigMapKeys[cm.Name] = configMapKeys(cm)
+	if cm.Immutable != nil && *cm.Immutable {
+		if s.ImmutableConfigMaps == nil {
+			s.ImmutableConfigMaps = map[string]bool{}
+		}
+		s.ImmutableConfigMaps[cm.Name] = true
+	}
 }
 
 // configMapKeys returns the keys of cm's data and binaryData, sorted (the values are dropped).

@@ -250,16 +250,7 @@ func offlineSnapshot(t testing.TB, sc *testenv.Scenario) *triage.Snapshot {
 	}
 	for _, name := range triage.NeedsConfigMapKeys(s) {
 		if cm := configMaps[name]; cm != nil {
-			if s.ConfigMapKeys == nil {
-				s.ConfigMapKeys = map[string][]string{}
-			}
-			s.ConfigMapKeys[name] = configMapKeys(cm)
-			if cm.Immutable != nil && *cm.Immutable {
-				if s.ImmutableConfigMaps == nil {
-					s.ImmutableConfigMaps = map[string]bool{}
-				}
-				s.ImmutableConfigMaps[name] = true
-			}
+			keepConfigMap(s, cm)
 		}
 	}
 	if triage.NeedsWorkloadReplicas(s) {

@@ -208,7 +208,7 @@ func TestReportedObjectNowExists(t *testing.T) {
 			evs:   []Event{failed(`secret "db" not found`, time.Minute)},
 			setup: func(s *Snapshot) { listed(s, "configmaps", map[string]time.Duration{}) },
 			rule:  containerConfigRules, want: CodeSecretNotFound,
-			says:  []string{"Whether it exists now was not checked", "ConfigMap app, which the pod also needs (env MODE), does not exist in namespace shop, so the pod cannot start until both exist"},
+			says: []string{"Whether it exists now was not checked", "ConfigMap app, which the pod also needs (env MODE), does not exist in namespace shop, so the pod cannot start until both exist"},
 		},
 		{
 			name: "an immutable ConfigMap without a key the pod reads: no edit, which the API server refuses",

@@ -22,7 +22,8 @@ type ReadyCheck struct {
 	// Name is shown in /readyz output.
 	Name string
 	// Check returns nil when ready, else why not (one line, shown in /readyz). An error
-	// wrapping ErrNotChecked is shown but does not make the bot unready. It should honour ctx
+	// wrapping ErrNotChecked is shown but does not make the bot unready (nor its group). It
+	// should honour ctx
 	// (2 s budget).
 	Check func(ctx context.Context) error
 	// Group, when not empty, makes the checks that share it alternatives: they count as
@@ -100,12 +101,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 				order = append(order, c.Group)
 			}
 			g.total++
-			if err == nil {
+			if !failed(err) {
 				g.ok++
 			}
 			continue
 		}
-		if err != nil && !errors.Is(err, ErrNotChecked) {
+		if failed(err) {
 			ready = false
 		}
 	}
@@ -124,6 +125,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprint(w, b.String()+"ready\n")
 }
+
+// failed says whether a check's error makes it not ready: one that wraps ErrNotChecked does not.
+func failed(err error) bool { return err != nil && !errors.Is(err, ErrNotChecked) }
 
 // logChange logs a readiness check whose result line differs from the last one.
 func (s *Server) logChange(ctx context.Context, name, line string, err error) {

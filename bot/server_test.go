@@ -61,6 +61,19 @@ func TestReadyz(t *testing.T) {
 			wantCode: 200,
 		},
 		{
+			name: "a chat platform whose bot token got no answer (not checked) counts as ready in its group",
+			checks: []ReadyCheck{
+				{Name: "cluster a", Group: "clusters", Check: ok},
+				{Name: "slack", Group: "chat platforms", Check: func(context.Context) error {
+					return fmt.Errorf("cannot check the bot token: auth.test: slack server error: 500 Internal Server Error; %w until Slack answers", ErrNotChecked)
+				}},
+			},
+			wantCode: 200,
+			wantBody: "cluster a: ok\n" +
+				"slack: cannot check the bot token: auth.test: slack server error: 500 Internal Server Error; not checked until Slack answers\n" +
+				"clusters: 1 of 1 ready\nchat platforms: 1 of 1 ready\nready\n",
+		},
+		{
 			name: "a missing store namespace makes the bot unready and is named",
 			checks: []ReadyCheck{
 				{Name: "cluster a", Group: "clusters", Check: ok},

@@ -21,6 +21,8 @@ import (
 	"github.com/whypending/whypending/internal/chattest"
 	"github.com/whypending/whypending/internal/discordfake"
 	"github.com/whypending/whypending/internal/slackfake"
+	"github.com/whypending/whypending/internal/testcluster"
+	"github.com/whypending/whypending/internal/testenv"
 )
 
 // TestServeChecksSlackBotToken: serve asks Slack's auth.test whose the bot token is, in HTTP
@@ -35,11 +37,13 @@ func TestServeChecksSlackBotToken(t *testing.T) {
 	const appToken = "xapp-1-A0WHYPEND-serve-test"
 	type run struct {
 		readyz, gauge func() string
+		status        func() int // /readyz's HTTP status
 		logs          *syncBuffer
 	}
-	// serve starts serve with the bot token botToken against fake, in mode "http" or
-	// "socket", and waits until it listens.
-	serve := func(t *testing.T, fake *slackfake.SocketMode, mode, botToken string) run {
+	// serveOn starts serve on the cluster of kubeconfig with the bot token botToken against
+	// fake, in mode "http" or "socket", and waits until it listens; serve does so on a cluster
+	// that refuses connections.
+	serveOn := func(t *testing.T, kubeconfig string, fake *slackfake.SocketMode, mode, botToken string) run {
 		t.Helper()
 		listen := freeAddr(t)
 		t.Setenv("SLACK_BOT_TOKEN", botToken)
@@ -51,7 +55,7 @@ clusters: [{name: down, kubeconfig: %q}]
 slack: {mode: %s, apiURL: %q}
 approvals: {approvers: {users: [U0BOB]}}
 store: {backend: memory}
-`, listen, refusingKubeconfig(t), mode, fake.APIURL()))
+`, listen, kubeconfig, mode, fake.APIURL()))
 		logs := &syncBuffer{}
 		done := runServeUntilCleanup(t, path, logs)
 		t.Cleanup(func() {
@@ -69,9 +73,21 @@ store: {backend: memory}
 		waitListening(t, "http://"+listen, done, logs)
 		return run{
 			readyz: func() string { return grepLines(get("/readyz"), "slack: ") },
-			gauge:  func() string { return grepLines(get("/metrics"), `whypending_chat_platform_up{platform="slack"}`) },
-			logs:   logs,
+			status: func() int {
+				resp, err := http.Get("http://" + listen + "/readyz")
+				if err != nil {
+					return 0
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			},
+			gauge: func() string { return grepLines(get("/metrics"), `whypending_chat_platform_up{platform="slack"}`) },
+			logs:  logs,
 		}
+	}
+	serve := func(t *testing.T, fake *slackfake.SocketMode, mode, botToken string) run {
+		t.Helper()
+		return serveOn(t, refusingKubeconfig(t), fake, mode, botToken)
 	}
 	const (
 		up   = `whypending_chat_platform_up{platform="slack"} 1`
@@ -170,6 +186,23 @@ store: {backend: memory}
 		}
 	})
 
+	t.Run("Slack not answering auth.test leaves serve ready on a cluster that answers", func(t *testing.T) {
+		c := testcluster.Start(t, testenv.Options{})
+		fake := slackfake.NewSocketMode(t, appToken)
+		fails := make([]int, 30)
+		for i := range fails {
+			fails[i] = http.StatusBadGateway
+		}
+		fake.FailAuthTests(fails...)
+		s := serveOn(t, c.KubeconfigPath, fake, "http", "xoxb-good-serve-test")
+		waitUntil(t, 30*time.Second, "/readyz to show the 502 and be ready", func() bool {
+			return strings.HasPrefix(s.readyz(), "slack: cannot check the bot token: auth.test: slack server error: 502 Bad Gateway (retrying ") &&
+				s.status() == http.StatusOK
+		})
+		if got := s.gauge(); got != up {
+			t.Errorf("gauge = %q, want %q", got, up)
+		}
+	})
 }
 
 // TestPlatformTokenUnanswered: a check of the bot token that got no answer is shown without

@@ -167,6 +167,15 @@ func TestReportedObjectNowExists(t *testing.T) {
 			deletes: true,
 		},
 		{
+			name:  "a pod of a controller not known to recreate pods (an Argo Workflow): no delete, which may fail its run",
+			pod:   testPod(readsSecretKey("db", "password"), configErr(`secret "db" not found`), controlledBy("Workflow", "nightly-etl")),
+			evs:   []Event{failed(`secret "db" not found`, time.Minute)},
+			setup: func(s *Snapshot) { listed(s, "secrets", map[string]time.Duration{"db": 30 * time.Second}) },
+			rule:  containerConfigRules, want: CodeReferencedObjectNowExists,
+			fix:    []string{"the pod's controller is Workflow nightly-etl, and whether it replaces a deleted pod or fails its run is up to it"},
+			notFix: []string{"kubectl delete pod"},
+		},
+		{
 			name:  "a pod of a Job: deleting it counts against the backoffLimit, and the fix says so",
 			pod:   testPod(readsSecretKey("db", "password"), configErr(`secret "db" not found`), controlledBy("Job", "migrate")),
 			evs:   []Event{failed(`secret "db" not found`, time.Minute)},

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -167,12 +168,43 @@ func finalizerFinding(s *Snapshot, del deletion) Finding {
 		}
 		f.Evidence = append(f.Evidence, EventEvidence(pod, e))
 	}
+	if s.Now.Before(del.Deadline) {
+		// The kubelet may still be stopping the containers: the finalizers only keep the pod
+		// once that is done, so this is not yet a pod stuck on them.
+		f.Uncertain = true
+		f.Summary += fmt.Sprintf(" Its grace period is not over (%s left), so it may still be shutting down as it should; it is stuck on the finalizers only if it is still here after that.", FormatAge(del.Deadline.Sub(s.Now)))
+	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl get pod %s %s -o jsonpath='{.metadata.finalizers}'", nsFlag(pod), shellQuote(pod.Name)),
 		"Find out why the owning controller does not remove the finalizer (its logs; a mutating webhook that rejects pod updates), and fix that first.",
-		fmt.Sprintf("kubectl patch pod %s %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'  # only once you know nothing still needs the cleanup", nsFlag(pod), shellQuote(pod.Name)),
 	}
+	f.Fix = append(f.Fix, removeFinalizersFix(pod))
 	return f
+}
+
+// removeFinalizersFix is the last resort of finalizer-blocking: a JSON patch that removes only
+// the finalizers no Kubernetes controller owns (finalizerOwners: the Job controller's
+// job-tracking, for one, must stay for the Job to count the pod), each behind a test op on its
+// index, so the patch fails instead of removing another finalizer if the list changed. When
+// every finalizer is a Kubernetes controller's, it says to look at that controller instead.
+func removeFinalizersFix(pod *corev1.Pod) string {
+	var ops, names []string
+	for i := len(pod.Finalizers) - 1; i >= 0; i-- { // from the end: a remove shifts the later indexes
+		name := pod.Finalizers[i]
+		if _, known := finalizerOwners[name]; known {
+			continue
+		}
+		v, _ := json.Marshal(name)
+		ops = append(ops,
+			fmt.Sprintf(`{"op":"test","path":"/metadata/finalizers/%d","value":%s}`, i, v),
+			fmt.Sprintf(`{"op":"remove","path":"/metadata/finalizers/%d"}`, i))
+		names = append([]string{name}, names...)
+	}
+	if len(ops) == 0 {
+		return "Every finalizer left belongs to a Kubernetes controller (see the evidence): do not remove it by hand; check that controller runs (kube-controller-manager's log) instead."
+	}
+	return fmt.Sprintf("kubectl patch pod %s %s --type=json -p %s  # removes only %s, and fails if the list changed; only once you know nothing still needs the cleanup",
+		nsFlag(pod), shellQuote(pod.Name), shellQuote("["+strings.Join(ops, ",")+"]"), strings.Join(names, ", "))
 }
 
 // nodeUnreachableFinding reports node-unreachable-terminating: the pod's node is not Ready, so

@@ -1,10 +1,12 @@
 package triage
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestTerminatingRules(t *testing.T) {
@@ -78,5 +80,34 @@ func TestDeletionDescribe(t *testing.T) {
 	s = testSnapshot(testPod(deleted(10*time.Second)), ev(corev1.EventTypeNormal, "Killing", "app", "Stopping container app", 1, 20*time.Minute))
 	if got, want := deletionOf(s).describe(s), "deleted 10s ago with a 30s grace period (20s of it left); shutdown began 21m ago"; got != want {
 		t.Errorf("describe() = %q, want %q", got, want)
+	}
+}
+
+// TestRemoveFinalizersFix: the last-resort patch removes only the finalizers no Kubernetes
+// controller owns, each behind a test of its index, from the end of the list.
+func TestRemoveFinalizersFix(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app",
+		Finalizers: []string{"example.com/cleanup", "batch.kubernetes.io/job-tracking", "example.com/backup"}}}
+	want := `kubectl patch pod -n shop app --type=json -p '[{"op":"test","path":"/metadata/finalizers/2","value":"example.com/backup"},{"op":"remove","path":"/metadata/finalizers/2"},` +
+		`{"op":"test","path":"/metadata/finalizers/0","value":"example.com/cleanup"},{"op":"remove","path":"/metadata/finalizers/0"}]'  # removes only example.com/cleanup, example.com/backup, and fails if the list changed; only once you know nothing still needs the cleanup`
+	if got := removeFinalizersFix(pod); got != want {
+		t.Errorf("removeFinalizersFix =\n%s\nwant\n%s", got, want)
+	}
+	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	if got := removeFinalizersFix(pod); strings.Contains(got, "kubectl patch") || !strings.Contains(got, "do not remove it by hand") {
+		t.Errorf("only the Job controller's finalizer: removeFinalizersFix = %s, want no patch", got)
+	}
+}
+
+// TestFinalizerWithinGrace: a pod deleted 2 s ago with 28 s of its grace period left may still
+// be shutting down as it should: finalizer-blocking is then uncertain and says so.
+func TestFinalizerWithinGrace(t *testing.T) {
+	got := checkCodes(t, terminatingRules, testSnapshot(testPod(deleted(2*time.Second), finalizers("example.com/cleanup"))), CodeFinalizerBlocking)
+	if !got[0].Uncertain || !strings.Contains(got[0].Summary, "Its grace period is not over (28s left)") {
+		t.Errorf("within the grace period: uncertain %v, summary %q; want uncertain, saying the grace period is not over", got[0].Uncertain, got[0].Summary)
+	}
+	got = checkCodes(t, terminatingRules, testSnapshot(testPod(deleted(10*time.Minute), finalizers("example.com/cleanup"))), CodeFinalizerBlocking)
+	if got[0].Uncertain {
+		t.Errorf("10 min after the delete: uncertain, want sure")
 	}
 }

@@ -2,7 +2,6 @@ package triage
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -95,16 +94,19 @@ func blockedByActiveJob(v *workloadView) (Finding, bool) {
 	if rep := v.jobPodCause(job); rep != "" {
 		f.Summary += " " + rep
 	}
-	var missing []string
 	spec := cj.Spec.JobTemplate.Spec
+	deadline := "3600"
+	if p := schedulePeriod(cj, ws.Now); p > 0 {
+		deadline = fmt.Sprint(int64(p.Seconds()))
+	}
 	if spec.ActiveDeadlineSeconds == nil {
-		missing = append(missing, "activeDeadlineSeconds")
-	}
-	if spec.BackoffLimit == nil {
-		missing = append(missing, "backoffLimit (default 6; a pod that never fails, such as one stuck in ContainerCreating or pulling, never counts against it)")
-	}
-	if len(missing) > 0 {
-		f.Summary += fmt.Sprintf(" The job template sets no %s, so nothing ends a Job that hangs.", strings.Join(missing, " and no "))
+		f.Summary += " The job template sets no activeDeadlineSeconds, so nothing ends a Job that hangs"
+		if spec.BackoffLimit == nil {
+			f.Summary += " (its backoffLimit, default 6, never counts a pod that does not fail, such as one stuck in ContainerCreating or pulling)"
+		}
+		f.Summary += "."
+	} else {
+		f.Summary += fmt.Sprintf(" The job template's activeDeadlineSeconds (%ds) ends a Job that hangs, once that long has passed since it started.", *spec.ActiveDeadlineSeconds)
 	}
 	f.Evidence = []Evidence{
 		{Object: ref.String(), Field: "spec.concurrencyPolicy", Message: string(cj.Spec.ConcurrencyPolicy)},
@@ -115,19 +117,15 @@ func blockedByActiveJob(v *workloadView) (Finding, bool) {
 		f.Evidence = append(f.Evidence, objectEventEvidence(ref, *skipped))
 	}
 	ns, name := shellQuote(cj.Namespace), shellQuote(cj.Name)
-	deadline := "3600"
-	if p := schedulePeriod(cj, ws.Now); p > 0 {
-		deadline = fmt.Sprint(int64(p.Seconds()))
-	}
-	was := ""
-	if spec.ActiveDeadlineSeconds != nil {
-		was = fmt.Sprintf(" (it replaces the template's %ds)", *spec.ActiveDeadlineSeconds)
-	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl describe job -n %s %s   # why it does not finish: its pods' state above", ns, shellQuote(job.Name)),
-		fmt.Sprintf(`kubectl patch cronjob/%s -n %s -p '{"spec":{"jobTemplate":{"spec":{"activeDeadlineSeconds":%s}}}}'   # a Job that hangs is ended after one schedule period (%ss)%s and does not block the next run; fix the cause in the CronJob's template, not the Job's (immutable)`, name, ns, deadline, deadline, was),
-		fmt.Sprintf("kubectl delete job -n %s %s   # then the next schedule starts a fresh Job from the fixed template; this stops the Job's running pods, and what they did so far is lost", ns, shellQuote(job.Name)),
 	}
+	if spec.ActiveDeadlineSeconds == nil {
+		// A deadline someone set is theirs: never replaced by one a normal run may outlast.
+		f.Fix = append(f.Fix, fmt.Sprintf(`kubectl patch cronjob/%s -n %s -p '{"spec":{"jobTemplate":{"spec":{"activeDeadlineSeconds":%s}}}}'   # a Job that hangs is ended after one schedule period (%ss; set it above the longest normal run) and does not block the next run; fix the cause in the CronJob's template, not the Job's (immutable)`, name, ns, deadline, deadline))
+	}
+	f.Fix = append(f.Fix,
+		fmt.Sprintf("kubectl delete job -n %s %s   # then the next schedule starts a fresh Job from the fixed template; this stops the Job's running pods, and what they did so far is lost", ns, shellQuote(job.Name)))
 	return f, true
 }
 

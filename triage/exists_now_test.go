@@ -345,6 +345,53 @@ func TestReportedObjectNowExists(t *testing.T) {
 			fields: []string{"spec.volumes[config].items[app.yaml]"},
 		},
 		{
+			name: "the kubelet's own word for a volume item's missing key: configmap-key-not-found, naming the ConfigMap",
+			pod:  testPod(pending("ContainerCreating", ""), mountsConfigMap("app-config", "app.yaml")),
+			evs:  []Event{mountFailed(`configmap references non-existent config key: app.yaml`, time.Minute)},
+			setup: func(s *Snapshot) {
+				s.ConfigMapKeys = map[string][]string{"app-config": {"application.yaml"}}
+			},
+			rule: volumeRules, want: CodeConfigMapKeyNotFound,
+			says:   []string{`Volume "config" takes key "app.yaml" of ConfigMap app-config`, "It still lacks it: its keys are application.yaml"},
+			fields: []string{"spec.volumes[config]", "data"},
+			fix:    []string{"kubectl get configmap app-config -n shop -o go-template=", "Add key app.yaml to ConfigMap app-config"},
+			notFix: []string{"volumeattachments", "kubectl get pvc"},
+		},
+		{
+			name: "the same, an immutable ConfigMap: no edit",
+			pod:  testPod(pending("ContainerCreating", ""), mountsConfigMap("app-config", "app.yaml")),
+			evs:  []Event{mountFailed(`configmap references non-existent config key: app.yaml`, time.Minute)},
+			setup: func(s *Snapshot) {
+				s.ConfigMapKeys = map[string][]string{"app-config": {"application.yaml"}}
+				s.ImmutableConfigMaps = map[string]bool{"app-config": true}
+			},
+			rule: volumeRules, want: CodeConfigMapKeyNotFound,
+			fix:    []string{"ConfigMap app-config is immutable (immutable: true)"},
+			notFix: []string{"Add key app.yaml"},
+		},
+		{
+			name: "the same, and the ConfigMap has the key now: referenced-object-now-exists",
+			pod:  testPod(pending("ContainerCreating", ""), mountsConfigMap("app-config", "app.yaml")),
+			evs:  []Event{mountFailed(`configmap references non-existent config key: app.yaml`, time.Minute)},
+			setup: func(s *Snapshot) {
+				s.ConfigMapKeys = map[string][]string{"app-config": {"app.yaml"}}
+			},
+			rule: volumeRules, want: CodeReferencedObjectNowExists,
+			says: []string{`has key "app.yaml" now`},
+		},
+		{
+			name: "a Secret volume item's missing key: secret-key-not-found, its keys never read",
+			pod: testPod(pending("ContainerCreating", ""), func(p *corev1.Pod) {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: "web-tls", Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}}}}})
+			}),
+			evs:  []Event{warning("FailedMount", `MountVolume.SetUp failed for volume "tls" : secret references non-existent secret key: tls.crt`, 5, time.Minute)},
+			rule: volumeRules, want: CodeSecretKeyNotFound,
+			says:   []string{`Volume "tls" takes key "tls.crt" of Secret web-tls`, "was not checked: whypending does not read Secret data"},
+			fix:    []string{"kubectl get secret web-tls -n shop -o go-template="},
+			notFix: []string{"volumeattachments"},
+		},
+		{
 			name: "two objects reported missing, one created since: the one still missing is the answer",
 			pod:  testPod(pending("ContainerCreating", ""), mountsConfigMap("app-config"), mountsSecret("tls")),
 			evs: []Event{

@@ -192,6 +192,8 @@ func NeedsConfigMapKeys(s *Snapshot) []string {
 		name := ""
 		if m := reMissingKey.FindStringSubmatch(msg); m != nil && m[2] == "ConfigMap" {
 			name = m[4]
+		} else if kind, n, _, _, ok := volumeKeyReport(s.Pod, msg); ok && kind == "ConfigMap" {
+			name = n
 		} else if n := quoted(msg, "configmap "); n != "" && containsAny(msg, "not found") {
 			if p, _ := objectPresence(s, "configmaps", n); p == presenceExists {
 				name = n

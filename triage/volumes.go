@@ -3,7 +3,9 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -143,8 +145,38 @@ func volumeCode(msg string) Code {
 		return CodeConfigMapNotFound
 	case quoted(msg, "secret ") != "" && containsAny(msg, "not found"):
 		return CodeSecretNotFound
+	case reVolumeMissingKey.MatchString(msg):
+		if m := reVolumeMissingKey.FindStringSubmatch(msg); strings.EqualFold(m[1], "configmap") {
+			return CodeConfigMapKeyNotFound
+		}
+		return CodeSecretKeyNotFound
 	}
 	return CodeVolumeMountFailed
+}
+
+// reVolumeMissingKey is the kubelet's word for a ConfigMap or Secret volume whose items name a
+// key the object lacks: `configmap references non-existent config key: app.yaml`, `secret
+// references non-existent secret key: tls.crt`. It names the key and the volume, not the object.
+var reVolumeMissingKey = regexp.MustCompile(`(?i)(configmap|secret) references non-existent (?:config|secret) key: (\S+)`)
+
+// volumeKeyReport reads a reVolumeMissingKey message: the kind ("ConfigMap", "Secret") and name
+// of the object the pod's volume takes the key from, the key and the volume; ok is false when
+// the message is not one, or the volume names no such object with that key among its items.
+func volumeKeyReport(pod *corev1.Pod, msg string) (kind, name, key, volume string, ok bool) {
+	m := reVolumeMissingKey.FindStringSubmatch(msg)
+	if m == nil {
+		return "", "", "", "", false
+	}
+	kind, key, volume = "Secret", m[2], quoted(msg, "volume ")
+	if strings.EqualFold(m[1], "configmap") {
+		kind = "ConfigMap"
+	}
+	for _, ref := range podObjectRefs(pod, true) {
+		if ref.kind == kind && ref.key == key && (volume == "" || strings.HasPrefix(ref.field, "spec.volumes["+volume+"]")) {
+			return kind, ref.name, key, volume, true
+		}
+	}
+	return "", "", "", "", false
 }
 
 // volumeSpecificity ranks mount messages: a named cause (2) over another concrete failure
@@ -230,6 +262,15 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 			}
 		}
 		f.Fix = missingObjectFix(s, res+"s", name, fmt.Sprintf("Create %s %s, or point volume %q at the one that exists (or set optional: true).", kind, name, volume))
+	case CodeConfigMapKeyNotFound, CodeSecretKeyNotFound:
+		kind, name, key, volume, ok := volumeKeyReport(pod, e.Message)
+		if !ok {
+			f.Code = CodeVolumeMountFailed
+			f.Summary = fmt.Sprintf("The kubelet on %s cannot mount volume %s, so %s (%s %s): %s.", pod.Spec.NodeName, orUnknownVolume(volume), blocked, e.Reason, seen, truncateStart(e.Message, 240))
+			f.Fix = []string{fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name))}
+			break
+		}
+		return volumeKeyFinding(s, f, e, kind, name, key, volume, blocked)
 	case CodeMultiAttachRWO:
 		f.Summary = fmt.Sprintf("Volume %q is ReadWriteOnce and still attached to another node, so it cannot attach to %s (%s %s).", volume, pod.Spec.NodeName, e.Reason, seen)
 		if users := alreadyUsedBy(e.Message); users != "" {
@@ -253,6 +294,41 @@ func volumeFinding(s *Snapshot, code Code, e Event, all []Event) Finding {
 			fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)),
 			fmt.Sprintf("kubectl get pvc %s; kubectl get volumeattachments -o wide | grep %s", nsFlag(pod), shellQuote(pod.Spec.NodeName)),
 		}
+	}
+	return f
+}
+
+// volumeKeyFinding explains the kubelet's report that volume takes key from ConfigMap or
+// Secret name, which lacks it: configmap-key-not-found (or, when the ConfigMap has it now,
+// referenced-object-now-exists) or secret-key-not-found (a Secret's keys are never read).
+func volumeKeyFinding(s *Snapshot, f Finding, e Event, kind, name, key, volume, blocked string) Finding {
+	pod := s.Pod
+	report := reportedObject{kind: kind, name: name, key: key, doing: fmt.Sprintf("mount volume %q", volume), event: &e, volumes: true}
+	have, read := s.ConfigMapKeys[name]
+	if kind == "ConfigMap" && read && slices.Contains(have, key) {
+		return existsNowFinding(s, report, time.Time{}, f)
+	}
+	f.Evidence = append(f.Evidence, Evidence{Object: podObject(pod), Field: "spec.volumes[" + volume + "]", Message: fmt.Sprintf("items take key %s of %s %s", key, kind, name)})
+	keysCmd := secretKeysCommand(pod, name) + "   # key names only, never values"
+	f.Summary = fmt.Sprintf("Volume %q takes key %q of %s %s, which the kubelet on %s reported it lacks, so %s (%s %s).", volume, key, kind, name, pod.Spec.NodeName, blocked, e.Reason, eventSeen(s, e))
+	add := fmt.Sprintf("Add key %s to %s %s, or fix the volume's items (or mark it optional: true).", key, kind, name)
+	if kind == "ConfigMap" {
+		f.Code = CodeConfigMapKeyNotFound
+		keysCmd = configMapKeysCommand(pod, name)
+		if read {
+			f.Summary += fmt.Sprintf(" It still lacks it: its keys are %s.", orNone(joinLimited(have, 12)))
+			f.Evidence = append(f.Evidence, Evidence{Object: "ConfigMap " + pod.Namespace + "/" + name, Field: "data", Message: "keys: " + orNone(joinLimited(have, 12))})
+			if s.ImmutableConfigMaps[name] {
+				add = addConfigMapKeys(s, name, []string{key})
+			}
+		}
+	} else {
+		f.Code = CodeSecretKeyNotFound
+		f.Summary += " Whether it has the key now was not checked: whypending does not read Secret data."
+	}
+	f.Fix = []string{keysCmd, add}
+	if strings.HasPrefix(add, "ConfigMap ") { // immutable: the alternative follows
+		f.Fix = append(f.Fix, "Or fix the volume's items (or mark it optional: true).")
 	}
 	return f
 }

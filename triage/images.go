@@ -211,6 +211,11 @@ func (p *pull) finding(code Code) Finding {
 			f.Summary += " The pod has no imagePullSecrets."
 		}
 		f.Fix = credentialsFix(pod, ref)
+		if names, e := p.unretrievedPullSecrets(); e != nil {
+			f.Summary += " " + unretrievedSentence(p.s, names, *e)
+			f.Evidence = append(f.Evidence, EventEvidence(pod, *e))
+			f.Fix = missingPullSecretFix(pod, ref, names)
+		}
 	case CodeImagePullRateLimited:
 		f.Summary = fmt.Sprintf("The registry %s is rate-limiting pulls of %s (toomanyrequests); the kubelet keeps backing off.", ref.registry, image)
 		f.Fix = []string{
@@ -267,6 +272,49 @@ func (p *pull) finding(code Code) Finding {
 	}
 	f.Fix = append(f.Fix, fmt.Sprintf("kubectl describe pod %s %s", nsFlag(pod), shellQuote(pod.Name)))
 	return f
+}
+
+// reUnretrievedPullSecrets is the kubelet's FailedToRetrieveImagePullSecret event: "Unable to
+// retrieve some image pull secrets (regcred, other); attempting to pull the image may not
+// succeed."
+var reUnretrievedPullSecrets = regexp.MustCompile(`image pull secrets \(([^)]+)\)`)
+
+// unretrievedPullSecrets returns the pull secrets the pod names that the kubelet could not
+// retrieve (its newest FailedToRetrieveImagePullSecret event, which it gives when a secret does
+// not exist or cannot be read), and that event; nil when there is none.
+func (p *pull) unretrievedPullSecrets() ([]string, *Event) {
+	for _, e := range eventsWithReason(p.s, "FailedToRetrieveImagePullSecret") {
+		if m := reUnretrievedPullSecrets.FindStringSubmatch(e.Message); m != nil {
+			var names []string
+			for _, n := range strings.Split(m[1], ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					names = append(names, n)
+				}
+			}
+			if len(names) > 0 {
+				return names, &e
+			}
+		}
+	}
+	return nil, nil
+}
+
+// unretrievedSentence says the kubelet pulled without the pull secrets names.
+func unretrievedSentence(s *Snapshot, names []string, e Event) string {
+	return fmt.Sprintf("The kubelet could not retrieve the pod's pull %s %s (FailedToRetrieveImagePullSecret %s), so it pulled without %s: %s not exist in namespace %s, or cannot be read.",
+		plural(len(names), "secret", "secrets"), strings.Join(names, ", "), eventSeen(s, e), plural(len(names), "it", "them"), plural(len(names), "it does", "they do"), s.Pod.Namespace)
+}
+
+// missingPullSecretFix creates the pull secrets the pod names that the kubelet could not
+// retrieve. The pod names them already, so no ServiceAccount changes; the kubelet reads pull
+// secrets at each pull, so its next try (back-off up to 5 minutes) uses them.
+func missingPullSecretFix(pod *corev1.Pod, ref imageReference, names []string) []string {
+	fix := []string{fmt.Sprintf("kubectl get secret %s %s -o name   # NotFound: the pull secret the pod names does not exist", shellQuote(names[0]), nsFlag(pod))}
+	for _, n := range names {
+		fix = append(fix, fmt.Sprintf("kubectl create secret docker-registry %s %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\"  # set both to an account that may pull, first; the kubelet's next pull try uses it",
+			shellQuote(n), nsFlag(pod), shellQuote(ref.registry)))
+	}
+	return append(fix, "Or, if the pod names the wrong secret, fix imagePullSecrets in its template.")
 }
 
 // credentialsFix is how to give the kubelet credentials for ref's registry: first what the pod
@@ -558,7 +606,10 @@ func (p *pull) readings() (missing, private []string, missingFirst bool) {
 		missing = append(missing, fmt.Sprintf("its tag %q looks like a local build", orDefault(ref.tag, "latest")))
 		weight++
 	}
-	if secrets := p.pod.Spec.ImagePullSecrets; len(secrets) == 0 {
+	if names, e := p.unretrievedPullSecrets(); e != nil {
+		private = append(private, strings.TrimSuffix(lowerFirst(unretrievedSentence(p.s, names, *e)), "."))
+		weight -= 3
+	} else if secrets := p.pod.Spec.ImagePullSecrets; len(secrets) == 0 {
 		missing = append(missing, "the pod has no imagePullSecrets, so nothing suggests a private repository")
 		weight++
 	} else {

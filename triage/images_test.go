@@ -383,3 +383,23 @@ func TestImageFixesLookBeforeTheyAct(t *testing.T) {
 		checkBefore(t, f.Fix, "Or load the image", "Or point container app at an image and tag that exist")
 	}
 }
+
+// TestMissingPullSecret: a 401 after the kubelet could not retrieve the pull secret the pod
+// names (FailedToRetrieveImagePullSecret) says the secret is missing and creates it under that
+// name, without the ServiceAccount patch (the pod names it already).
+func TestMissingPullSecret(t *testing.T) {
+	pod := testPod(pending("ImagePullBackOff", `Back-off pulling image "registry.example.com/shop/app:1.0"`), func(p *corev1.Pod) {
+		p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	})
+	s := testSnapshot(pod,
+		ev(corev1.EventTypeWarning, "Failed", "app", `Failed to pull image "registry.example.com/shop/app:1.0": unexpected status from HEAD request: 401 Unauthorized`, 6, time.Minute),
+		ev(corev1.EventTypeWarning, "FailedToRetrieveImagePullSecret", "", "Unable to retrieve some image pull secrets (regcred); attempting to pull the image may not succeed.", 6, time.Minute))
+	f := checkCodes(t, imageRules, s, CodeImagePullUnauthorized)[0]
+	if !strings.Contains(f.Summary, "could not retrieve the pod's pull secret regcred (FailedToRetrieveImagePullSecret") {
+		t.Errorf("summary = %q, want the pull secret the kubelet could not retrieve", f.Summary)
+	}
+	fix := strings.Join(f.Fix, "\n")
+	if !strings.Contains(fix, "kubectl create secret docker-registry regcred -n shop --docker-server=registry.example.com") || strings.Contains(fix, "patch serviceaccount") {
+		t.Errorf("fix =\n%s\nwant regcred created, no ServiceAccount patch", fix)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -79,9 +80,19 @@ func (v *schedulingView) lowerRequestFit(res corev1.ResourceName, kind, name str
 	if v.modelGaps() != "" {
 		return fit, false
 	}
+	// The workload's pods: its controller's own (by UID: a pod left by a deleted StatefulSet of
+	// the same name is not one), or for a Deployment those of any of its ReplicaSets.
+	ctrl := metav1.GetControllerOf(v.pod)
 	own := func(p *corev1.Pod) bool {
 		k, n := workloadOf(p)
-		return name != "" && p.Namespace == v.pod.Namespace && k == kind && n == name
+		if name == "" || p.Namespace != v.pod.Namespace || k != kind || n != name {
+			return false
+		}
+		if kind == "deployment" || ctrl == nil || ctrl.UID == "" {
+			return true
+		}
+		c := metav1.GetControllerOf(p)
+		return c != nil && c.UID == ctrl.UID
 	}
 	fit.replicas, fit.known = v.replicasToFit(kind, own)
 	perNode := 0 // replicas a node takes at most (0: as many as fit)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -105,6 +106,24 @@ func TestResourcesFixLetsEveryReplicaFit(t *testing.T) {
 				return p
 			}(), ptr.To[int32](5)),
 			none: "kubectl set resources",
+		},
+		{
+			name: "a pod left by a deleted StatefulSet of the same name is no replica of this one",
+			s: func() *Snapshot {
+				ofSts := func(p *corev1.Pod, uid types.UID) *corev1.Pod {
+					p.Namespace = "shop"
+					p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: uid, Controller: ptr.To(true)}}
+					return p
+				}
+				pod := ofSts(podRequesting("db-1", "cpu=1500m"), "u-new")
+				running := ofSts(boundTo("node-1", "db-0", "cpu=1500m"), "u-new")
+				stale := ofSts(boundTo("node-2", "db-old-0", "cpu=500m"), "u-old")
+				s := snap(pod, nodes(), append([]*corev1.Pod{running, stale}, others...), failedScheduling("0/3 nodes are available: 3 Insufficient cpu.", 4))
+				s.WorkloadReplicas = ptr.To[int32](2)
+				return s
+			}(),
+			want: []string{"the running replica db-0"},
+			none: "db-old-0",
 		},
 		{
 			name: "a Job's pod template is immutable: no kubectl set resources on it",

@@ -409,7 +409,7 @@ func nodeLostFinding(s *Snapshot) Finding {
 	}
 	f.Fix = []string{
 		fmt.Sprintf("kubectl describe node %s", shellQuote(pod.Spec.NodeName)),
-		fmt.Sprintf("kubectl delete pod %s %s --grace-period=0 --force  # once you know the node is down: %s", nsFlag(pod), shellQuote(pod.Name), first(replacement(pod))),
+		fmt.Sprintf("kubectl delete pod %s %s --grace-period=0 --force  # once you know the node is down: %s", nsFlag(pod), shellQuote(pod.Name), replacement(pod)),
 		fmt.Sprintf("kubectl delete node %s  # if the machine is gone for good", shellQuote(pod.Spec.NodeName)),
 	}
 	return f

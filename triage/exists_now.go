@@ -320,9 +320,6 @@ func existsNowFinding(s *Snapshot, r reportedObject, created time.Time, base Fin
 	return f
 }
 
-// first returns the first of two values.
-func first[A, B any](a A, _ B) A { return a }
-
 // retryBehaviour says how the kubelet retries what failed, without promising the pod starts
 // (something else may fail next).
 func retryBehaviour(volumes bool) string {
@@ -355,35 +352,41 @@ func existsNowFix(s *Snapshot, r reportedObject, late, secretKeys bool) []string
 
 // retryAtOnce is the step that retries a pod at once instead of waiting for the kubelet's
 // back-off: delete it when a controller recreates it; a bare pod would be lost, so say that.
-// A pod nothing known recreates (replacement) is not deleted: the step says to let the
-// kubelet retry.
+// A pod nothing known recreates (recreates) is not deleted: the step says to let the kubelet
+// retry.
 func retryAtOnce(pod *corev1.Pod) string {
-	text, ok := replacement(pod)
-	if !ok {
-		return "Let the kubelet retry: " + text + "."
+	if !recreates(pod) {
+		return "Let the kubelet retry: " + replacement(pod) + "."
 	}
-	return fmt.Sprintf("kubectl delete pod %s %s   # only to retry at once: %s", shellQuote(pod.Name), nsFlag(pod), text)
+	return fmt.Sprintf("kubectl delete pod %s %s   # only to retry at once: %s", shellQuote(pod.Name), nsFlag(pod), replacement(pod))
 }
 
 // recreatingKinds are the controllers known to create a new pod for one deleted.
 var recreatingKinds = map[string]bool{"ReplicaSet": true, "StatefulSet": true, "DaemonSet": true, "Job": true}
 
+// recreates says whether pod's own controller is one known to create a new pod for it once
+// it is deleted (recreatingKinds).
+func recreates(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && recreatingKinds[ref.Kind]
+}
+
 // replacement says, for a fix's comment, what replaces pod once it is deleted: "its ReplicaSet
 // web-5d8f creates a new pod". It names the pod's own controller, not a workload guessed from
-// it (a ReplicaSet with a Deployment's name may have none). ok is false when nothing known
-// does: a bare pod is gone for good, and a controller of another kind (an Argo Workflow, a
-// Tekton TaskRun) may fail its whole run instead; text then says so.
-func replacement(pod *corev1.Pod) (text string, ok bool) {
+// it (a ReplicaSet with a Deployment's name may have none). When nothing known does
+// (recreates is false), it says so: a bare pod is gone for good, and a controller of another
+// kind (an Argo Workflow, a Tekton TaskRun) may fail its whole run instead.
+func replacement(pod *corev1.Pod) string {
 	ref := metav1.GetControllerOf(pod)
 	switch {
 	case ref == nil:
-		return "the pod has no controller, so deleting it would lose it for good (recreate it from its manifest)", false
+		return "the pod has no controller, so deleting it would lose it for good (recreate it from its manifest)"
 	case !recreatingKinds[ref.Kind]:
-		return fmt.Sprintf("the pod's controller is %s %s, and whether it replaces a deleted pod or fails its run is up to it", ref.Kind, ref.Name), false
+		return fmt.Sprintf("the pod's controller is %s %s, and whether it replaces a deleted pod or fails its run is up to it", ref.Kind, ref.Name)
 	case ref.Kind == "Job":
-		return fmt.Sprintf("Job %s creates a new pod, and counts the deleted one as a failed attempt against its backoffLimit", ref.Name), true
+		return fmt.Sprintf("Job %s creates a new pod, and counts the deleted one as a failed attempt against its backoffLimit", ref.Name)
 	}
-	return fmt.Sprintf("its %s %s creates a new pod", ref.Kind, ref.Name), true
+	return fmt.Sprintf("its %s %s creates a new pod", ref.Kind, ref.Name)
 }
 
 // secretKeysCommand lists the key names of Secret name in the pod's namespace, one a line,

@@ -63,8 +63,8 @@ func boundNotStartedFinding(s *Snapshot) (Finding, bool) {
 	}
 	switch node := s.Node(name); {
 	case node == nil && apierrors.IsNotFound(s.NodesErr):
-		f.Summary += fmt.Sprintf(" No Node %s exists any more, so no kubelet will start it: delete the pod (%s).", name, first(replacement(pod)))
-		f.Fix = []string{fmt.Sprintf("kubectl delete pod -n %s %s   # its node is gone; %s", shellQuote(pod.Namespace), shellQuote(pod.Name), first(replacement(pod)))}
+		f.Summary += fmt.Sprintf(" No Node %s exists any more, so no kubelet will start it: delete the pod (%s).", name, replacement(pod))
+		f.Fix = []string{fmt.Sprintf("kubectl delete pod -n %s %s   # its node is gone; %s", shellQuote(pod.Namespace), shellQuote(pod.Name), replacement(pod))}
 	case node == nil:
 		f.Summary += fmt.Sprintf(" Node %s could not be read, so its state is unknown; check its Ready condition and the kubelet's log there.", name)
 	default:

@@ -3,6 +3,7 @@ package triage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -215,6 +216,9 @@ func (p *pull) finding(code Code) Finding {
 			f.Summary += " " + unretrievedSentence(p.s, names, *e)
 			f.Evidence = append(f.Evidence, EventEvidence(pod, *e))
 			f.Fix = missingPullSecretFix(pod, ref, names)
+			if pullSecretsExistNow(p.s, names) {
+				f.Fix = createdPullSecretFix(pod, ref, names[0])
+			}
 		}
 	case CodeImagePullRateLimited:
 		f.Summary = fmt.Sprintf("The registry %s is rate-limiting pulls of %s (toomanyrequests); the kubelet keeps backing off.", ref.registry, image)
@@ -299,10 +303,29 @@ func (p *pull) unretrievedPullSecrets() ([]string, *Event) {
 	return nil, nil
 }
 
-// unretrievedSentence says the kubelet pulled without the pull secrets names.
+// unretrievedSentence says the kubelet pulled without the pull secrets names, and whether they
+// exist now (a live list of the namespace's Secrets, when it could be read).
 func unretrievedSentence(s *Snapshot, names []string, e Event) string {
-	return fmt.Sprintf("The kubelet could not retrieve the pod's pull %s %s (FailedToRetrieveImagePullSecret %s), so it pulled without %s: %s not exist in namespace %s, or cannot be read.",
-		plural(len(names), "secret", "secrets"), strings.Join(names, ", "), eventSeen(s, e), plural(len(names), "it", "them"), plural(len(names), "it does", "they do"), s.Pod.Namespace)
+	out := fmt.Sprintf("The kubelet could not retrieve the pod's pull %s %s (FailedToRetrieveImagePullSecret %s), so it pulled without %s",
+		plural(len(names), "secret", "secrets"), strings.Join(names, ", "), eventSeen(s, e), plural(len(names), "it", "them"))
+	switch {
+	case pullSecretsExistNow(s, names):
+		return out + fmt.Sprintf(", but %s in namespace %s now: the kubelet reads pull secrets at each pull, so its next try (back-off, at most 5 minutes) uses %s; if that pull is refused too, the credentials in %s are.",
+			plural(len(names), "it exists", "they exist"), s.Pod.Namespace, plural(len(names), "it", "them"), plural(len(names), "it", "them"))
+	case slices.ContainsFunc(names, func(n string) bool { p, _ := objectPresence(s, "secrets", n); return p == presenceMissing }):
+		return out + fmt.Sprintf(": %s not exist in namespace %s.", plural(len(names), "it does", "they do"), s.Pod.Namespace)
+	}
+	return out + fmt.Sprintf(": %s not exist in namespace %s, or cannot be read (whether it exists now was not checked).", plural(len(names), "it does", "they do"), s.Pod.Namespace)
+}
+
+// pullSecretsExistNow says whether a live list shows every one of names in the pod's namespace.
+func pullSecretsExistNow(s *Snapshot, names []string) bool {
+	for _, n := range names {
+		if p, _ := objectPresence(s, "secrets", n); p != presenceExists {
+			return false
+		}
+	}
+	return true
 }
 
 // missingPullSecretFix creates the pull secrets the pod names that the kubelet could not
@@ -315,6 +338,19 @@ func missingPullSecretFix(pod *corev1.Pod, ref imageReference, names []string) [
 			shellQuote(n), nsFlag(pod), shellQuote(ref.registry)))
 	}
 	return append(fix, "Or, if the pod names the wrong secret, fix imagePullSecrets in its template.")
+}
+
+// createdPullSecretFix is for a pull secret the kubelet could not retrieve that exists now:
+// check it names the registry, watch the next pull, and only if that is refused too replace
+// its credentials (creating it again would fail: it exists).
+func createdPullSecretFix(pod *corev1.Pod, ref imageReference, name string) []string {
+	return []string{
+		fmt.Sprintf("kubectl get secret %s %s -o jsonpath='{.data.\\.dockerconfigjson}' | base64 -d | jq '.auths | keys'  # must name %s", shellQuote(name), nsFlag(pod), ref.registry),
+		fmt.Sprintf("kubectl get pod %s %s -w   # the kubelet's next pull uses it; stop with Ctrl-C once it is Running", shellQuote(pod.Name), nsFlag(pod)),
+		"If that pull is refused too, the credentials in it are: replace them with an account that may pull:",
+		fmt.Sprintf("kubectl create secret docker-registry %s %s --docker-server=%s --docker-username=\"$REGISTRY_USER\" --docker-password=\"$REGISTRY_TOKEN\" --dry-run=client -o yaml | kubectl apply -f -  # set both first",
+			shellQuote(name), nsFlag(pod), shellQuote(ref.registry)),
+	}
 }
 
 // credentialsFix is how to give the kubelet credentials for ref's registry: first what the pod

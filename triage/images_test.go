@@ -403,3 +403,34 @@ func TestMissingPullSecret(t *testing.T) {
 		t.Errorf("fix =\n%s\nwant regcred created, no ServiceAccount patch", fix)
 	}
 }
+
+// TestMissingPullSecretExistsNow: the pull secret the kubelet could not retrieve is looked up
+// in a live list: created since, it is not created again; listed missing, it is said plainly.
+func TestMissingPullSecretExistsNow(t *testing.T) {
+	snapshot := func(secrets map[string]time.Duration) *Snapshot {
+		pod := testPod(pending("ImagePullBackOff", `Back-off pulling image "registry.example.com/shop/app:1.0"`), func(p *corev1.Pod) {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+		})
+		s := testSnapshot(pod,
+			ev(corev1.EventTypeWarning, "Failed", "app", `Failed to pull image "registry.example.com/shop/app:1.0": unexpected status from HEAD request: 401 Unauthorized`, 6, time.Minute),
+			ev(corev1.EventTypeWarning, "FailedToRetrieveImagePullSecret", "", "Unable to retrieve some image pull secrets (regcred); attempting to pull the image may not succeed.", 6, time.Minute))
+		if got := NeedsNames(s); !slices.Contains(got, "secrets") {
+			t.Errorf("NeedsNames = %v, want secrets listed", got)
+		}
+		listed(s, "secrets", secrets)
+		return s
+	}
+	f := checkCodes(t, imageRules, snapshot(map[string]time.Duration{"regcred": 30 * time.Second}), CodeImagePullUnauthorized)[0]
+	if !strings.Contains(f.Summary, "but it exists in namespace shop now") {
+		t.Errorf("created since: summary %q, want it said to exist", f.Summary)
+	}
+	for _, step := range f.Fix {
+		if strings.Contains(step, "kubectl create secret") && !strings.Contains(step, "--dry-run=client -o yaml | kubectl apply -f -") {
+			t.Errorf("created since: fix creates it again, which fails (AlreadyExists): %s", step)
+		}
+	}
+	f = checkCodes(t, imageRules, snapshot(map[string]time.Duration{"other": time.Hour}), CodeImagePullUnauthorized)[0]
+	if !strings.Contains(f.Summary, ": it does not exist in namespace shop.") {
+		t.Errorf("listed missing: summary %q, want it said plainly", f.Summary)
+	}
+}

@@ -146,10 +146,16 @@ var missingObjectResources = map[Code]string{
 // exists now can tell whether the pod's next try fails on another. It evaluates the rules on s,
 // but only when an event or a container state says "not found".
 func NeedsNames(s *Snapshot) []string {
-	if s.Pod == nil || !mentionsNotFound(s) {
+	if s.Pod == nil {
 		return nil
 	}
 	var out []string
+	if len(eventsWithReason(s, "FailedToRetrieveImagePullSecret")) > 0 {
+		out = append(out, "secrets") // a pull secret the pod names that the kubelet could not read
+	}
+	if !mentionsNotFound(s) {
+		return out
+	}
 	for _, f := range Evaluate(s).Findings {
 		if r, ok := missingObjectResources[f.Code]; ok && !slices.Contains(out, r) {
 			out = append(out, r)

@@ -105,6 +105,9 @@ func blockedByActiveJob(v *workloadView) (Finding, bool) {
 			f.Summary += " (its backoffLimit, default 6, never counts a pod that does not fail, such as one stuck in ContainerCreating or pulling)"
 		}
 		f.Summary += "."
+	} else if job.Spec.ActiveDeadlineSeconds == nil {
+		// A Job keeps the template it was created from: a deadline added since is not its.
+		f.Summary += fmt.Sprintf(" The job template sets activeDeadlineSeconds (%ds), but Job %s was created from it before that, without one, so nothing ends it; Jobs created from now on get it.", *spec.ActiveDeadlineSeconds, job.Name)
 	} else {
 		f.Summary += fmt.Sprintf(" The job template's activeDeadlineSeconds (%ds) ends a Job that hangs, once that long has passed since it started.", *spec.ActiveDeadlineSeconds)
 	}

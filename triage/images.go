@@ -215,9 +215,10 @@ func (p *pull) finding(code Code) Finding {
 		if names, e := p.unretrievedPullSecrets(); e != nil {
 			f.Summary += " " + unretrievedSentence(p.s, names, *e)
 			f.Evidence = append(f.Evidence, EventEvidence(pod, *e))
-			f.Fix = missingPullSecretFix(pod, ref, names)
 			if pullSecretsExistNow(p.s, names) {
 				f.Fix = createdPullSecretFix(pod, ref, names[0])
+			} else {
+				f.Fix = missingPullSecretFix(pod, ref, names)
 			}
 		}
 	case CodeImagePullRateLimited:

@@ -140,11 +140,12 @@ func (p *platformState) setToken(err error, retryAt time.Time) {
 			p.log.Info("chat platform up", slog.String("platform", p.name))
 		}
 	case was != nil && was.Error() == err.Error():
-	case errors.As(err, &refused):
-		p.log.Error("chat platform unavailable: its bot token was refused", slog.String("platform", p.name),
-			slog.String("method", refused.Method), slog.String("code", refused.Code), slog.Any("err", err))
 	default:
-		p.log.Error("chat platform unavailable: its bot token was refused", slog.String("platform", p.name), slog.Any("err", err))
+		attrs := []any{slog.String("platform", p.name), slog.Any("err", err)}
+		if errors.As(err, &refused) {
+			attrs = append(attrs, slog.String("method", refused.Method), slog.String("code", refused.Code))
+		}
+		p.log.Error("chat platform unavailable: its bot token was refused", attrs...)
 	}
 }
 
